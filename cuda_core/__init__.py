@@ -1,0 +1,67 @@
+"""cuda_core: a Pythonic CUDA toolkit on NVIDIA's cuda-bindings.
+
+Compile CUDA C++ at run time, allocate memory and launch kernels on streams, without raw
+driver handles::
+
+    from cuda_core import Device, LaunchConfig, Program, ProgramOptions, launch
+
+    dev = Device()
+    dev.set_current()
+    s = dev.create_stream()
+    prog = Program(code, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))
+    ker = prog.compile("cubin", name_expressions=("add<float>",)).get_kernel("add<float>")
+    launch(s, LaunchConfig(grid=4, block=256), ker, a.data.ptr, b.data.ptr, n)
+
+Each public name lives in one private module (``_device``, ``_stream``, ...) and is
+re-exported here; ``__all__`` is the public surface.
+"""
+
+from __future__ import annotations
+
+from . import (
+    _context,
+    _device,
+    _errors,
+    _event,
+    _graph,
+    _kernel_arg_handler,
+    _launch_config,
+    _launcher,
+    _linker,
+    _memory,
+    _module,
+    _program,
+    _stream,
+)
+from ._context import *
+from ._device import *
+from ._errors import *
+from ._event import *
+from ._graph import *
+from ._kernel_arg_handler import *
+from ._launch_config import *
+from ._launcher import *
+from ._linker import *
+from ._memory import *
+from ._module import *
+from ._program import *
+from ._stream import *
+from ._version import __version__
+
+__all__ = sorted(
+    {
+        *_context.__all__,
+        *_device.__all__,
+        *_errors.__all__,
+        *_event.__all__,
+        *_graph.__all__,
+        *_kernel_arg_handler.__all__,
+        *_launch_config.__all__,
+        *_launcher.__all__,
+        *_linker.__all__,
+        *_memory.__all__,
+        *_module.__all__,
+        *_program.__all__,
+        *_stream.__all__,
+    }
+)

@@ -1,0 +1,151 @@
+"""The exception hierarchy of cuda_core.
+
+Every failure reported by the CUDA driver, NVRTC, nvJitLink or libNVVM is raised as a
+:class:`CUDAError` (or a subclass) whose message reads ``"<api>: <ERROR_NAME>: <explanation>"``
+and which keeps the numeric ``code``, the status ``name`` and the ``api`` that failed.
+All of them survive pickling, so they cross process boundaries (multiprocessing, pytest-xdist).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CUDADriverNotFoundError",
+    "CUDAError",
+    "CompileError",
+    "LinkerError",
+    "NVRTCError",
+    "NVVMError",
+]
+
+
+class CUDAError(Exception):
+    """An error reported by a CUDA library.
+
+    Attributes
+    ----------
+    code : int or None
+        The numeric status (``CUresult``, ``nvrtcResult``, ...); ``None`` when the error did not
+        come from a status code.
+    name : str
+        The status name, e.g. ``"CUDA_ERROR_OUT_OF_MEMORY"`` (for :class:`NVRTCError`, the
+        program's name; the status name is always in :attr:`error_name`).
+    api : str
+        The library call that failed, e.g. ``"cuMemAllocAsync"``.
+    explanation : str
+        The library's description of the status, plus any context cuda_core adds.
+    """
+
+    def __init__(
+        self,
+        api: str,
+        name: str,
+        explanation: str = "",
+        code: int | None = None,
+    ) -> None:
+        self.api = api
+        self.name = name
+        self.error_name = name
+        self.explanation = explanation
+        self.code = code
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        parts = [p for p in (self.api, self.error_name, self.explanation) if p]
+        return ": ".join(parts)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuild through __new__ and restore the attribute dict: subclasses with other
+        # constructor signatures pickle without writing their own __reduce__.
+        return (_rebuild_error, (type(self), self.args, self.__dict__.copy()))
+
+
+def _rebuild_error(cls: type[CUDAError], args: tuple[Any, ...], state: dict[str, Any]) -> CUDAError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(state)
+    return err
+
+
+class CUDADriverNotFoundError(CUDAError):
+    """The NVIDIA driver library (libcuda) could not be loaded.
+
+    Compilation (NVRTC, nvJitLink, libNVVM) keeps working without a driver; only operations
+    that need a GPU raise this error.
+    """
+
+    def __init__(self, detail: str = "") -> None:
+        explanation = (
+            "the NVIDIA driver (libcuda) was not found on this machine, so no GPU can be used. "
+            "Compiling with Program, Linker and ObjectCode still works without it"
+        )
+        if detail:
+            explanation += f" (loader said: {detail})"
+        super().__init__("cuInit", "CUDA_ERROR_DRIVER_NOT_FOUND", explanation, None)
+
+
+class CompileError(CUDAError):
+    """Compilation or linking failed; the full log is kept in :attr:`log`."""
+
+    def __init__(
+        self,
+        api: str,
+        name: str,
+        explanation: str = "",
+        code: int | None = None,
+        *,
+        log: str = "",
+        options: tuple[str, ...] | list[str] = (),
+    ) -> None:
+        self.log = log
+        self.options = tuple(options)
+        super().__init__(api, name, explanation, code)
+
+    def _format(self) -> str:
+        head = super()._format()
+        if self.options:
+            head += "\noptions: " + " ".join(self.options)
+        if self.log:
+            head += "\n" + self.log.rstrip()
+        return head
+
+
+class NVRTCError(CompileError):
+    """NVRTC failed, usually because the source did not compile.
+
+    The message holds the whole compiler log. :attr:`name` is the program's name,
+    :attr:`log` the compiler log, :attr:`options` the options passed to NVRTC and
+    :attr:`error_name` the NVRTC status name.
+    """
+
+    def __init__(
+        self,
+        api: str,
+        error_name: str,
+        explanation: str = "",
+        code: int | None = None,
+        *,
+        log: str = "",
+        options: tuple[str, ...] | list[str] = (),
+        program_name: str = "",
+    ) -> None:
+        self.program_name = program_name
+        super().__init__(api, error_name, explanation, code, log=log, options=options)
+        # cuda.core's contract: ``.name`` of a compile error is the program's name.
+        self.name = program_name or error_name
+
+    def _format(self) -> str:
+        text = super()._format()
+        if self.program_name:
+            first, _, rest = text.partition("\n")
+            text = f"{first} (program {self.program_name!r})" + ("\n" + rest if rest else "")
+        return text
+
+
+class NVVMError(CompileError):
+    """libNVVM failed to compile NVVM IR; the message holds the whole log."""
+
+
+class LinkerError(CompileError):
+    """nvJitLink (or the driver's linker) failed; the message holds the linker's error log."""

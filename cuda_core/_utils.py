@@ -1,0 +1,229 @@
+"""Plumbing shared by every module: the one error funnel, option checking, lazy driver start.
+
+Every call into ``cuda.bindings`` goes through :func:`handle_return` (or :func:`call`, which
+names the API for it). Argument errors are worded ``"<name> must be <rule> (got <value!r>)"``
+by :func:`arg_error`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from cuda.bindings import driver, nvrtc
+
+from ._errors import CUDADriverNotFoundError, CUDAError
+
+__all__: list[str] = []  # private module
+
+T = TypeVar("T")
+
+_CU_SUCCESS = driver.CUresult.CUDA_SUCCESS
+_CUresult = driver.CUresult
+_nvrtcResult = nvrtc.nvrtcResult
+
+# Statuses whose usual cause is a missing current context; the error says how to fix it.
+_NEEDS_CONTEXT = frozenset(
+    {
+        int(driver.CUresult.CUDA_ERROR_INVALID_CONTEXT),
+        int(driver.CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED),
+    }
+)
+SET_CURRENT_HINT = "no CUDA context is current; perhaps you forgot to call Device.set_current()?"
+
+
+def handle_return(result: tuple[Any, ...], api: str = "") -> Any:
+    """Check a ``cuda.bindings`` result tuple and return its payload.
+
+    ``result[0]`` is the status; on success the remaining items are returned (``None`` when
+    there are none, the item itself when there is one, else a tuple). On failure a
+    :class:`CUDAError` is raised whose message is ``"<api>: <ERROR_NAME>: <explanation>"``.
+    """
+    if result[0]:
+        raise_status(result[0], api)
+    n = len(result)
+    if n == 2:
+        return result[1]
+    if n == 1:
+        return None
+    return result[1:]
+
+
+def call(fn: Callable[..., tuple[Any, ...]], *args: Any) -> Any:
+    """Call a ``cuda.bindings`` function and funnel its result through :func:`handle_return`."""
+    return handle_return(fn(*args), fn.__name__)
+
+
+def raise_status(status: Any, api: str, extra: str = "") -> None:
+    """Raise the :class:`CUDAError` for a failed status code (never returns)."""
+    raise make_error(status, api, extra)
+
+
+def make_error(status: Any, api: str, extra: str = "") -> CUDAError:
+    """Build the :class:`CUDAError` for a status code of any CUDA library."""
+    code = int(status)
+    if isinstance(status, _nvrtcResult):
+        name = status.name
+        explanation = ""
+    else:
+        try:
+            status = _CUresult(code)
+            name = status.name
+        except ValueError:
+            name = f"CUDA_ERROR_UNKNOWN_{code}"
+        explanation = _driver_error_string(status)
+        if code in _NEEDS_CONTEXT:
+            explanation = f"{explanation} ({SET_CURRENT_HINT})" if explanation else SET_CURRENT_HINT
+    if extra:
+        explanation = f"{explanation}; {extra}" if explanation else extra
+    return CUDAError(api, name, explanation, code)
+
+
+def _driver_error_string(status: Any) -> str:
+    try:
+        err, text = driver.cuGetErrorString(status)
+    except Exception:  # no driver loaded: describe by name only
+        return ""
+    if err != _CU_SUCCESS or text is None:
+        return ""
+    return text.decode() if isinstance(text, bytes) else str(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver start-up: once per process, and a clear error where there is no driver.
+
+_driver_lock = threading.Lock()
+_driver_ready = False
+_driver_error: CUDAError | None = None
+
+
+def ensure_driver() -> None:
+    """Initialise the CUDA driver once; raise :class:`CUDADriverNotFoundError` without one."""
+    if _driver_ready:
+        return
+    _init_driver()
+
+
+def _init_driver() -> None:
+    global _driver_ready, _driver_error
+    with _driver_lock:
+        if _driver_ready:
+            return
+        if _driver_error is not None:
+            raise _driver_error
+        try:
+            result = driver.cuInit(0)
+        except RuntimeError as exc:  # cuda.pathfinder's DynamicLibNotFoundError and kin
+            _driver_error = CUDADriverNotFoundError(str(exc))
+            raise _driver_error from None
+        except OSError as exc:
+            _driver_error = CUDADriverNotFoundError(str(exc))
+            raise _driver_error from None
+        if result[0] == _CUresult.CUDA_ERROR_NO_DEVICE:
+            _driver_error = make_error(result[0], "cuInit", "no CUDA-capable GPU was found")
+            raise _driver_error
+        handle_return(result, "cuInit")
+        _driver_ready = True
+
+
+def driver_available() -> bool:
+    """True when libcuda loads and initialises; never raises."""
+    try:
+        ensure_driver()
+    except CUDAError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checking.
+
+
+def arg_error(name: str, rule: str, value: Any, hint: str = "", exc: type[Exception] = ValueError) -> Exception:
+    """Build the house-style argument error ``"<name> must be <rule> (got <value!r>)"``."""
+    msg = f"{name} must be {rule} (got {value!r})"
+    if hint:
+        msg += f"; {hint}"
+    return exc(msg)
+
+
+def check_int(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Check that *value* is an integer (not a bool) within the given bounds and return it."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        rule = "an integer" if minimum is None else f"an integer >= {minimum}"
+        raise arg_error(name, rule, value, exc=TypeError)
+    v = value.__index__()
+    if minimum is not None and v < minimum:
+        raise arg_error(name, f"an integer >= {minimum}", value)
+    if maximum is not None and v > maximum:
+        raise arg_error(name, f"an integer <= {maximum}", value)
+    return v
+
+
+def check_or_create_options(cls: type[T], options: Any, what: str = "options") -> T:
+    """Accept ``None``, a dict or an instance of the options dataclass *cls*; return an instance."""
+    if options is None:
+        return cls()
+    if isinstance(options, cls):
+        return options
+    if isinstance(options, dict):
+        if dataclasses.is_dataclass(cls):
+            known = {f.name for f in dataclasses.fields(cls)}
+            unknown = sorted(set(options) - known)
+            if unknown:
+                raise arg_error(
+                    what,
+                    f"a {cls.__name__} or a dict of its fields ({', '.join(sorted(known))})",
+                    options,
+                    f"unknown field(s): {', '.join(unknown)}",
+                    TypeError,
+                )
+        return cls(**options)
+    raise arg_error(what, f"None, a dict or a {cls.__name__}", options, exc=TypeError)
+
+
+def cast_to_3_tuple(name: str, value: Any) -> tuple[int, int, int]:
+    """Turn an int or a tuple of one to three ints (each >= 1) into a 3-tuple padded with 1."""
+    if isinstance(value, tuple):
+        if not 1 <= len(value) <= 3:
+            raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value)
+        items = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        items = (value,)
+    else:
+        raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeError)
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeError)
+        if v < 1:
+            raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value)
+        out.append(v)
+    while len(out) < 3:
+        out.append(1)
+    return (out[0], out[1], out[2])
+
+
+def nvrtc_version() -> tuple[int, int]:
+    """The (major, minor) version of the NVRTC library in use."""
+    return tuple(handle_return(nvrtc.nvrtcVersion(), "nvrtcVersion"))  # type: ignore[return-value]
+
+
+def run_once(fn: Callable[[], T]) -> Callable[[], T]:
+    """Decorate a zero-argument function so that it runs once; later calls return its result."""
+    lock = threading.Lock()
+    box: list[T] = []
+
+    def wrapper() -> T:
+        if box:
+            return box[0]
+        with lock:
+            if not box:
+                box.append(fn())
+        return box[0]
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper

@@ -1,0 +1,32 @@
+"""Shared test code: GPU detection and small fixtures used by several test modules."""
+
+from __future__ import annotations
+
+import functools
+
+
+@functools.cache
+def gpu_skip_reason() -> str | None:
+    """``None`` when a CUDA GPU is usable, else why GPU-tier tests are skipped."""
+    from cuda_core._errors import CUDAError
+    from cuda_core._utils import ensure_driver
+
+    try:
+        ensure_driver()
+    except CUDAError as exc:
+        return f"GPU tier skipped: {exc}"
+    from cuda.bindings import driver
+
+    err, count = driver.cuDeviceGetCount()
+    if err != driver.CUresult.CUDA_SUCCESS or count == 0:
+        return "GPU tier skipped: the NVIDIA driver is present but reports no CUDA device"
+    return None
+
+
+def gpu_count() -> int:
+    """The number of CUDA devices (0 without a driver)."""
+    if gpu_skip_reason() is not None:
+        return 0
+    from cuda.bindings import driver
+
+    return int(driver.cuDeviceGetCount()[1])
