@@ -1,5 +1,69 @@
-"""Placeholder: filled in by its issue."""
+"""Context: a CUDA context, as returned by :attr:`Device.context` and :attr:`Stream.context`."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import TYPE_CHECKING, Any
+
+from cuda.bindings import driver
+
+from ._utils import handle_return
+
+if TYPE_CHECKING:
+    from ._device import Device
+
+__all__ = ["Context"]
+
+
+class Context:
+    """A CUDA context (borrowed: cuda_core never destroys a context it did not create).
+
+    Obtained from :attr:`Device.context` or :attr:`Stream.context`; not constructed directly.
+    Two ``Context`` objects are equal when they wrap the same driver context.
+    """
+
+    __slots__ = ("__weakref__", "_device", "_handle", "_int")
+
+    _handle: driver.CUcontext
+    _int: int
+    _device: Device | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("Context cannot be constructed directly; use Device.context or Stream.context")
+
+    @classmethod
+    def _from_ctx(cls, handle: driver.CUcontext, device: Device | None = None) -> Context:
+        self = object.__new__(cls)
+        self._handle = handle
+        self._int = int(handle)
+        self._device = device
+        return self
+
+    @property
+    def handle(self) -> driver.CUcontext:
+        """The driver handle (``cuda.bindings.driver.CUcontext``); ``int(handle)`` is its address."""
+        return self._handle
+
+    @property
+    def device(self) -> Device:
+        """The :class:`Device` this context belongs to."""
+        if self._device is None:
+            from ._device import Device
+
+            handle_return(driver.cuCtxPushCurrent(self._handle), "cuCtxPushCurrent")
+            try:
+                dev_id = int(handle_return(driver.cuCtxGetDevice(), "cuCtxGetDevice"))
+            finally:
+                handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+            self._device = Device(dev_id)
+        return self._device
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Context):
+            return NotImplemented
+        return self._int == other._int
+
+    def __hash__(self) -> int:
+        return hash(("Context", self._int))
+
+    def __repr__(self) -> str:
+        return f"<Context handle=0x{self._int:x}>"

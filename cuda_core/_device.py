@@ -1,5 +1,513 @@
-"""Placeholder: filled in by its issue."""
+"""Device: a per-thread singleton per GPU ordinal, and DeviceProperties."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import threading
+from collections import namedtuple
+from typing import TYPE_CHECKING, Any
+
+from cuda.bindings import driver
+
+from ._context import Context
+from ._errors import CUDAError
+from ._utils import SET_CURRENT_HINT, arg_error, ensure_driver, handle_return
+
+if TYPE_CHECKING:
+    from ._event import Event, EventOptions
+    from ._graph import GraphBuilder
+    from ._memory import Buffer, MemoryResource
+    from ._stream import Stream, StreamOptions
+
+__all__ = ["ComputeCapability", "Device", "DeviceProperties"]
+
+ComputeCapability = namedtuple("ComputeCapability", ["major", "minor"])
+ComputeCapability.__doc__ = "A device's compute capability as ``(major, minor)``, e.g. ``(9, 0)``."
+
+_SUCCESS = driver.CUresult.CUDA_SUCCESS
+_INVALID_CONTEXT = driver.CUresult.CUDA_ERROR_INVALID_CONTEXT
+_cuCtxGetDevice = driver.cuCtxGetDevice
+_cuCtxGetCurrent = driver.cuCtxGetCurrent
+_cuCtxPushCurrent = driver.cuCtxPushCurrent
+_cuCtxPopCurrent = driver.cuCtxPopCurrent
+
+_tls = threading.local()
+_count_lock = threading.Lock()
+_device_count: int | None = None
+
+
+def _get_device_count() -> int:
+    global _device_count
+    if _device_count is None:
+        ensure_driver()
+        with _count_lock:
+            if _device_count is None:
+                _device_count = int(handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount"))
+    return _device_count
+
+
+# ---------------------------------------------------------------------------------------------
+# DeviceProperties: every CUdevice_attribute as a cached, read-only property.
+
+_BOOL_NAMES = frozenset(
+    {
+        "gpu_overlap",
+        "kernel_exec_timeout",
+        "integrated",
+        "concurrent_kernels",
+        "tcc_driver",
+        "unified_addressing",
+        "managed_memory",
+        "multi_gpu_board",
+        "pageable_memory_access",
+        "concurrent_managed_access",
+        "cooperative_launch",
+        "cooperative_multi_device_launch",
+        "pageable_memory_access_uses_host_page_tables",
+        "direct_managed_mem_access_from_host",
+        "cluster_launch",
+        "unified_function_pointers",
+    }
+)
+
+
+def _is_bool_attribute(name: str) -> bool:
+    if name in _BOOL_NAMES or name.startswith("can_") or name.endswith("_enabled"):
+        return True
+    return name.endswith("_supported") and "handle_types" not in name
+
+
+class DeviceProperties:
+    """The attributes of a device (``CUdevice_attribute``), as cached read-only properties.
+
+    Every ``CU_DEVICE_ATTRIBUTE_X`` of the installed ``cuda-bindings`` is available as the
+    property ``x`` (lower case), e.g. ``max_threads_per_block``, ``multiprocessor_count``,
+    ``cluster_launch``. Capability flags are ``bool``; everything else is ``int``. Each value is
+    queried from the driver once and then cached. Obtained from :attr:`Device.properties`.
+    """
+
+    __slots__ = ("_cache", "_dev")
+
+    _cache: dict[str, int | bool]
+    _dev: driver.CUdevice
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("DeviceProperties cannot be constructed directly; use Device.properties")
+
+    @classmethod
+    def _for(cls, cu_device: driver.CUdevice) -> DeviceProperties:
+        self = object.__new__(cls)
+        self._dev = cu_device
+        self._cache = {}
+        return self
+
+    def _get(self, name: str, attr: driver.CUdevice_attribute, as_bool: bool) -> int | bool:
+        try:
+            return self._cache[name]
+        except KeyError:
+            pass
+        value = int(handle_return(driver.cuDeviceGetAttribute(attr, self._dev), "cuDeviceGetAttribute"))
+        out: int | bool = bool(value) if as_bool else value
+        self._cache[name] = out
+        return out
+
+    if TYPE_CHECKING:  # the properties are generated from CUdevice_attribute below
+
+        def __getattr__(self, name: str) -> Any: ...
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(_ATTRIBUTE_NAMES))
+
+    def __repr__(self) -> str:
+        return f"<DeviceProperties of device {int(self._dev)}>"
+
+
+def _make_property(name: str, attr: driver.CUdevice_attribute) -> property:
+    as_bool = _is_bool_attribute(name)
+
+    def fget(self: DeviceProperties) -> int | bool:
+        return self._get(name, attr, as_bool)
+
+    fget.__name__ = name
+    kind = "bool" if as_bool else "int"
+    fget.__doc__ = f"{kind}: ``CU_DEVICE_ATTRIBUTE_{name.upper()}``."
+    return property(fget)
+
+
+_ATTRIBUTE_NAMES: list[str] = []
+for _attr in driver.CUdevice_attribute:
+    _name = _attr.name.removeprefix("CU_DEVICE_ATTRIBUTE_").lower()
+    if _name == "max":
+        continue
+    _ATTRIBUTE_NAMES.append(_name)
+    setattr(DeviceProperties, _name, _make_property(_name, _attr))
+del _attr, _name
+
+
+# ---------------------------------------------------------------------------------------------
+# Making a device's context current for a block of code.
+
+
+class _CtxScope:
+    """``with dev._scope():`` runs the block with ``ctx`` current, then restores the caller's."""
+
+    __slots__ = ("_ctx", "_int", "_pushed")
+
+    def __init__(self, ctx: driver.CUcontext, ctx_int: int) -> None:
+        self._ctx = ctx
+        self._int = ctx_int
+        self._pushed = False
+
+    def __enter__(self) -> _CtxScope:
+        err, cur = _cuCtxGetCurrent()
+        if err != _SUCCESS or int(cur) != self._int:
+            handle_return(_cuCtxPushCurrent(self._ctx), "cuCtxPushCurrent")
+            self._pushed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pushed:
+            self._pushed = False
+            handle_return(_cuCtxPopCurrent(), "cuCtxPopCurrent")
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+class Device:
+    """A CUDA device (GPU), a per-thread singleton per ordinal.
+
+    ``Device(0) is Device(0)`` within a thread; each thread has its own objects. Creating a
+    ``Device`` creates no context: call :meth:`set_current` before anything that needs one.
+
+    Parameters
+    ----------
+    device_id : int or Device, optional
+        The device ordinal. ``None`` means the device of the context current on this thread, or
+        device 0 when none is current. A ``Device`` is returned as it is.
+
+    Raises
+    ------
+    ValueError
+        The ordinal is out of range (the message gives the valid range).
+    CUDADriverNotFoundError
+        No NVIDIA driver is installed.
+
+    Examples
+    --------
+    >>> dev = Device()
+    >>> dev.set_current()
+    >>> s = dev.create_stream()
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_cc",
+        "_ctx",
+        "_ctx_int",
+        "_cu_device",
+        "_default_stream",
+        "_id",
+        "_mr",
+        "_name",
+        "_props",
+    )
+
+    _id: int
+    _cu_device: driver.CUdevice
+    _ctx: driver.CUcontext | None
+    _ctx_int: int
+    _props: DeviceProperties | None
+    _name: str | None
+    _cc: ComputeCapability | None
+    _default_stream: Stream | None
+    _mr: MemoryResource | None
+
+    def __new__(cls, device_id: int | Device | None = None) -> Device:
+        if device_id is None:
+            try:
+                err, cu_dev = _cuCtxGetDevice()
+            except RuntimeError:  # no libcuda: ensure_driver() raises the clear error
+                ensure_driver()
+                raise
+            if err == _SUCCESS:
+                device_id = int(cu_dev)
+            elif err == _INVALID_CONTEXT:
+                device_id = 0
+            else:
+                ensure_driver()
+                err, cu_dev = _cuCtxGetDevice()
+                device_id = int(cu_dev) if err == _SUCCESS else 0
+        elif type(device_id) is Device:
+            return device_id
+        try:
+            dev = _tls.devices[device_id]
+            if dev is not None:
+                return dev
+        except (AttributeError, IndexError, TypeError):
+            pass
+        return cls._slow_new(device_id)
+
+    @classmethod
+    def _slow_new(cls, device_id: Any) -> Device:
+        if isinstance(device_id, Device):
+            return device_id
+        if isinstance(device_id, bool) or not isinstance(device_id, int):
+            raise arg_error("device_id", "None, a Device or an int", device_id, exc=TypeError)
+        count = _get_device_count()
+        if not 0 <= device_id < count:
+            rule = f"in range [0, {count})" if count else "a valid ordinal, but no CUDA device was found"
+            raise arg_error("device_id", rule, device_id)
+        devices = getattr(_tls, "devices", None)
+        if devices is None:
+            devices = _tls.devices = [None] * count
+        dev = devices[device_id]
+        if dev is None:
+            dev = object.__new__(cls)
+            dev._id = device_id
+            dev._cu_device = handle_return(driver.cuDeviceGet(device_id), "cuDeviceGet")
+            dev._ctx = None
+            dev._ctx_int = 0
+            dev._props = None
+            dev._name = None
+            dev._cc = None
+            dev._default_stream = None
+            dev._mr = None
+            devices[device_id] = dev
+        return dev
+
+    # -- identity -----------------------------------------------------------------------------
+
+    @property
+    def device_id(self) -> int:
+        """The device ordinal."""
+        return self._id
+
+    def __int__(self) -> int:
+        return self._id
+
+    def __index__(self) -> int:
+        return self._id
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self._id == other._id
+
+    def __hash__(self) -> int:
+        return hash(("Device", self._id))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Device, (self._id,))
+
+    def __repr__(self) -> str:
+        return f"<Device {self._id} ({self.name})>"
+
+    @staticmethod
+    def get_all_devices() -> tuple[Device, ...]:
+        """Every CUDA device of this machine, in ordinal order (this thread's objects)."""
+        return tuple(Device(i) for i in range(_get_device_count()))
+
+    # -- facts --------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The device's name, e.g. ``"NVIDIA H100 80GB HBM3"``."""
+        if self._name is None:
+            raw = handle_return(driver.cuDeviceGetName(256, self._cu_device), "cuDeviceGetName")
+            self._name = raw.split(b"\0", 1)[0].decode()
+        return self._name
+
+    @property
+    def uuid(self) -> str:
+        """The device's UUID as ``xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx``."""
+        raw = handle_return(driver.cuDeviceGetUuid(self._cu_device), "cuDeviceGetUuid").bytes
+        h = bytes(raw)[:16].hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    @property
+    def pci_bus_id(self) -> str:
+        """The PCI bus id, ``domain:bus:device.function`` in hexadecimal, e.g. ``"0000:3B:00.0"``."""
+        raw = handle_return(driver.cuDeviceGetPCIBusId(32, self._cu_device), "cuDeviceGetPCIBusId")
+        if isinstance(raw, bytes):
+            raw = raw.split(b"\0", 1)[0].decode()
+        return str(raw).split("\0", 1)[0]
+
+    @property
+    def compute_capability(self) -> ComputeCapability:
+        """The compute capability as a ``ComputeCapability(major, minor)`` named tuple."""
+        if self._cc is None:
+            p = self.properties
+            self._cc = ComputeCapability(p.compute_capability_major, p.compute_capability_minor)
+        return self._cc
+
+    @property
+    def arch(self) -> str:
+        """The architecture as a string of major and minor, e.g. ``"90"`` (use as ``f"sm_{arch}"``)."""
+        major, minor = self.compute_capability
+        return f"{major}{minor}"
+
+    @property
+    def properties(self) -> DeviceProperties:
+        """Every device attribute as a cached read-only property (:class:`DeviceProperties`)."""
+        if self._props is None:
+            self._props = DeviceProperties._for(self._cu_device)
+        return self._props
+
+    @property
+    def total_memory(self) -> int:
+        """The device's memory in bytes."""
+        return int(handle_return(driver.cuDeviceTotalMem(self._cu_device), "cuDeviceTotalMem"))
+
+    def can_access_peer(self, peer: Device | int) -> bool:
+        """Whether this device can access memory of *peer* directly (always true for itself)."""
+        other = Device(peer)
+        if other._id == self._id:
+            return True
+        ok = handle_return(
+            driver.cuDeviceCanAccessPeer(self._cu_device, other._cu_device), "cuDeviceCanAccessPeer"
+        )
+        return bool(ok)
+
+    # -- context ------------------------------------------------------------------------------
+
+    def set_current(self, ctx: Context | None = None) -> Context | None:
+        """Make this device's primary context (or *ctx*) current on the calling thread.
+
+        Parameters
+        ----------
+        ctx : Context, optional
+            A context of this device to make current instead of the primary context. It is
+            pushed in place of the current one, which is popped and returned.
+
+        Returns
+        -------
+        Context or None
+            With *ctx*, the context that was current before (``None`` if none was); else ``None``.
+        """
+        if ctx is not None:
+            if not isinstance(ctx, Context):
+                raise arg_error("ctx", "a Context or None", ctx, exc=TypeError)
+            if ctx.device._id != self._id:
+                raise arg_error("ctx", f"a context of device {self._id}", ctx)
+            prev = handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent") if self._has_current() else None
+            handle_return(driver.cuCtxPushCurrent(ctx.handle), "cuCtxPushCurrent")
+            return None if prev is None else Context._from_ctx(prev)
+        handle_return(driver.cuCtxSetCurrent(self._primary_ctx()), "cuCtxSetCurrent")
+        return None
+
+    @staticmethod
+    def _has_current() -> bool:
+        err, cur = _cuCtxGetCurrent()
+        return err == _SUCCESS and int(cur) != 0
+
+    def _primary_ctx(self) -> driver.CUcontext:
+        """Retain (once per Device object) and return this device's primary context."""
+        if self._ctx is None:
+            ctx = handle_return(driver.cuDevicePrimaryCtxRetain(self._cu_device), "cuDevicePrimaryCtxRetain")
+            self._ctx_int = int(ctx)
+            self._ctx = ctx
+        return self._ctx
+
+    def _require_ctx(self, api: str = "") -> driver.CUcontext:
+        """The primary context, or a CUDAError telling the user to call set_current() first."""
+        ctx = self._ctx
+        if ctx is None:
+            raise CUDAError(
+                api or "Device",
+                "CUDA_ERROR_INVALID_CONTEXT",
+                f"device {self._id} has no context yet; call Device({self._id}).set_current() first "
+                f"({SET_CURRENT_HINT.split('; ')[0]})",
+                int(_INVALID_CONTEXT),
+            )
+        return ctx
+
+    def _scope(self) -> _CtxScope:
+        """A context manager that makes this device's context current for a block."""
+        if self._ctx is None:
+            self._require_ctx()
+        return _CtxScope(self._ctx, self._ctx_int)
+
+    @property
+    def context(self) -> Context:
+        """The device's primary :class:`Context` (needs :meth:`set_current` first)."""
+        return Context._from_ctx(self._require_ctx("Device.context"), self)
+
+    def sync(self) -> None:
+        """Wait until all work on this device's context is done."""
+        self._require_ctx("Device.sync")
+        with self._scope():
+            handle_return(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    # -- factories ----------------------------------------------------------------------------
+
+    @property
+    def default_stream(self) -> Stream:
+        """The default (legacy, synchronising) stream of this device's context."""
+        if self._default_stream is None:
+            from ._stream import Stream
+
+            self._default_stream = Stream._legacy_default(self)
+        return self._default_stream
+
+    def create_stream(self, obj: Any = None, options: StreamOptions | dict | None = None) -> Stream:
+        """Create a new stream on this device, or wrap a foreign stream.
+
+        Parameters
+        ----------
+        obj : object, optional
+            An object with ``__cuda_stream__`` (a PyTorch or CuPy stream, ...). The result
+            borrows its handle, keeps *obj* alive and never destroys the stream.
+        options : StreamOptions or dict, optional
+            For a new stream: non-blocking (default ``True``) and priority.
+
+        Returns
+        -------
+        Stream
+            A new owned stream (closed by :meth:`Stream.close`), or a borrowed one.
+        """
+        from ._stream import Stream
+
+        self._require_ctx("Device.create_stream")
+        if obj is not None:
+            if options is not None:
+                raise ValueError("options must be None when obj is given (a borrowed stream keeps its own)")
+            return Stream._from_foreign(obj)
+        return Stream._create(self, options)
+
+    def create_event(self, options: EventOptions | dict | None = None) -> Event:
+        """Create a new event on this device (see :class:`EventOptions`)."""
+        from ._event import Event
+
+        self._require_ctx("Device.create_event")
+        return Event._create(self, options)
+
+    def create_graph_builder(self) -> GraphBuilder:
+        """A graph builder capturing on a new stream of this device."""
+        from ._graph import GraphBuilder
+
+        return GraphBuilder._from_stream(self.create_stream())
+
+    @property
+    def memory_resource(self) -> MemoryResource:
+        """The resource :meth:`allocate` uses (default: the device's stream-ordered memory pool)."""
+        if self._mr is None:
+            from ._memory import default_memory_resource
+
+            self._mr = default_memory_resource(self)
+        return self._mr
+
+    @memory_resource.setter
+    def memory_resource(self, mr: MemoryResource) -> None:
+        from ._memory import MemoryResource
+
+        if not isinstance(mr, MemoryResource):
+            raise arg_error("memory_resource", "a MemoryResource", mr, exc=TypeError)
+        self._mr = mr
+
+    def allocate(self, size: int, *, stream: Any = None) -> Buffer:
+        """Allocate *size* bytes from :attr:`memory_resource`, ordered on *stream*.
+
+        With no stream the allocation is ordered on the device's default stream.
+        """
+        self._require_ctx("Device.allocate")
+        return self.memory_resource.allocate(size, stream=self.default_stream if stream is None else stream)

@@ -1,5 +1,270 @@
-"""Placeholder: filled in by its issue."""
+"""Event: a marker in a stream, for waiting, timing and cross-process signalling."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cuda.bindings import driver
+
+from ._utils import arg_error, check_or_create_options, handle_return
+
+if TYPE_CHECKING:
+    from ._device import Device
+
+__all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
+
+_SUCCESS = driver.CUresult.CUDA_SUCCESS
+_NOT_READY = driver.CUresult.CUDA_ERROR_NOT_READY
+_DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+_BLOCKING_SYNC = int(driver.CUevent_flags.CU_EVENT_BLOCKING_SYNC)
+_INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
+_cuEventDestroy = driver.cuEventDestroy
+
+
+@dataclass
+class EventOptions:
+    """Options for a new event.
+
+    Attributes
+    ----------
+    timing_enabled : bool
+        Record timestamps so that ``end - start`` gives elapsed milliseconds (default ``False``:
+        events without timing are cheaper).
+    blocking_sync : bool
+        :meth:`Event.sync` blocks the thread instead of spinning.
+    ipc_enabled : bool
+        The event can be shared with another process (:attr:`Event.ipc_descriptor`); requires
+        ``timing_enabled=False``.
+    """
+
+    timing_enabled: bool = False
+    blocking_sync: bool = False
+    ipc_enabled: bool = False
+
+    def __post_init__(self) -> None:
+        for field in ("timing_enabled", "blocking_sync", "ipc_enabled"):
+            value = getattr(self, field)
+            if not isinstance(value, bool):
+                raise arg_error(field, "a bool", value, exc=TypeError)
+        if self.ipc_enabled and self.timing_enabled:
+            raise arg_error(
+                "timing_enabled", "False when ipc_enabled is True", True, "CUDA IPC events cannot record timing"
+            )
+
+    def _flags(self) -> int:
+        flags = 0 if self.timing_enabled else _DISABLE_TIMING
+        if self.blocking_sync:
+            flags |= _BLOCKING_SYNC
+        if self.ipc_enabled:
+            flags |= _INTERPROCESS
+        return flags
+
+
+class IPCEventDescriptor:
+    """A picklable description of an IPC-enabled event, to open it in another process."""
+
+    __slots__ = ("_busy_wait", "_reserved")
+
+    def __init__(self, reserved: bytes, busy_wait: bool = True) -> None:
+        if not isinstance(reserved, bytes) or len(reserved) != 64:
+            raise arg_error("reserved", "64 bytes from Event.ipc_descriptor", reserved, exc=TypeError)
+        self._reserved = reserved
+        self._busy_wait = busy_wait
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (IPCEventDescriptor, (self._reserved, self._busy_wait))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IPCEventDescriptor) and self._reserved == other._reserved
+
+    def __hash__(self) -> int:
+        return hash(self._reserved)
+
+    def __repr__(self) -> str:
+        return f"<IPCEventDescriptor {self._reserved[:8].hex()}...>"
+
+
+def _destroy_event(handle: driver.CUevent) -> None:
+    try:
+        _cuEventDestroy(handle)
+    except Exception:  # interpreter exit or a dead context
+        pass
+
+
+class Event:
+    """A CUDA event: records a point in a stream's work.
+
+    Created by :meth:`Device.create_event` or :meth:`Stream.record`. ``end - start`` gives the
+    elapsed time in milliseconds between two completed events created with
+    ``EventOptions(timing_enabled=True)``.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_busy_wait",
+        "_device",
+        "_finalizer",
+        "_handle",
+        "_ipc",
+        "_recorded",
+        "_timing",
+    )
+
+    _handle: driver.CUevent | None
+    _device: Device
+    _timing: bool
+    _ipc: bool
+    _busy_wait: bool
+    _recorded: bool
+    _finalizer: weakref.finalize | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("Event cannot be constructed directly; use Device.create_event() or Stream.record()")
+
+    @classmethod
+    def _create(cls, device: Device, options: Any) -> Event:
+        opts = check_or_create_options(EventOptions, options, "options")
+        with device._scope():
+            handle = handle_return(driver.cuEventCreate(opts._flags()), "cuEventCreate")
+        self = object.__new__(cls)
+        self._handle = handle
+        self._device = device
+        self._timing = opts.timing_enabled
+        self._ipc = opts.ipc_enabled
+        self._busy_wait = not opts.blocking_sync
+        self._recorded = False
+        self._finalizer = weakref.finalize(self, _destroy_event, handle)
+        self._finalizer.atexit = False
+        return self
+
+    @property
+    def handle(self) -> driver.CUevent:
+        """The driver handle (``cuda.bindings.driver.CUevent``)."""
+        if self._handle is None:
+            raise RuntimeError("the event is closed")
+        return self._handle
+
+    @property
+    def device(self) -> Device:
+        """The :class:`Device` the event was created on."""
+        return self._device
+
+    @property
+    def is_timing_disabled(self) -> bool:
+        """Whether the event records no timestamps."""
+        return not self._timing
+
+    @property
+    def is_sync_busy_waited(self) -> bool:
+        """Whether :meth:`sync` spins (``True``) or blocks the thread."""
+        return self._busy_wait
+
+    @property
+    def is_ipc_enabled(self) -> bool:
+        """Whether the event can be shared with another process."""
+        return self._ipc
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._handle is None
+
+    @property
+    def is_done(self) -> bool:
+        """Whether all work recorded before the event has completed (never blocks)."""
+        (err,) = driver.cuEventQuery(self.handle)
+        if err == _SUCCESS:
+            return True
+        if err == _NOT_READY:
+            return False
+        handle_return((err,), "cuEventQuery")
+        return False  # pragma: no cover
+
+    def sync(self) -> None:
+        """Block the calling thread until the event has completed."""
+        handle_return(driver.cuEventSynchronize(self.handle), "cuEventSynchronize")
+
+    def __sub__(self, other: Event) -> float:
+        """Milliseconds elapsed from *other* (the start) to this event (the end)."""
+        if not isinstance(other, Event):
+            return NotImplemented
+        for ev, role in ((other, "start"), (self, "end")):
+            if ev._handle is None:
+                raise RuntimeError(f"cannot time events: the {role} event is closed")
+            if not ev._timing:
+                raise RuntimeError(
+                    f"cannot time events: the {role} event was created without timing; "
+                    "create both with EventOptions(timing_enabled=True)"
+                )
+            if not ev._recorded:
+                raise RuntimeError(f"cannot time events: the {role} event was never recorded on a stream")
+        err, ms = driver.cuEventElapsedTime(other._handle, self._handle)
+        if err == _NOT_READY:
+            raise RuntimeError("cannot time events: an event has not completed yet; call sync() on the end event first")
+        return float(handle_return((err, ms), "cuEventElapsedTime"))
+
+    @property
+    def ipc_descriptor(self) -> IPCEventDescriptor:
+        """A picklable descriptor another process opens with :meth:`from_ipc_descriptor`."""
+        if not self._ipc:
+            raise RuntimeError("the event is not IPC-enabled; create it with EventOptions(ipc_enabled=True)")
+        ipc = handle_return(driver.cuIpcGetEventHandle(self.handle), "cuIpcGetEventHandle")
+        return IPCEventDescriptor(bytes(ipc.reserved), self._busy_wait)
+
+    @classmethod
+    def from_ipc_descriptor(cls, ipc_descriptor: IPCEventDescriptor) -> Event:
+        """Open an event shared by another process, on the current device.
+
+        The returned event is owned by this process's handle and closed like any other event.
+        """
+        from ._device import Device
+
+        if not isinstance(ipc_descriptor, IPCEventDescriptor):
+            raise arg_error("ipc_descriptor", "an IPCEventDescriptor", ipc_descriptor, exc=TypeError)
+        dev = Device()
+        dev._require_ctx("Event.from_ipc_descriptor")
+        ipc = driver.CUipcEventHandle()
+        ipc.reserved = ipc_descriptor._reserved
+        with dev._scope():
+            handle = handle_return(driver.cuIpcOpenEventHandle(ipc), "cuIpcOpenEventHandle")
+        self = object.__new__(cls)
+        self._handle = handle
+        self._device = dev
+        self._timing = False
+        self._ipc = True
+        self._busy_wait = ipc_descriptor._busy_wait
+        self._recorded = True
+        self._finalizer = weakref.finalize(self, _destroy_event, handle)
+        self._finalizer.atexit = False
+        return self
+
+    def close(self) -> None:
+        """Destroy the event (idempotent)."""
+        fin = self._finalizer
+        if fin is not None:
+            self._finalizer = None
+            fin()
+        self._handle = None
+
+    def __enter__(self) -> Event:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Event):
+            return NotImplemented
+        return self is other or (
+            self._handle is not None and other._handle is not None and int(self._handle) == int(other._handle)
+        )
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        if self._handle is None:
+            return "<Event closed>"
+        return f"<Event handle=0x{int(self._handle):x}>"

@@ -1,5 +1,388 @@
-"""Placeholder: filled in by its issue."""
+"""Stream: an owned or borrowed CUDA stream, StreamOptions and the default-stream constants."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cuda.bindings import driver
+
+from ._context import Context
+from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return
+
+if TYPE_CHECKING:
+    from ._device import Device
+    from ._event import Event, EventOptions
+    from ._graph import GraphBuilder
+
+__all__ = ["LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "StreamOptions"]
+
+_NON_BLOCKING = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
+_DEFAULT_FLAGS = int(driver.CUstream_flags.CU_STREAM_DEFAULT)
+_cuStreamDestroy = driver.cuStreamDestroy
+
+
+@dataclass
+class StreamOptions:
+    """Options for a new stream.
+
+    Attributes
+    ----------
+    nonblocking : bool
+        ``True`` (default): the stream does not synchronise with the legacy default stream.
+    priority : int, optional
+        The stream's priority; lower numbers mean higher priority. Must lie in the device's
+        range (``cuCtxGetStreamPriorityRange``), checked when the stream is created.
+    """
+
+    nonblocking: bool = True
+    priority: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.nonblocking, bool):
+            raise arg_error("nonblocking", "a bool", self.nonblocking, exc=TypeError)
+        if self.priority is not None and (isinstance(self.priority, bool) or not isinstance(self.priority, int)):
+            raise arg_error("priority", "None or an int", self.priority, exc=TypeError)
+
+
+def _destroy_stream(handle: driver.CUstream) -> None:
+    try:
+        _cuStreamDestroy(handle)
+    except Exception:  # interpreter exit or a dead context: nothing left to free
+        pass
+
+
+class Stream:
+    """A CUDA stream: an ordered queue of work on one device.
+
+    Obtain one from :meth:`Device.create_stream`, from ``Stream()`` / ``Stream(options=...)``
+    (a new stream on the current device, or on device 0's primary context when no context is
+    current, made current as the CUDA runtime does), from :meth:`Stream.from_handle` (borrowed)
+    or by wrapping an object with ``__cuda_stream__`` (borrowed; the object is kept alive).
+    Owned streams are destroyed by :meth:`close`, by leaving a ``with`` block, or when collected;
+    borrowed and default streams are never destroyed.
+
+    Examples
+    --------
+    >>> with Stream() as s:
+    ...     launch(s, config, kernel, *args)
+    ...     s.sync()
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_borrowed",
+        "_ctx",
+        "_device",
+        "_finalizer",
+        "_handle",
+        "_int",
+        "_nonblocking",
+        "_owner",
+        "_priority",
+    )
+
+    _handle: driver.CUstream | None
+    _int: int
+    _device: Device | None
+    _ctx: driver.CUcontext | None
+    _owner: Any
+    _borrowed: bool
+    _nonblocking: bool | None
+    _priority: int | None
+    _finalizer: weakref.finalize | None
+
+    def __new__(cls, obj: Any = None, options: StreamOptions | dict | None = None) -> Stream:
+        from ._device import Device
+
+        if obj is not None:
+            if options is not None:
+                raise ValueError("options must be None when obj is given (a borrowed stream keeps its own)")
+            return cls._from_foreign(obj)
+        ensure_driver()
+        dev = Device()
+        if dev._ctx is None:
+            if Device._has_current():
+                dev._primary_ctx()
+                # A context is current (perhaps not the primary one): create the stream there.
+                return cls._create(dev, options, use_current=True)
+            dev.set_current()
+        return cls._create(dev, options)
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def _wrap(
+        cls,
+        handle: driver.CUstream,
+        device: Device | None,
+        ctx: driver.CUcontext | None,
+        *,
+        owner: Any = None,
+        borrowed: bool = True,
+    ) -> Stream:
+        self = object.__new__(cls)
+        self._handle = handle
+        self._int = int(handle)
+        self._device = device
+        self._ctx = ctx
+        self._owner = owner
+        self._borrowed = borrowed
+        self._nonblocking = None
+        self._priority = None
+        self._finalizer = None
+        return self
+
+    @classmethod
+    def _create(cls, device: Device, options: Any, use_current: bool = False) -> Stream:
+        opts = check_or_create_options(StreamOptions, options, "options")
+        flags = _NON_BLOCKING if opts.nonblocking else _DEFAULT_FLAGS
+        if use_current:
+            ctx = handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
+            return cls._create_in_current(device, ctx, flags, opts.priority)
+        with device._scope():
+            return cls._create_in_current(device, device._ctx, flags, opts.priority)
+
+    @classmethod
+    def _create_in_current(cls, device: Device, ctx: Any, flags: int, priority: int | None) -> Stream:
+        if priority is None:
+            handle = handle_return(driver.cuStreamCreate(flags), "cuStreamCreate")
+        else:
+            least, greatest = handle_return(driver.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
+            if not greatest <= priority <= least:
+                raise arg_error(
+                    "priority",
+                    f"in [{greatest}, {least}] on {device.name} (lower is higher priority)",
+                    priority,
+                )
+            handle = handle_return(
+                driver.cuStreamCreateWithPriority(flags, priority), "cuStreamCreateWithPriority"
+            )
+        self = cls._wrap(handle, device, ctx, borrowed=False)
+        self._nonblocking = flags == _NON_BLOCKING
+        self._priority = priority
+        self._finalizer = weakref.finalize(self, _destroy_stream, handle)
+        self._finalizer.atexit = False
+        return self
+
+    @classmethod
+    def _from_foreign(cls, obj: Any) -> Stream:
+        proto = getattr(obj, "__cuda_stream__", None)
+        if proto is None:
+            raise arg_error("obj", "an object with __cuda_stream__", obj, exc=TypeError)
+        info = proto() if callable(proto) else proto
+        if not (isinstance(info, tuple) and len(info) == 2):
+            raise arg_error("obj.__cuda_stream__()", "a (version, handle) tuple", info, exc=TypeError)
+        if info[0] != 0:
+            raise arg_error("obj.__cuda_stream__() version", "0", info[0])
+        ensure_driver()
+        return cls._wrap(driver.CUstream(int(info[1])), None, None, owner=obj)
+
+    @classmethod
+    def from_handle(cls, handle: int) -> Stream:
+        """Wrap an existing stream handle (an ``int`` address or ``CUstream``) without owning it.
+
+        The stream is never destroyed by cuda_core; the caller keeps it alive while in use.
+        """
+        if isinstance(handle, driver.CUstream):
+            handle = int(handle)
+        if isinstance(handle, bool) or not isinstance(handle, int):
+            raise arg_error("handle", "an int stream address or a CUstream", handle, exc=TypeError)
+        ensure_driver()
+        return cls._wrap(driver.CUstream(handle), None, None)
+
+    @classmethod
+    def _legacy_default(cls, device: Device) -> Stream:
+        return cls._wrap(driver.CUstream(driver.CU_STREAM_LEGACY), device, device._ctx)
+
+    # -- facts --------------------------------------------------------------------------------
+
+    @property
+    def handle(self) -> driver.CUstream:
+        """The driver handle (``cuda.bindings.driver.CUstream``); ``int(handle)`` is its address."""
+        if self._handle is None:
+            raise RuntimeError("the stream is closed")
+        return self._handle
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._handle is None
+
+    @property
+    def is_nonblocking(self) -> bool:
+        """Whether the stream does not synchronise with the legacy default stream."""
+        if self._nonblocking is None:
+            flags = handle_return(driver.cuStreamGetFlags(self.handle), "cuStreamGetFlags")
+            self._nonblocking = bool(int(flags) & _NON_BLOCKING)
+        return self._nonblocking
+
+    @property
+    def priority(self) -> int:
+        """The stream's priority (lower is higher priority)."""
+        if self._priority is None:
+            self._priority = int(handle_return(driver.cuStreamGetPriority(self.handle), "cuStreamGetPriority"))
+        return self._priority
+
+    @property
+    def device(self) -> Device:
+        """The :class:`Device` the stream belongs to."""
+        if self._device is None:
+            from ._device import Device
+
+            cu_dev = handle_return(driver.cuStreamGetDevice(self.handle), "cuStreamGetDevice")
+            dev = Device(int(cu_dev))
+            if self._int in (driver.CU_STREAM_LEGACY, driver.CU_STREAM_PER_THREAD, 0):
+                return dev  # the default streams follow the current context: do not pin
+            self._device = dev
+        return self._device
+
+    def _context_handle(self) -> driver.CUcontext:
+        if self._ctx is None:
+            ctx = handle_return(driver.cuStreamGetCtx(self.handle), "cuStreamGetCtx")
+            if self._int in (driver.CU_STREAM_LEGACY, driver.CU_STREAM_PER_THREAD, 0):
+                return ctx
+            self._ctx = ctx
+        return self._ctx
+
+    @property
+    def context(self) -> Context:
+        """The :class:`Context` the stream belongs to."""
+        return Context._from_ctx(self._context_handle(), self._device)
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        """The stream protocol: ``(0, handle_address)``."""
+        return (0, self._int)
+
+    def __int__(self) -> int:
+        return self._int
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Stream):
+            return NotImplemented
+        return self._int == other._int and (self._handle is None) == (other._handle is None)
+
+    def __hash__(self) -> int:
+        return hash(("Stream", self._int))
+
+    def __repr__(self) -> str:
+        kind = "closed" if self._handle is None else ("borrowed" if self._borrowed else "owned")
+        return f"<Stream handle=0x{self._int:x} {kind}>"
+
+    # -- work ---------------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Block the calling thread until all work queued on the stream is done."""
+        handle_return(driver.cuStreamSynchronize(self.handle), "cuStreamSynchronize")
+
+    def record(self, event: Event | None = None, options: EventOptions | dict | None = None) -> Event:
+        """Record *event* (a new one made with *options* if none is given) on this stream.
+
+        Returns
+        -------
+        Event
+            The recorded event; it completes when all work queued before it has.
+        """
+        from ._event import Event
+
+        if event is None:
+            event = Event._create(self._owning_device(), options)
+        elif options is not None:
+            raise ValueError("options must be None when an event is given")
+        elif not isinstance(event, Event):
+            raise arg_error("event", "an Event or None", event, exc=TypeError)
+        handle_return(driver.cuEventRecord(event.handle, self.handle), "cuEventRecord")
+        event._recorded = True
+        return event
+
+    def wait(self, event_or_stream: Any) -> None:
+        """Make later work on this stream wait for an event, or for all work now on another stream.
+
+        Waiting is done on the device; the calling thread does not block.
+        """
+        from ._event import Event
+
+        if isinstance(event_or_stream, Event):
+            handle_return(driver.cuStreamWaitEvent(self.handle, event_or_stream.handle, 0), "cuStreamWaitEvent")
+            return
+        other = as_stream(event_or_stream, "event_or_stream")
+        if other._int == self._int:
+            return
+        flags = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+        with self._owning_device()._scope():
+            ev = handle_return(driver.cuEventCreate(flags), "cuEventCreate")
+            try:
+                handle_return(driver.cuEventRecord(ev, other.handle), "cuEventRecord")
+                handle_return(driver.cuStreamWaitEvent(self.handle, ev, 0), "cuStreamWaitEvent")
+            finally:
+                handle_return(driver.cuEventDestroy(ev), "cuEventDestroy")
+
+    def _owning_device(self) -> Device:
+        dev = self.device
+        if dev._ctx is None:
+            dev._primary_ctx()
+        return dev
+
+    def create_graph_builder(self) -> GraphBuilder:
+        """A graph builder that captures work on this stream."""
+        from ._graph import GraphBuilder
+
+        return GraphBuilder._from_stream(self)
+
+    def launch_host_func(self, fn: Any, *args: Any) -> None:
+        """Run the Python callable ``fn(*args)`` on a driver thread once earlier work is done.
+
+        The callable must not call CUDA. An exception it raises is reported through
+        ``sys.unraisablehook``; it never crashes the process.
+        """
+        from ._callbacks import launch_host_func
+
+        launch_host_func(self, fn, *args)
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Destroy the stream if cuda_core owns it (idempotent; borrowed streams are left alone).
+
+        Work already queued on the stream still completes.
+        """
+        fin = self._finalizer
+        if fin is not None:
+            self._finalizer = None
+            fin()
+        self._handle = None
+        self._owner = None
+
+    def __enter__(self) -> Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def as_stream(obj: Any, name: str = "stream") -> Stream:
+    """Resolve a stream argument: a Stream, a graph builder, or an object with ``__cuda_stream__``."""
+    if type(obj) is Stream:
+        return obj
+    if isinstance(obj, Stream):
+        return obj
+    inner = getattr(obj, "_cuda_core_stream", None)
+    if isinstance(inner, Stream):
+        return inner
+    if obj is not None and hasattr(obj, "__cuda_stream__"):
+        return Stream._from_foreign(obj)
+    raise arg_error(
+        name,
+        "a Stream, a graph builder or an object with __cuda_stream__",
+        obj,
+        "create one with Device.create_stream()" if obj is None else "",
+        exc=TypeError,
+    )
+
+
+LEGACY_DEFAULT_STREAM: Stream = Stream._wrap(driver.CUstream(driver.CU_STREAM_LEGACY), None, None)
+"""The legacy default stream of the current context (synchronises with blocking streams)."""
+
+PER_THREAD_DEFAULT_STREAM: Stream = Stream._wrap(driver.CUstream(driver.CU_STREAM_PER_THREAD), None, None)
+"""The per-thread default stream of the current context."""
