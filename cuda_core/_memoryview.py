@@ -1,5 +1,620 @@
-"""Placeholder: filled in by its issue."""
+"""StridedMemoryView: one description of a strided array from any producer.
+
+A view is built from DLPack (``__dlpack__``), the CUDA Array Interface (v3), the NumPy array
+interface, or a :class:`~cuda_core.Buffer` plus a shape. It records the pointer, shape, strides
+(in elements), dtype and device, keeps the producer alive, and exports itself through DLPack.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy
+from cuda.bindings import driver
+
+from . import _dlpack as _dl
+from ._utils import arg_error, handle_return
+
+__all__: list[str] = []  # the public names live in cuda_core.utils (see _UTILS_EXPORTS)
+
+_UTILS_EXPORTS = ["StridedMemoryView", "args_viewable_as_strided_memory"]
+
+_AMBIGUOUS = (
+    "stream_ptr=None is ambiguous: pass the address of the consumer stream "
+    "(e.g. int(stream.handle)), or -1 to opt out of stream ordering"
+)
+_MAX_VERSION = (_dl.DLPACK_MAJOR_VERSION, 0)
+_legacy_dlpack_types: set[type] = set()  # producers whose __dlpack__ rejects max_version
+_dtype_cache: dict[tuple[int, int, int], numpy.dtype[Any]] = {}
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    acc = 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return tuple(reversed(out))
+
+
+def _is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    # NumPy's rule: extents of 1 place no constraint; an empty array is contiguous.
+    acc = 1
+    ok = True
+    for n, s in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1 and s != acc:
+            ok = False
+        acc *= n
+    return ok
+
+
+class StridedMemoryView:
+    """A description of a strided, dense array or tensor living on the host or a device.
+
+    Build one with :meth:`from_dlpack`, :meth:`from_cuda_array_interface`,
+    :meth:`from_array_interface`, :meth:`from_any_interface`, :meth:`from_buffer`, the
+    :func:`args_viewable_as_strided_memory` decorator, or ``StridedMemoryView(obj, stream_ptr)``
+    (DLPack first, then the CUDA Array Interface).
+
+    **Stream semantics.** ``stream_ptr`` is the address of the *consumer* stream, the stream on
+    which the caller will use the memory. For DLPack it is passed to ``obj.__dlpack__(stream=...)``
+    and the producer orders its pending work before that stream. For the CUDA Array Interface,
+    when the producer names a stream other than the consumer's, an event is recorded on the
+    producer stream and the consumer stream waits for it on the device (no host
+    synchronisation). ``stream_ptr=-1`` opts out of any ordering; ``None`` is refused for device
+    memory (it would be ambiguous) and ignored for host memory.
+
+    **Ownership.** The view keeps the producer (:attr:`exporting_obj`, and for DLPack the
+    capsule) alive for as long as it lives; it owns nothing itself.
+
+    Attributes
+    ----------
+    ptr : int
+        Address of the first element.
+    shape : tuple of int
+        The extents.
+    strides : tuple of int or None
+        Strides in elements (not bytes); ``None`` when the array is C-contiguous.
+    dtype : numpy.dtype
+        The element type.
+    size : int
+        Number of elements.
+    device_id : int
+        The device ordinal, or ``-1`` for host memory.
+    is_device_accessible : bool
+        Whether a kernel can address the memory.
+    readonly : bool
+        Whether the producer marked the memory read-only.
+    exporting_obj : object
+        The producer.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_capsule",
+        "_dl_device_type",
+        "_dtype",
+        "_dtype_key",
+        "_raw_strides",
+        "_strides",
+        "_strides_done",
+        "device_id",
+        "exporting_obj",
+        "is_device_accessible",
+        "ptr",
+        "readonly",
+        "shape",
+    )
+
+    ptr: int
+    shape: tuple[int, ...]
+    device_id: int
+    is_device_accessible: bool
+    readonly: bool
+    exporting_obj: Any
+    _capsule: Any
+    _dl_device_type: int
+    _dtype: numpy.dtype[Any] | None
+    _dtype_key: tuple[int, int, int] | None
+    _raw_strides: tuple[int, ...] | None
+    _strides: tuple[int, ...] | None
+    _strides_done: bool
+
+    def __init__(self, obj: object = None, stream_ptr: int | None = None) -> None:
+        if obj is None:
+            raise TypeError(
+                "StridedMemoryView needs an object to view; use StridedMemoryView.from_dlpack(), "
+                "from_cuda_array_interface(), from_array_interface(), from_any_interface() or from_buffer()"
+            )
+        if hasattr(obj, "__dlpack__"):
+            src = _from_dlpack(obj, stream_ptr)
+        elif hasattr(obj, "__cuda_array_interface__"):
+            src = _from_cai(obj, stream_ptr)
+        else:
+            raise BufferError(f"{type(obj).__name__} supports neither DLPack nor the CUDA Array Interface")
+        for name in StridedMemoryView.__slots__[1:]:
+            setattr(self, name, getattr(src, name))
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def from_dlpack(cls, obj: object, stream_ptr: int | None = None) -> StridedMemoryView:
+        """View an object through DLPack (``__dlpack__`` / ``__dlpack_device__``).
+
+        Parameters
+        ----------
+        obj : object
+            A DLPack producer (NumPy, CuPy, PyTorch, JAX, ... arrays).
+        stream_ptr : int, optional
+            The consumer stream's address, passed to ``obj.__dlpack__(stream=...)``; ``-1``
+            opts out of stream ordering. Required for CUDA device memory, ignored for host memory.
+
+        Returns
+        -------
+        StridedMemoryView
+
+        Raises
+        ------
+        BufferError
+            The producer cannot export, ``stream_ptr`` is ``None`` for device memory, or the
+            dtype or device type is unsupported.
+        """
+        return _from_dlpack(obj, stream_ptr)
+
+    @classmethod
+    def from_cuda_array_interface(cls, obj: object, stream_ptr: int | None = None) -> StridedMemoryView:
+        """View an object through the CUDA Array Interface (v3, ``__cuda_array_interface__``).
+
+        Parameters
+        ----------
+        obj : object
+            An object with ``__cuda_array_interface__``.
+        stream_ptr : int
+            The consumer stream's address. When the interface names another producer stream,
+            the consumer stream waits on an event recorded on it (device-side ordering);
+            ``-1`` opts out.
+
+        Returns
+        -------
+        StridedMemoryView
+
+        Raises
+        ------
+        BufferError
+            ``stream_ptr`` is ``None``, or the interface is malformed or masked.
+        """
+        return _from_cai(obj, stream_ptr)
+
+    @classmethod
+    def from_array_interface(cls, obj: object) -> StridedMemoryView:
+        """View host memory through the NumPy array interface (``__array_interface__``).
+
+        Parameters
+        ----------
+        obj : object
+            An object with ``__array_interface__`` (a NumPy array, ...).
+
+        Returns
+        -------
+        StridedMemoryView
+            A host view (``device_id == -1``, ``is_device_accessible`` False).
+
+        Raises
+        ------
+        BufferError
+            The interface is malformed or masked.
+        """
+        try:
+            iface = obj.__array_interface__  # type: ignore[attr-defined]
+        except AttributeError:
+            raise BufferError(f"{type(obj).__name__} has no __array_interface__") from None
+        return _from_interface_dict(obj, iface, -1, False, _dl.kDLCPU)
+
+    @classmethod
+    def from_any_interface(cls, obj: object, stream_ptr: int | None = None) -> StridedMemoryView:
+        """View an object through the best protocol it offers: DLPack, then CUDA Array Interface,
+        then the NumPy array interface.
+
+        Parameters
+        ----------
+        obj : object
+            The producer.
+        stream_ptr : int, optional
+            The consumer stream's address (see the class description); ``-1`` opts out.
+
+        Returns
+        -------
+        StridedMemoryView
+
+        Raises
+        ------
+        BufferError
+            The object supports none of the protocols.
+        """
+        if hasattr(obj, "__dlpack__"):
+            return _from_dlpack(obj, stream_ptr)
+        if hasattr(obj, "__cuda_array_interface__"):
+            return _from_cai(obj, stream_ptr)
+        if hasattr(obj, "__array_interface__"):
+            return cls.from_array_interface(obj)
+        raise BufferError(f"{type(obj).__name__} supports no array protocol (DLPack, CUDA or NumPy array interface)")
+
+    @classmethod
+    def from_buffer(
+        cls,
+        buffer: Any,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...] | None = None,
+        *,
+        dtype: Any,
+        is_readonly: bool = False,
+    ) -> StridedMemoryView:
+        """View a :class:`~cuda_core.Buffer` as an array of ``dtype`` with ``shape``.
+
+        Parameters
+        ----------
+        buffer : Buffer
+            The memory; the view keeps it alive.
+        shape : tuple of int
+            The extents.
+        strides : tuple of int, optional
+            Strides in elements; ``None`` for C-contiguous.
+        dtype : numpy dtype or str
+            The element type.
+        is_readonly : bool
+            Mark the view read-only.
+
+        Returns
+        -------
+        StridedMemoryView
+
+        Raises
+        ------
+        ValueError
+            The shape/strides reach outside the buffer, or are malformed.
+        """
+        shape = tuple(shape)
+        dt = numpy.dtype(dtype)
+        for n in shape:
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise arg_error("shape", "a tuple of non-negative ints", shape)
+        if strides is not None:
+            strides = tuple(strides)
+            if len(strides) != len(shape) or not all(isinstance(s, int) for s in strides):
+                raise arg_error("strides", f"None or a tuple of {len(shape)} ints", strides)
+        count = 1
+        for n in shape:
+            count *= n
+        if count:
+            st = strides if strides is not None else _c_strides(shape)
+            lo = sum(s * (n - 1) for n, s in zip(shape, st) if s < 0)
+            hi = sum(s * (n - 1) for n, s in zip(shape, st) if s > 0)
+            if lo < 0:
+                raise arg_error("strides", "non-negative for a view starting at the buffer's start", strides)
+            need = (hi + 1) * dt.itemsize
+            if need > buffer.size:
+                raise arg_error(
+                    "shape", f"within the buffer's {buffer.size} bytes (this view needs {need})", shape
+                )
+        view = object.__new__(cls)
+        view.ptr = int(buffer.handle)
+        view.shape = shape
+        view._raw_strides = strides
+        view._strides = None
+        view._strides_done = False
+        view._dtype = dt
+        view._dtype_key = None
+        view.device_id = buffer.device_id
+        view.is_device_accessible = bool(buffer.is_device_accessible)
+        view.readonly = bool(is_readonly)
+        view.exporting_obj = buffer
+        view._capsule = None
+        try:
+            view._dl_device_type = int(buffer.__dlpack_device__()[0])
+        except Exception:
+            view._dl_device_type = _dl.kDLCUDA if view.is_device_accessible else _dl.kDLCPU
+        return view
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def strides(self) -> tuple[int, ...] | None:
+        """Strides in elements, or ``None`` when the array is C-contiguous."""
+        if not self._strides_done:
+            raw = self._raw_strides
+            self._strides = None if raw is None or _is_c_contiguous(self.shape, raw) else raw
+            self._strides_done = True
+        return self._strides
+
+    @property
+    def dtype(self) -> numpy.dtype[Any]:
+        """The element type as a NumPy dtype."""
+        dt = self._dtype
+        if dt is None:
+            key = self._dtype_key
+            assert key is not None
+            dt = _dtype_cache.get(key)
+            if dt is None:
+                dt = _dtype_cache[key] = _dl.dlpack_to_dtype(*key)
+            self._dtype = dt
+        return dt
+
+    @property
+    def size(self) -> int:
+        """The number of elements."""
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __repr__(self) -> str:
+        return (
+            f"StridedMemoryView(ptr={self.ptr:#x}, shape={self.shape}, strides={self.strides}, "
+            f"dtype={self.dtype}, device_id={self.device_id}, is_device_accessible={self.is_device_accessible}, "
+            f"readonly={self.readonly})"
+        )
+
+    # ------------------------------------------------------------------ DLPack export
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack ``(device_type, device_id)`` of the viewed memory."""
+        return (self._dl_device_type, 0 if self.device_id < 0 else self.device_id)
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """Export the view as a DLPack capsule (no copy); the capsule keeps the view alive.
+
+        Parameters
+        ----------
+        stream : int, optional
+            The consumer's stream. The view records no pending work, so nothing is ordered.
+        max_version : (int, int), optional
+            The highest DLPack version the consumer understands; ``>= (1, 0)`` yields a
+            versioned capsule.
+        dl_device : (int, int), optional
+            Must be this view's device when given.
+        copy : bool, optional
+            ``True`` is refused (the view never copies).
+
+        Returns
+        -------
+        PyCapsule
+
+        Raises
+        ------
+        BufferError
+            A copy or another device was requested.
+        """
+        if copy:
+            raise BufferError("StridedMemoryView exports without copying; copy=True is not supported")
+        here = self.__dlpack_device__()
+        if dl_device is not None and tuple(dl_device) != here:
+            raise BufferError(f"dl_device must be this view's device {here} (got {dl_device!r})")
+        versioned = max_version is not None and max_version[0] >= 1
+        dt = self.dtype
+        return _dl.make_capsule(
+            self.ptr,
+            self.shape,
+            _dl.dtype_to_dlpack(dt),
+            here[0],
+            here[1],
+            owner=self,
+            versioned=versioned,
+            readonly=self.readonly,
+            strides=self._raw_strides,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Builders
+
+
+def _from_dlpack(obj: Any, stream_ptr: int | None) -> StridedMemoryView:
+    try:
+        dev_type, dev_id = obj.__dlpack_device__()
+    except AttributeError:
+        raise BufferError(f"{type(obj).__name__} does not support DLPack (no __dlpack_device__)") from None
+    if dev_type == _dl.kDLCPU:
+        stream: int | None = None
+        device_id = -1
+        accessible = False
+    elif dev_type == _dl.kDLCUDA:
+        if stream_ptr is None:
+            raise BufferError(_AMBIGUOUS)
+        stream = stream_ptr
+        device_id = dev_id
+        accessible = True
+    elif dev_type == _dl.kDLCUDAHost or dev_type == _dl.kDLCUDAManaged:
+        stream = None if stream_ptr is None else stream_ptr
+        device_id = dev_id if dev_type == _dl.kDLCUDAManaged else -1
+        accessible = True
+    else:
+        raise BufferError(f"DLPack device type {dev_type} is not supported (CPU, CUDA, CUDA host, CUDA managed are)")
+    tp = type(obj)
+    if tp in _legacy_dlpack_types:
+        capsule = obj.__dlpack__(stream=stream)
+    else:
+        try:
+            capsule = obj.__dlpack__(stream=stream, max_version=_MAX_VERSION)
+        except TypeError:
+            _legacy_dlpack_types.add(tp)
+            capsule = obj.__dlpack__(stream=stream)
+    ptr, shape, strides, code, bits, lanes, _, _, readonly = _dl.parse_capsule(capsule)
+    view = object.__new__(StridedMemoryView)
+    view.ptr = ptr
+    view.shape = shape
+    view._raw_strides = strides
+    view._strides = None
+    view._strides_done = False
+    view._dtype = None
+    view._dtype_key = (code, bits, lanes)
+    view.device_id = device_id
+    view.is_device_accessible = accessible
+    view.readonly = readonly
+    view.exporting_obj = obj
+    view._capsule = capsule  # keeps the producer's tensor alive; its destructor releases it
+    view._dl_device_type = dev_type
+    return view
+
+
+def _from_cai(obj: Any, stream_ptr: int | None) -> StridedMemoryView:
+    try:
+        iface = obj.__cuda_array_interface__
+    except AttributeError:
+        raise BufferError(f"{type(obj).__name__} has no __cuda_array_interface__") from None
+    if stream_ptr is None:
+        raise BufferError(_AMBIGUOUS)
+    ptr = iface["data"][0] or 0
+    device_id = _pointer_device(ptr)
+    producer = iface.get("stream")
+    if stream_ptr != -1 and producer is not None and producer != stream_ptr:
+        _order_streams(int(producer), int(stream_ptr), device_id)
+    return _from_interface_dict(obj, iface, device_id, True, _dl.kDLCUDA)
+
+
+def _from_interface_dict(obj: Any, iface: dict[str, Any], device_id: int, accessible: bool, dev_type: int) -> StridedMemoryView:
+    if iface.get("mask") is not None:
+        raise BufferError("masked arrays are not supported")
+    shape = tuple(iface["shape"])
+    descr = iface.get("descr")
+    typestr = iface["typestr"]
+    if descr and (len(descr) > 1 or descr[0][0]):
+        dt = numpy.dtype(descr)
+    else:
+        dt = numpy.dtype(typestr)
+    ptr, ro = iface["data"]
+    offset = iface.get("offset", 0) if dev_type == _dl.kDLCPU else 0
+    byte_strides = iface.get("strides")
+    strides = None
+    if byte_strides is not None:
+        item = dt.itemsize
+        if any(s % item for s in byte_strides):
+            raise BufferError(f"strides {tuple(byte_strides)} (bytes) are not multiples of the item size {item}")
+        strides = tuple(s // item for s in byte_strides)
+    view = object.__new__(StridedMemoryView)
+    view.ptr = (ptr or 0) + offset
+    view.shape = shape
+    view._raw_strides = strides
+    view._strides = None
+    view._strides_done = False
+    view._dtype = dt
+    view._dtype_key = None
+    view.device_id = device_id
+    view.is_device_accessible = accessible
+    view.readonly = bool(ro)
+    view.exporting_obj = obj
+    view._capsule = None
+    view._dl_device_type = dev_type
+    return view
+
+
+_ATTR_ORDINAL = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+
+
+def _pointer_device(ptr: int) -> int:
+    """The ordinal of the device owning ``ptr`` (the current device for a null pointer)."""
+    if ptr:
+        return int(handle_return(driver.cuPointerGetAttribute(_ATTR_ORDINAL, ptr), "cuPointerGetAttribute"))
+    err, dev = driver.cuCtxGetDevice()
+    return int(dev) if err == driver.CUresult.CUDA_SUCCESS else 0
+
+
+_EV_FLAGS = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+
+
+def _order_streams(producer: int, consumer: int, device_id: int) -> None:
+    """Make ``consumer`` wait, on the device, for the work queued so far on ``producer``."""
+    ctx = handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    pushed = None
+    if not int(ctx):  # no context current in this thread: use the device's primary context
+        dev = handle_return(driver.cuDeviceGet(device_id), "cuDeviceGet")
+        pushed = handle_return(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+        handle_return(driver.cuCtxPushCurrent(pushed), "cuCtxPushCurrent")
+    try:
+        ev = handle_return(driver.cuEventCreate(_EV_FLAGS), "cuEventCreate")
+        try:
+            handle_return(driver.cuEventRecord(ev, driver.CUstream(producer)), "cuEventRecord")
+            handle_return(driver.cuStreamWaitEvent(driver.CUstream(consumer), ev, 0), "cuStreamWaitEvent")
+        finally:
+            driver.cuEventDestroy(ev)  # released once the wait no longer needs it
+    finally:
+        if pushed is not None:
+            driver.cuCtxPopCurrent()
+            driver.cuDevicePrimaryCtxRelease(dev)
+
+
+# ---------------------------------------------------------------------------------------------
+# Decorator
+
+
+class _StridedMemoryViewProxy:
+    """Stands in for an argument until the function asks for its view with a stream."""
+
+    __slots__ = ("_has_dlpack", "obj")
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+        self._has_dlpack = hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")
+
+    def view(self, stream_ptr: int | None = None) -> StridedMemoryView:
+        """The argument's :class:`StridedMemoryView`, ordered on the consumer stream ``stream_ptr``."""
+        if self._has_dlpack:
+            return _from_dlpack(self.obj, stream_ptr)
+        if hasattr(self.obj, "__cuda_array_interface__"):
+            return _from_cai(self.obj, stream_ptr)
+        return StridedMemoryView.from_any_interface(self.obj, stream_ptr)
+
+
+def args_viewable_as_strided_memory(arg_indices: tuple[int, ...]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate a function so that some positional arguments arrive as viewable proxies.
+
+    Each argument at a position in ``arg_indices`` is replaced by a proxy whose
+    ``view(stream_ptr=None)`` method returns a :class:`StridedMemoryView` of it, so the function
+    chooses the consumer stream when it takes the view.
+
+    Parameters
+    ----------
+    arg_indices : tuple of int
+        Positions of the arguments to wrap.
+
+    Returns
+    -------
+    callable
+        The decorator.
+
+    Raises
+    ------
+    TypeError
+        ``arg_indices`` is not a tuple of ints.
+
+    Examples
+    --------
+    >>> @args_viewable_as_strided_memory((0,))
+    ... def total(arr, stream):
+    ...     view = arr.view(int(stream.handle))
+    ...     return view.shape
+    """
+    if not isinstance(arg_indices, tuple) or not all(isinstance(i, int) for i in arg_indices):
+        raise arg_error("arg_indices", "a tuple of ints", arg_indices, exc=TypeError)
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            items = list(args)
+            for i in arg_indices:
+                items[i] = _StridedMemoryViewProxy(items[i])
+            return func(*items, **kwargs)
+
+        return wrapper
+
+    return decorate

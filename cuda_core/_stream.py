@@ -170,6 +170,13 @@ class Stream:
     def _from_foreign(cls, obj: Any) -> Stream:
         proto = getattr(obj, "__cuda_stream__", None)
         if proto is None:
+            # CuPy and older PyTorch streams predate the protocol: read their handle attribute.
+            mod = type(obj).__module__
+            attr = "ptr" if mod.startswith("cupy") else "cuda_stream" if mod.startswith("torch") else None
+            raw = getattr(obj, attr, None) if attr else None
+            if isinstance(raw, int):
+                ensure_driver()
+                return cls._wrap(driver.CUstream(raw), None, None, owner=obj)
             raise arg_error("obj", "an object with __cuda_stream__", obj, exc=TypeError)
         info = proto() if callable(proto) else proto
         if not (isinstance(info, tuple) and len(info) == 2):
@@ -370,7 +377,7 @@ def as_stream(obj: Any, name: str = "stream") -> Stream:
     inner = getattr(obj, "_cuda_core_stream", None)
     if isinstance(inner, Stream):
         return inner
-    if obj is not None and hasattr(obj, "__cuda_stream__"):
+    if obj is not None and (hasattr(obj, "__cuda_stream__") or type(obj).__module__.startswith(("cupy", "torch"))):
         return Stream._from_foreign(obj)
     raise arg_error(
         name,

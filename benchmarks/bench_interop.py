@@ -1,0 +1,145 @@
+"""Interop and graph benchmark: views, stream wrapping, graph replay vs direct launches.
+
+Rows, each for cuda_core and NVIDIA cuda.core (when importable) in the same run:
+
+* ``StridedMemoryView.from_dlpack`` on a PyTorch tensor and on a CuPy array;
+* wrapping a PyTorch stream into a Stream (``Device.create_stream(torch_stream)``);
+* per-kernel cost of a captured graph of 1,000 empty kernels (one ``Graph.launch`` + sync,
+  divided by 1,000) versus a direct ``launch()`` loop of 1,000 empty kernels.
+
+Run: ``python benchmarks/bench_interop.py`` (needs a GPU; missing peers print n/a).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _harness import Suite, environment_line
+
+EMPTY = 'extern "C" __global__ void empty_kernel() {}'
+KERNELS = 1000
+
+
+def _impls():
+    out = {}
+    import cuda_core
+
+    out["cuda_core"] = cuda_core
+    try:
+        import cuda.core as nv
+
+        if not hasattr(nv, "Device"):
+            import cuda.core.experimental as nv
+        out["cuda.core"] = nv
+    except Exception:
+        pass
+    return out
+
+
+def _view_cls(mod):
+    try:
+        return mod.utils.StridedMemoryView
+    except AttributeError:
+        import importlib
+
+        return importlib.import_module(mod.__name__ + ".utils").StridedMemoryView
+
+
+def _per_kernel(fn, rounds=7):
+    """Median seconds per kernel of fn() (which runs KERNELS kernels and syncs)."""
+    fn()
+    times = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) / KERNELS)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def main() -> None:
+    print(environment_line())
+    impls = _impls()
+    names = ["cuda_core", "cuda.core"]
+    suite = Suite("interop and graphs", names, baseline="cuda.core")
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    try:
+        import cupy as cp
+    except ImportError:
+        cp = None
+    graph_rows: dict[str, dict[str, float | str]] = {}
+    for name in names:
+        mod = impls.get(name)
+        if mod is None:
+            for op in ("from_dlpack(torch tensor)", "from_dlpack(cupy array)", "wrap torch stream"):
+                suite.run(op, name, None)
+            continue
+        dev = mod.Device()
+        dev.set_current()
+        s = dev.create_stream()
+        V = _view_cls(mod)
+        sp = int(s.handle)
+        if torch is not None:
+            t = torch.ones(1024, device="cuda")
+            suite.run("from_dlpack(torch tensor)", name, lambda V=V, t=t, sp=sp: V.from_dlpack(t, sp))
+            ts = torch.cuda.Stream()
+            suite.run("wrap torch stream", name, lambda dev=dev, ts=ts: dev.create_stream(ts))
+        else:
+            suite.run("from_dlpack(torch tensor)", name, None)
+            suite.run("wrap torch stream", name, None)
+        if cp is not None:
+            a = cp.ones(1024, dtype=cp.float32)
+            suite.run("from_dlpack(cupy array)", name, lambda V=V, a=a, sp=sp: V.from_dlpack(a, sp))
+        else:
+            suite.run("from_dlpack(cupy array)", name, None)
+        # graph replay vs direct launches
+        prog = mod.Program(EMPTY, code_type="c++", options=mod.ProgramOptions(arch=f"sm_{dev.arch}"))
+        kern = prog.compile("cubin").get_kernel("empty_kernel")
+        cfg = mod.LaunchConfig(grid=1, block=32)
+
+        def direct(mod=mod, s=s, kern=kern, cfg=cfg):
+            for _ in range(KERNELS):
+                mod.launch(s, cfg, kern)
+            s.sync()
+
+        b = s.create_graph_builder()
+        b.begin_building()
+        for _ in range(KERNELS):
+            mod.launch(b, cfg, kern)
+        b.end_building()
+        g = b.complete()
+        g.upload(s)
+
+        def replay(g=g, s=s):
+            g.launch(s)
+            s.sync()
+
+        graph_rows[name] = {"direct": _per_kernel(direct), "graph": _per_kernel(replay)}
+    print(suite.table())
+    print()
+    print(f"## graph of {KERNELS} empty kernels: microseconds per kernel (host + device, median)")
+    print()
+    print("| implementation | direct launch() loop | graph replay | direct/graph |")
+    print("|---|---|---|---|")
+    for name in names:
+        r = graph_rows.get(name)
+        if r is None:
+            print(f"| {name} | n/a | n/a | n/a |")
+            continue
+        d, gr = r["direct"], r["graph"]
+        print(f"| {name} | {d * 1e6:.3f} | {gr * 1e6:.3f} | {d / gr:.1f}x |")
+    if "cuda_core" in graph_rows and "cuda.core" in graph_rows:
+        a, b = graph_rows["cuda_core"]["graph"], graph_rows["cuda.core"]["graph"]
+        print(f"\ngraph replay per kernel, cuda_core/cuda.core: {a / b:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""Host callbacks: run a Python callable in stream order (``cuLaunchHostFunc``).
+
+One ctypes trampoline serves every callback; the callable and its arguments wait in a table
+under an integer key that travels as the driver's ``userData``. A callback launched on an
+ordinary stream runs once and its entry is dropped when it has run. A callback recorded while
+the stream is being captured into a graph runs on every replay, so its entry lives as long as
+the graph: a CUDA user object owned by the captured graph (and by every executable graph made
+from it) drops the entry when the driver releases the last of them.
+
+The callable runs on a driver thread and must not call CUDA (the driver may refuse or
+deadlock). An exception it raises is reported through :func:`sys.unraisablehook` (by default
+printed to stderr with its traceback); it never propagates into the driver.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from cuda.bindings import driver
+
+from ._utils import arg_error, handle_return
+
+__all__: list[str] = []  # private module; Stream.launch_host_func and GraphBuilder.callback are public
+
+_HostFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+_once: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+_kept: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+_keys = itertools.count(1)
+_lock = threading.Lock()
+
+
+def _invoke(entry: tuple[Callable[..., Any], tuple[Any, ...]] | None) -> None:
+    if entry is None:
+        return
+    fn, args = entry
+    try:
+        fn(*args)
+    except BaseException as exc:
+        # Re-raised into ctypes, which hands it to sys.unraisablehook; the driver never sees it.
+        exc.add_note(f"(raised by the host callback {fn!r}; cuda_core reports it and carries on)")
+        raise
+
+
+@_HostFn
+def _run_once(key: int | None) -> None:
+    with _lock:
+        entry = _once.pop(key or 0, None)
+    _invoke(entry)
+
+
+@_HostFn
+def _run_kept(key: int | None) -> None:
+    _invoke(_kept.get(key or 0))
+
+
+@_HostFn
+def _drop_kept(key: int | None) -> None:
+    with _lock:
+        _kept.pop(key or 0, None)
+
+
+def _fn_pointer(cfn: Any) -> Any:
+    return driver.CUhostFn(ctypes.cast(cfn, ctypes.c_void_p).value)
+
+
+_RUN_ONCE = _fn_pointer(_run_once)
+_RUN_KEPT = _fn_pointer(_run_kept)
+_DROP_KEPT = _fn_pointer(_drop_kept)
+_ACTIVE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
+_NO_SYNC = driver.CUuserObject_flags.CU_USER_OBJECT_NO_DESTRUCTOR_SYNC
+_MOVE = driver.CUuserObjectRetain_flags.CU_GRAPH_USER_OBJECT_MOVE
+
+
+def pending_callbacks() -> tuple[int, int]:
+    """``(one-shot entries waiting to run, entries held by graphs)``, for tests."""
+    return len(_once), len(_kept)
+
+
+def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
+    """Enqueue ``fn(*args)`` on ``stream``, to run on the host after the stream's preceding work.
+
+    Parameters
+    ----------
+    stream : Stream or GraphBuilder or object with ``__cuda_stream__``
+        Where to enqueue. While the stream is being captured, the call is recorded into the
+        graph and runs on every replay; the callable stays alive as long as the graph does.
+    fn : callable
+        Runs on a driver thread; it must not call CUDA. Exceptions are reported through
+        :func:`sys.unraisablehook` and do not stop the stream.
+    *args
+        Passed to ``fn``; kept alive until it has run (or as long as the graph).
+
+    Raises
+    ------
+    TypeError
+        ``fn`` is not callable.
+    CUDAError
+        The driver refused the call.
+    """
+    if not callable(fn):
+        raise arg_error("fn", "callable", fn, exc=TypeError)
+    from ._stream import as_stream
+
+    s = as_stream(stream)
+    handle = s._handle
+    dev = getattr(s, "_device", None)
+    scope = dev._scope() if dev is not None and getattr(dev, "_ctx", None) is not None else None
+    if scope is not None:
+        with scope:
+            _enqueue(handle, fn, args)
+    else:
+        _enqueue(handle, fn, args)
+
+
+def _enqueue(handle: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    status = handle_return(driver.cuStreamIsCapturing(handle), "cuStreamIsCapturing")
+    key = next(_keys)
+    if status == _ACTIVE:
+        info = handle_return(driver.cuStreamGetCaptureInfo(handle), "cuStreamGetCaptureInfo")
+        graph = info[2]
+        with _lock:
+            _kept[key] = (fn, args)
+        try:
+            obj = handle_return(driver.cuUserObjectCreate(key, _DROP_KEPT, 1, _NO_SYNC), "cuUserObjectCreate")
+        except BaseException:
+            with _lock:
+                _kept.pop(key, None)
+            raise
+        # The graph takes over our one reference; from here the driver decides when to drop.
+        handle_return(driver.cuGraphRetainUserObject(graph, obj, 1, _MOVE), "cuGraphRetainUserObject")
+        handle_return(driver.cuLaunchHostFunc(handle, _RUN_KEPT, key), "cuLaunchHostFunc")
+        return
+    with _lock:
+        _once[key] = (fn, args)
+    try:
+        handle_return(driver.cuLaunchHostFunc(handle, _RUN_ONCE, key), "cuLaunchHostFunc")
+    except BaseException:
+        with _lock:
+            _once.pop(key, None)
+        raise

@@ -1,0 +1,120 @@
+"""DLPack capsules: export through make_capsule, import through parse_capsule (CPU tier)."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+from cuda_core import _dlpack as dl
+
+
+class _Producer:
+    """Hands out one prepared capsule, as a DLPack producer would."""
+
+    def __init__(self, capsule, device=(dl.kDLCPU, 0)):
+        self.capsule = capsule
+        self.device = device
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+class _Owner:
+    pass
+
+
+class _Info:
+    def __init__(self, t):
+        (self.ptr, self.shape, self.strides, self.code, self.bits, self.lanes,
+         self.device_type, self.device_id, self.readonly) = t
+
+
+def _parse(cap):
+    return _Info(dl.parse_capsule(cap))
+
+
+@pytest.mark.parametrize("versioned", [True, False])
+def test_export_is_consumed_by_numpy_and_releases_owner(versioned):
+    base = np.arange(32, dtype=np.uint8)
+    owner = _Owner()
+    before = dl.live_exports()
+    cap = dl.make_capsule(base.ctypes.data, 32, device_type=dl.kDLCPU, device_id=0, owner=owner, versioned=versioned)
+    assert dl.live_exports() == before + 1
+    arr = np.from_dlpack(_Producer(cap))
+    del cap
+    gc.collect()
+    assert dl.live_exports() == before + 1  # numpy holds it
+    assert arr.ctypes.data == base.ctypes.data
+    np.testing.assert_array_equal(arr, base)
+    del arr
+    gc.collect()
+    assert dl.live_exports() == before
+
+
+def test_unconsumed_capsule_releases_owner():
+    base = np.zeros(4, dtype=np.uint8)
+    before = dl.live_exports()
+    cap = dl.make_capsule(base.ctypes.data, 4, device_type=dl.kDLCPU, owner=_Owner())
+    assert dl.live_exports() == before + 1
+    del cap
+    gc.collect()
+    assert dl.live_exports() == before
+
+
+def test_export_shape_strides_dtype_readonly_roundtrip():
+    base = np.arange(24, dtype=np.float32)
+    cap = dl.make_capsule(
+        base.ctypes.data, (3, 4), np.dtype(np.float32), dl.kDLCPU, 0, owner=base, readonly=True, strides=(8, 1)
+    )
+    info = _parse(cap)
+    assert info.ptr == base.ctypes.data
+    assert info.shape == (3, 4)
+    assert info.strides == (8, 1)
+    assert (info.code, info.bits, info.lanes) == (dl.kDLFloat, 32, 1)
+    assert info.readonly is True
+    assert info.device_type == dl.kDLCPU
+    arr = np.from_dlpack(_Producer(dl.make_capsule(base.ctypes.data, (3, 4), np.float32, dl.kDLCPU, 0, base, strides=(8, 1))))
+    np.testing.assert_array_equal(arr, base.reshape(3, 8)[:, :4])
+
+
+@pytest.mark.parametrize("max_version", [None, (1, 0)])
+def test_parse_numpy_capsules(max_version):
+    a = np.arange(60, dtype=np.int32).reshape(3, 4, 5)[1:, ::2, ::-1]
+    cap = a.__dlpack__() if max_version is None else a.__dlpack__(max_version=max_version)
+    info = _parse(cap)
+    assert info.ptr == a.__array_interface__["data"][0]
+    assert info.shape == a.shape
+    assert info.strides == tuple(s // a.itemsize for s in a.strides)
+    assert dl.dlpack_to_dtype(info.code, info.bits, info.lanes) == a.dtype
+
+
+def test_parse_rejects_non_capsules_and_consumed():
+    with pytest.raises(BufferError):
+        dl.parse_capsule(object())
+    a = np.arange(3)
+    cap = a.__dlpack__()
+    np.from_dlpack(_Producer(cap))  # consumes (renames) it
+    with pytest.raises(BufferError):
+        dl.parse_capsule(cap)
+
+
+def test_dtype_tables_roundtrip():
+    for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "float16", "float32", "float64", "complex64", "complex128", "bool"):
+        d = np.dtype(name)
+        assert dl.dlpack_to_dtype(*dl.dtype_to_dlpack(d)) == d
+    with pytest.raises(BufferError):
+        dl.dtype_to_dlpack(np.dtype("U3"))
+    with pytest.raises(BufferError):
+        dl.dlpack_to_dtype(dl.kDLFloat, 8, 1)
+
+
+def test_bfloat16_when_ml_dtypes_present():
+    ml = pytest.importorskip("ml_dtypes")
+    assert dl.dlpack_to_dtype(dl.kDLBfloat, 16, 1) == np.dtype(ml.bfloat16)
+    assert dl.dtype_to_dlpack(ml.float8_e4m3fn) == (dl.kDLFloat8_e4m3fn, 8, 1)

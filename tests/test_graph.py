@@ -1,0 +1,338 @@
+"""CUDA graphs: capture, replay, update, host callbacks (GPU tier), options (CPU tier)."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from cuda_core._graph import Graph, GraphBuilder, GraphCompleteOptions
+
+KERNELS = r"""
+extern "C" __global__ void add_one(int* a, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] += 1;
+}
+extern "C" __global__ void set_value(int* a, int n, int v)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = v;
+}
+extern "C" __global__ void empty_kernel() {}
+"""
+N = 256
+
+
+# --------------------------------------------------------------------------------------------
+# CPU tier
+
+def test_direct_construction_names_the_factory():
+    with pytest.raises(RuntimeError, match="create_graph_builder"):
+        GraphBuilder()
+    with pytest.raises(RuntimeError, match="complete"):
+        Graph()
+
+
+def test_complete_options_validation():
+    assert GraphCompleteOptions()._flags() == 0
+    assert GraphCompleteOptions(auto_free_on_launch=True, use_node_priority=True)._flags() == 1 | 8
+    assert GraphCompleteOptions(device_launch=True)._flags() == 4
+    with pytest.raises(ValueError, match="cannot both"):
+        GraphCompleteOptions(device_launch=True, auto_free_on_launch=True)
+    with pytest.raises(TypeError, match="auto_free_on_launch must be a bool"):
+        GraphCompleteOptions(auto_free_on_launch=1)
+
+
+def test_public_names():
+    import cuda_core
+
+    for name in ("Graph", "GraphBuilder", "GraphCompleteOptions", "GraphDebugPrintOptions"):
+        assert getattr(cuda_core, name) is getattr(sys.modules["cuda_core._graph"], name)
+
+
+# --------------------------------------------------------------------------------------------
+# GPU tier
+
+@pytest.fixture(scope="module")
+def env():
+    from cuda_core import Device, Program, ProgramOptions
+
+    dev = Device()
+    dev.set_current()
+    obj = Program(KERNELS, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    kernels = {k: obj.get_kernel(k) for k in ("add_one", "set_value", "empty_kernel")}
+    return dev, kernels, obj
+
+
+def _cfg():
+    from cuda_core import LaunchConfig
+
+    return LaunchConfig(grid=(N + 127) // 128, block=128)
+
+
+def _read(buf, stream):
+    host = np.empty(buf.size // 4, dtype=np.int32)
+    buf.copy_to(host, stream=stream)
+    stream.sync()
+    return host
+
+
+def _wait(stream, timeout=20.0):
+    """Wait for the stream by polling (host callbacks need the GIL while we wait)."""
+    from cuda.bindings import driver
+
+    t0 = time.monotonic()
+    while True:
+        err = driver.cuStreamQuery(stream.handle)[0]
+        if err == driver.CUresult.CUDA_SUCCESS:
+            return
+        assert err == driver.CUresult.CUDA_ERROR_NOT_READY, err
+        assert time.monotonic() - t0 < timeout, "stream did not finish"
+        time.sleep(0.001)
+
+
+@pytest.mark.gpu
+def test_capture_does_not_run_and_replay_reproduces(env):
+    from cuda_core import launch
+
+    dev, k, _ = env
+    s = dev.create_stream()
+    buf = dev.allocate(N * 4, stream=s)
+    buf.fill(0, stream=s)
+    s.sync()
+    b = s.create_graph_builder()
+    assert b.stream is s and not b.is_building
+    b.begin_building()
+    assert b.is_building
+    for _ in range(3):
+        launch(b, _cfg(), k["add_one"], buf, np.int32(N))
+    b.end_building()
+    assert (_read(buf, s) == 0).all()  # captured, not executed
+    g = b.complete()
+    g.launch(s)
+    assert (_read(buf, s) == 3).all()
+    g.launch(s)
+    g.launch(s)
+    assert (_read(buf, s) == 9).all()
+    # direct launches give the same result as the replay
+    for _ in range(3):
+        launch(s, _cfg(), k["add_one"], buf, np.int32(N))
+    assert (_read(buf, s) == 12).all()
+    g.close()
+    g.close()
+    assert g.is_closed
+    with pytest.raises(RuntimeError, match="closed"):
+        g.launch(s)
+    b.close()
+    assert b.is_closed
+    buf.close(s)
+    s.close()
+
+
+@pytest.mark.gpu
+def test_builder_is_a_stream_for_fill_copy_and_upload(env):
+    dev, _, _ = env
+    s = dev.create_stream()
+    src = dev.allocate(N * 4, stream=s)
+    dst = dev.allocate(N * 4, stream=s)
+    dst.fill(0, stream=s)
+    with dev.create_graph_builder() as b:
+        b.begin_building(mode="thread_local")
+        src.fill(np.int32(7).tobytes(), stream=b)
+        src.copy_to(dst, stream=b)
+        b.end_building()
+        g = b.complete(GraphCompleteOptions(upload_stream=s))
+    assert (_read(dst, s) == 0).all()
+    with g:
+        g.upload(s)
+        g.launch(s)
+        assert (_read(dst, s) == 7).all()
+    assert g.is_closed
+    src.close(s)
+    dst.close(s)
+    s.close()
+
+
+@pytest.mark.gpu
+def test_update_in_place_and_refused_on_topology_change(env):
+    from cuda_core import CUDAError, launch
+
+    dev, k, _ = env
+    s = dev.create_stream()
+    a = dev.allocate(N * 4, stream=s)
+    other = dev.allocate(N * 4, stream=s)
+
+    def record(builder, buf, v, times=1):
+        builder.begin_building()
+        for _ in range(times):
+            launch(builder, _cfg(), k["set_value"], buf, np.int32(N), np.int32(v))
+        return builder.end_building()
+
+    b1 = record(s.create_graph_builder(), a, 1)
+    g = b1.complete()
+    g.launch(s)
+    assert (_read(a, s) == 1).all()
+    b2 = record(s.create_graph_builder(), other, 2)
+    g.update(b2)
+    g.launch(s)
+    assert (_read(other, s) == 2).all()
+    assert (_read(a, s) == 1).all()
+    b3 = record(s.create_graph_builder(), a, 3, times=2)
+    with pytest.raises(CUDAError, match="cuGraphExecUpdate"):
+        g.update(b3)
+    g.launch(s)  # unchanged by the refused update
+    s.sync()
+    with pytest.raises(TypeError):
+        g.update(object())
+    unfinished = s.create_graph_builder()
+    with pytest.raises(RuntimeError, match="finished"):
+        g.update(unfinished)
+    for x in (b1, b2, b3, unfinished, g):
+        x.close()
+    a.close(s)
+    other.close(s)
+    s.close()
+
+
+@pytest.mark.gpu
+def test_thousand_kernel_graph(env):
+    from cuda_core import launch
+
+    dev, k, _ = env
+    s = dev.create_stream()
+    buf = dev.allocate(N * 4, stream=s)
+    buf.fill(0, stream=s)
+    b = s.create_graph_builder().begin_building()
+    for _ in range(1000):
+        launch(b, _cfg(), k["add_one"], buf, np.int32(N))
+    g = b.end_building().complete()
+    g.launch(s)
+    assert (_read(buf, s) == 1000).all()
+    g.launch(s)
+    assert (_read(buf, s) == 2000).all()
+    g.close()
+    b.close()
+    buf.close(s)
+    s.close()
+
+
+@pytest.mark.gpu
+def test_misuse_and_error_inside_capture_leaves_stream_usable(env):
+    from cuda_core import CUDAError, launch
+
+    dev, k, _ = env
+    s = dev.create_stream()
+    b = s.create_graph_builder()
+    with pytest.raises(ValueError, match="mode must be"):
+        b.begin_building(mode="loose")
+    with pytest.raises(RuntimeError, match="begin_building"):
+        b.end_building()
+    with pytest.raises(RuntimeError, match="finished"):
+        b.complete()
+    b.begin_building()
+    with pytest.raises(RuntimeError, match="already building"):
+        b.begin_building()
+    with pytest.raises(CUDAError):
+        s.sync()  # synchronising a capturing stream is illegal and invalidates the capture
+    with pytest.raises(CUDAError):
+        b.end_building()
+    assert not b.is_building
+    buf = dev.allocate(N * 4, stream=s)
+    buf.fill(0, stream=s)
+    launch(s, _cfg(), k["add_one"], buf, np.int32(N))
+    assert (_read(buf, s) == 1).all()
+    # closing a builder mid-capture ends the capture
+    b2 = s.create_graph_builder().begin_building()
+    launch(b2, _cfg(), k["add_one"], buf, np.int32(N))
+    b2.close()
+    launch(s, _cfg(), k["add_one"], buf, np.int32(N))
+    assert (_read(buf, s) == 2).all()
+    b.close()
+    buf.close(s)
+    s.close()
+
+
+@pytest.mark.gpu
+def test_graph_host_callback_runs_each_replay_and_is_released(env):
+    from cuda_core import _callbacks
+
+    dev, _, _ = env
+    s = dev.create_stream()
+    calls = []
+    kept_before = _callbacks.pending_callbacks()[1]
+    b = s.create_graph_builder().begin_building()
+    b.callback(lambda: calls.append("plain"))
+    b.callback(calls.append, user_data="data")
+    g = b.end_building().complete()
+    assert calls == []
+    for _ in range(3):
+        g.launch(s)
+    _wait(s)
+    assert calls == ["plain", "data"] * 3
+    assert _callbacks.pending_callbacks()[1] == kept_before + 2
+    g.close()
+    b.close()
+    del g, b
+    gc.collect()
+    t0 = time.monotonic()
+    while _callbacks.pending_callbacks()[1] > kept_before and time.monotonic() - t0 < 10:
+        time.sleep(0.01)
+    assert _callbacks.pending_callbacks()[1] == kept_before
+    with pytest.raises(RuntimeError, match="begin_building"):
+        s.create_graph_builder().callback(print)
+    s.close()
+
+
+@pytest.mark.gpu
+def test_stream_host_callback_order_and_exception_reported(env, monkeypatch):
+    from cuda_core import _callbacks, launch
+
+    dev, k, _ = env
+    s = dev.create_stream()
+    seen = []
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(u.exc_value))
+    buf = dev.allocate(N * 4, stream=s)
+    buf.fill(0, stream=s)
+    launch(s, _cfg(), k["add_one"], buf, np.int32(N))
+    host = np.zeros(N, dtype=np.int32)
+    buf.copy_to(host, stream=s)
+    # runs after the copy: it sees the copied data
+    s.launch_host_func(lambda arr: seen.append(int(arr.sum())), host)
+
+    def boom():
+        raise ValueError("callback failed")
+
+    s.launch_host_func(boom)
+    s.launch_host_func(seen.append, "after")
+    _wait(s)
+    assert seen == [N, "after"]
+    assert len(reported) == 1 and isinstance(reported[0], ValueError)
+    assert "host callback" in "".join(getattr(reported[0], "__notes__", []))
+    assert _callbacks.pending_callbacks()[0] == 0
+    launch(s, _cfg(), k["add_one"], buf, np.int32(N))  # the stream is still healthy
+    assert (_read(buf, s) == 2).all()
+    with pytest.raises(TypeError, match="fn must be callable"):
+        s.launch_host_func(42)
+    buf.close(s)
+    s.close()
+
+
+@pytest.mark.gpu
+def test_debug_dot_print(env, tmp_path):
+    from cuda_core import launch
+
+    dev, k, _ = env
+    s = dev.create_stream()
+    b = s.create_graph_builder().begin_building()
+    launch(b, _cfg(), k["empty_kernel"])
+    b.end_building()
+    path = tmp_path / "g.dot"
+    b.debug_dot_print(str(path), {"verbose": True})
+    assert "digraph" in path.read_text()
+    b.close()
+    s.close()
