@@ -24,6 +24,7 @@ from . import (
     _errors,
     _event,
     _graph,
+    _kernel,
     _kernel_arg_handler,
     _launch_config,
     _launcher,
@@ -31,13 +32,17 @@ from . import (
     _memory,
     _module,
     _program,
+    _program_options,
     _stream,
 )
+from . import system as system
+from . import utils as utils
 from ._context import *
 from ._device import *
 from ._errors import *
 from ._event import *
 from ._graph import *
+from ._kernel import *
 from ._kernel_arg_handler import *
 from ._launch_config import *
 from ._launcher import *
@@ -45,8 +50,9 @@ from ._linker import *
 from ._memory import *
 from ._module import *
 from ._program import *
+from ._program_options import *
 from ._stream import *
-from ._version import __version__
+from ._version import __version__ as __version__
 
 __all__ = sorted(
     {
@@ -55,6 +61,7 @@ __all__ = sorted(
         *_errors.__all__,
         *_event.__all__,
         *_graph.__all__,
+        *_kernel.__all__,
         *_kernel_arg_handler.__all__,
         *_launch_config.__all__,
         *_launcher.__all__,
@@ -62,6 +69,7 @@ __all__ = sorted(
         *_memory.__all__,
         *_module.__all__,
         *_program.__all__,
+        *_program_options.__all__,
         *_stream.__all__,
     }
 )

@@ -485,7 +485,7 @@ class Device:
         """A graph builder capturing on a new stream of this device."""
         from ._graph import GraphBuilder
 
-        return GraphBuilder._from_stream(self.create_stream())
+        return GraphBuilder._from_stream(self.create_stream(), owns_stream=True)
 
     @property
     def memory_resource(self) -> MemoryResource:

@@ -1,0 +1,119 @@
+"""Host overhead of the basic objects: cuda_core vs NVIDIA's cuda.core vs CuPy, same run.
+
+Measures ``Device()`` lookup, stream create+close, event create+close and ``Stream.record()``.
+Run on a GPU machine: ``python benchmarks/bench_objects.py``. An implementation that is not
+installed shows as n/a.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _harness import Suite, environment_line
+
+Ops = dict[str, Callable[[], object] | None]
+
+
+def cuda_core_ops() -> Ops:
+    from cuda_core import Device
+
+    dev = Device(0)
+    dev.set_current()
+    s = dev.create_stream()
+    ev = dev.create_event()
+
+    def stream_cycle() -> None:
+        dev.create_stream().close()
+
+    def event_cycle() -> None:
+        dev.create_event().close()  # default: no timing
+
+    return {
+        "Device() lookup": lambda: Device(),
+        "stream create+close": stream_cycle,
+        "event create+close": event_cycle,
+        "Stream.record(event)": lambda: s.record(ev),
+    }
+
+
+def nvidia_ops() -> Ops:
+    try:
+        from cuda.core import Device
+    except ImportError:
+        try:
+            from cuda.core.experimental import Device
+        except ImportError:
+            return dict.fromkeys(("Device() lookup", "stream create+close", "event create+close",
+                                  "Stream.record(event)"))
+    dev = Device(0)
+    dev.set_current()
+    s = dev.create_stream()
+    ev = dev.create_event()
+
+    def stream_cycle() -> None:
+        dev.create_stream().close()
+
+    def event_cycle() -> None:
+        dev.create_event().close()  # default: no timing
+
+    return {
+        "Device() lookup": lambda: Device(),
+        "stream create+close": stream_cycle,
+        "event create+close": event_cycle,
+        "Stream.record(event)": lambda: s.record(ev),
+    }
+
+
+def cupy_ops() -> Ops:
+    try:
+        import cupy as cp
+    except ImportError:
+        return dict.fromkeys(("Device() lookup", "stream create+close", "event create+close",
+                              "Stream.record(event)"))
+    s = cp.cuda.Stream(non_blocking=True)
+    ev = cp.cuda.Event(disable_timing=True)
+
+    def stream_cycle_del() -> None:  # CuPy has no close(); dropping the last reference destroys it
+        st = cp.cuda.Stream(non_blocking=True)
+        del st
+
+    def event_cycle() -> None:
+        e = cp.cuda.Event(disable_timing=True)
+        del e
+
+    return {
+        "Device() lookup": lambda: cp.cuda.Device(),
+        "stream create+close": stream_cycle_del,
+        "event create+close": event_cycle,
+        "Stream.record(event)": lambda: s.record(ev),
+    }
+
+
+def main() -> int:
+    print(environment_line())
+    impls = ["cuda_core", "cuda.core", "cupy"]
+    suite = Suite("Basic objects: host time per operation", impls, baseline="cuda.core")
+    makers = {"cuda_core": cuda_core_ops, "cuda.core": nvidia_ops, "cupy": cupy_ops}
+    ops_by_impl: dict[str, Ops] = {}
+    for impl, make in makers.items():
+        try:
+            ops_by_impl[impl] = make()
+        except Exception as exc:  # an implementation that cannot start is reported as n/a
+            print(f"[{impl}] unavailable: {type(exc).__name__}: {exc}", file=sys.stderr)
+            ops_by_impl[impl] = {}
+    names = ["Device() lookup", "stream create+close", "event create+close", "Stream.record(event)"]
+    for op in names:
+        for impl in impls:
+            number = 20000 if op == "Device() lookup" else 2000
+            suite.run(op, impl, ops_by_impl[impl].get(op), number=number, repeat=9, warmup=200)
+    print(suite.table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

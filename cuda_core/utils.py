@@ -1,0 +1,30 @@
+"""Utilities that sit beside the core API, under the names NVIDIA's ``cuda.core.utils`` uses.
+
+- :class:`StridedMemoryView` and :func:`args_viewable_as_strided_memory`: zero-copy views of
+  arrays from NumPy, CuPy, PyTorch and any DLPack or ``__cuda_array_interface__`` producer.
+- The explicit compile caches: :class:`InMemoryProgramCache`, :class:`FileStreamProgramCache`,
+  :func:`make_program_cache_key`, and the default cache that ``Program.compile`` uses.
+"""
+
+from __future__ import annotations
+
+from ._cache import (
+    FileStreamProgramCache,
+    InMemoryProgramCache,
+    ProgramCache,
+    ProgramCacheResource,
+    get_default_program_cache,
+    make_program_cache_key,
+)
+from ._memoryview import StridedMemoryView, args_viewable_as_strided_memory
+
+__all__ = [
+    "FileStreamProgramCache",
+    "InMemoryProgramCache",
+    "ProgramCache",
+    "ProgramCacheResource",
+    "StridedMemoryView",
+    "args_viewable_as_strided_memory",
+    "get_default_program_cache",
+    "make_program_cache_key",
+]

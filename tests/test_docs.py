@@ -1,0 +1,146 @@
+"""The public surface: ``__all__`` matches the modules, and every public name is documented."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import cuda_core
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+API = DOCS / "api"
+# ``.. autoclass:: cuda_core.Device`` and kin; ``.. automodule:: cuda_core.system``.
+_DIRECTIVE = re.compile(r"^\s*\.\.\s+auto(\w+)::\s+(\S+)", re.MULTILINE)
+# Public modules that are documented as modules, not star-exported into cuda_core.
+_PUBLIC_MODULES = {"system", "utils", "experimental", "__main__"}
+# Private modules that export nothing and need no __all__.
+_NO_ALL = {"_version"}
+
+
+def _directives() -> list[tuple[str, str, str]]:
+    """(kind, target, file) for every autodoc directive under docs/api."""
+    out = []
+    for path in sorted(API.glob("*.rst")):
+        for kind, target in _DIRECTIVE.findall(path.read_text()):
+            out.append((kind, target, path.name))
+    return out
+
+
+def _private_modules() -> list[str]:
+    names = []
+    for info in pkgutil.iter_modules(cuda_core.__path__):
+        if info.name.startswith("_") and info.name not in _PUBLIC_MODULES | _NO_ALL:
+            names.append(info.name)
+    return sorted(names)
+
+
+def test_api_pages_have_directives():
+    assert API.is_dir(), "docs/api is missing"
+    assert _directives(), "no autodoc directive found under docs/api"
+
+
+def test_all_is_sorted_and_unique():
+    assert list(cuda_core.__all__) == sorted(cuda_core.__all__)
+    assert len(set(cuda_core.__all__)) == len(cuda_core.__all__)
+
+
+def test_all_equals_union_of_module_alls():
+    union: set[str] = set()
+    for name in _private_modules():
+        mod = importlib.import_module(f"cuda_core.{name}")
+        names = getattr(mod, "__all__", None)
+        assert names is not None, f"cuda_core.{name} has no __all__"
+        union.update(names)
+    assert set(cuda_core.__all__) == union
+    for name in cuda_core.__all__:
+        assert not name.startswith("_"), name
+        assert hasattr(cuda_core, name), name
+
+
+@pytest.mark.parametrize("modname", _private_modules())
+def test_each_module_all_is_sorted_and_defined(modname):
+    mod = importlib.import_module(f"cuda_core.{modname}")
+    names = list(getattr(mod, "__all__", []))
+    assert names == sorted(names), f"cuda_core.{modname}.__all__ is not sorted"
+    for name in names:
+        assert hasattr(mod, name), f"cuda_core.{modname}.__all__ names missing {name}"
+
+
+def test_every_public_name_is_documented():
+    documented = {target for _, target, _ in _directives()}
+    missing = [n for n in cuda_core.__all__ if f"cuda_core.{n}" not in documented]
+    assert not missing, f"not in any autodoc directive under docs/api: {missing}"
+
+
+def test_every_utils_name_is_documented():
+    try:
+        utils = importlib.import_module("cuda_core.utils")
+    except ModuleNotFoundError:
+        pytest.skip("cuda_core.utils does not exist yet")
+    documented = {target for _, target, _ in _directives()}
+    public = getattr(utils, "__all__", [n for n in vars(utils) if not n.startswith("_")])
+    missing = [n for n in public if f"cuda_core.utils.{n}" not in documented]
+    assert not missing, f"cuda_core.utils names not documented: {missing}"
+
+
+def test_system_module_is_documented_with_members():
+    text = (API / "system.rst").read_text()
+    assert re.search(r"^\.\. automodule:: cuda_core\.system\s*\n\s+:members:", text, re.MULTILINE)
+    from cuda_core import system
+
+    for name in system.__all__:
+        doc = getattr(system, name).__doc__ or ""
+        assert "Returns" in doc, f"cuda_core.system.{name} lacks a numpy-style docstring"
+
+
+def _resolve(target: str) -> object:
+    parts = target.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:i]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ModuleNotFoundError(target)
+
+
+def test_every_documented_name_exists():
+    for kind, target, page in _directives():
+        assert target.startswith("cuda_core"), f"{page}: {target} is not a cuda_core name"
+        try:
+            _resolve(target)
+        except (AttributeError, ModuleNotFoundError) as exc:
+            pytest.fail(f"{page}: auto{kind}:: {target} does not exist ({exc})")
+
+
+def test_public_names_have_docstrings():
+    for name in cuda_core.__all__:
+        obj = getattr(cuda_core, name)
+        if isinstance(obj, type) or callable(obj):
+            assert (obj.__doc__ or "").strip(), f"cuda_core.{name} has no docstring"
+
+
+def test_index_toctree_lists_the_pages():
+    text = (DOCS / "index.rst").read_text()
+    pages = re.findall(r"^\s{3}(\S+)\s*$", text.split(".. toctree::", 1)[1], re.MULTILINE)
+    expected = [
+        "install",
+        "quickstart",
+        "devices",
+        "streams_events",
+        "memory",
+        "compiling",
+        "launching",
+        "interop",
+        "graphs",
+        "api/index",
+    ]
+    assert [p for p in pages if not p.startswith(":")] == expected
+    for page in expected:
+        assert (DOCS / f"{page}.rst").is_file(), page

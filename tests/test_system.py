@@ -1,0 +1,79 @@
+"""cuda_core.system: driver, device and library facts."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+import pytest
+from cuda.bindings import driver, nvjitlink, nvrtc, nvvm
+
+from cuda_core import CUDADriverNotFoundError, system
+from cuda_core._utils import driver_available
+
+
+def test_all_is_sorted_and_resolves():
+    assert list(system.__all__) == sorted(system.__all__)
+    for name in system.__all__:
+        assert callable(getattr(system, name)), name
+
+
+def test_nvrtc_version_matches_library():
+    _, major, minor = nvrtc.nvrtcVersion()
+    assert system.get_nvrtc_version() == (major, minor)
+    assert all(type(v) is int for v in system.get_nvrtc_version())
+
+
+def test_nvjitlink_and_nvvm_versions_match_libraries():
+    assert system.get_nvjitlink_version() == tuple(nvjitlink.version())
+    assert system.get_nvvm_version() == tuple(nvvm.version())
+
+
+def test_bindings_version_matches_distribution():
+    import cuda.bindings
+
+    assert system.get_bindings_version() == cuda.bindings.__version__
+    assert system.get_bindings_version() == importlib.metadata.version("cuda-bindings")
+
+
+def test_unknown_attribute_raises_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_fact"):
+        system.no_such_fact  # noqa: B018
+
+
+@pytest.mark.skipif(driver_available(), reason="an NVIDIA driver is present")
+def test_driver_facts_without_driver_raise_driver_not_found():
+    for fn in (system.get_driver_version, system.get_driver_version_full, system.get_num_devices):
+        with pytest.raises(CUDADriverNotFoundError, match="libcuda"):
+            fn()
+    with pytest.raises(CUDADriverNotFoundError):
+        system.driver_version  # noqa: B018
+
+
+@pytest.mark.gpu
+def test_driver_version_matches_driver():
+    v = driver.cuDriverGetVersion()[1]
+    assert system.get_driver_version() == (v // 1000, (v % 1000) // 10)
+    assert system.get_driver_version_full() == (v // 1000, (v % 1000) // 10, v % 10)
+    assert system.driver_version == system.get_driver_version()
+
+
+@pytest.mark.gpu
+def test_kernel_mode_driver_version():
+    try:
+        from cuda.bindings import nvml  # noqa: F401
+    except ImportError:
+        pytest.skip("cuda-bindings has no NVML")
+    full = system.get_driver_version_full(kernel_mode=True)
+    assert len(full) >= 2
+    assert full[0] >= 400  # kernel-mode driver branches are 3-digit numbers (e.g. 580)
+    assert system.get_driver_version(kernel_mode=True) == full[:2]
+
+
+@pytest.mark.gpu
+def test_num_devices_matches_driver():
+    n = driver.cuDeviceGetCount()[1]
+    assert system.get_num_devices() == n >= 1
+    assert system.num_devices == n
+    from cuda_core import Device
+
+    assert system.devices == tuple(Device(i) for i in range(n))
