@@ -1,0 +1,640 @@
+"""Buffer: a span of memory from a memory resource, freed stream-ordered and exactly once."""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from typing import Any
+
+from cuda.bindings import driver
+
+from .. import _dlpack
+from .. import _stream as _stream_mod
+from .._utils import arg_error, handle_return
+from ._buffer_support import (
+    _closed_error,
+    _cuMemcpyAsync,
+    _cuMemcpyDtoHAsync,
+    _cuMemcpyHtoDAsync,
+    _cuMemsetD8Async,
+    _cuMemsetD16Async,
+    _cuMemsetD32Async,
+    _cuStreamSynchronize,
+    _Releaser,
+    host_address,
+    stream_context,
+)
+from ._resource import MemoryResource, check_size, in_context
+
+__all__ = ["Buffer"]
+
+class Buffer:
+    """A span of memory allocated by a :class:`MemoryResource` (or wrapped by :meth:`from_handle`).
+
+    Obtain one from :meth:`MemoryResource.allocate`, :meth:`Device.allocate` or
+    :meth:`Buffer.from_handle`. An owning buffer gives its memory back exactly once: on
+    :meth:`close`, on leaving a ``with`` block, or when garbage-collected (also on another
+    thread). The free is stream-ordered on the deallocation stream: the stream passed to
+    :meth:`close`, else the one set by :meth:`set_deallocation_stream`, else the allocation
+    stream. Work queued on that stream before the free may still use the memory safely.
+
+    The buffer exports itself through DLPack as a 1-D ``uint8`` tensor and copies to and from
+    other buffers and host objects (NumPy arrays, ``bytearray``). Any use after :meth:`close`
+    raises ``RuntimeError``.
+    """
+
+    __slots__ = ("__weakref__", "_attrs", "_closed", "_fin", "_mr", "_owner", "_ptr", "_rel", "_size")
+
+    _ptr: int
+    _size: int
+    _mr: MemoryResource | None
+    _owner: Any
+    _fin: weakref.finalize | None
+    _rel: _Releaser | None
+    _attrs: tuple[int, bool, bool, bool] | None
+    _closed: bool
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(
+            "Buffer objects cannot be created directly; use MemoryResource.allocate(), "
+            "Device.allocate() or Buffer.from_handle()"
+        )
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def _owned(cls, ptr: int, size: int, mr: MemoryResource, stream: Any, ctx: Any, free: Any) -> Buffer:
+        """An owning buffer (used by resources): freed by ``free`` or ``mr.deallocate``."""
+        self = object.__new__(cls)
+        self._ptr = ptr
+        self._size = size
+        self._mr = mr
+        self._owner = None
+        self._attrs = None
+        self._closed = False
+        if ptr:
+            rel = _Releaser(ptr, size, mr, stream, ctx, free)
+            fin = weakref.finalize(self, rel)
+            fin.atexit = False
+            self._rel = rel
+            self._fin = fin
+        else:  # zero-size: nothing to give back
+            self._rel = None
+            self._fin = None
+        return self
+
+    @classmethod
+    def from_handle(
+        cls,
+        ptr: Any,
+        size: int,
+        mr: MemoryResource | None = None,
+        owner: object | None = None,
+    ) -> Buffer:
+        """Wrap memory that was allocated elsewhere.
+
+        Parameters
+        ----------
+        ptr : int or CUdeviceptr
+            The address of the memory.
+        size : int
+            Its size in bytes.
+        mr : MemoryResource, optional
+            The resource that owns the memory: the buffer frees it through
+            ``mr.deallocate(ptr, size, stream=...)`` on close or collection (stream: the one
+            given to :meth:`close` or :meth:`set_deallocation_stream`, else ``None``, which the
+            resource resolves to its default).
+        owner : object, optional
+            An object kept alive while the buffer is open; the memory is never freed by the
+            buffer. Use it to view memory that another object owns.
+
+        Returns
+        -------
+        Buffer
+
+        Raises
+        ------
+        ValueError
+            Both ``mr`` and ``owner`` are given, or ``size`` is negative.
+        TypeError
+            ``ptr``, ``size`` or ``mr`` has the wrong type.
+        """
+        if mr is not None and owner is not None:
+            raise ValueError("mr and owner cannot both be given: mr frees the memory, owner only keeps an object alive")
+        if isinstance(ptr, driver.CUdeviceptr):
+            ptr = int(ptr)
+        elif isinstance(ptr, bool) or not isinstance(ptr, int):
+            raise arg_error("ptr", "an int address or a CUdeviceptr", ptr, exc=TypeError)
+        if ptr < 0:
+            raise arg_error("ptr", "a non-negative address", ptr)
+        size = check_size(size)
+        if mr is not None and not isinstance(mr, MemoryResource):
+            raise arg_error("mr", "a MemoryResource or None", mr, exc=TypeError)
+        if mr is not None:
+            return cls._owned(ptr, size, mr, None, None, None)
+        self = object.__new__(cls)
+        self._ptr = ptr
+        self._size = size
+        self._mr = None
+        self._owner = owner
+        self._attrs = None
+        self._closed = False
+        self._rel = None
+        self._fin = None
+        return self
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    def close(self, stream: Any = None) -> None:
+        """Free the memory, stream-ordered; idempotent.
+
+        Parameters
+        ----------
+        stream : Stream, optional
+            The stream the free is ordered on. ``None``: the deallocation stream (see
+            :meth:`set_deallocation_stream`; by default the allocation stream). Work queued
+            on that stream before this call may still use the memory.
+
+        Raises
+        ------
+        TypeError
+            ``stream`` is not a stream.
+        CUDAError
+            The driver failed to free the memory.
+
+        Notes
+        -----
+        A buffer made by ``from_handle(..., owner=...)`` or without ``mr`` frees nothing; it
+        drops its reference to ``owner``.
+        """
+        if self._closed:
+            return
+        if stream is not None:
+            s = _stream_mod.as_stream(stream)
+        fin = self._fin
+        self._closed = True
+        self._owner = None
+        if fin is not None:
+            self._fin = None
+            if fin.detach() is not None:  # else: already freed (a concurrent close)
+                rel = self._rel
+                assert rel is not None
+                if stream is not None:
+                    rel.stream = s
+                    rel.ctx = stream_context(s)
+                rel.release()
+        self._rel = None
+
+    def set_deallocation_stream(self, stream: Any) -> None:
+        """Order the eventual free (by :meth:`close` or collection) on ``stream``.
+
+        Parameters
+        ----------
+        stream : Stream
+            The new deallocation stream.
+
+        Raises
+        ------
+        TypeError
+            ``stream`` is not a stream.
+        RuntimeError
+            The buffer is closed.
+        """
+        if self._closed:
+            raise _closed_error()
+        s = _stream_mod.as_stream(stream)
+        rel = self._rel
+        if rel is not None:
+            rel.stream = s
+            rel.ctx = stream_context(s)
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> Buffer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "a Buffer cannot be pickled; share device memory between processes with "
+            "Buffer.get_ipc_descriptor() and Buffer.from_ipc_descriptor()"
+        )
+
+    # -- facts --------------------------------------------------------------------------------
+
+    @property
+    def handle(self) -> int:
+        """The address of the memory (an ``int``)."""
+        if self._closed:
+            raise _closed_error()
+        return self._ptr
+
+    @property
+    def size(self) -> int:
+        """The size in bytes."""
+        if self._closed:
+            raise _closed_error()
+        return self._size
+
+    @property
+    def memory_resource(self) -> MemoryResource | None:
+        """The resource that owns the memory (``None`` for a non-owning buffer)."""
+        return self._mr
+
+    @property
+    def owner(self) -> object | None:
+        """The object kept alive by :meth:`from_handle` (``None`` otherwise or after close)."""
+        return self._owner
+
+    def _pointer_attrs(self) -> tuple[int, bool, bool, bool]:
+        # (device_id, device accessible, host accessible, managed) of memory without a resource.
+        attrs = self._attrs
+        if attrs is None:
+            if self._closed:
+                raise _closed_error()
+            PA = driver.CUpointer_attribute
+            keys = [
+                PA.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                PA.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                PA.CU_POINTER_ATTRIBUTE_IS_MANAGED,
+            ]
+            from .._utils import ensure_driver
+
+            ensure_driver()
+            values = handle_return(driver.cuPointerGetAttributes(len(keys), keys, self._ptr), "cuPointerGetAttributes")
+            mtype, ordinal, managed = (int(getattr(v, "value", v) or 0) for v in values)
+            MT = driver.CUmemorytype
+            if managed:
+                attrs = (int(ordinal), True, True, True)
+            elif mtype == int(MT.CU_MEMORYTYPE_DEVICE):
+                attrs = (int(ordinal), True, False, False)
+            elif mtype == int(MT.CU_MEMORYTYPE_HOST):
+                attrs = (-1, True, True, False)
+            else:  # memory CUDA does not know: pageable host memory
+                attrs = (-1, False, True, False)
+            self._attrs = attrs
+        return attrs
+
+    @property
+    def device_id(self) -> int:
+        """The ordinal of the device the memory is on; ``-1`` for host memory."""
+        mr = self._mr
+        if mr is not None:
+            return mr.device_id
+        return self._pointer_attrs()[0]
+
+    @property
+    def is_device_accessible(self) -> bool:
+        """Whether a kernel can access the memory."""
+        mr = self._mr
+        if mr is not None:
+            return mr.is_device_accessible
+        return self._pointer_attrs()[1]
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """Whether the host (CPU) can access the memory."""
+        mr = self._mr
+        if mr is not None:
+            return mr.is_host_accessible
+        return self._pointer_attrs()[2]
+
+    @property
+    def is_managed(self) -> bool:
+        """Whether the memory is CUDA managed (unified) memory."""
+        mr = self._mr
+        if mr is not None:
+            return mr.is_managed
+        return self._pointer_attrs()[3]
+
+    def __repr__(self) -> str:
+        if self._closed:
+            return "<Buffer closed>"
+        return f"<Buffer ptr=0x{self._ptr:x} size={self._size}>"
+
+    # -- copies and fill ------------------------------------------------------------------------
+
+    def copy_to(self, dst: Any = None, *, stream: Any) -> Any:
+        """Copy this buffer's bytes into ``dst``, ordered on ``stream``.
+
+        Parameters
+        ----------
+        dst : Buffer or host object, optional
+            A :class:`Buffer` of the same size, or a writable C-contiguous host object with
+            the buffer protocol (NumPy array, ``bytearray``) of the same number of bytes.
+            ``None``: a new buffer is allocated from this buffer's memory resource on
+            ``stream``.
+        stream : Stream
+            Keyword-only. The stream the copy is ordered on.
+
+        Returns
+        -------
+        Buffer or the host object
+            ``dst`` (or the new buffer).
+
+        Raises
+        ------
+        ValueError
+            The sizes differ, or the host object is read-only or not contiguous.
+        TypeError
+            ``stream`` is not a stream, or ``dst`` is neither a Buffer nor a host buffer.
+        RuntimeError
+            Either buffer is closed.
+
+        Notes
+        -----
+        A copy between buffers is asynchronous. A copy into a host object is complete when
+        the call returns: the stream is synchronised (pageable memory must not be read before
+        the copy lands).
+        """
+        if self._closed:
+            raise _closed_error()
+        s = _stream_mod.as_stream(stream)
+        if dst is None:
+            if self._mr is None:
+                raise ValueError("dst must be given: this buffer has no memory resource to allocate a copy from")
+            dst = self._mr.allocate(self._size, stream=s)
+        if isinstance(dst, Buffer):
+            if dst._closed:
+                raise _closed_error()
+            n = self._size
+            if dst._size != n:
+                raise ValueError(f"dst must have the size of the source ({n} bytes) (got {dst._size} bytes)")
+            if n:
+                handle_return(
+                    in_context(stream_context(s), _cuMemcpyAsync, dst._ptr, self._ptr, n, s._handle),
+                    "cuMemcpyAsync",
+                )
+            return dst
+        addr, n, keep = host_address(dst, "dst", True)
+        if n != self._size:
+            raise ValueError(f"dst must have the size of the source ({self._size} bytes) (got {n} bytes)")
+        if n:
+            ctx = stream_context(s)
+            if self.is_host_accessible:  # pinned or managed: a unified-address copy
+                handle_return(in_context(ctx, _cuMemcpyAsync, addr, self._ptr, n, s._handle), "cuMemcpyAsync")
+            else:
+                handle_return(in_context(ctx, _cuMemcpyDtoHAsync, addr, self._ptr, n, s._handle), "cuMemcpyDtoHAsync")
+            handle_return(_cuStreamSynchronize(s._handle), "cuStreamSynchronize")
+        del keep
+        return dst
+
+    def copy_from(self, src: Any, *, stream: Any) -> None:
+        """Copy ``src``'s bytes into this buffer, ordered on ``stream``.
+
+        Parameters
+        ----------
+        src : Buffer or host object
+            A :class:`Buffer` of the same size, or a C-contiguous host object with the buffer
+            protocol (NumPy array, ``bytes``, ``bytearray``) of the same number of bytes.
+        stream : Stream
+            Keyword-only. The stream the copy is ordered on.
+
+        Raises
+        ------
+        ValueError
+            The sizes differ, or the host object is not contiguous.
+        TypeError
+            ``stream`` is not a stream, or ``src`` is neither a Buffer nor a host buffer.
+        RuntimeError
+            Either buffer is closed.
+
+        Notes
+        -----
+        A copy from a buffer is asynchronous. A copy from a host object is complete when the
+        call returns (the stream is synchronised), so the host object may be changed or freed
+        right away.
+        """
+        if self._closed:
+            raise _closed_error()
+        s = _stream_mod.as_stream(stream)
+        if isinstance(src, Buffer):
+            src.copy_to(self, stream=s)
+            return
+        addr, n, keep = host_address(src, "src", False)
+        if n != self._size:
+            raise ValueError(f"src must have the size of the destination ({self._size} bytes) (got {n} bytes)")
+        if n:
+            ctx = stream_context(s)
+            if self.is_host_accessible:  # pinned or managed: a unified-address copy
+                handle_return(in_context(ctx, _cuMemcpyAsync, self._ptr, addr, n, s._handle), "cuMemcpyAsync")
+            else:
+                handle_return(in_context(ctx, _cuMemcpyHtoDAsync, self._ptr, addr, n, s._handle), "cuMemcpyHtoDAsync")
+            handle_return(_cuStreamSynchronize(s._handle), "cuStreamSynchronize")
+        del keep
+
+    def fill(self, value: Any, *, stream: Any) -> None:
+        """Fill the buffer with a repeated 1-, 2- or 4-byte pattern, ordered on ``stream``.
+
+        Parameters
+        ----------
+        value : int or buffer-protocol object
+            An ``int`` in ``[0, 256)`` (a byte), or an object of 1, 2 or 4 bytes (``bytes``,
+            ``numpy.uint16(7)``, ``numpy.float32(1.0)``, ...) whose bytes are repeated.
+        stream : Stream
+            Keyword-only. The stream the fill is ordered on.
+
+        Raises
+        ------
+        ValueError
+            The value is out of range, the pattern is not 1, 2 or 4 bytes, or the buffer's
+            size is not a multiple of the pattern's.
+        TypeError
+            ``value`` or ``stream`` has the wrong type.
+        RuntimeError
+            The buffer is closed.
+        """
+        if self._closed:
+            raise _closed_error()
+        s = _stream_mod.as_stream(stream)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not 0 <= value < 256:
+                raise arg_error("value", "an int in [0, 256) or a 1-, 2- or 4-byte buffer", value)
+            width, pattern = 1, int(value)
+        else:
+            try:
+                raw = memoryview(value).tobytes()
+            except TypeError:
+                raise arg_error(
+                    "value", "an int in [0, 256) or a 1-, 2- or 4-byte buffer", value, exc=TypeError
+                ) from None
+            width = len(raw)
+            if width not in (1, 2, 4):
+                raise arg_error("value", "an int in [0, 256) or a 1-, 2- or 4-byte buffer", value)
+            pattern = int.from_bytes(raw, sys.byteorder)
+        size = self._size
+        if size % width:
+            raise ValueError(f"the buffer size ({size} bytes) must be a multiple of the {width}-byte fill pattern")
+        if not size:
+            return
+        if width == 1:
+            fn, api = _cuMemsetD8Async, "cuMemsetD8Async"
+        elif width == 2:
+            fn, api = _cuMemsetD16Async, "cuMemsetD16Async"
+        else:
+            fn, api = _cuMemsetD32Async, "cuMemsetD32Async"
+        handle_return(in_context(stream_context(s), fn, self._ptr, pattern, size // width, s._handle), api)
+
+    def prefetch(self, location: Any, *, stream: Any) -> None:
+        """Migrate managed memory to a device or to the host ahead of use (``cuMemPrefetchAsync``).
+
+        Parameters
+        ----------
+        location : Device, int or "host"
+            The target device (or ordinal), or ``"host"`` / ``-1`` for host memory.
+        stream : Stream
+            Keyword-only. The stream the prefetch is ordered on.
+
+        Raises
+        ------
+        ValueError
+            The buffer is not managed memory.
+        TypeError
+            Bad ``location`` or ``stream``.
+        RuntimeError
+            The buffer is closed.
+        """
+        from ._managed import prefetch
+
+        prefetch(self, location, stream)
+
+    # -- DLPack ---------------------------------------------------------------------------------
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack device: ``(kDLCUDA=2, id)``, ``(kDLCUDAHost=3, 0)``, ``(kDLCUDAManaged=13, id)``
+        or ``(kDLCPU=1, 0)`` for pageable host memory."""
+        if self._closed:
+            raise _closed_error()
+        if self.is_managed:
+            dev = self.device_id
+            return (_dlpack.kDLCUDAManaged, dev if dev >= 0 else 0)
+        dev_ok = self.is_device_accessible
+        host_ok = self.is_host_accessible
+        if dev_ok and not host_ok:
+            return (_dlpack.kDLCUDA, self.device_id)
+        if dev_ok and host_ok:
+            return (_dlpack.kDLCUDAHost, 0)
+        return (_dlpack.kDLCPU, 0)
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """Export the buffer as a DLPack capsule: a 1-D ``uint8`` tensor of :attr:`size` elements.
+
+        Parameters
+        ----------
+        stream : int, optional
+            The consumer's stream. A buffer has no pending producer work of its own, so no
+            synchronisation is added; order your writes before handing the buffer over.
+        max_version : (int, int), optional
+            The highest DLPack version the consumer supports; ``>= (1, 0)`` gives a versioned
+            capsule.
+        dl_device : (int, int), optional
+            The device the consumer wants; must be the buffer's own (or ``(kDLCPU, 0)`` for
+            host-accessible memory).
+        copy : bool, optional
+            ``True`` is refused (no copy is made); ``False`` or ``None`` export the memory itself.
+
+        Returns
+        -------
+        PyCapsule
+            The capsule keeps this Buffer object alive until the consumer releases it. Closing
+            the buffer while a consumer still uses the memory frees it under the consumer.
+
+        Raises
+        ------
+        BufferError
+            A copy or another device was requested.
+        RuntimeError
+            The buffer is closed.
+        """
+        if self._closed:
+            raise _closed_error()
+        if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)):
+            raise arg_error("stream", "None or an int", stream, exc=TypeError)
+        if copy:
+            raise BufferError("Buffer.__dlpack__ cannot copy (copy=True was requested)")
+        dev_type, dev_id = self.__dlpack_device__()
+        if dl_device is not None:
+            want = (int(dl_device[0]), int(dl_device[1]))
+            if want == (_dlpack.kDLCPU, 0) and self.is_host_accessible:
+                dev_type, dev_id = want
+            elif want != (dev_type, dev_id):
+                raise BufferError(f"the buffer lives on DLPack device {(dev_type, dev_id)}, not on {want}")
+        versioned = max_version is not None and int(max_version[0]) >= 1
+        return _dlpack.make_capsule(
+            self._ptr,
+            self._size,
+            device_type=dev_type,
+            device_id=dev_id,
+            owner=self,
+            versioned=versioned,
+        )
+
+    # -- IPC --------------------------------------------------------------------------------------
+
+    def get_ipc_descriptor(self) -> Any:
+        """Describe this buffer for another process (its resource must be IPC-enabled).
+
+        Returns
+        -------
+        IPCBufferDescriptor
+            A small picklable object; pass it with the resource's allocation handle to
+            :meth:`Buffer.from_ipc_descriptor` in the other process.
+
+        Raises
+        ------
+        RuntimeError
+            The buffer is closed, or its resource is not an IPC-enabled pool.
+        """
+        if self._closed:
+            raise _closed_error()
+        from ._ipc import export_buffer
+
+        return export_buffer(self)
+
+    @property
+    def ipc_descriptor(self) -> Any:
+        """The same as :meth:`get_ipc_descriptor`."""
+        return self.get_ipc_descriptor()
+
+    @classmethod
+    def from_ipc_descriptor(cls, mr: Any, ipc_descriptor: Any, stream: Any = None) -> Buffer:
+        """Map a buffer that another process shared.
+
+        Parameters
+        ----------
+        mr : DeviceMemoryResource
+            The resource made by :meth:`DeviceMemoryResource.from_allocation_handle` from the
+            exporting pool's allocation handle.
+        ipc_descriptor : IPCBufferDescriptor
+            From :meth:`get_ipc_descriptor` in the exporting process.
+        stream : Stream, optional
+            The deallocation stream of the mapping (``None``: the device's default stream).
+
+        Returns
+        -------
+        Buffer
+            Owning the mapping: closing it unmaps the memory in this process (the exporter
+            must not free the memory before every importer has closed its buffer).
+
+        Raises
+        ------
+        TypeError
+            Wrong argument types.
+        CUDAError
+            The driver could not import the pointer.
+        """
+        from ._ipc import import_buffer
+
+        return import_buffer(mr, ipc_descriptor, stream)  # type: ignore[no-any-return]

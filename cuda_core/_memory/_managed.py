@@ -1,0 +1,138 @@
+"""ManagedMemoryResource: stream-ordered managed (unified) memory, and prefetching."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cuda.bindings import driver
+
+from .. import _stream as _stream_mod
+from .._errors import CUDAError
+from .._utils import arg_error, check_int, check_or_create_options, handle_return
+from ._buffer import Buffer, stream_context
+from ._pool import _PoolResource, create_pool, current_pool, make_location
+from ._resource import in_context
+
+__all__ = ["ManagedMemoryResource", "ManagedMemoryResourceOptions"]
+
+_LOC_NONE = 0  # CU_MEM_LOCATION_TYPE_NONE (named INVALID in the bindings)
+_LOC_DEVICE = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE)
+_LOC_HOST = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST)
+_LOC_HOST_NUMA = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST_NUMA)
+_MANAGED = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_MANAGED
+_LOCATION_TYPES = {"device": _LOC_DEVICE, "host": _LOC_HOST, "host_numa": _LOC_HOST_NUMA}
+
+
+@dataclass
+class ManagedMemoryResourceOptions:
+    """Options of a :class:`ManagedMemoryResource` that owns a new pool.
+
+    Attributes
+    ----------
+    preferred_location : int, optional
+        With ``preferred_location_type=None``: a device ordinal, ``-1`` for the host, or
+        ``None`` for no preference. Otherwise the device ordinal (``"device"``) or NUMA node
+        (``"host_numa"``); ``None`` for ``"host"``.
+    preferred_location_type : {"device", "host", "host_numa"}, optional
+        How ``preferred_location`` is read (default ``None``: the rule above).
+    """
+
+    preferred_location: int | None = None
+    preferred_location_type: str | None = None
+
+    def __post_init__(self) -> None:
+        t = self.preferred_location_type
+        if t is not None and t not in _LOCATION_TYPES:
+            raise arg_error("preferred_location_type", "None, 'device', 'host' or 'host_numa'", t)
+        if self.preferred_location is not None:
+            lo = -1 if t is None else 0
+            self.preferred_location = check_int("preferred_location", self.preferred_location, minimum=lo)
+        if t == "host" and self.preferred_location is not None:
+            raise arg_error("preferred_location", "None when preferred_location_type is 'host'", self.preferred_location)
+        if t in ("device", "host_numa") and self.preferred_location is None:
+            raise arg_error("preferred_location", f"an int when preferred_location_type is {t!r}", None)
+
+    def _location(self) -> tuple[int, int]:
+        t, loc = self.preferred_location_type, self.preferred_location
+        if t is None:
+            if loc is None:
+                return _LOC_NONE, 0
+            return (_LOC_HOST, 0) if loc == -1 else (_LOC_DEVICE, loc)
+        return _LOCATION_TYPES[t], 0 if loc is None else loc
+
+
+class ManagedMemoryResource(_PoolResource):
+    """Managed (unified) memory from a stream-ordered managed memory pool (CUDA 13+ driver).
+
+    The memory is accessible from the host and from devices and migrates on demand;
+    :meth:`Buffer.prefetch` moves it ahead of use. ``device_id`` is the preferred device,
+    else the device current when the resource was made.
+
+    Parameters
+    ----------
+    options : ManagedMemoryResourceOptions or dict, optional
+        ``None`` (default): the driver's current managed pool (not owned). Given: a new pool
+        owned by the resource, with the preferred location from the options.
+
+    Raises
+    ------
+    CUDAError
+        The driver has no managed memory pools (older than CUDA 13) or cannot create one.
+    """
+
+    def __init__(self, options: ManagedMemoryResourceOptions | dict | None = None) -> None:
+        from .._device import Device
+
+        if options is None:
+            try:
+                pool = current_pool(_MANAGED, _LOC_NONE, 0)
+            except CUDAError:  # no current managed pool: the default one
+                loc = make_location(_LOC_NONE, 0)
+                pool = handle_return(driver.cuMemGetDefaultMemPool(loc, _MANAGED), "cuMemGetDefaultMemPool")
+            self._init_pool(pool, False, Device()._id)
+            return
+        opts = check_or_create_options(ManagedMemoryResourceOptions, options, "options")
+        loc_type, loc_id = opts._location()
+        pool = create_pool(_MANAGED, loc_type, loc_id, 0, False)
+        self._init_pool(pool, True, loc_id if loc_type == _LOC_DEVICE else Device()._id)
+
+    @property
+    def is_device_accessible(self) -> bool:
+        """``True``."""
+        return True
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """``True``."""
+        return True
+
+    @property
+    def is_managed(self) -> bool:
+        """``True``: the memory is managed memory."""
+        return True
+
+    def __repr__(self) -> str:
+        return f"<ManagedMemoryResource {'owned pool' if self._owned else 'current pool'}>"
+
+
+def prefetch(buf: Buffer, location: Any, stream: Any) -> None:
+    """Prefetch managed memory to a device or to the host (``cuMemPrefetchAsync``)."""
+    from .._device import Device
+
+    if buf._closed:
+        raise RuntimeError("the Buffer is closed; it cannot be used after close()")
+    s = _stream_mod.as_stream(stream)
+    if not buf.is_managed:
+        raise ValueError("prefetch needs managed memory (a buffer from ManagedMemoryResource)")
+    if location == "host" or (type(location) is int and location == -1):
+        loc = make_location(_LOC_HOST, 0)
+    elif isinstance(location, Device) or (isinstance(location, int) and not isinstance(location, bool)):
+        loc = make_location(_LOC_DEVICE, Device(location)._id)
+    else:
+        raise arg_error("location", "a Device, a device ordinal, -1 or 'host'", location, exc=TypeError)
+    if buf._size:
+        handle_return(
+            in_context(stream_context(s), driver.cuMemPrefetchAsync, buf._ptr, buf._size, loc, 0, s._handle),
+            "cuMemPrefetchAsync",
+        )

@@ -1,0 +1,122 @@
+"""PinnedMemoryResource: stream-ordered page-locked host memory from a host memory pool."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cuda.bindings import driver
+
+from .._errors import CUDAError
+from .._utils import arg_error, check_int, check_or_create_options, handle_return
+from ._pool import (
+    _PoolResource,
+    check_bool,
+    check_max_size,
+    create_pool,
+    current_pool,
+    device_count,
+    set_access,
+)
+
+__all__ = ["PinnedMemoryResource", "PinnedMemoryResourceOptions"]
+
+_LOC_HOST = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST)
+_LOC_HOST_NUMA = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST_NUMA)
+_PINNED = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+
+
+@dataclass
+class PinnedMemoryResourceOptions:
+    """Options of a :class:`PinnedMemoryResource` that owns a new pool.
+
+    Attributes
+    ----------
+    ipc_enabled : bool
+        Create a pool shareable with other processes (needs a NUMA placement). Default ``False``.
+    max_size : int
+        Maximum size of the pool in bytes; ``0`` (default) lets the driver choose.
+    numa_id : int, optional
+        Host NUMA node of the memory. ``None``: OS placement (``CU_MEM_LOCATION_TYPE_HOST``),
+        or, with ``ipc_enabled``, the NUMA node of the current device.
+    """
+
+    ipc_enabled: bool = False
+    max_size: int = 0
+    numa_id: int | None = None
+
+    def __post_init__(self) -> None:
+        check_bool("ipc_enabled", self.ipc_enabled)
+        self.max_size = check_max_size(self.max_size)
+        if self.numa_id is not None:
+            self.numa_id = check_int("numa_id", self.numa_id, minimum=0)
+
+
+class PinnedMemoryResource(_PoolResource):
+    """Page-locked (pinned) host memory from a stream-ordered host memory pool.
+
+    The memory is accessible from the host and from every device; copies between it and
+    device memory are truly asynchronous. ``device_id`` is ``-1``.
+
+    Parameters
+    ----------
+    options : PinnedMemoryResourceOptions or dict, optional
+        ``None`` (default): the driver's current pinned host pool (not owned). Given: a new
+        pool owned by the resource.
+
+    Raises
+    ------
+    CUDAError
+        The driver has no host memory pools or cannot create one.
+    """
+
+    def __init__(self, options: PinnedMemoryResourceOptions | dict | None = None) -> None:
+        if options is None:
+            try:
+                pool = current_pool(_PINNED, _LOC_HOST, 0)
+                owned = False
+            except CUDAError:  # no default host pool on this driver: own one
+                pool = create_pool(_PINNED, _LOC_HOST, 0, 0, False)
+                owned = True
+            self._init_pool(pool, owned, -1)
+        else:
+            opts = check_or_create_options(PinnedMemoryResourceOptions, options, "options")
+            loc_type, loc_id = _LOC_HOST, 0
+            numa = opts.numa_id
+            if numa is None and opts.ipc_enabled:
+                numa = _current_device_numa_id()
+            if numa is not None:
+                loc_type, loc_id = _LOC_HOST_NUMA, numa
+            pool = create_pool(_PINNED, loc_type, loc_id, opts.max_size, opts.ipc_enabled)
+            self._init_pool(pool, True, -1, ipc=opts.ipc_enabled)
+        try:  # let every device reach the memory (kernels and copies)
+            set_access(self._pool, list(range(device_count())))
+        except CUDAError:
+            if self._owned:
+                raise
+            # The driver's own host pool may refuse changes; it is device-accessible already.
+
+    @property
+    def is_device_accessible(self) -> bool:
+        """``True``: devices can access pinned host memory."""
+        return True
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """``True``: the memory is host memory."""
+        return True
+
+    def __repr__(self) -> str:
+        return f"<PinnedMemoryResource {'owned pool' if self._owned else 'current pool'}>"
+
+
+def _current_device_numa_id() -> int:
+    from .._device import Device
+
+    dev = Device()
+    numa = handle_return(
+        driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev._cu_device),
+        "cuDeviceGetAttribute",
+    )
+    if numa < 0:
+        raise arg_error("numa_id", "given for an IPC-enabled pool on this system (the device has no host NUMA node)", None)
+    return int(numa)

@@ -1,0 +1,355 @@
+"""The stream-ordered memory pool shared by the device, pinned and managed resources."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from cuda.bindings import driver
+
+from .. import _stream as _stream_mod
+from .._utils import arg_error, check_int, ensure_driver, handle_return, make_error
+from ._buffer import Buffer, stream_context
+from ._resource import MemoryResource, check_size, in_context
+
+__all__ = ["MemoryPoolAttributes"]
+
+_cuMemAllocFromPoolAsync = driver.cuMemAllocFromPoolAsync
+_cuMemFreeAsync = driver.cuMemFreeAsync
+_PA = driver.CUmemPool_attribute
+
+
+def _destroy_pool(pool: Any) -> None:
+    try:
+        driver.cuMemPoolDestroy(pool)
+    except Exception:  # interpreter exit / driver gone: nothing to do
+        pass
+
+
+class _PoolHolder:
+    """Owns only the raw CUmemoryPool handle (for the resource's finalizer)."""
+
+    __slots__ = ("pool",)
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    def __call__(self) -> None:
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            _destroy_pool(pool)
+
+
+def make_location(kind: int, ident: int) -> driver.CUmemLocation:
+    loc = driver.CUmemLocation()
+    loc.type = driver.CUmemLocationType(kind)
+    loc.id = ident
+    return loc
+
+
+class MemoryPoolAttributes:
+    """Live statistics and settings of a memory pool (``resource.attributes``).
+
+    Every read queries the driver (``cuMemPoolGetAttribute``).
+    """
+
+    __slots__ = ("_mr",)
+
+    def __init__(self, mr: _PoolResource) -> None:
+        self._mr = mr
+
+    def _get(self, attr: Any) -> int:
+        pool = self._mr._live_pool()
+        return int(handle_return(driver.cuMemPoolGetAttribute(pool, attr), "cuMemPoolGetAttribute"))
+
+    @property
+    def reuse_follow_event_dependencies(self) -> bool:
+        """Whether freed memory is reused across streams ordered by events."""
+        return bool(self._get(_PA.CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES))
+
+    @property
+    def reuse_allow_opportunistic(self) -> bool:
+        """Whether freed memory is reused when the free is known to have completed."""
+        return bool(self._get(_PA.CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC))
+
+    @property
+    def reuse_allow_internal_dependencies(self) -> bool:
+        """Whether the driver may insert dependencies to reuse freed memory."""
+        return bool(self._get(_PA.CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES))
+
+    @property
+    def release_threshold(self) -> int:
+        """Bytes the pool keeps reserved at a synchronisation instead of releasing them.
+
+        Settable (an int >= 0); raising it makes repeated allocations cheaper.
+        """
+        return self._get(_PA.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+
+    @release_threshold.setter
+    def release_threshold(self, value: int) -> None:
+        v = check_int("release_threshold", value, minimum=0)
+        pool = self._mr._live_pool()
+        handle_return(
+            driver.cuMemPoolSetAttribute(pool, _PA.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, driver.cuuint64_t(v)),
+            "cuMemPoolSetAttribute",
+        )
+
+    @property
+    def reserved_mem_current(self) -> int:
+        """Bytes of backing memory the pool currently holds."""
+        return self._get(_PA.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)
+
+    @property
+    def reserved_mem_high(self) -> int:
+        """High-water mark of :attr:`reserved_mem_current`."""
+        return self._get(_PA.CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+
+    @property
+    def used_mem_current(self) -> int:
+        """Bytes currently allocated to users from the pool."""
+        return self._get(_PA.CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+
+    @property
+    def used_mem_high(self) -> int:
+        """High-water mark of :attr:`used_mem_current`."""
+        return self._get(_PA.CU_MEMPOOL_ATTR_USED_MEM_HIGH)
+
+    def __repr__(self) -> str:
+        try:
+            return (
+                f"<MemoryPoolAttributes reserved={self.reserved_mem_current} used={self.used_mem_current} "
+                f"release_threshold={self.release_threshold}>"
+            )
+        except Exception:
+            return "<MemoryPoolAttributes (unavailable)>"
+
+
+class _PoolResource(MemoryResource):
+    """Shared implementation of the pool-backed resources (not public)."""
+
+    _pool: Any
+    _owned: bool
+    _mapped: bool
+    _ipc_enabled: bool
+    _dev_id: int
+    _fin: weakref.finalize | None
+    _alloc_handle: Any
+
+    def _init_pool(self, pool: Any, owned: bool, dev_id: int, *, ipc: bool = False, mapped: bool = False) -> None:
+        self._pool = pool
+        self._owned = owned
+        self._mapped = mapped
+        self._ipc_enabled = ipc
+        self._dev_id = dev_id
+        self._alloc_handle = None
+        if owned:
+            self._fin = weakref.finalize(self, _PoolHolder(pool))
+            self._fin.atexit = False
+        else:
+            self._fin = None
+
+    def _live_pool(self) -> Any:
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError(f"the {type(self).__name__} is closed")
+        return pool
+
+    # -- allocation ---------------------------------------------------------------------------
+
+    def allocate(self, size: int, *, stream: Any = None) -> Buffer:
+        """Allocate ``size`` bytes from the pool, ordered on ``stream``.
+
+        Parameters
+        ----------
+        size : int
+            Number of bytes (``>= 0``).
+        stream : Stream
+            Keyword-only and required: the allocation is ordered on it and it becomes the
+            buffer's deallocation stream. Pass ``device.default_stream`` for the default stream.
+
+        Returns
+        -------
+        Buffer
+
+        Raises
+        ------
+        TypeError
+            ``stream`` is not a stream or ``size`` is not an int.
+        ValueError
+            ``size`` is negative.
+        RuntimeError
+            The resource is closed or is a mapped (imported) resource, which cannot allocate.
+        CUDAError
+            The pool cannot provide the memory (the message names the requested size).
+        """
+        s = _stream_mod.as_stream(stream)
+        if type(size) is not int or size < 0:
+            size = check_size(size)
+        pool = self._pool
+        if pool is None or self._mapped:
+            self._live_pool()
+            raise RuntimeError(
+                "a mapped (imported) memory resource cannot allocate; it only maps buffers "
+                "shared with Buffer.from_ipc_descriptor()"
+            )
+        ctx = stream_context(s)
+        if not size:
+            return Buffer._owned(0, 0, self, s, ctx, self._free)
+        err, ptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, s._handle)
+        if err:
+            raise make_error(err, "cuMemAllocFromPoolAsync", f"allocating {size} bytes failed")
+        return Buffer._owned(int(ptr), size, self, s, ctx, self._free)
+
+    def _default_stream(self) -> Any:
+        from .._device import Device
+
+        dev = Device(self._dev_id if self._dev_id >= 0 else None)
+        dev._primary_ctx()
+        return dev.default_stream
+
+    def _free(self, ptr: int, size: int, stream: Any, ctx: Any) -> None:
+        if stream is None:
+            stream = self._default_stream()
+            ctx = stream_context(stream)
+        handle_return(in_context(ctx, _cuMemFreeAsync, ptr, stream._handle), "cuMemFreeAsync")
+
+    def deallocate(self, ptr: int, size: int, *, stream: Any = None) -> None:
+        """Free memory from :meth:`allocate`, ordered on ``stream``.
+
+        Parameters
+        ----------
+        ptr : int
+            The address.
+        size : int
+            The size that was allocated (unused by pools).
+        stream : Stream, optional
+            The stream the free is ordered on; ``None``: the device's default stream.
+
+        Raises
+        ------
+        TypeError
+            ``stream`` is not a stream.
+        CUDAError
+            The driver failed to free the memory.
+        """
+        if stream is None:
+            self._free(int(ptr), size, None, None)
+            return
+        s = _stream_mod.as_stream(stream)
+        self._free(int(ptr), size, s, stream_context(s))
+
+    # -- facts ----------------------------------------------------------------------------------
+
+    @property
+    def handle(self) -> driver.CUmemoryPool:
+        """The driver handle of the pool (``CUmemoryPool``)."""
+        return self._live_pool()
+
+    @property
+    def is_handle_owned(self) -> bool:
+        """Whether this resource created (and will destroy) its pool."""
+        return self._owned
+
+    @property
+    def is_ipc_enabled(self) -> bool:
+        """Whether the pool can be shared with other processes."""
+        return self._ipc_enabled
+
+    @property
+    def is_mapped(self) -> bool:
+        """Whether this resource maps a pool imported from another process."""
+        return self._mapped
+
+    @property
+    def device_id(self) -> int:
+        """The device ordinal of the pool's memory (``-1`` for host memory)."""
+        return self._dev_id
+
+    @property
+    def attributes(self) -> MemoryPoolAttributes:
+        """Live pool statistics and settings (reserved and used memory, release threshold)."""
+        return MemoryPoolAttributes(self)
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._pool is None
+
+    def close(self) -> None:
+        """Destroy an owned pool (deferred by the driver until its buffers are freed); idempotent.
+
+        A resource over a device's current pool does not own it: closing only detaches it.
+        """
+        if self._pool is None:
+            return
+        h = self._alloc_handle
+        if h is not None:
+            self._alloc_handle = None
+            h.close()
+        fin = self._fin
+        self._pool = None
+        if fin is not None:
+            self._fin = None
+            fin()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def create_pool(
+    alloc_type: Any, loc_type: int, loc_id: int, max_size: int, ipc: bool
+) -> driver.CUmemoryPool:
+    """``cuMemPoolCreate`` with the given location and options."""
+    ensure_driver()
+    props = driver.CUmemPoolProps()
+    props.allocType = alloc_type
+    props.location = make_location(loc_type, loc_id)
+    props.maxSize = max_size
+    if ipc:
+        props.handleTypes = driver.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+    else:
+        props.handleTypes = driver.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_NONE
+    return handle_return(driver.cuMemPoolCreate(props), "cuMemPoolCreate")
+
+
+def current_pool(alloc_type: Any, loc_type: int, loc_id: int) -> driver.CUmemoryPool:
+    """``cuMemGetMemPool``: the pool currently used for the location and allocation type."""
+    ensure_driver()
+    return handle_return(driver.cuMemGetMemPool(make_location(loc_type, loc_id), alloc_type), "cuMemGetMemPool")
+
+
+def set_access(pool: Any, device_ids: list[int], readwrite: bool = True) -> None:
+    """Grant (or revoke) access to a pool from devices."""
+    if not device_ids:
+        return
+    flags = (
+        driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+        if readwrite
+        else driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_NONE
+    )
+    descs = []
+    for d in device_ids:
+        desc = driver.CUmemAccessDesc()
+        desc.location = make_location(int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE), d)
+        desc.flags = flags
+        descs.append(desc)
+    handle_return(driver.cuMemPoolSetAccess(pool, descs, len(descs)), "cuMemPoolSetAccess")
+
+
+def check_max_size(value: Any) -> int:
+    return check_int("max_size", value, minimum=0)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise arg_error(name, "a bool", value, exc=TypeError)
+    return value
+
+
+def device_count() -> int:
+    ensure_driver()
+    return int(handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount"))
+

@@ -1,0 +1,139 @@
+"""The abstract :class:`MemoryResource` and the context helpers every resource shares."""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING, Any
+
+from cuda.bindings import driver
+
+from .._utils import arg_error, handle_return
+
+if TYPE_CHECKING:
+    from ._buffer import Buffer
+
+__all__ = ["MemoryResource"]
+
+_cuCtxGetCurrent = driver.cuCtxGetCurrent
+_cuCtxPushCurrent = driver.cuCtxPushCurrent
+_cuCtxPopCurrent = driver.cuCtxPopCurrent
+
+
+def in_context(ctx: Any, fn: Any, *args: Any) -> tuple[Any, ...]:
+    """Call the binding ``fn(*args)`` with ``ctx`` current; return its raw result tuple.
+
+    When ``ctx`` is already current (the usual case) this costs one ``cuCtxGetCurrent``;
+    otherwise ``ctx`` is pushed for the call and popped afterwards, so the call is safe on
+    any thread (a garbage-collection finalizer, a worker thread with no context).
+    """
+    if ctx is None:
+        return fn(*args)  # type: ignore[no-any-return]
+    cur = _cuCtxGetCurrent()[1]
+    if cur == ctx:
+        return fn(*args)  # type: ignore[no-any-return]
+    handle_return(_cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+    try:
+        return fn(*args)  # type: ignore[no-any-return]
+    finally:
+        _cuCtxPopCurrent()
+
+
+def check_size(size: Any) -> int:
+    """Validate an allocation size: a non-negative ``int`` (not a ``bool``)."""
+    if type(size) is int and size >= 0:
+        return size
+    if isinstance(size, bool) or not hasattr(size, "__index__"):
+        raise arg_error("size", "a non-negative integer", size, exc=TypeError)
+    v = size.__index__()
+    if v < 0:
+        raise arg_error("size", "a non-negative integer", size)
+    return int(v)
+
+
+class MemoryResource(abc.ABC):
+    """Abstract base class of every memory resource.
+
+    A memory resource hands out :class:`Buffer` objects from :meth:`allocate` and takes their
+    memory back in :meth:`deallocate`. Subclass it in Python to plug your own allocator into
+    :attr:`Device.memory_resource` and everything that allocates through it: implement
+    :meth:`allocate` (usually returning ``Buffer.from_handle(ptr, size, mr=self)``),
+    :meth:`deallocate` and the three properties.
+
+    Examples
+    --------
+    >>> class CountingResource(MemoryResource):          # doctest: +SKIP
+    ...     def __init__(self, inner):
+    ...         self.inner, self.count = inner, 0
+    ...     def allocate(self, size, *, stream=None):
+    ...         self.count += 1
+    ...         ptr = self.inner.allocate(size, stream=stream)
+    ...         ...
+    """
+
+    __slots__ = ("__weakref__",)
+
+    @abc.abstractmethod
+    def allocate(self, size: int, *, stream: Any = None) -> Buffer:
+        """Allocate a buffer of ``size`` bytes.
+
+        Parameters
+        ----------
+        size : int
+            Number of bytes (``>= 0``).
+        stream : Stream, optional
+            The stream the allocation is ordered on; it also becomes the buffer's
+            deallocation stream. Whether it may be omitted is up to the resource (the
+            stream-ordered pools require it; synchronous resources ignore it).
+
+        Returns
+        -------
+        Buffer
+            A buffer owned by this resource.
+
+        Raises
+        ------
+        TypeError, ValueError
+            For a bad ``size`` or ``stream``.
+        CUDAError
+            When the driver cannot allocate (the message names the requested size).
+        """
+
+    @abc.abstractmethod
+    def deallocate(self, ptr: int, size: int, *, stream: Any = None) -> None:
+        """Give back memory obtained from :meth:`allocate`.
+
+        Parameters
+        ----------
+        ptr : int
+            The address :meth:`allocate` returned.
+        size : int
+            The size that was allocated.
+        stream : Stream, optional
+            The stream the free is ordered on (stream-ordered resources); ``None`` means
+            the resource's default (documented by each resource).
+
+        Raises
+        ------
+        CUDAError
+            When the driver reports a failure.
+        """
+
+    @property
+    @abc.abstractmethod
+    def is_device_accessible(self) -> bool:
+        """True when the memory can be accessed from the device."""
+
+    @property
+    @abc.abstractmethod
+    def is_host_accessible(self) -> bool:
+        """True when the memory can be accessed from the host."""
+
+    @property
+    @abc.abstractmethod
+    def device_id(self) -> int:
+        """The ordinal of the device the memory belongs to, ``-1`` for host-only memory."""
+
+    @property
+    def is_managed(self) -> bool:
+        """True when the memory is CUDA managed (unified) memory; ``False`` by default."""
+        return False

@@ -1,0 +1,112 @@
+"""SynchronousMemoryResource: device memory from cuMemAlloc/cuMemFree (no memory pools)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cuda.bindings import driver
+
+from .. import _stream as _stream_mod
+from .._utils import arg_error, handle_return, make_error
+from ._buffer import Buffer
+from ._resource import MemoryResource, check_size, in_context
+
+__all__ = ["SynchronousMemoryResource"]
+
+
+class SynchronousMemoryResource(MemoryResource):
+    """Device memory from ``cuMemAlloc``; allocation and free are synchronous.
+
+    :func:`Device.memory_resource` uses it on devices without memory-pool support. ``stream``
+    is optional: a buffer's deallocation stream, when it has one, is synchronised before the
+    memory is freed with ``cuMemFree``. Work runs in the device's primary context (call
+    ``Device.set_current()`` first).
+
+    Parameters
+    ----------
+    device_id : Device or int
+        The device whose memory is allocated.
+    """
+
+    def __init__(self, device_id: Any) -> None:
+        from .._device import Device
+
+        if isinstance(device_id, bool) or not isinstance(device_id, (int, Device)):
+            raise arg_error("device_id", "a Device or an int ordinal", device_id, exc=TypeError)
+        self._device = Device(device_id)
+        self._dev_id = self._device._id
+
+    def allocate(self, size: int, *, stream: Any = None) -> Buffer:
+        """Allocate ``size`` bytes of device memory (``cuMemAlloc``).
+
+        Parameters
+        ----------
+        size : int
+            Number of bytes (``>= 0``).
+        stream : Stream, optional
+            Becomes the buffer's deallocation stream (synchronised before the free).
+
+        Returns
+        -------
+        Buffer
+
+        Raises
+        ------
+        TypeError, ValueError
+            Bad ``size`` or ``stream``.
+        CUDAError
+            No context (call ``Device.set_current()``), or the device is out of memory (the
+            message names the requested size).
+        """
+        s = None if stream is None else _stream_mod.as_stream(stream)
+        size = check_size(size)
+        ctx = self._device._require_ctx("cuMemAlloc")
+        if not size:
+            return Buffer._owned(0, 0, self, s, ctx, self._free)
+        err, ptr = in_context(ctx, driver.cuMemAlloc, size)
+        if err:
+            raise make_error(err, "cuMemAlloc", f"allocating {size} bytes failed")
+        return Buffer._owned(int(ptr), size, self, s, ctx, self._free)
+
+    def _free(self, ptr: int, size: int, stream: Any, ctx: Any) -> None:
+        if stream is not None:
+            handle_return(driver.cuStreamSynchronize(stream._handle), "cuStreamSynchronize")
+        handle_return(in_context(ctx, driver.cuMemFree, ptr), "cuMemFree")
+
+    def deallocate(self, ptr: int, size: int, *, stream: Any = None) -> None:
+        """Free memory from :meth:`allocate` (after synchronising ``stream``, if given).
+
+        Parameters
+        ----------
+        ptr : int
+            The address.
+        size : int
+            The size that was allocated.
+        stream : Stream, optional
+            Synchronised before the free.
+
+        Raises
+        ------
+        CUDAError
+            The driver failed to free the memory.
+        """
+        s = None if stream is None else _stream_mod.as_stream(stream)
+        self._free(int(ptr), size, s, self._device._ctx)
+
+    @property
+    def is_device_accessible(self) -> bool:
+        """``True``."""
+        return True
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """``False``."""
+        return False
+
+    @property
+    def device_id(self) -> int:
+        """The device ordinal."""
+        return self._dev_id
+
+    def __repr__(self) -> str:
+        return f"<SynchronousMemoryResource device={self._dev_id}>"

@@ -1,0 +1,320 @@
+"""Memory, CPU tier: argument checking and Buffer.from_handle rules (no device needed)."""
+
+from __future__ import annotations
+
+import gc
+import pickle
+
+import numpy as np
+import pytest
+
+import cuda_core
+from cuda_core import (
+    Buffer,
+    DeviceMemoryResourceOptions,
+    IPCBufferDescriptor,
+    ManagedMemoryResourceOptions,
+    MemoryResource,
+    PinnedMemoryResourceOptions,
+)
+from cuda_core._memory._resource import check_size
+from cuda_core._stream import LEGACY_DEFAULT_STREAM
+
+
+class HostIntResource(MemoryResource):
+    """A user-written resource handing out fake addresses it tracks (never dereferenced)."""
+
+    def __init__(self):
+        self.live: dict[int, int] = {}
+        self.freed: list[tuple[int, int, object]] = []
+        self._next = 0x10000
+
+    def allocate(self, size, *, stream=None):
+        ptr = self._next
+        self._next += max(size, 1)
+        self.live[ptr] = size
+        return Buffer.from_handle(ptr, size, mr=self)
+
+    def deallocate(self, ptr, size, *, stream=None):
+        assert self.live.pop(ptr) == size
+        self.freed.append((ptr, size, stream))
+
+    @property
+    def is_device_accessible(self):
+        return True
+
+    @property
+    def is_host_accessible(self):
+        return False
+
+    @property
+    def device_id(self):
+        return 0
+
+
+def test_public_names_exported():
+    for name in (
+        "Buffer",
+        "DeviceMemoryResource",
+        "DeviceMemoryResourceOptions",
+        "IPCAllocationHandle",
+        "IPCBufferDescriptor",
+        "LegacyPinnedMemoryResource",
+        "ManagedMemoryResource",
+        "ManagedMemoryResourceOptions",
+        "MemoryPoolAttributes",
+        "MemoryResource",
+        "PinnedMemoryResource",
+        "PinnedMemoryResourceOptions",
+        "SynchronousMemoryResource",
+    ):
+        assert name in cuda_core.__all__, name
+    assert callable(cuda_core._memory.default_memory_resource)
+    assert "default_memory_resource" not in cuda_core.__all__
+
+
+def test_buffer_cannot_be_constructed_directly():
+    with pytest.raises(RuntimeError, match="from_handle"):
+        Buffer()
+
+
+def test_memory_resource_is_abstract():
+    with pytest.raises(TypeError):
+        MemoryResource()  # type: ignore[abstract]
+
+
+@pytest.mark.parametrize("bad", [-1, -4096])
+def test_negative_size(bad):
+    with pytest.raises(ValueError, match=r"size must be a non-negative integer \(got -"):
+        check_size(bad)
+    with pytest.raises(ValueError, match="size must be"):
+        Buffer.from_handle(0x1000, bad)
+
+
+@pytest.mark.parametrize("bad", [1.5, "8", None, True, [4]])
+def test_non_int_size(bad):
+    with pytest.raises(TypeError, match="size must be a non-negative integer"):
+        check_size(bad)
+
+
+def test_size_accepts_index_types():
+    assert check_size(np.int64(12)) == 12
+    assert type(check_size(np.uint32(3))) is int
+
+
+def test_from_handle_owner_keeps_object_alive_and_frees_nothing():
+    owner = bytearray(64)
+    b = Buffer.from_handle(0x2000, 64, owner=owner)
+    assert b.handle == 0x2000 and b.size == 64
+    assert b.owner is owner and b.memory_resource is None
+    b.close()
+    assert b.is_closed and b.owner is None
+    b.close()  # idempotent
+
+
+def test_from_handle_mr_and_owner_is_an_error():
+    mr = HostIntResource()
+    with pytest.raises(ValueError, match="mr and owner"):
+        Buffer.from_handle(0x1000, 8, mr=mr, owner=object())
+
+
+@pytest.mark.parametrize("ptr", [1.0, "0x10", None, True])
+def test_from_handle_bad_ptr(ptr):
+    with pytest.raises(TypeError, match="ptr must be"):
+        Buffer.from_handle(ptr, 8)
+
+
+def test_from_handle_bad_mr():
+    with pytest.raises(TypeError, match="mr must be a MemoryResource"):
+        Buffer.from_handle(0x1000, 8, mr=object())  # type: ignore[arg-type]
+
+
+def test_user_resource_close_frees_once():
+    mr = HostIntResource()
+    b = mr.allocate(100)
+    ptr = b.handle
+    assert b.memory_resource is mr and b.device_id == 0
+    assert b.is_device_accessible and not b.is_host_accessible and not b.is_managed
+    with b:
+        pass
+    assert b.is_closed
+    b.close()
+    assert mr.freed == [(ptr, 100, None)]
+    assert mr.live == {}
+
+
+def test_user_resource_gc_frees():
+    mr = HostIntResource()
+    b = mr.allocate(10)
+    ptr = b.handle
+    del b
+    gc.collect()
+    assert mr.freed == [(ptr, 10, None)]
+
+
+def test_gc_after_close_does_not_free_twice():
+    mr = HostIntResource()
+    b = mr.allocate(10)
+    b.close()
+    del b
+    gc.collect()
+    assert len(mr.freed) == 1
+
+
+def test_failed_deallocate_in_gc_warns_not_raises():
+    class Failing(HostIntResource):
+        def deallocate(self, ptr, size, *, stream=None):
+            raise RuntimeError("boom")
+
+    mr = Failing()
+    b = mr.allocate(4)
+    with pytest.warns(ResourceWarning, match="boom"):
+        del b
+        gc.collect()
+
+
+def test_use_after_close_raises():
+    b = Buffer.from_handle(0x3000, 16, owner=b"x")
+    b.close()
+    s = LEGACY_DEFAULT_STREAM
+    for call in (
+        lambda: b.handle,
+        lambda: b.size,
+        lambda: b.fill(0, stream=s),
+        lambda: b.copy_to(bytearray(16), stream=s),
+        lambda: b.copy_from(bytes(16), stream=s),
+        lambda: b.__dlpack__(),
+        lambda: b.__dlpack_device__(),
+        lambda: b.get_ipc_descriptor(),
+        lambda: b.set_deallocation_stream(s),
+    ):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+    assert repr(b) == "<Buffer closed>"
+
+
+@pytest.mark.parametrize("bad", [None, 0, "stream", object()])
+def test_wrong_stream_type(bad):
+    b = Buffer.from_handle(0x3000, 16, owner=b"x")
+    with pytest.raises(TypeError, match="stream must be a Stream"):
+        b.fill(1, stream=bad)
+    with pytest.raises(TypeError, match="stream must be a Stream"):
+        b.copy_from(bytes(16), stream=bad)
+    with pytest.raises(TypeError, match="stream must be a Stream"):
+        b.copy_to(bytearray(16), stream=bad)
+    with pytest.raises(TypeError, match="stream must be a Stream"):
+        b.set_deallocation_stream(bad)
+
+
+def test_copy_size_mismatch_with_host_objects():
+    b = Buffer.from_handle(0x3000, 16, owner=b"x")
+    s = LEGACY_DEFAULT_STREAM
+    with pytest.raises(ValueError, match=r"dst must have the size of the source \(16 bytes\) \(got 8 bytes\)"):
+        b.copy_to(bytearray(8), stream=s)
+    with pytest.raises(ValueError, match=r"src must have the size of the destination \(16 bytes\) \(got 32 bytes\)"):
+        b.copy_from(np.zeros(4, np.float64), stream=s)
+    with pytest.raises(ValueError, match="writable"):
+        b.copy_to(bytes(16), stream=s)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        b.copy_from(np.zeros((4, 8), np.uint8)[:, ::2], stream=s)
+    with pytest.raises(TypeError, match="buffer protocol"):
+        b.copy_from([0] * 16, stream=s)
+
+
+def test_copy_to_without_resource_needs_dst():
+    b = Buffer.from_handle(0x3000, 16, owner=b"x")
+    with pytest.raises(ValueError, match="dst must be given"):
+        b.copy_to(stream=LEGACY_DEFAULT_STREAM)
+
+
+@pytest.mark.parametrize(
+    "value, exc, match",
+    [
+        (256, ValueError, r"\[0, 256\)"),
+        (-1, ValueError, r"\[0, 256\)"),
+        (True, TypeError, "value must be"),
+        (1.5, TypeError, "value must be"),
+        (b"abc", ValueError, "1-, 2- or 4-byte"),
+        (np.float64(1.0), ValueError, "1-, 2- or 4-byte"),
+        (b"", ValueError, "1-, 2- or 4-byte"),
+    ],
+)
+def test_bad_fill_patterns(value, exc, match):
+    b = Buffer.from_handle(0x3000, 16, owner=b"x")
+    with pytest.raises(exc, match=match):
+        b.fill(value, stream=LEGACY_DEFAULT_STREAM)
+
+
+@pytest.mark.parametrize("pattern", [b"\x01\x02\x03\x04", np.uint16(3)])
+def test_fill_size_must_be_multiple_of_pattern(pattern):
+    b = Buffer.from_handle(0x3000, 6 if len(bytes(pattern)) == 4 else 5, owner=b"x")
+    with pytest.raises(ValueError, match="multiple of the"):
+        b.fill(pattern, stream=LEGACY_DEFAULT_STREAM)
+
+
+def test_zero_size_operations_need_no_device():
+    b = Buffer.from_handle(0, 0, owner=b"")
+    s = LEGACY_DEFAULT_STREAM
+    b.fill(7, stream=s)
+    b.copy_from(b"", stream=s)
+    out = bytearray()
+    assert b.copy_to(out, stream=s) is out
+
+
+def test_dlpack_argument_checks():
+    b = Buffer.from_handle(0x3000, 16, owner=b"x")
+    with pytest.raises(BufferError, match="copy"):
+        b.__dlpack__(copy=True)
+    with pytest.raises(TypeError, match="stream must be None or an int"):
+        b.__dlpack__(stream="s")  # type: ignore[arg-type]
+
+
+def test_buffer_does_not_pickle():
+    b = Buffer.from_handle(0x3000, 16, owner=b"x")
+    with pytest.raises(TypeError, match="ipc_descriptor"):
+        pickle.dumps(b)
+
+
+def test_options_validation():
+    assert DeviceMemoryResourceOptions() == DeviceMemoryResourceOptions(ipc_enabled=False, max_size=0)
+    with pytest.raises(TypeError, match="ipc_enabled must be a bool"):
+        DeviceMemoryResourceOptions(ipc_enabled=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_size must be an integer >= 0"):
+        DeviceMemoryResourceOptions(max_size=-1)
+    with pytest.raises(TypeError, match="max_size"):
+        PinnedMemoryResourceOptions(max_size=1.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="numa_id"):
+        PinnedMemoryResourceOptions(numa_id=-2)
+    with pytest.raises(ValueError, match="preferred_location_type"):
+        ManagedMemoryResourceOptions(preferred_location_type="gpu")
+    with pytest.raises(ValueError, match="preferred_location must be None"):
+        ManagedMemoryResourceOptions(preferred_location=0, preferred_location_type="host")
+    with pytest.raises(ValueError, match="preferred_location must be an integer >= -1"):
+        ManagedMemoryResourceOptions(preferred_location=-2)
+    assert ManagedMemoryResourceOptions(preferred_location=-1)._location()[0] == 2  # HOST
+    assert ManagedMemoryResourceOptions()._location() == (0, 0)  # no preference
+
+
+def test_ipc_descriptor_pickles():
+    d = IPCBufferDescriptor(bytes(range(64)), 4096)
+    d2 = pickle.loads(pickle.dumps(d))
+    assert d2 == d and d2.size == 4096 and d2.payload == bytes(range(64))
+    with pytest.raises(TypeError, match="payload must be 64 bytes"):
+        IPCBufferDescriptor(b"short", 1)
+
+
+def test_allocation_handle_owns_fd(tmp_path):
+    import os
+
+    from cuda_core import IPCAllocationHandle
+
+    fd = os.open(tmp_path / "f", os.O_CREAT | os.O_RDWR)
+    h = IPCAllocationHandle.from_fd(fd)
+    assert h.handle == fd and not h.is_closed
+    h.close()
+    h.close()
+    assert h.is_closed
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    with pytest.raises(TypeError, match="fd must be"):
+        IPCAllocationHandle.from_fd("3")  # type: ignore[arg-type]
