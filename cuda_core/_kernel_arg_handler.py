@@ -1,5 +1,511 @@
-"""Placeholder: filled in by its issue."""
+"""Kernel arguments: the Python type -> C type table, packing plans and :class:`ParamHolder`.
+
+The driver takes kernel arguments as a ``void**``: one pointer per parameter, each pointing to
+the parameter's bytes. A *packing plan* is worked out once per kernel and tuple of argument
+types: where each value goes in one reusable buffer, the ``struct`` format that writes all of
+them in one call, and a generated function that writes the values and launches. A steady loop
+therefore pays only for writing the values.
+
+Type table (see ``docs/launching.rst``): ``bool`` -> ``bool`` (1 byte), ``int`` -> 64-bit
+pointer-sized integer, ``float`` -> ``double``, ``complex`` -> ``complex<double>``; NumPy and
+ctypes scalars keep their exact width; NumPy structured scalars and ``ctypes.Structure`` pass
+by value with their own layout; ``Buffer``, ``ctypes.c_void_p``, ``__cuda_array_interface__``,
+DLPack and ``.data_ptr()`` objects pass a device pointer; ``cuda.bindings`` ``CUtexObject``,
+``CUsurfObject``, ``CUgraphConditionalHandle`` and ``CUdeviceptr`` pass their 8-byte value and
+``CUtensorMap`` its 128 bytes (64-byte aligned).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import ctypes
+import struct
+from typing import Any
+
+import numpy as np
+from cuda.bindings import driver
+
+__all__: list[str] = []  # private: launch() and PreparedLaunch are the public entry points
+
+_U64 = 1 << 64
+_I64_MIN = -(1 << 63)
+_MAX_PLANS = 1024
+
+
+def _neg(v: Any) -> int:
+    # A negative Python int is an int64; wrap it to the uint64 with the same bits.
+    if v < _I64_MIN:
+        raise OverflowError(f"int {v} does not fit in a 64-bit kernel argument")
+    return int(v) + _U64
+
+
+def _void_bytes(v: Any, size: int) -> bytes:
+    b = v.tobytes()
+    if len(b) != size:
+        raise TypeError(
+            f"a NumPy structured scalar of {len(b)} bytes was given where this launch was "
+            f"planned for {size} bytes (dtype {v.dtype})"
+        )
+    return b
+
+
+def _tensor_map_bytes(v: Any) -> bytes:
+    return ctypes.string_at(v.getPtr(), 128)
+
+
+def _torch_ptr(v: Any) -> int:
+    if v.is_cuda or v.is_pinned():
+        return v.data_ptr()
+    raise TypeError(f"a PyTorch tensor on {v.device} is not GPU-accessible memory; move it with .cuda()")
+
+
+def _cai_ptr(v: Any) -> int:
+    return v.__cuda_array_interface__["data"][0]
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLTensorHead(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", ctypes.c_uint32),
+        ("shape", ctypes.c_void_p),
+        ("strides", ctypes.c_void_p),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+_GetPointer.restype = ctypes.c_void_p
+_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_GetName = ctypes.pythonapi.PyCapsule_GetName
+_GetName.restype = ctypes.c_char_p
+_GetName.argtypes = [ctypes.py_object]
+# kDLCUDA, kDLCUDAHost (pinned), kDLCUDAManaged
+_DL_GPU_ACCESSIBLE = frozenset({2, 3, 13})
+
+
+def _dlpack_ptr(v: Any) -> int:
+    capsule = v.__dlpack__()
+    name = _GetName(capsule)
+    if name != b"dltensor":
+        raise TypeError(f"__dlpack__() of {type(v).__name__} returned a capsule named {name!r}")
+    # DLManagedTensor starts with its DLTensor; the capsule's deleter frees it when dropped.
+    head = _DLTensorHead.from_address(_GetPointer(capsule, b"dltensor"))
+    if head.device.device_type not in _DL_GPU_ACCESSIBLE:
+        raise TypeError(
+            f"{type(v).__name__} lives on DLPack device type {head.device.device_type}, "
+            "which a kernel cannot access (need CUDA, CUDA host or managed memory)"
+        )
+    return (head.data or 0) + head.byte_offset
+
+
+class _Rule:
+    """How one argument type packs: size, alignment, struct format, value expression."""
+
+    __slots__ = ("align", "ctype", "expr", "fmt", "size")
+
+    def __init__(self, size: int, align: int, fmt: str, expr: str, ctype: str) -> None:
+        self.size, self.align, self.fmt, self.expr, self.ctype = size, align, fmt, expr, ctype
+
+
+_PTR = _Rule(8, 8, "Q", "{a}", "pointer")
+_NP_FORMATS = {
+    ("b", 1): ("?", "bool"),
+    ("i", 1): ("b", "int8_t"),
+    ("i", 2): ("h", "int16_t"),
+    ("i", 4): ("i", "int32_t"),
+    ("i", 8): ("q", "int64_t"),
+    ("u", 1): ("B", "uint8_t"),
+    ("u", 2): ("H", "uint16_t"),
+    ("u", 4): ("I", "uint32_t"),
+    ("u", 8): ("Q", "uint64_t"),
+    ("f", 2): ("e", "__half"),
+    ("f", 4): ("f", "float"),
+    ("f", 8): ("d", "double"),
+}
+_HANDLE_TYPES = (driver.CUtexObject, driver.CUsurfObject, driver.CUgraphConditionalHandle, driver.CUdeviceptr)
+_CTYPES_BASES = (ctypes._SimpleCData, ctypes.Structure, ctypes.Union, ctypes.Array)
+_CTYPES_REJECT = (ctypes.c_char_p, ctypes.c_wchar_p, ctypes.c_longdouble)
+_SUPPORTED = (
+    "bool, int, float, complex, NumPy and ctypes scalars, NumPy structured scalars, "
+    "ctypes.Structure, Buffer, objects with __cuda_array_interface__, __dlpack__ or "
+    "data_ptr(), and cuda.bindings CUtexObject/CUsurfObject/CUgraphConditionalHandle/CUtensorMap"
+)
+
+
+def _buffer_type() -> Any:
+    try:
+        from ._memory import Buffer
+    except ImportError:  # the memory module not built yet
+        return None
+    return Buffer
+
+
+def rule_for(value: Any, index: int = 0) -> _Rule:
+    """The packing rule for ``value`` (argument ``index``), or ``TypeError`` if unsupported."""
+    t = type(value)
+    if t is bool:
+        return _Rule(1, 1, "?", "{a}", "bool")
+    if issubclass(t, int):
+        return _Rule(8, 8, "Q", "({a} if {a} >= 0 else _neg({a}))", "int64_t/uint64_t/pointer")
+    if issubclass(t, float):
+        return _Rule(8, 8, "d", "{a}", "double")
+    if issubclass(t, complex):
+        return _Rule(16, 8, "dd", "{a}.real, {a}.imag", "complex<double>")
+    if issubclass(t, np.generic):
+        return _numpy_rule(value, index)
+    if issubclass(t, _CTYPES_BASES):
+        if issubclass(t, _CTYPES_REJECT):
+            raise TypeError(
+                f"argument {index} is a {t.__name__}, which has no device equivalent; "
+                "pass a device pointer as ctypes.c_void_p or an int"
+            )
+        return _Rule(ctypes.sizeof(t), ctypes.alignment(t), f"{ctypes.sizeof(t)}s", "_bytes({a})", t.__name__)
+    if issubclass(t, ctypes._Pointer):
+        raise TypeError(f"argument {index} is a ctypes pointer to host memory ({t.__name__}); pass a device pointer")
+    buffer_type = _buffer_type()
+    if buffer_type is not None and issubclass(t, buffer_type):
+        return _Rule(8, 8, "Q", "{a}._ptr", "pointer")
+    if issubclass(t, _HANDLE_TYPES):
+        return _Rule(8, 8, "Q", "int({a})", t.__name__)
+    if issubclass(t, driver.CUtensorMap):
+        return _Rule(128, 64, "128s", "_tensor_map_bytes({a})", "CUtensorMap")
+    module = t.__module__ or ""
+    if module.startswith("torch") and hasattr(value, "data_ptr"):
+        _torch_ptr(value)  # refuse a CPU tensor now, with its message
+        return _Rule(8, 8, "Q", "_torch_ptr({a})", "pointer")
+    if module.startswith("cupy") and hasattr(getattr(value, "data", None), "ptr"):
+        return _Rule(8, 8, "Q", "{a}.data.ptr", "pointer")
+    if hasattr(value, "__cuda_array_interface__"):
+        return _Rule(8, 8, "Q", "_cai_ptr({a})", "pointer")
+    if callable(getattr(value, "data_ptr", None)):
+        return _Rule(8, 8, "Q", "{a}.data_ptr()", "pointer")
+    if hasattr(value, "__dlpack__"):
+        _dlpack_ptr(value)  # refuse host memory now, with its message
+        return _Rule(8, 8, "Q", "_dlpack_ptr({a})", "pointer")
+    raise TypeError(f"argument {index} has unsupported type {t.__module__}.{t.__qualname__}; supported: {_SUPPORTED}")
+
+
+def _numpy_rule(value: Any, index: int) -> _Rule:
+    dt = value.dtype
+    key = (dt.kind, dt.itemsize)
+    if key in _NP_FORMATS:
+        fmt, ctype = _NP_FORMATS[key]
+        return _Rule(dt.itemsize, dt.alignment, fmt, "{a}", ctype)
+    if dt.kind == "c" and dt.itemsize in (8, 16):
+        half = "f" if dt.itemsize == 8 else "d"
+        ctype = "complex<float>" if half == "f" else "complex<double>"
+        return _Rule(dt.itemsize, dt.alignment, half * 2, "{a}.real, {a}.imag", ctype)
+    if dt.kind == "V":
+        n = dt.itemsize
+        if type(value) is np.void:  # structured: one Python type for every dtype
+            return _Rule(n, dt.alignment, f"{n}s", f"_void_bytes({{a}}, {n})", f"struct ({dt})")
+        return _Rule(n, dt.alignment, f"{n}s", "{a}.tobytes()", str(dt))  # ml_dtypes: bfloat16, ...
+    raise TypeError(
+        f"argument {index} is a NumPy {type(value).__name__} ({dt}) scalar, which has no fixed-width "
+        f"device type; supported: {_SUPPORTED}"
+    )
+
+
+class Plan:
+    """How one tuple of argument types packs for one parameter layout (immutable).
+
+    ``run(cfg, func, *args)`` packs ``args`` into a pooled buffer and calls
+    ``cuLaunchKernelEx``, returning its result tuple; ``pack(slot, args)`` fills a given slot.
+    """
+
+    __slots__ = ("_free", "fmt", "nargs", "offsets", "rules", "run", "setters", "size", "struct", "types")
+
+    def __init__(self, types: tuple[type, ...], rules: list[_Rule], offsets: list[int], size: int) -> None:
+        self.types = types
+        self.rules = tuple(rules)
+        self.offsets = tuple(offsets)
+        self.nargs = len(rules)
+        self.size = size
+        fmt, pos = ["<"], 0
+        for r, off in zip(rules, offsets):
+            if off > pos:
+                fmt.append(f"{off - pos}x")
+            fmt.append(r.fmt)
+            pos = off + r.size
+        self.fmt = "".join(fmt)
+        self.struct = struct.Struct(self.fmt)
+        if self.struct.size != pos:  # an internal consistency check, never a user error
+            raise AssertionError(f"packing format {self.fmt!r} is {self.struct.size} bytes, not {pos}")
+        self._free: list[tuple[Any, ...]] = []
+        self.run, self.setters = self._generate()
+
+    def new_slot(self) -> tuple[Any, int, int, Any]:
+        """A fresh buffer: (bytes, void** address, data offset in the buffer, pointer array)."""
+        raw = ctypes.create_string_buffer(self.size + 64)
+        base = ctypes.addressof(raw)
+        start = (base + 63) & ~63  # 64-byte aligned start, for CUtensorMap
+        ptrs = (ctypes.c_void_p * max(self.nargs, 1))(*[start + o for o in self.offsets])
+        addr = ctypes.addressof(ptrs) if self.nargs else 0
+        return (raw, addr, start - base, ptrs)
+
+    def pack(self, slot: tuple[Any, ...], args: tuple[Any, ...]) -> None:
+        """Write ``args`` into ``slot``; raises ``OverflowError``/``TypeError`` naming the argument."""
+        try:
+            self.setters[-1](slot[0], slot[2], *args)
+        except (struct.error, OverflowError, TypeError, AttributeError, ValueError) as exc:
+            raise self.explain(args, exc) from None
+
+    def explain(self, args: tuple[Any, ...], exc: BaseException) -> Exception:
+        """The user-facing error for a failed pack: find the argument that failed."""
+        scratch = ctypes.create_string_buffer(self.size + 64)
+        for i, a in enumerate(args):
+            try:
+                self.setters[i](scratch, 0, a)
+            except struct.error:
+                return OverflowError(
+                    f"argument {i} ({type(a).__name__} {a!r}) does not fit the {self.rules[i].size}-byte "
+                    f"{self.rules[i].ctype} it packs to"
+                )
+            except Exception as inner:
+                if isinstance(inner, (OverflowError, TypeError)):
+                    return type(inner)(f"argument {i}: {inner}")
+                return TypeError(f"argument {i} ({type(a).__name__}) could not be packed: {inner}")
+        # Every argument packs on its own: the failure was not an argument's; report it as is.
+        return exc if isinstance(exc, Exception) else TypeError(f"kernel arguments could not be packed: {exc}")
+
+    def _generate(self) -> tuple[Any, tuple[Any, ...]]:
+        names = [f"a{i}" for i in range(self.nargs)]
+        exprs = [r.expr.format(a=n) for r, n in zip(self.rules, names)]
+        ns: dict[str, Any] = {
+            "_neg": _neg,
+            "_bytes": bytes,
+            "_void_bytes": _void_bytes,
+            "_tensor_map_bytes": _tensor_map_bytes,
+            "_torch_ptr": _torch_ptr,
+            "_cai_ptr": _cai_ptr,
+            "_dlpack_ptr": _dlpack_ptr,
+            "_pack_into": self.struct.pack_into,
+            "_launch": driver.cuLaunchKernelEx,
+            "_pop": self._free.pop,
+            "_push": self._free.append,
+            "_new_slot": self.new_slot,
+        }
+        params = "".join(f", {n}" for n in names)
+        src = []
+        if self.nargs:
+            src.append(
+                f"def run(_cfg, _func{params}):\n"
+                f"    try:\n        _s = _pop()\n    except IndexError:\n        _s = _new_slot()\n"
+                f"    _pack_into(_s[0], _s[2], {', '.join(exprs)})\n"
+                f"    _r = _launch(_cfg, _func, _s[1], 0)\n"
+                f"    _push(_s)\n    return _r\n"
+            )
+            src.append(f"def pack_all(_buf, _off{params}):\n    _pack_into(_buf, _off, {', '.join(exprs)})\n")
+        else:
+            src.append("def run(_cfg, _func):\n    return _launch(_cfg, _func, 0, 0)\n")
+            src.append("def pack_all(_buf, _off):\n    pass\n")
+        for i, (r, off) in enumerate(zip(self.rules, self.offsets)):
+            ns[f"_s{i}"] = struct.Struct("<" + r.fmt).pack_into
+            src.append(f"def set{i}(_buf, _off, a):\n    _s{i}(_buf, _off + {off}, {r.expr.format(a='a')})\n")
+        exec(compile("\n".join(src), f"<cuda_core packing plan {self.fmt}>", "exec"), ns)
+        setters = (*tuple(ns[f"set{i}"] for i in range(self.nargs)), ns["pack_all"])
+        return ns["run"], setters
+
+
+def kernel_label(name: str | None) -> str:
+    return f"kernel {name!r}" if name else "the kernel"
+
+
+def make_plan(
+    types: tuple[type, ...],
+    args: tuple[Any, ...],
+    layout: tuple[tuple[int, int], ...] | None,
+    kernel_name: str | None = None,
+) -> Plan:
+    """Work out the packing plan for ``args`` (whose types are ``types``).
+
+    With a ``layout`` (the kernel's ``(offset, size)`` per parameter), the argument count and
+    each size are checked, and each value is placed at its parameter's offset; without one,
+    values are laid out with C alignment rules.
+
+    Raises
+    ------
+    TypeError
+        An unsupported argument type, a wrong argument count or a size mismatch; the message
+        names the kernel, the parameter index, the expected size and what was given.
+    """
+    label = kernel_label(kernel_name)
+    if layout is not None and len(layout) != len(args):
+        raise TypeError(
+            f"{label} takes {len(layout)} argument{'s' if len(layout) != 1 else ''} "
+            f"but {len(args)} {'were' if len(args) != 1 else 'was'} given"
+        )
+    rules: list[_Rule] = []
+    offsets: list[int] = []
+    pos = 0
+    for i, a in enumerate(args):
+        try:
+            r = rule_for(a, i)
+        except TypeError as exc:
+            raise TypeError(f"{label}: {exc}") from None
+        if layout is not None:
+            off, size = layout[i]
+            if r.size != size:
+                raise TypeError(_size_message(label, i, size, a, r))
+            if off < pos:
+                raise TypeError(f"{label}: parameter {i} at offset {off} overlaps parameter {i - 1}")
+        else:
+            off = (pos + r.align - 1) // r.align * r.align
+        rules.append(r)
+        offsets.append(off)
+        pos = off + r.size
+    return Plan(types, rules, offsets, pos)
+
+
+def _size_message(label: str, i: int, size: int, value: Any, r: _Rule) -> str:
+    t = type(value)
+    msg = (
+        f"{label}: parameter {i} is {size} bytes, but argument {i} ({t.__name__}) "
+        f"packs to {r.size} bytes ({r.ctype})"
+    )
+    if t is int or t is float:
+        fits = {1: "np.int8/np.uint8", 2: "np.int16/np.uint16/np.float16", 4: "np.int32/np.uint32/np.float32"}
+        if size in fits:
+            msg += f"; wrap it in a {size}-byte type such as {fits[size]}"
+    return msg
+
+
+_plans: dict[tuple[Any, ...], Plan] = {}
+
+
+def get_plan(
+    args: tuple[Any, ...], layout: tuple[tuple[int, int], ...] | None = None, kernel_name: str | None = None
+) -> Plan:
+    """A cached :class:`Plan` for ``args`` and ``layout`` (shared module-wide cache)."""
+    types = tuple(map(type, args))
+    key = (layout, types)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = make_plan(types, args, layout, kernel_name)
+        if len(_plans) >= _MAX_PLANS:
+            _plans.clear()
+        _plans[key] = plan
+    return plan
+
+
+class ParamHolder:
+    """Kernel arguments packed into the ``void**`` the driver takes.
+
+    Parameters
+    ----------
+    args : tuple
+        The kernel arguments (see the type table in the module docstring).
+    layout : tuple of (offset, size), optional
+        The kernel's parameter layout (``Kernel._param_layout()``); when given, the count and
+        each size are checked and each value is placed at its parameter's offset.
+    kernel_name : str, optional
+        Used in error messages.
+
+    Raises
+    ------
+    TypeError
+        Unsupported argument type, wrong count or wrong size (message names the parameter).
+    OverflowError
+        A value does not fit its C type (e.g. an ``int`` outside the 64-bit range).
+
+    Notes
+    -----
+    The holder keeps references to ``args`` (so buffers passed by pointer stay alive) and owns
+    its buffer; :attr:`ptr` stays valid while the holder lives.
+    """
+
+    __slots__ = ("_args", "_layout", "_name", "_plan", "_slot")
+
+    def __init__(
+        self,
+        args: tuple[Any, ...],
+        layout: tuple[tuple[int, int], ...] | None = None,
+        kernel_name: str | None = None,
+    ) -> None:
+        args = tuple(args)
+        self._plan = get_plan(args, layout, kernel_name)
+        self._slot = self._plan.new_slot()
+        self._plan.pack(self._slot, args)
+        self._args = args
+        self._layout = layout
+        self._name = kernel_name
+
+    @property
+    def ptr(self) -> int:
+        """Address of the ``void*`` array (0 when there are no arguments)."""
+        return self._slot[1]
+
+    @property
+    def data(self) -> bytes:
+        """The packed parameter bytes (each value at its offset, padding zero)."""
+        return ctypes.string_at(ctypes.addressof(self._slot[0]) + self._slot[2], self._plan.size)
+
+    @property
+    def offsets(self) -> tuple[int, ...]:
+        """Offset of each argument in :attr:`data`."""
+        return self._plan.offsets
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Size in bytes of each packed argument."""
+        return tuple(r.size for r in self._plan.rules)
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        """The arguments as given."""
+        return self._args
+
+    def pointers(self) -> tuple[int, ...]:
+        """The addresses held in the ``void*`` array, one per argument."""
+        n = self._plan.nargs
+        if not n:
+            return ()
+        arr = (ctypes.c_void_p * n).from_address(self._slot[1])
+        return tuple(p or 0 for p in arr)
+
+    def set_arg(self, index: int, value: Any) -> None:
+        """Replace argument ``index`` in place (re-planning if its type changes).
+
+        Raises
+        ------
+        IndexError
+            ``index`` is out of range.
+        TypeError, OverflowError
+            As for the constructor.
+        """
+        self._args, self._plan, self._slot = set_arg(
+            self._plan, self._slot, self._args, index, value, self._layout, self._name
+        )
+
+
+def set_arg(
+    plan: Plan,
+    slot: tuple[Any, ...],
+    args: tuple[Any, ...],
+    index: int,
+    value: Any,
+    layout: tuple[tuple[int, int], ...] | None,
+    kernel_name: str | None,
+) -> tuple[tuple[Any, ...], Plan, tuple[Any, ...]]:
+    """Shared by ``ParamHolder`` and ``PreparedLaunch``: update one argument, return new state."""
+    n = plan.nargs
+    if isinstance(index, bool) or not isinstance(index, int) or not -n <= index < n:
+        raise IndexError(f"index must be an int in [{-n}, {n}) (got {index!r})")
+    if index < 0:
+        index += n
+    new_args = (*args[:index], value, *args[index + 1:])
+    if type(value) is plan.types[index]:
+        try:
+            plan.setters[index](slot[0], slot[2], value)
+        except (struct.error, OverflowError, TypeError, AttributeError, ValueError) as exc:
+            raise plan.explain(new_args, exc) from None
+        return new_args, plan, slot
+    new_plan = get_plan(new_args, layout, kernel_name)
+    new_slot = new_plan.new_slot()
+    new_plan.pack(new_slot, new_args)
+    return new_args, new_plan, new_slot

@@ -1,5 +1,247 @@
-"""Placeholder: filled in by its issue."""
+"""Launch configuration: grid, cluster and block shapes, dynamic shared memory, cooperation.
+
+A :class:`LaunchConfig` is a small immutable value that needs no GPU to build. At the first
+launch on a device it is checked against that device's limits (once per device), and the
+native ``CUlaunchConfig`` is built once per stream and reused by every later launch.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import Any
+
+from cuda.bindings import driver
+
+from ._utils import arg_error, cast_to_3_tuple, check_int
+
+__all__ = ["LaunchConfig"]
+
+_DIM3_RULE = "an int or a tuple of 1 to 3 ints, each >= 1"
+_AXES = ("x", "y", "z")
+_ATTR_CLUSTER = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+_ATTR_COOPERATIVE = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+# Streams whose native configs one LaunchConfig keeps; past this the cache starts over.
+_MAX_NATIVE = 8
+
+
+def _dim3(name: str, value: Any) -> tuple[int, int, int]:
+    if value is None:
+        raise arg_error(name, _DIM3_RULE, value, exc=TypeError)
+    return cast_to_3_tuple(name, value)
+
+
+class LaunchConfig:
+    """The shape of a kernel launch: grid, optional cluster, block, shared memory, cooperation.
+
+    Parameters
+    ----------
+    grid : int or tuple of int
+        Number of thread blocks in each dimension (1 to 3 ints, each >= 1). When ``cluster``
+        is given, ``grid`` counts *clusters*, so the launch has ``grid * cluster`` blocks.
+    cluster : int or tuple of int, optional
+        Thread blocks per cluster in each dimension (compute capability 9.0 or newer).
+    block : int or tuple of int
+        Threads per block in each dimension (1 to 3 ints, each >= 1).
+    shmem_size : int, optional
+        Dynamic shared memory per block in bytes (default 0). Above 48 KiB the kernel's
+        ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` attribute must be raised first.
+    is_cooperative : bool, optional
+        Launch as a cooperative kernel, so that ``cooperative_groups::this_grid().sync()``
+        works; the whole grid must then fit on the device at once.
+    cooperative_launch : bool, optional
+        Keyword-only alias of ``is_cooperative`` (the older ``cuda.core`` name).
+
+    Raises
+    ------
+    TypeError
+        A shape is not an int or a tuple of ints, or ``grid``/``block`` is missing.
+    ValueError
+        A dimension is below 1, a tuple has more than three items, or ``shmem_size`` < 0.
+
+    Notes
+    -----
+    Construction needs no GPU. The device limits (threads per block, block and grid
+    dimensions, opt-in shared memory, cluster and cooperative support) are checked at the
+    first launch on each device, and a violation names the limit and the device. The
+    object is immutable and hashable, so one instance can be shared by many launches.
+
+    Examples
+    --------
+    >>> cfg = LaunchConfig(grid=(n + 255) // 256, block=256)
+    >>> cfg = LaunchConfig(grid=4, cluster=2, block=128)  # 8 blocks in clusters of 2
+    """
+
+    __slots__ = ("_block", "_checked", "_cluster", "_coop", "_grid", "_key", "_native", "_shmem")
+
+    def __init__(
+        self,
+        grid: int | tuple[int, ...] | None = None,
+        cluster: int | tuple[int, ...] | None = None,
+        block: int | tuple[int, ...] | None = None,
+        shmem_size: int | None = None,
+        is_cooperative: bool = False,
+        *,
+        cooperative_launch: bool | None = None,
+    ) -> None:
+        self._grid = _dim3("LaunchConfig.grid", grid)
+        self._block = _dim3("LaunchConfig.block", block)
+        self._cluster = None if cluster is None else cast_to_3_tuple("LaunchConfig.cluster", cluster)
+        self._shmem = 0 if shmem_size is None else check_int("LaunchConfig.shmem_size", shmem_size, 0, 2**32 - 1)
+        if cooperative_launch is not None:
+            is_cooperative = cooperative_launch
+        if not isinstance(is_cooperative, (bool, int)):
+            raise arg_error("LaunchConfig.is_cooperative", "a bool", is_cooperative, exc=TypeError)
+        self._coop = bool(is_cooperative)
+        self._key = (self._grid, self._cluster, self._block, self._shmem, self._coop)
+        # id(stream) -> (stream, stream handle, CUlaunchConfig); holding the stream keeps its
+        # id from being reused while the entry lives.
+        self._native: dict[int, tuple[Any, Any, Any]] = {}
+        self._checked: set[int] = set()
+
+    # -- the public, read-only fields -----------------------------------------------------
+
+    @property
+    def grid(self) -> tuple[int, int, int]:
+        """Blocks (or clusters, when ``cluster`` is set) per grid dimension, as a 3-tuple."""
+        return self._grid
+
+    @property
+    def cluster(self) -> tuple[int, int, int] | None:
+        """Blocks per cluster dimension as a 3-tuple, or ``None`` without clusters."""
+        return self._cluster
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        """Threads per block dimension, as a 3-tuple."""
+        return self._block
+
+    @property
+    def shmem_size(self) -> int:
+        """Dynamic shared memory per block, in bytes."""
+        return self._shmem
+
+    @property
+    def is_cooperative(self) -> bool:
+        """Whether launches with this config are cooperative (grid-wide sync allowed)."""
+        return self._coop
+
+    @property
+    def cooperative_launch(self) -> bool:
+        """Alias of :attr:`is_cooperative` (the older ``cuda.core`` name)."""
+        return self._coop
+
+    @property
+    def grid_blocks(self) -> tuple[int, int, int]:
+        """Blocks per grid dimension, counting every block of every cluster."""
+        g, c = self._grid, self._cluster
+        if c is None:
+            return g
+        return (g[0] * c[0], g[1] * c[1], g[2] * c[2])
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not LaunchConfig:
+            return NotImplemented
+        return self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        parts = [f"grid={self._grid}"]
+        if self._cluster is not None:
+            parts.append(f"cluster={self._cluster}")
+        parts.append(f"block={self._block}")
+        if self._shmem:
+            parts.append(f"shmem_size={self._shmem}")
+        if self._coop:
+            parts.append("is_cooperative=True")
+        return f"LaunchConfig({', '.join(parts)})"
+
+    # -- launch-time support (private) ------------------------------------------------------
+
+    def _native_for(self, stream: Any) -> Any:
+        """The ``CUlaunchConfig`` for ``stream``, built (and the device checked) on first use."""
+        entry = self._native.get(id(stream))
+        if entry is not None and entry[0] is stream and entry[1] is stream._handle:
+            return entry[2]
+        handle = stream.handle  # raises on a closed stream
+        dev = stream._device
+        if dev is None:  # the default streams follow the current context
+            dev = stream.device
+        if dev._id not in self._checked:
+            self._check_device(dev)
+            self._checked.add(dev._id)
+        native = self._build(handle)
+        if len(self._native) >= _MAX_NATIVE:
+            self._native.clear()
+        self._native[id(stream)] = (stream, handle, native)
+        return native
+
+    def _build(self, handle: Any) -> Any:
+        cfg = driver.CUlaunchConfig()
+        gx, gy, gz = self.grid_blocks
+        bx, by, bz = self._block
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = gx, gy, gz
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = bx, by, bz
+        cfg.sharedMemBytes = self._shmem
+        cfg.hStream = handle
+        attrs = []
+        if self._cluster is not None:
+            a = driver.CUlaunchAttribute()
+            a.id = _ATTR_CLUSTER
+            dim = a.value.clusterDim
+            dim.x, dim.y, dim.z = self._cluster
+            attrs.append(a)
+        if self._coop:
+            a = driver.CUlaunchAttribute()
+            a.id = _ATTR_COOPERATIVE
+            a.value.cooperative = 1
+            attrs.append(a)
+        if attrs:
+            cfg.attrs = attrs
+        cfg.numAttrs = len(attrs)
+        return cfg
+
+    def _check_device(self, dev: Any) -> None:
+        """Raise ``ValueError`` naming the limit and the device if ``dev`` cannot run this."""
+        check_limits(self, dev.properties, dev.name)
+
+
+def check_limits(config: LaunchConfig, props: Any, device_name: str) -> None:
+    """Check ``config`` against device properties ``props`` (a ``DeviceProperties``).
+
+    Raises ``ValueError`` whose message names the violated limit, its value and the device.
+    Kept separate from the device so that it can be tested with explicit limits.
+    """
+    on = f"on {device_name}"
+    bx, by, bz = config.block
+    threads = bx * by * bz
+    if threads > props.max_threads_per_block:
+        raise ValueError(
+            f"block {config.block} has {threads} threads, more than the "
+            f"{props.max_threads_per_block} allowed {on}"
+        )
+    limits = (props.max_block_dim_x, props.max_block_dim_y, props.max_block_dim_z)
+    for axis, v, lim in zip(_AXES, config.block, limits):
+        if v > lim:
+            raise ValueError(f"block {config.block} has {v} threads in {axis}, more than the {lim} allowed {on}")
+    limits = (props.max_grid_dim_x, props.max_grid_dim_y, props.max_grid_dim_z)
+    blocks = config.grid_blocks
+    for axis, v, lim in zip(_AXES, blocks, limits):
+        if v > lim:
+            what = f"grid {config.grid}" if config.cluster is None else f"grid {config.grid} of clusters {config.cluster}"
+            raise ValueError(f"{what} has {v} blocks in {axis}, more than the {lim} allowed {on}")
+    optin = props.max_shared_memory_per_block_optin
+    if config.shmem_size > optin:
+        raise ValueError(
+            f"shmem_size {config.shmem_size} bytes is more than the {optin} bytes of dynamic "
+            f"shared memory a block can have {on}"
+        )
+    if config.cluster is not None:
+        cc = (props.compute_capability_major, props.compute_capability_minor)
+        if cc < (9, 0):
+            raise ValueError(
+                f"cluster {config.cluster} needs compute capability 9.0 or newer, "
+                f"but {device_name} has {cc[0]}.{cc[1]}"
+            )
+    if config.is_cooperative and not props.cooperative_launch:
+        raise ValueError(f"cooperative launches are not supported {on}")

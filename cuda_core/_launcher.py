@@ -1,5 +1,381 @@
-"""Placeholder: filled in by its issue."""
+"""Kernel launches: :func:`launch` and :class:`PreparedLaunch`.
+
+The hot path does as little as it can per call: the stream is resolved with a type check, the
+native ``CUlaunchConfig`` comes from a per-(config, stream) cache, the packing plan from a
+per-(kernel, argument types) cache, and one generated function writes the values and calls
+``cuLaunchKernelEx``. The stream's context is not looked up per call: when the driver reports
+a context mismatch, the launch is retried once with the stream's context pushed.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import struct
+import weakref
+from typing import Any
+
+from cuda.bindings import driver
+
+from ._errors import CUDAError
+from ._kernel_arg_handler import Plan, kernel_label, make_plan, set_arg
+from ._launch_config import LaunchConfig
+from ._utils import arg_error, handle_return, make_error
+
+__all__ = ["PreparedLaunch", "launch"]
+
+_launch_ex = driver.cuLaunchKernelEx
+_CUresult = driver.CUresult
+# Statuses that can mean "the current context is not the stream's": retried in its context.
+_CONTEXT_ERRORS = frozenset(
+    int(e)
+    for e in (
+        _CUresult.CUDA_ERROR_INVALID_CONTEXT,
+        _CUresult.CUDA_ERROR_INVALID_HANDLE,
+        _CUresult.CUDA_ERROR_CONTEXT_IS_DESTROYED,
+    )
+)
+_MAX_PLANS_PER_KERNEL = 64
+_PACK_ERRORS = (struct.error, OverflowError, TypeError, AttributeError, ValueError)
+_Stream: Any = None  # cuda_core._stream.Stream, resolved at the first launch
+
+
+def _as_stream(obj: Any) -> Any:
+    global _Stream
+    if obj is None:
+        raise arg_error(
+            "stream", "a Stream, a GraphBuilder or an object with __cuda_stream__", obj, exc=TypeError
+        )
+    from ._stream import Stream, as_stream
+
+    _Stream = Stream
+    if type(obj) is Stream:
+        return obj
+    return as_stream(obj, "stream")
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-kernel state: the CUfunction handle, the parameter layout, the plans by argument types.
+
+
+class _KernelEntry:
+    __slots__ = ("func", "kernel", "layout", "name", "plans", "ref")
+
+    def __init__(self, kernel: Any) -> None:
+        handle = getattr(kernel, "_handle", None)
+        if handle is None or not hasattr(kernel, "_param_layout"):
+            raise arg_error("kernel", "a Kernel (from ObjectCode.get_kernel())", kernel, exc=TypeError)
+        self.func = driver.CUfunction(int(handle))
+        try:
+            self.layout = kernel._param_layout()
+        except CUDAError:
+            self.layout = None
+        self.name: str | None = None
+        self.plans: dict[tuple[type, ...], Plan] = {}
+        try:
+            self.ref: Any = weakref.ref(kernel, self._forget)
+            self.kernel = None
+        except TypeError:  # no weakref support: hold it (its id then cannot be reused)
+            self.ref = None
+            self.kernel = kernel
+
+    def alive_for(self, kernel: Any) -> bool:
+        return (self.ref() if self.ref is not None else self.kernel) is kernel
+
+    def _forget(self, _ref: Any) -> None:
+        for key, entry in list(_kernels.items()):
+            if entry is self:
+                del _kernels[key]
+
+    def kernel_name(self, kernel: Any) -> str | None:
+        if self.name is None:
+            name = getattr(kernel, "name", None)
+            if not isinstance(name, str):
+                try:
+                    raw = handle_return(driver.cuKernelGetName(kernel._handle), "cuKernelGetName")
+                    name = raw.decode() if isinstance(raw, bytes) else str(raw)
+                except Exception:  # only for messages: an unnamed kernel is fine
+                    name = None
+            self.name = name or ""
+        return self.name or None
+
+    def plan(self, kernel: Any, args: tuple[Any, ...]) -> Plan:
+        types = tuple(map(type, args))
+        plan = self.plans.get(types)
+        if plan is None:
+            plan = make_plan(types, args, self.layout, self.kernel_name(kernel))
+            if len(self.plans) >= _MAX_PLANS_PER_KERNEL:
+                self.plans.clear()
+            self.plans[types] = plan
+        return plan
+
+
+_kernels: dict[int, _KernelEntry] = {}
+
+
+def _entry(kernel: Any) -> _KernelEntry:
+    entry = _kernels.get(id(kernel))
+    if entry is None or not entry.alive_for(kernel):
+        entry = _KernelEntry(kernel)
+        _kernels[id(kernel)] = entry
+    return entry
+
+
+def _device_of(stream: Any) -> Any:
+    dev = stream._device
+    return dev if dev is not None else stream.device  # default streams follow the current context
+
+
+def _check_config(config: Any) -> None:
+    raise arg_error("config", "a LaunchConfig", config, exc=TypeError)
+
+
+# ---------------------------------------------------------------------------------------------
+# launch()
+
+
+def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) -> None:
+    """Launch ``kernel`` on ``stream`` with the shape ``config`` and arguments ``kernel_args``.
+
+    Parameters
+    ----------
+    stream : Stream, GraphBuilder or object with ``__cuda_stream__``
+        Where the launch is ordered (PyTorch and CuPy streams work as they are). A graph
+        builder records the launch as a kernel node.
+    config : LaunchConfig
+        Grid, cluster, block, dynamic shared memory and cooperation.
+    kernel : Kernel
+        From :meth:`ObjectCode.get_kernel`.
+    *kernel_args
+        The arguments, packed by the rules of the type table in "Launching kernels":
+        ``int`` is a 64-bit value (pointers), ``float`` a ``double``, NumPy/ctypes scalars keep
+        their width, structs pass by value, arrays and ``Buffer`` pass their device pointer.
+
+    Raises
+    ------
+    TypeError
+        ``stream`` is ``None`` or not a stream; ``config`` is not a :class:`LaunchConfig`;
+        an argument has an unsupported type, or (where the kernel's parameter layout is known)
+        the argument count or an argument's size differs from the kernel's signature.
+    OverflowError
+        A value does not fit its C type.
+    ValueError
+        ``config`` exceeds a limit of the stream's device (the message names the limit).
+    CUDAError
+        The driver refused the launch (the message says why, e.g. a cooperative grid too
+        large to be co-resident, with the numbers).
+
+    Examples
+    --------
+    >>> launch(s, LaunchConfig(grid=(n + 255) // 256, block=256), ker, a, b, c, np.uint64(n))
+    """
+    if type(stream) is not _Stream:
+        stream = _as_stream(stream)
+    if type(config) is not LaunchConfig:
+        _check_config(config)
+    entry = _kernels.get(id(kernel))
+    if entry is None or not entry.alive_for(kernel):
+        entry = _entry(kernel)
+    plan = entry.plans.get(tuple(map(type, kernel_args)))
+    if plan is None:
+        plan = entry.plan(kernel, kernel_args)
+    cfg = config._native_for(stream)
+    try:
+        err = plan.run(cfg, entry.func, *kernel_args)[0]
+    except _PACK_ERRORS as exc:
+        raise plan.explain(kernel_args, exc) from None
+    if err:
+        _launch_failed(err, stream, config, kernel, entry, lambda: plan.run(cfg, entry.func, *kernel_args))
+
+
+def _launch_failed(err: Any, stream: Any, config: LaunchConfig, kernel: Any, entry: _KernelEntry, again: Any) -> None:
+    """Retry once in the stream's context where that may help; else raise a helpful error."""
+    if int(err) in _CONTEXT_ERRORS:
+        with _device_of(stream)._scope():
+            err = again()[0]
+        if not err:
+            return
+    raise _explain_failure(err, stream, config, kernel, entry)
+
+
+def _explain_failure(err: Any, stream: Any, config: LaunchConfig, kernel: Any, entry: _KernelEntry) -> CUDAError:
+    code = int(err)
+    label = kernel_label(entry.kernel_name(kernel))
+    dev = _device_of(stream)
+    extra = f"launching {label} with {config!r}"
+    try:
+        with dev._scope():
+            func = handle_return(driver.cuKernelGetFunction(kernel._handle), "cuKernelGetFunction")
+            if code == int(_CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE):
+                threads = config.block[0] * config.block[1] * config.block[2]
+                per_sm = handle_return(
+                    driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, threads, config.shmem_size),
+                    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                )
+                sms = dev.properties.multiprocessor_count
+                g = config.grid_blocks
+                extra = (
+                    f"a cooperative grid of {g[0] * g[1] * g[2]} blocks cannot be co-resident: "
+                    f"{label} fits {per_sm} blocks of {threads} threads per SM x {sms} SMs = "
+                    f"{per_sm * sms} blocks on {dev.name}"
+                )
+            elif code == int(_CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES):
+                attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+                most = handle_return(driver.cuFuncGetAttribute(attr, func), "cuFuncGetAttribute")
+                threads = config.block[0] * config.block[1] * config.block[2]
+                extra = f"block {config.block} has {threads} threads; {label} can run at most {most} per block"
+            elif code == int(_CUresult.CUDA_ERROR_INVALID_VALUE) and config.shmem_size > 48 * 1024:
+                attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                most = handle_return(driver.cuFuncGetAttribute(attr, func), "cuFuncGetAttribute")
+                if config.shmem_size > most:
+                    extra = (
+                        f"shmem_size {config.shmem_size} is more than the {most} bytes of dynamic shared "
+                        f"memory {label} allows; raise its CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES "
+                        "attribute first"
+                    )
+    except CUDAError:
+        pass  # the details are a bonus; report the launch failure itself
+    return make_error(err, "cuLaunchKernelEx", extra)
+
+
+# ---------------------------------------------------------------------------------------------
+# PreparedLaunch
+
+
+class PreparedLaunch:
+    """A launch with kernel, config and stream bound once; calling it launches.
+
+    Parameters
+    ----------
+    stream : Stream, GraphBuilder or object with ``__cuda_stream__``
+        As for :func:`launch`.
+    config : LaunchConfig
+        As for :func:`launch`.
+    kernel : Kernel
+        As for :func:`launch`.
+    *kernel_args
+        The arguments to bind now (checked and packed once). They may be omitted here and
+        given at the first call instead.
+
+    Raises
+    ------
+    TypeError, OverflowError, ValueError
+        As for :func:`launch`, at construction for the bound arguments.
+
+    Notes
+    -----
+    ``p()`` launches with the bound arguments: only ``cuLaunchKernelEx`` is called, so it is
+    the cheapest way to launch from Python. ``p(*args)`` binds new arguments and launches
+    (cheap when their types are the same as before). ``p.set_arg(i, value)`` changes one
+    argument in place. The object keeps references to its arguments, so buffers passed by
+    pointer stay alive while it does. One ``PreparedLaunch`` must not be called from two
+    threads at once (it owns one argument buffer); each thread can prepare its own.
+
+    Examples
+    --------
+    >>> step = PreparedLaunch(s, LaunchConfig(grid=64, block=256), ker, buf, np.float32(0.5))
+    >>> for _ in range(1000):
+    ...     step()
+    >>> step.set_arg(1, np.float32(0.25))
+    >>> step()
+    """
+
+    __slots__ = ("_addr", "_args", "_cfg", "_config", "_entry", "_func", "_kernel", "_plan", "_slot", "_stream")
+
+    def __init__(self, stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) -> None:
+        if type(stream) is not _Stream:
+            stream = _as_stream(stream)
+        if type(config) is not LaunchConfig:
+            _check_config(config)
+        self._stream = stream
+        self._config = config
+        self._kernel = kernel
+        self._entry = _entry(kernel)
+        self._func = self._entry.func
+        self._cfg = config._native_for(stream)
+        self._plan: Plan | None = None
+        self._slot: tuple[Any, ...] = ()
+        self._addr = 0
+        self._args: tuple[Any, ...] = ()
+        if kernel_args or self._entry.layout == ():
+            self._bind(kernel_args)
+
+    def _bind(self, args: tuple[Any, ...]) -> None:
+        plan = self._plan
+        if plan is None or plan.types != tuple(map(type, args)):
+            plan = self._entry.plan(self._kernel, args)
+            slot = plan.new_slot()
+            plan.pack(slot, args)
+            self._plan, self._slot, self._addr = plan, slot, slot[1]
+        else:
+            plan.pack(self._slot, args)
+        self._args = args
+
+    def __call__(self, *kernel_args: Any) -> None:
+        """Launch, with the bound arguments or with ``kernel_args`` (which are then bound).
+
+        Raises
+        ------
+        TypeError, OverflowError, CUDAError
+            As for :func:`launch`; calling with no arguments before any were bound is a
+            ``TypeError`` unless the kernel takes none.
+        """
+        if kernel_args:
+            self._bind(kernel_args)
+        elif self._plan is None:
+            self._bind(())
+        err = _launch_ex(self._cfg, self._func, self._addr, 0)[0]
+        if err:
+            _launch_failed(
+                err,
+                self._stream,
+                self._config,
+                self._kernel,
+                self._entry,
+                lambda: _launch_ex(self._cfg, self._func, self._addr, 0),
+            )
+
+    def set_arg(self, index: int, value: Any) -> None:
+        """Replace argument ``index`` in the packed buffer (no repacking of the others).
+
+        Parameters
+        ----------
+        index : int
+            The parameter's position (negative counts from the end).
+        value : Any
+            The new value; a different type is allowed if it still fits the parameter.
+
+        Raises
+        ------
+        IndexError
+            ``index`` is out of range or no arguments are bound yet.
+        TypeError, OverflowError
+            As for :func:`launch`.
+        """
+        if self._plan is None:
+            raise IndexError("no arguments are bound yet; call the PreparedLaunch with its arguments first")
+        args, plan, slot = set_arg(
+            self._plan, self._slot, self._args, index, value, self._entry.layout, self._entry.kernel_name(self._kernel)
+        )
+        self._args, self._plan, self._slot, self._addr = args, plan, slot, slot[1]
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        """The bound arguments."""
+        return self._args
+
+    @property
+    def stream(self) -> Any:
+        """The stream the launches are ordered on."""
+        return self._stream
+
+    @property
+    def config(self) -> LaunchConfig:
+        """The launch configuration."""
+        return self._config
+
+    @property
+    def kernel(self) -> Any:
+        """The kernel launched."""
+        return self._kernel
+
+    def __repr__(self) -> str:
+        return f"PreparedLaunch({self._config!r}, {len(self._args)} args)"

@@ -1,0 +1,155 @@
+"""LaunchConfig: validation (no GPU), the native config it builds, device limit checks."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from cuda.bindings import driver
+
+from cuda_core import LaunchConfig
+from cuda_core._launch_config import check_limits
+
+
+def test_ints_become_3_tuples():
+    c = LaunchConfig(grid=4, block=128)
+    assert c.grid == (4, 1, 1)
+    assert c.block == (128, 1, 1)
+    assert c.cluster is None
+    assert c.shmem_size == 0
+    assert c.is_cooperative is False
+
+
+def test_tuples_are_padded():
+    c = LaunchConfig(grid=(2, 3), cluster=(2,), block=(8, 4, 2), shmem_size=1024, is_cooperative=True)
+    assert c.grid == (2, 3, 1)
+    assert c.cluster == (2, 1, 1)
+    assert c.block == (8, 4, 2)
+    assert c.shmem_size == 1024
+    assert c.is_cooperative and c.cooperative_launch
+
+
+def test_cluster_multiplies_grid_into_blocks():
+    c = LaunchConfig(grid=(3, 2), cluster=(2, 2), block=32)
+    assert c.grid_blocks == (6, 4, 1)
+    assert LaunchConfig(grid=5, block=1).grid_blocks == (5, 1, 1)
+
+
+def test_cooperative_launch_alias():
+    assert LaunchConfig(grid=1, block=1, cooperative_launch=True).is_cooperative
+
+
+@pytest.mark.parametrize("field", ["grid", "block"])
+def test_grid_and_block_are_required(field):
+    kw = {"grid": 1, "block": 1, field: None}
+    with pytest.raises(TypeError, match=rf"LaunchConfig.{field} must be an int or a tuple"):
+        LaunchConfig(**kw)
+
+
+@pytest.mark.parametrize(
+    "value,exc",
+    [(0, ValueError), (-1, ValueError), ((1, 0), ValueError), ((1, 1, 1, 1), ValueError), ((), ValueError),
+     (1.0, TypeError), (True, TypeError), ("4", TypeError), ((1, 2.0), TypeError), ([1, 2], TypeError)],
+    ids=repr,
+)
+@pytest.mark.parametrize("field", ["grid", "block", "cluster"])
+def test_bad_dimensions(field, value, exc):
+    kw = {"grid": 1, "block": 1, field: value}
+    with pytest.raises(exc, match=rf"LaunchConfig.{field} must be ") as ei:
+        LaunchConfig(**kw)
+    assert str(ei.value).endswith(f"(got {value!r})")
+
+
+@pytest.mark.parametrize("value,exc", [(-1, ValueError), (1.5, TypeError), ("1", TypeError), (2**32, ValueError)])
+def test_bad_shmem_size(value, exc):
+    with pytest.raises(exc, match=r"LaunchConfig\.shmem_size must be"):
+        LaunchConfig(grid=1, block=1, shmem_size=value)
+
+
+def test_bad_cooperative():
+    with pytest.raises(TypeError, match=r"LaunchConfig\.is_cooperative must be a bool"):
+        LaunchConfig(grid=1, block=1, is_cooperative="yes")
+
+
+def test_immutable_equal_hashable():
+    a = LaunchConfig(grid=(2, 1), block=64)
+    b = LaunchConfig(grid=2, block=(64, 1, 1))
+    assert a == b and hash(a) == hash(b)
+    assert a != LaunchConfig(grid=2, block=64, shmem_size=4)
+    assert len({a, b}) == 1
+    with pytest.raises(AttributeError):
+        a.grid = (3, 1, 1)
+    assert repr(LaunchConfig(grid=2, cluster=2, block=64, shmem_size=8, is_cooperative=True)) == (
+        "LaunchConfig(grid=(2, 1, 1), cluster=(2, 1, 1), block=(64, 1, 1), shmem_size=8, is_cooperative=True)"
+    )
+
+
+def test_native_config_fields_and_attributes():
+    c = LaunchConfig(grid=(3, 2), cluster=(2, 1, 1), block=(32, 4), shmem_size=256, is_cooperative=True)
+    n = c._build(driver.CUstream(0x1234))
+    assert (n.gridDimX, n.gridDimY, n.gridDimZ) == (6, 2, 1)
+    assert (n.blockDimX, n.blockDimY, n.blockDimZ) == (32, 4, 1)
+    assert n.sharedMemBytes == 256
+    assert int(n.hStream) == 0x1234
+    assert n.numAttrs == 2
+    ids = [n.attrs[i].id for i in range(2)]
+    assert ids == [
+        driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+    ]
+    dim = n.attrs[0].value.clusterDim
+    assert (dim.x, dim.y, dim.z) == (2, 1, 1)
+    assert n.attrs[1].value.cooperative == 1
+    plain = LaunchConfig(grid=1, block=1)._build(driver.CUstream(0))
+    assert plain.numAttrs == 0
+
+
+# Limits of an H100 SXM, as DeviceProperties reports them (plain values, no driver involved).
+H100 = SimpleNamespace(
+    max_threads_per_block=1024,
+    max_block_dim_x=1024,
+    max_block_dim_y=1024,
+    max_block_dim_z=64,
+    max_grid_dim_x=2**31 - 1,
+    max_grid_dim_y=65535,
+    max_grid_dim_z=65535,
+    max_shared_memory_per_block_optin=232448,
+    compute_capability_major=9,
+    compute_capability_minor=0,
+    cooperative_launch=1,
+)
+NAME = "NVIDIA H100 80GB HBM3"
+
+
+def test_limits_pass_for_a_valid_config():
+    check_limits(LaunchConfig(grid=(1000, 65535), cluster=2, block=(32, 32), shmem_size=200_000), H100, NAME)
+
+
+@pytest.mark.parametrize(
+    "cfg,message",
+    [
+        (LaunchConfig(grid=1, block=2048), "block (2048, 1, 1) has 2048 threads, more than the 1024 allowed on NVIDIA H100 80GB HBM3"),
+        (LaunchConfig(grid=1, block=(64, 4, 8)), "block (64, 4, 8) has 2048 threads"),
+        (LaunchConfig(grid=1, block=(1, 1, 128)), "block (1, 1, 128) has 128 threads in z, more than the 64 allowed on NVIDIA H100"),
+        (LaunchConfig(grid=(1, 65536), block=1), "grid (1, 65536, 1) has 65536 blocks in y, more than the 65535 allowed on"),
+        (LaunchConfig(grid=(1, 40000), cluster=(1, 2), block=1), "of clusters (1, 2, 1) has 80000 blocks in y"),
+        (LaunchConfig(grid=1, block=1, shmem_size=300_000), "shmem_size 300000 bytes is more than the 232448 bytes"),
+    ],
+)
+def test_limit_violations_name_limit_and_device(cfg, message):
+    with pytest.raises(ValueError) as ei:
+        check_limits(cfg, H100, NAME)
+    assert message in str(ei.value)
+    assert NAME in str(ei.value)
+
+
+def test_cluster_needs_sm90():
+    a100 = SimpleNamespace(**{**vars(H100), "compute_capability_major": 8})
+    with pytest.raises(ValueError, match=r"cluster .* needs compute capability 9\.0 or newer, but A100 has 8\.0"):
+        check_limits(LaunchConfig(grid=1, cluster=2, block=32), a100, "A100")
+
+
+def test_cooperative_needs_support():
+    old = SimpleNamespace(**{**vars(H100), "cooperative_launch": 0})
+    with pytest.raises(ValueError, match="cooperative launches are not supported on OLD"):
+        check_limits(LaunchConfig(grid=1, block=32, is_cooperative=True), old, "OLD")
