@@ -1,5 +1,309 @@
-"""Placeholder: filled in by its issue."""
+"""ObjectCode (compiled code, loaded lazily into a CUlibrary) and Kernel.
+
+Loading uses the context-independent library API (``cuLibraryLoadData``); a :class:`Kernel`
+wraps a ``CUkernel`` from ``cuLibraryGetKernel``. Attributes are per device
+(``cuKernelGetAttribute``); occupancy queries use the ``CUfunction`` of the current context.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import os
+import weakref
+from typing import Any
+
+from cuda.bindings import driver
+
+from ._kernel import Kernel, KernelAttributes, KernelOccupancy
+from ._utils import arg_error, ensure_driver, handle_return
+
+__all__ = ["Kernel", "KernelAttributes", "KernelOccupancy", "ObjectCode"]
+
+_CODE_TYPES = ("cubin", "ptx", "ltoir", "fatbin", "object", "library")
+_LOADABLE = ("cubin", "ptx", "fatbin")
+_CUresult = driver.CUresult
+
+
+class _LibraryHolder:
+    """Owns the raw CUlibrary of an ObjectCode (never the ObjectCode)."""
+
+    __slots__ = ("__weakref__", "handle")
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+
+    def release(self) -> None:
+        h, self.handle = self.handle, None
+        if h is not None:
+            try:
+                driver.cuLibraryUnload(h)
+            except Exception:  # driver gone at interpreter exit: never raise here
+                pass
+
+
+def _unload(holder: _LibraryHolder) -> None:
+    holder.release()
+
+
+class ObjectCode:
+    """Compiled device code (cubin, PTX, LTO-IR, fatbin, object or library).
+
+    Create it with :meth:`Program.compile` or a ``from_*`` factory. The code is loaded into the
+    driver (a ``CUlibrary``, context-independent) on first use: :meth:`get_kernel` or
+    :attr:`handle`. ``repr``, :attr:`code`, :attr:`code_type`, :attr:`name` and
+    :attr:`symbol_mapping` need no driver.
+    """
+
+    __slots__ = ("__weakref__", "_code", "_code_type", "_finalizer", "_holder", "_kernels", "_name", "_sym_map")
+    _code: bytes | str
+    _code_type: str
+    _finalizer: Any
+    _holder: _LibraryHolder | None
+    _kernels: dict[Any, Kernel] | None
+    _name: str
+    _sym_map: dict
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(
+            "ObjectCode cannot be created directly; use Program.compile() or ObjectCode.from_cubin(), "
+            "from_ptx(), from_ltoir(), from_fatbin(), from_object(), from_library()"
+        )
+
+    @classmethod
+    def _init(cls, code: Any, code_type: str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+        self = object.__new__(cls)
+        if isinstance(code, (bytearray, memoryview)):
+            code = bytes(code)
+        elif isinstance(code, os.PathLike):
+            code = os.fspath(code)
+        if not isinstance(code, (bytes, str)):
+            raise arg_error("module", "bytes or a path (str or os.PathLike)", type(code).__name__, exc=TypeError)
+        if name is None:
+            name = ""
+        if not isinstance(name, str):
+            raise arg_error("name", "a str", name, exc=TypeError)
+        if symbol_mapping is not None and not isinstance(symbol_mapping, dict):
+            raise arg_error("symbol_mapping", "a dict or None", symbol_mapping, exc=TypeError)
+        self._code = code
+        self._code_type = code_type
+        self._name = name
+        self._sym_map = dict(symbol_mapping) if symbol_mapping else {}
+        self._holder = None
+        self._finalizer = None
+        self._kernels = {}
+        return self
+
+    @staticmethod
+    def from_cubin(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+        """Wrap a cubin given as bytes or as a file path.
+
+        Parameters
+        ----------
+        module : bytes or str or os.PathLike
+            The cubin image, or the path of a file holding it (read by the driver on load).
+        name : str, optional
+            A name for messages.
+        symbol_mapping : dict, optional
+            Maps names given to :meth:`get_kernel` to the symbols in the code.
+
+        Returns
+        -------
+        ObjectCode
+
+        Raises
+        ------
+        TypeError
+            ``module`` is neither bytes nor a path.
+        """
+        return ObjectCode._init(module, "cubin", name=name, symbol_mapping=symbol_mapping)
+
+    @staticmethod
+    def from_ptx(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+        """Wrap PTX given as bytes or as a file path (JIT-compiled by the driver on load).
+
+        Parameters, Returns and Raises are those of :meth:`from_cubin`.
+        """
+        return ObjectCode._init(module, "ptx", name=name, symbol_mapping=symbol_mapping)
+
+    @staticmethod
+    def from_ltoir(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+        """Wrap LTO-IR given as bytes or as a file path (an input of :class:`Linker`).
+
+        Parameters, Returns and Raises are those of :meth:`from_cubin`.
+        """
+        return ObjectCode._init(module, "ltoir", name=name, symbol_mapping=symbol_mapping)
+
+    @staticmethod
+    def from_fatbin(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+        """Wrap a fatbin given as bytes or as a file path.
+
+        Parameters, Returns and Raises are those of :meth:`from_cubin`.
+        """
+        return ObjectCode._init(module, "fatbin", name=name, symbol_mapping=symbol_mapping)
+
+    @staticmethod
+    def from_object(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+        """Wrap a host object file with device code (an input of :class:`Linker`).
+
+        Parameters, Returns and Raises are those of :meth:`from_cubin`.
+        """
+        return ObjectCode._init(module, "object", name=name, symbol_mapping=symbol_mapping)
+
+    @staticmethod
+    def from_library(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+        """Wrap a static library with device code (an input of :class:`Linker`).
+
+        Parameters, Returns and Raises are those of :meth:`from_cubin`.
+        """
+        return ObjectCode._init(module, "library", name=name, symbol_mapping=symbol_mapping)
+
+    # ------------------------------------------------------------------------------------------
+
+    @property
+    def code(self) -> bytes | str:
+        """bytes or str: The code image, or the path it was created from."""
+        return self._code
+
+    @property
+    def code_type(self) -> str:
+        """str: One of ``"cubin"``, ``"ptx"``, ``"ltoir"``, ``"fatbin"``, ``"object"``, ``"library"``."""
+        return self._code_type
+
+    @property
+    def name(self) -> str:
+        """str: The name given at creation (the program's name after a compile)."""
+        return self._name
+
+    @property
+    def symbol_mapping(self) -> dict:
+        """dict: A copy of the map from name expressions to lowered (mangled) symbol names."""
+        return dict(self._sym_map)
+
+    @property
+    def handle(self) -> Any:
+        """driver.CUlibrary: The loaded library (loads it on first access; owned by this object).
+
+        Raises
+        ------
+        CUDADriverNotFoundError
+            No driver is present.
+        CUDAError
+            The driver cannot load the code.
+        """
+        return self._load()
+
+    @property
+    def is_closed(self) -> bool:
+        """bool: Whether :meth:`close` was called."""
+        return self._kernels is None
+
+    def close(self) -> None:
+        """Unload the library (kernels obtained from it become invalid); idempotent."""
+        if self._kernels is None:
+            return
+        if self._finalizer is not None:
+            self._finalizer()
+        self._holder = None
+        self._kernels = None
+
+    def __enter__(self) -> ObjectCode:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = f"path={self._code!r}" if isinstance(self._code, str) else f"size={len(self._code)}"
+        loaded = "" if self._holder is None else f" handle={int(self._holder.handle or 0):#x}"
+        return f"<ObjectCode code_type={self._code_type!r} name={self._name!r} {where}{loaded}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_object_code, (self._code, self._code_type, self._name, self._sym_map))
+
+    def _load(self) -> Any:
+        holder = self._holder
+        if holder is not None:
+            return holder.handle
+        if self._kernels is None:
+            raise RuntimeError("this ObjectCode is closed")
+        ensure_driver()
+        code = self._code
+        if isinstance(code, str):
+            lib = handle_return(
+                driver.cuLibraryLoadFromFile(code.encode(), [], [], 0, [], [], 0), "cuLibraryLoadFromFile"
+            )
+        else:
+            if self._code_type == "ptx" and not code.endswith(b"\x00"):
+                code = code + b"\x00"
+            lib = handle_return(driver.cuLibraryLoadData(code, [], [], 0, [], [], 0), "cuLibraryLoadData")
+        holder = _LibraryHolder(lib)
+        self._finalizer = weakref.finalize(self, _unload, holder)
+        self._holder = holder
+        return lib
+
+    def _kernel_names(self) -> list[str]:
+        lib = self._load()
+        try:
+            count = handle_return(driver.cuLibraryGetKernelCount(lib), "cuLibraryGetKernelCount")
+            kernels = handle_return(driver.cuLibraryEnumerateKernels(count, lib), "cuLibraryEnumerateKernels")
+            out = []
+            for k in kernels:
+                n = handle_return(driver.cuKernelGetName(k), "cuKernelGetName")
+                out.append(n.decode() if isinstance(n, bytes) else str(n))
+        except Exception:
+            return []
+        return sorted(out)
+
+    def get_kernel(self, name: str | bytes) -> Kernel:
+        """Return the kernel called ``name``, loading the code first if needed.
+
+        Parameters
+        ----------
+        name : str or bytes
+            A name expression given to :meth:`Program.compile` (mapped through
+            :attr:`symbol_mapping`) or the kernel's symbol (an ``extern "C"`` name or a mangled
+            name).
+
+        Returns
+        -------
+        Kernel
+            The same object for the same name (it keeps this ObjectCode alive).
+
+        Raises
+        ------
+        RuntimeError
+            The code type cannot be loaded (LTO-IR, object, library: link them first).
+        CUDAError
+            No kernel of that name; the message lists the kernels the code has.
+        """
+        kernels = self._kernels
+        if kernels is not None:
+            k = kernels.get(name)
+            if k is not None:
+                return k
+        if self._code_type not in _LOADABLE:
+            raise RuntimeError(
+                f"kernels cannot be loaded from {self._code_type!r} code; link it with Linker into "
+                f"one of {', '.join(_LOADABLE)} first"
+            )
+        lib = self._load()
+        sym = self._sym_map.get(name, name)
+        if isinstance(sym, str):
+            sym = sym.encode()
+        if not isinstance(sym, bytes):
+            raise arg_error("name", "a str or bytes", name, exc=TypeError)
+        err, handle = driver.cuLibraryGetKernel(lib, sym)
+        if err != _CUresult.CUDA_SUCCESS:
+            from ._utils import make_error
+
+            names = self._kernel_names()
+            listing = ", ".join(names) if names else "none found"
+            mapped = f" (symbol {sym.decode(errors='replace')!r})" if sym != (name.encode() if isinstance(name, str) else name) else ""
+            raise make_error(err, "cuLibraryGetKernel", f"no kernel named {name!r}{mapped} in {self._name or 'this module'}; kernels: {listing}")
+        k = Kernel._from_handle(handle, self)
+        if kernels is not None:
+            kernels[name] = k
+        return k
+
+
+def _rebuild_object_code(code: Any, code_type: str, name: str, sym_map: dict) -> ObjectCode:
+    return ObjectCode._init(code, code_type, name=name, symbol_mapping=sym_map)

@@ -1,0 +1,464 @@
+"""ProgramOptions: the compiler options of :class:`~cuda_core.Program` and their flags.
+
+:meth:`ProgramOptions.as_bytes` turns the dataclass into the exact flags a backend takes
+(NVRTC, nvJitLink for PTX input, libNVVM for NVVM IR). An option a backend cannot take raises
+a ``ValueError`` naming it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ._utils import arg_error
+
+__all__ = ["ProgramOptions"]
+
+_BACKENDS = ("nvrtc", "nvjitlink", "nvvm")
+
+
+def _tf(v: bool) -> str:
+    return "true" if v else "false"
+
+
+def _as_list(name: str, value: Any, kinds: tuple[type, ...]) -> list[Any]:
+    """``None`` -> []; a single item -> [item]; a list/tuple of items -> list (checked)."""
+    if value is None:
+        return []
+    if isinstance(value, kinds) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        out = list(value)
+        for v in out:
+            if isinstance(v, bool) or not isinstance(v, kinds):
+                names = " or ".join(k.__name__ for k in kinds)
+                raise arg_error(name, f"a {names} or a sequence of them", value, exc=TypeError)
+        return out
+    names = " or ".join(k.__name__ for k in kinds)
+    raise arg_error(name, f"a {names} or a sequence of them", value, exc=TypeError)
+
+
+def normalize_arch(arch: Any) -> str:
+    """Turn ``"sm_90"``, ``"90"``, ``"compute_90"``, ``"sm_90a"`` into a canonical arch string."""
+    if isinstance(arch, int) and not isinstance(arch, bool):
+        arch = str(arch)
+    if not isinstance(arch, str) or not arch:
+        raise arg_error("arch", 'a string such as "sm_90" or "90"', arch, exc=TypeError)
+    a = arch.strip()
+    if a[:1].isdigit():
+        a = "sm_" + a
+    head, _, num = a.partition("_")
+    if head not in ("sm", "compute", "lto") or not num[:2].isdigit():
+        raise arg_error("arch", 'of the form "sm_XX", "compute_XX" or "XX"', arch)
+    return a
+
+
+def device_arch() -> str:
+    """The ``sm_XX`` arch of the current device (device 0 when no context is current).
+
+    Raises a ``ValueError`` asking for an explicit ``arch`` where no driver or GPU is present.
+    """
+    from cuda.bindings import driver
+
+    from ._errors import CUDAError
+    from ._utils import ensure_driver, handle_return
+
+    try:
+        ensure_driver()
+        err, dev = driver.cuCtxGetDevice()
+        if err != driver.CUresult.CUDA_SUCCESS:
+            dev = handle_return(driver.cuDeviceGet(0), "cuDeviceGet")
+        attr = driver.CUdevice_attribute
+        major = handle_return(
+            driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+            "cuDeviceGetAttribute",
+        )
+        minor = handle_return(
+            driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+            "cuDeviceGetAttribute",
+        )
+    except CUDAError as exc:
+        raise ValueError(
+            "ProgramOptions.arch was not given and the current device's architecture cannot be "
+            f'found ({exc.error_name}); pass arch="sm_XX" (for example arch="sm_90")'
+        ) from exc
+    return f"sm_{major}{minor}"
+
+
+@dataclass
+class ProgramOptions:
+    """Options of :class:`~cuda_core.Program`, with the fields of ``cuda.core`` 1.x.
+
+    Every field defaults to ``None`` (the compiler's default). Boolean switches emit their flag
+    when ``True``; ``true/false`` flags (``ftz``, ``prec_div``, ...) emit the value given.
+
+    Parameters
+    ----------
+    name : str, optional
+        The program's name, used in compiler messages and as the ObjectCode's name
+        (default ``"default_program"``).
+    arch : str, optional
+        Target architecture, ``"sm_90"``, ``"90"`` or ``"compute_90"``. Defaults to the current
+        device's architecture; without a GPU pass it explicitly.
+    std : str, optional
+        C++ dialect, e.g. ``"c++17"`` (``--std``).
+    debug, lineinfo : bool, optional
+        Device debug information (``--device-debug``), line information (``--generate-line-info``).
+    device_code_optimize : bool, optional
+        ``True`` gives ``--dopt=on`` (optimise device code even with ``debug``); NVRTC has no
+        ``off`` form, so ``False`` adds no flag.
+    ptxas_options : str or sequence of str, optional
+        Options passed to ptxas (``--ptxas-options``).
+    max_register_count : int, optional
+        ``--maxrregcount``.
+    ftz, prec_sqrt, prec_div, fma : bool, optional
+        Floating-point behaviour (``--ftz``, ``--prec-sqrt``, ``--prec-div``, ``--fmad``).
+    use_fast_math, extra_device_vectorization : bool, optional
+        ``--use_fast_math``, ``--extra-device-vectorization``.
+    link_time_optimization, gen_opt_lto : bool, optional
+        Emit LTO-IR (``--dlink-time-opt``), optimise it (``--gen-opt-lto``).
+    define_macro : str, tuple[str, str] or a sequence of them, optional
+        ``--define-macro=NAME`` or ``NAME=VALUE``.
+    undefine_macro, include_path, pre_include : str or sequence of str, optional
+        ``--undefine-macro``, ``--include-path``, ``--pre-include``.
+    no_source_include, relocatable_device_code, extensible_whole_program : bool, optional
+        ``--no-source-include``, ``--relocatable-device-code``, ``--extensible-whole-program``.
+    builtin_move_forward, builtin_initializer_list : bool, optional
+        ``--builtin-move-forward``, ``--builtin-initializer-list``.
+    disable_warnings, restrict, device_as_default_execution_space, device_int128 : bool, optional
+        The switches of the same name.
+    optimization_info : str, optional
+        ``--optimization-info`` (e.g. ``"inline"``).
+    no_display_error_number, brief_diagnostics : bool, optional
+        Diagnostic formatting.
+    diag_error, diag_suppress, diag_warn : int or sequence of int, optional
+        Diagnostic numbers to promote, suppress or warn about.
+    time : str, optional
+        Write compile timings to this file (``--time``).
+    split_compile : int, optional
+        Threads for split compilation (``--split-compile``).
+    fdevice_syntax_only, minimal : bool, optional
+        Syntax check only; minimal header set.
+    create_pch, use_pch, pch_dir : str, optional
+        Precompiled headers (NVRTC 12.8 and later).
+    pch, pch_verbose, instantiate_templates_in_pch, pch_messages : bool, optional
+        Precompiled-header switches (NVRTC 12.8 and later).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A field of the wrong type or value.
+
+    Examples
+    --------
+    >>> ProgramOptions(arch="sm_90", std="c++17", use_fast_math=True).as_bytes("nvrtc")
+    [b'-arch=sm_90', b'--std=c++17', b'--use_fast_math']
+    """
+
+    name: str | None = None
+    arch: str | None = None
+    std: str | None = None
+    debug: bool | None = None
+    lineinfo: bool | None = None
+    device_code_optimize: bool | None = None
+    ptxas_options: str | list[str] | tuple[str, ...] | None = None
+    max_register_count: int | None = None
+    ftz: bool | None = None
+    prec_sqrt: bool | None = None
+    prec_div: bool | None = None
+    fma: bool | None = None
+    use_fast_math: bool | None = None
+    extra_device_vectorization: bool | None = None
+    link_time_optimization: bool | None = None
+    gen_opt_lto: bool | None = None
+    define_macro: Any = None
+    undefine_macro: str | list[str] | tuple[str, ...] | None = None
+    include_path: Any = None
+    pre_include: str | list[str] | tuple[str, ...] | None = None
+    no_source_include: bool | None = None
+    relocatable_device_code: bool | None = None
+    extensible_whole_program: bool | None = None
+    builtin_move_forward: bool | None = None
+    builtin_initializer_list: bool | None = None
+    disable_warnings: bool | None = None
+    restrict: bool | None = None
+    device_as_default_execution_space: bool | None = None
+    device_int128: bool | None = None
+    optimization_info: str | None = None
+    no_display_error_number: bool | None = None
+    diag_error: int | list[int] | tuple[int, ...] | None = None
+    diag_suppress: int | list[int] | tuple[int, ...] | None = None
+    diag_warn: int | list[int] | tuple[int, ...] | None = None
+    brief_diagnostics: bool | None = None
+    time: str | None = None
+    split_compile: int | None = None
+    fdevice_syntax_only: bool | None = None
+    minimal: bool | None = None
+    create_pch: str | None = None
+    use_pch: bool | None = None
+    pch_dir: str | None = None
+    pch_verbose: bool | None = None
+    pch_messages: bool | None = None
+    instantiate_templates_in_pch: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.arch is not None:
+            self.arch = normalize_arch(self.arch)
+        for f in _BOOL_FIELDS:
+            v = getattr(self, f)
+            if v is not None and not isinstance(v, bool):
+                raise arg_error(f, "True, False or None", v, exc=TypeError)
+        for f in ("name", "std", "optimization_info", "time", "create_pch", "pch_dir"):
+            v = getattr(self, f)
+            if v is not None and not isinstance(v, (str, os.PathLike)):
+                raise arg_error(f, "a string or None", v, exc=TypeError)
+        for f in ("max_register_count", "split_compile"):
+            v = getattr(self, f)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise arg_error(f, "a non-negative int or None", v, exc=TypeError)
+        self._normalize()
+
+    def _normalize(self) -> None:
+        # List-valued fields, checked and flattened (again in as_bytes: fields are mutable).
+        self._ptxas = _as_list("ptxas_options", self.ptxas_options, (str,))
+        self._undef = _as_list("undefine_macro", self.undefine_macro, (str,))
+        self._incs = [os.fspath(p) for p in _as_list("include_path", self.include_path, (str, os.PathLike))]
+        self._pre = _as_list("pre_include", self.pre_include, (str,))
+        self._diag = {f: _as_list(f, getattr(self, f), (int,)) for f in ("diag_error", "diag_suppress", "diag_warn")}
+        self._macros = _macros(self.define_macro)
+
+    # ------------------------------------------------------------------------------------------
+
+    def _arch_or_device(self) -> str:
+        return self.arch if self.arch is not None else device_arch()
+
+    def _set_fields(self, names: Iterable[str]) -> list[str]:
+        return [n for n in names if getattr(self, n) not in (None, (), [])]
+
+    def as_bytes(self, backend: str = "nvrtc", target_type: str | None = None) -> list[bytes]:
+        """The exact flags this options object gives the named backend.
+
+        Parameters
+        ----------
+        backend : {"nvrtc", "nvjitlink", "nvvm"}
+            The compiler that will take the flags (C++, PTX and NVVM IR input respectively).
+        target_type : {"ptx", "cubin", "ltoir"}, optional
+            The output asked of the compiler; ``"ltoir"`` adds the LTO flag where needed.
+
+        Returns
+        -------
+        list[bytes]
+            One flag per item.
+
+        Raises
+        ------
+        ValueError
+            ``backend`` is unknown; an option is set that the backend cannot take (the message
+            names it); ``arch`` is not set and no GPU is present.
+        """
+        backend = backend.lower() if isinstance(backend, str) else backend
+        self._normalize()
+        if backend == "nvrtc":
+            flags = self._nvrtc_flags(target_type)
+        elif backend == "nvjitlink":
+            flags = self._nvjitlink_flags(target_type)
+        elif backend == "nvvm":
+            flags = self._nvvm_flags(target_type)
+        else:
+            raise arg_error("backend", f"one of {', '.join(_BACKENDS)}", backend)
+        return [f.encode() for f in flags]
+
+    def _nvrtc_flags(self, target_type: str | None) -> list[str]:
+        out = [f"-arch={self._arch_or_device()}"]
+        add = out.append
+        if self.relocatable_device_code is not None:
+            add(f"--relocatable-device-code={_tf(self.relocatable_device_code)}")
+        if self.extensible_whole_program:
+            add("--extensible-whole-program")
+        if self.debug:
+            add("--device-debug")
+        if self.lineinfo:
+            add("--generate-line-info")
+        if self.device_code_optimize:  # NVRTC takes only "on"; off is its default with debug
+            add("--dopt=on")
+        out.extend(f"--ptxas-options={p}" for p in self._ptxas)
+        if self.max_register_count is not None:
+            add(f"--maxrregcount={self.max_register_count}")
+        if self.ftz is not None:
+            add(f"--ftz={_tf(self.ftz)}")
+        if self.prec_sqrt is not None:
+            add(f"--prec-sqrt={_tf(self.prec_sqrt)}")
+        if self.prec_div is not None:
+            add(f"--prec-div={_tf(self.prec_div)}")
+        if self.fma is not None:
+            add(f"--fmad={_tf(self.fma)}")
+        if self.use_fast_math:
+            add("--use_fast_math")
+        if self.extra_device_vectorization:
+            add("--extra-device-vectorization")
+        if self.link_time_optimization or (target_type == "ltoir"):
+            add("--dlink-time-opt")
+        if self.gen_opt_lto:
+            add("--gen-opt-lto")
+        out.extend(f"--define-macro={m}" for m in self._macros)
+        out.extend(f"--undefine-macro={m}" for m in self._undef)
+        out.extend(f"--include-path={p}" for p in self._incs)
+        out.extend(f"--pre-include={p}" for p in self._pre)
+        if self.no_source_include:
+            add("--no-source-include")
+        if self.std is not None:
+            add(f"--std={self.std}")
+        if self.builtin_move_forward is not None:
+            add(f"--builtin-move-forward={_tf(self.builtin_move_forward)}")
+        if self.builtin_initializer_list is not None:
+            add(f"--builtin-initializer-list={_tf(self.builtin_initializer_list)}")
+        if self.disable_warnings:
+            add("--disable-warnings")
+        if self.restrict:
+            add("--restrict")
+        if self.device_as_default_execution_space:
+            add("--device-as-default-execution-space")
+        if self.device_int128:
+            add("--device-int128")
+        if self.optimization_info is not None:
+            add(f"--optimization-info={self.optimization_info}")
+        if self.no_display_error_number:
+            add("--no-display-error-number")
+        for f, flag in (("diag_error", "--diag-error"), ("diag_suppress", "--diag-suppress"), ("diag_warn", "--diag-warn")):
+            out.extend(f"{flag}={n}" for n in self._diag[f])
+        if self.brief_diagnostics is not None:
+            add(f"--brief-diagnostics={_tf(self.brief_diagnostics)}")
+        if self.time is not None:
+            add(f"--time={os.fspath(self.time)}")
+        if self.split_compile is not None:
+            add(f"--split-compile={self.split_compile}")
+        if self.fdevice_syntax_only:
+            add("--fdevice-syntax-only")
+        if self.minimal:
+            add("--minimal")
+        pch_set = self._set_fields(_PCH_FIELDS)
+        if pch_set:
+            from ._program import nvrtc_version_cached
+
+            if nvrtc_version_cached() < (12, 8):
+                raise ValueError(
+                    f"{', '.join(pch_set)} need NVRTC 12.8 or later "
+                    f"(this NVRTC is {'.'.join(map(str, nvrtc_version_cached()))})"
+                )
+            if self.create_pch is not None:
+                add(f"--create-pch={os.fspath(self.create_pch)}")
+            if self.use_pch:
+                add("--use-pch")
+            if self.pch_dir is not None:
+                add(f"--pch-dir={os.fspath(self.pch_dir)}")
+            if self.pch_verbose is not None:
+                add(f"--pch-verbose={_tf(self.pch_verbose)}")
+            if self.pch_messages is not None:
+                add(f"--pch-messages={_tf(self.pch_messages)}")
+            if self.instantiate_templates_in_pch is not None:
+                add(f"--instantiate-templates-in-pch={_tf(self.instantiate_templates_in_pch)}")
+        return out
+
+    def _reject(self, backend: str, allowed: frozenset[str]) -> None:
+        bad = [f for f in self._set_fields(_ALL_FIELDS) if f not in allowed]
+        if bad:
+            raise ValueError(
+                f"option(s) {', '.join(bad)} cannot be used with the {backend} backend "
+                f"(it takes only {', '.join(sorted(allowed))})"
+            )
+
+    def _nvjitlink_flags(self, target_type: str | None) -> list[str]:
+        self._reject("nvJitLink (PTX input)", _NVJITLINK_OK)
+        out = [f"-arch={self._arch_or_device()}"]
+        add = out.append
+        if self.max_register_count is not None:
+            add(f"-maxrregcount={self.max_register_count}")
+        if self.time is not None:
+            add("-time")
+        if self.debug:
+            add("-g")
+        if self.lineinfo:
+            add("-lineinfo")
+        if self.device_code_optimize is not None:
+            add("-O3" if self.device_code_optimize else "-O0")
+        if self.ftz is not None:
+            add(f"-ftz={_tf(self.ftz)}")
+        if self.prec_div is not None:
+            add(f"-prec-div={_tf(self.prec_div)}")
+        if self.prec_sqrt is not None:
+            add(f"-prec-sqrt={_tf(self.prec_sqrt)}")
+        if self.fma is not None:
+            add(f"-fma={_tf(self.fma)}")
+        if self.link_time_optimization:
+            add("-lto")
+        out.extend(f"-Xptxas={p}" for p in self._ptxas)
+        if self.split_compile is not None:
+            add(f"-split-compile={self.split_compile}")
+        if target_type == "ptx":
+            add("-ptx")
+        return out
+
+    def _nvvm_flags(self, target_type: str | None) -> list[str]:
+        self._reject("NVVM", _NVVM_OK)
+        arch = self._arch_or_device()
+        num = arch.partition("_")[2]
+        out = [f"-arch=compute_{num}"]
+        add = out.append
+        if self.debug:
+            add("-g")
+        if self.lineinfo:
+            add("-generate-line-info")
+        if self.device_code_optimize is not None:
+            add("-opt=3" if self.device_code_optimize else "-opt=0")
+        if self.ftz is not None:
+            add(f"-ftz={int(self.ftz)}")
+        if self.prec_sqrt is not None:
+            add(f"-prec-sqrt={int(self.prec_sqrt)}")
+        if self.prec_div is not None:
+            add(f"-prec-div={int(self.prec_div)}")
+        if self.fma is not None:
+            add(f"-fma={int(self.fma)}")
+        if self.link_time_optimization or target_type == "ltoir":
+            add("-gen-lto")
+        return out
+
+    def _header_inputs(self) -> tuple[list[str], list[str]]:
+        """(include directories, pre-included headers): the files the cache key must read."""
+        return self._incs, self._pre
+
+
+def _macros(value: Any) -> list[str]:
+    if value is None:
+        return []
+    items = [value] if isinstance(value, (str, tuple)) else value
+    if not isinstance(items, list) and not isinstance(items, tuple):
+        raise arg_error("define_macro", "a str, a (name, value) tuple or a list of them", value, exc=TypeError)
+    out = []
+    for m in items:
+        if isinstance(m, str):
+            out.append(m)
+        elif isinstance(m, tuple) and len(m) == 2 and all(isinstance(x, str) for x in m):
+            out.append(f"{m[0]}={m[1]}")
+        else:
+            raise arg_error("define_macro", "a str, a (name, value) tuple or a list of them", value, exc=TypeError)
+    return out
+
+
+_ALL_FIELDS = tuple(f.name for f in dataclasses.fields(ProgramOptions))
+_BOOL_FIELDS = tuple(
+    f.name for f in dataclasses.fields(ProgramOptions) if str(f.type).startswith("bool")
+)
+_PCH_FIELDS = ("create_pch", "use_pch", "pch_dir", "pch_verbose", "pch_messages", "instantiate_templates_in_pch")
+_NVJITLINK_OK = frozenset(
+    {
+        "name", "arch", "max_register_count", "time", "debug", "lineinfo", "device_code_optimize",
+        "ftz", "prec_div", "prec_sqrt", "fma", "link_time_optimization", "ptxas_options",
+        "split_compile",
+    }
+)
+_NVVM_OK = frozenset(
+    {"name", "arch", "debug", "lineinfo", "device_code_optimize", "ftz", "prec_sqrt", "prec_div", "fma", "link_time_optimization"}
+)

@@ -1,0 +1,232 @@
+"""ObjectCode factories and lazy loading (CPU tier); Kernel, attributes, occupancy (GPU tier)."""
+
+from __future__ import annotations
+
+import pickle
+import types
+
+import pytest
+
+from cuda_core._errors import CUDAError
+from cuda_core._module import Kernel, KernelAttributes, KernelOccupancy, ObjectCode
+from cuda_core._program import Program, ProgramOptions
+from tests.helpers import gpu_skip_reason
+
+SRC = r"""
+template <typename T>
+__global__ void add(T* a, const T* b, size_t n) {
+    size_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] += b[i];
+}
+extern "C" __global__ void mixed(char c, int i, double d, float* out) {
+    __shared__ float buf[256];
+    buf[threadIdx.x] = c + i + d;
+    __syncthreads();
+    out[threadIdx.x] = buf[255 - threadIdx.x];
+}
+"""
+NAMES = ("add<float>", "add<double>")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_CORE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+FACTORIES = [
+    (ObjectCode.from_cubin, "cubin"),
+    (ObjectCode.from_ptx, "ptx"),
+    (ObjectCode.from_ltoir, "ltoir"),
+    (ObjectCode.from_fatbin, "fatbin"),
+    (ObjectCode.from_object, "object"),
+    (ObjectCode.from_library, "library"),
+]
+
+
+@pytest.mark.parametrize(("factory", "code_type"), FACTORIES)
+def test_factories_from_bytes_and_path(factory, code_type, tmp_path):
+    o = factory(b"\x01\x02payload", name="n", symbol_mapping={"f<int>": b"_Z1fIiEvv"})
+    assert (o.code, o.code_type, o.name) == (b"\x01\x02payload", code_type, "n")
+    assert o.symbol_mapping == {"f<int>": b"_Z1fIiEvv"}
+    assert code_type in repr(o) and "size=9" in repr(o)
+    p = tmp_path / f"x.{code_type}"
+    p.write_bytes(b"abc")
+    o2 = factory(str(p))
+    assert o2.code == str(p) and o2.name == "" and o2.symbol_mapping == {}
+    assert str(p) in repr(o2)
+    o3 = factory(p)  # os.PathLike
+    assert o3.code == str(p)
+    o4 = pickle.loads(pickle.dumps(o))
+    assert (o4.code, o4.code_type, o4.name, o4.symbol_mapping) == (o.code, o.code_type, o.name, o.symbol_mapping)
+
+
+def test_factory_argument_errors():
+    with pytest.raises(TypeError, match="module must be"):
+        ObjectCode.from_cubin(123)
+    with pytest.raises(TypeError, match="symbol_mapping must be"):
+        ObjectCode.from_cubin(b"x", symbol_mapping=[1])
+    with pytest.raises(RuntimeError, match="from_cubin"):
+        ObjectCode()
+    with pytest.raises(RuntimeError, match="get_kernel"):
+        Kernel()
+    with pytest.raises(RuntimeError):
+        KernelAttributes()
+    with pytest.raises(RuntimeError):
+        KernelOccupancy()
+
+
+def test_unloadable_code_types_say_to_link():
+    with pytest.raises(RuntimeError, match="link it with Linker"):
+        ObjectCode.from_ltoir(b"x").get_kernel("k")
+
+
+def test_compiled_object_code_needs_no_driver_until_used():
+    o = Program(SRC, options=ProgramOptions(arch="sm_90")).compile("cubin", name_expressions=NAMES)
+    assert "handle" not in repr(o)
+    assert o.code[:4] == b"\x7fELF"
+    assert set(o.symbol_mapping) == set(NAMES)
+    o.close()
+    o.close()
+    assert o.is_closed
+
+
+@pytest.mark.skipif(gpu_skip_reason() is None, reason="a GPU is present")
+def test_loading_without_driver_is_a_clear_error():
+    from cuda_core._errors import CUDADriverNotFoundError
+
+    o = ObjectCode.from_cubin(b"\x7fELF")
+    with pytest.raises((CUDADriverNotFoundError, CUDAError)):
+        o.get_kernel("k")
+
+
+# --- GPU tier --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dev():
+    from cuda_core import Device
+
+    d = Device()
+    d.set_current()
+    return d
+
+
+@pytest.fixture(scope="module")
+def mod(dev):
+    return Program(SRC, options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin", name_expressions=NAMES, cache=False)
+
+
+@pytest.mark.gpu
+def test_lazy_load_and_get_kernel(mod):
+    from cuda.bindings import driver
+
+    k = mod.get_kernel("add<float>")
+    assert isinstance(k, Kernel) and isinstance(k.handle, driver.CUkernel)
+    assert isinstance(mod.handle, driver.CUlibrary) and "handle=" in repr(mod)
+    assert mod.get_kernel("add<float>") is k
+    assert mod.get_kernel("add<double>") != k
+    assert mod.get_kernel("mixed") is not None
+    assert mod.get_kernel(mod.symbol_mapping["add<float>"]) == k  # the mangled name works too
+    assert Kernel.from_handle(int(k.handle), mod) == k
+    assert hash(Kernel.from_handle(int(k.handle))) == hash(k)
+
+
+@pytest.mark.gpu
+def test_unknown_kernel_lists_kernels(mod):
+    with pytest.raises(CUDAError) as ei:
+        mod.get_kernel("nope")
+    msg = str(ei.value)
+    assert "cuLibraryGetKernel" in msg and "'nope'" in msg
+    assert "mixed" in msg and "_Z3addIfEvPT_PKS0_m" in msg
+
+
+@pytest.mark.gpu
+def test_ptx_and_path_object_codes_load(dev, tmp_path):
+    arch = f"sm_{dev.arch}"
+    ptx = Program(SRC, options=ProgramOptions(arch=arch)).compile("ptx", name_expressions=NAMES, cache=False)
+    assert ObjectCode.from_ptx(ptx.code, symbol_mapping=ptx.symbol_mapping).get_kernel("add<double>") is not None
+    cubin = Program(SRC, options=ProgramOptions(arch=arch)).compile("cubin", cache=False)
+    p = tmp_path / "m.cubin"
+    p.write_bytes(cubin.code)
+    assert ObjectCode.from_cubin(str(p)).get_kernel("mixed") is not None
+
+
+@pytest.mark.gpu
+def test_arguments_info(mod):
+    k = mod.get_kernel("add<float>")
+    assert k.num_arguments == 3
+    assert k.arguments_info == [(0, 8), (8, 8), (16, 8)]
+    assert k._param_layout() == ((0, 8), (8, 8), (16, 8))
+    assert k._param_layout() is k._param_layout()  # cached
+    m = mod.get_kernel("mixed")
+    info = m.arguments_info
+    assert [(p.offset, p.size) for p in info] == [(0, 1), (4, 4), (8, 8), (16, 8)]
+
+
+@pytest.mark.gpu
+def test_attributes_agree_with_driver(dev, mod):
+    from cuda.bindings import driver
+
+    k = mod.get_kernel("mixed")
+    a = k.attributes
+    fn = driver.cuKernelGetFunction(k.handle)[1]
+    FA = driver.CUfunction_attribute
+    for meth, attr in [
+        ("num_regs", FA.CU_FUNC_ATTRIBUTE_NUM_REGS),
+        ("max_threads_per_block", FA.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+        ("shared_size_bytes", FA.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+        ("local_size_bytes", FA.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES),
+        ("const_size_bytes", FA.CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES),
+        ("binary_version", FA.CU_FUNC_ATTRIBUTE_BINARY_VERSION),
+        ("ptx_version", FA.CU_FUNC_ATTRIBUTE_PTX_VERSION),
+    ]:
+        err, expected = driver.cuFuncGetAttribute(attr, fn)
+        assert err == driver.CUresult.CUDA_SUCCESS
+        assert getattr(a, meth)() == expected, meth
+    assert a.shared_size_bytes() == 1024
+    assert a.num_regs() > 0
+    assert 0 < a.max_threads_per_block() <= 1024
+    assert a.binary_version() == int(dev.arch)
+    assert a.num_regs(0) == a.num_regs(dev) == a.num_regs()
+    assert isinstance(a.cache_mode_ca(), bool)
+    assert a.required_cluster_width() == 0 and a.cluster_size_must_be_set() is False
+    assert isinstance(a.non_portable_cluster_size_allowed(), bool)
+    assert isinstance(a.cluster_scheduling_policy_preference(), int)
+    assert isinstance(a.preferred_shared_memory_carveout(), int)
+
+
+@pytest.mark.gpu
+def test_set_max_dynamic_shared_size_bytes(dev, mod):
+    k = mod.get_kernel("add<double>")
+    a = k.attributes
+    before = a.max_dynamic_shared_size_bytes()
+    assert before >= 0
+    a.set_max_dynamic_shared_size_bytes(64 * 1024)
+    assert a.max_dynamic_shared_size_bytes() == 64 * 1024
+    with pytest.raises(CUDAError):
+        a.set_max_dynamic_shared_size_bytes(1 << 30)
+    with pytest.raises(TypeError, match="value must be an int"):
+        a.set_max_dynamic_shared_size_bytes(1.5)
+
+
+@pytest.mark.gpu
+def test_occupancy_agrees_with_driver(dev, mod):
+    from cuda.bindings import driver
+
+    k = mod.get_kernel("add<float>")
+    occ = k.occupancy
+    fn = driver.cuKernelGetFunction(k.handle)[1]
+    n = occ.max_active_blocks_per_multiprocessor(256, 0)
+    assert n == driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, 256, 0)[1]
+    assert n >= 1
+    r = occ.max_potential_block_size(0, 0)
+    _, grid, block = driver.cuOccupancyMaxPotentialBlockSize(fn, None, 0, 0)
+    assert (r.min_grid_size, r.max_block_size) == (grid, block)
+    assert r.max_block_size > 0
+    smem = occ.available_dynamic_shared_memory_per_block(1, 128)
+    assert smem == driver.cuOccupancyAvailableDynamicSMemPerBlock(fn, 1, 128)[1] and smem > 0
+    cfg = types.SimpleNamespace(grid=(16, 1, 1), block=(128, 1, 1), shmem_size=0, cluster=(2, 1, 1))
+    assert occ.max_potential_cluster_size(cfg) >= 2
+    assert occ.max_active_clusters(cfg) >= 1
+    with pytest.raises(TypeError, match="dynamic_shared_memory_needed"):
+        occ.max_potential_block_size("x", 0)
