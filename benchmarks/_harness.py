@@ -105,10 +105,10 @@ def environment_line() -> str:
     try:
         from cuda.bindings import driver
 
-        err, ver = driver.cuDriverGetVersion()
+        _, ver = driver.cuDriverGetVersion()
         parts.append(f"driver CUDA {ver // 1000}.{ver % 1000 // 10}")
-        err, dev = driver.cuDeviceGet(0)
-        err, name = driver.cuDeviceGetName(128, dev)
+        _, dev = driver.cuDeviceGet(0)
+        _, name = driver.cuDeviceGetName(128, dev)
         parts.append(name.split(b"\0")[0].decode())
     except Exception as exc:  # no driver: say so
         parts.append(f"no driver ({type(exc).__name__})")
