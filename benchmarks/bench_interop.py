@@ -7,7 +7,13 @@ Rows, each for cuda_core and NVIDIA cuda.core (when importable) in the same run:
 * per-kernel cost of a captured graph of 1,000 empty kernels (one ``Graph.launch`` + sync,
   divided by 1,000) versus a direct ``launch()`` loop of 1,000 empty kernels.
 
-Run: ``python benchmarks/bench_interop.py`` (needs a GPU; missing peers print n/a).
+A CPU-only section runs first and needs no GPU: ``StridedMemoryView.from_dlpack`` and
+``from_array_interface`` on NumPy host arrays, for both implementations, plus a row timing the
+producer's own ``__dlpack_device__`` + ``__dlpack__`` calls so the consumer's overhead on top of
+them can be read off (view cost minus producer cost).
+
+Run: ``python benchmarks/bench_interop.py`` (GPU rows need a GPU; missing peers print n/a), or
+``python benchmarks/bench_interop.py --cpu`` for the CPU-only section.
 """
 
 from __future__ import annotations
@@ -62,9 +68,56 @@ def _per_kernel(fn, rounds=7):
     return times[len(times) // 2]
 
 
+def cpu_main(impls) -> None:
+    """Views of NumPy host arrays (no GPU needed); ratio cuda_core / cuda.core."""
+    import numpy as np
+
+    names = ["cuda_core", "cuda.core"]
+    suite = Suite("StridedMemoryView on NumPy host arrays (CPU only)", names, baseline="cuda.core")
+    arrays = {
+        "(3,4) float64": np.zeros((3, 4)),
+        "strided (4,8)[:, ::2] int32": np.zeros((4, 8), dtype=np.int32)[:, ::2],
+    }
+    for label, a in arrays.items():
+        for name in names:
+            mod = impls.get(name)
+            V = _view_cls(mod) if mod is not None else None
+            suite.run(f"from_dlpack {label}", name, None if V is None else (lambda V=V, a=a: V.from_dlpack(a, -1)))
+    a = arrays["(3,4) float64"]
+    for name in names:
+        mod = impls.get(name)
+        V = _view_cls(mod) if mod is not None else None
+        # cuda.core 1.2 asks the driver for the current device here, so it needs a GPU
+        suite.run("from_array_interface (3,4) float64", name, None if V is None else (lambda V=V, a=a: V.from_array_interface(a)))
+    producer = Suite("producer cost alone (the floor every consumer pays)", ["numpy"], baseline="numpy")
+    dev, dl = a.__dlpack_device__, a.__dlpack__
+    producer.run("__dlpack_device__() + __dlpack__(max_version=(1, 0))", "numpy", lambda: (dev(), dl(stream=None, max_version=(1, 0))))
+    producer.run("__array_interface__", "numpy", lambda: a.__array_interface__)
+    print(suite.table())
+    print()
+    print(producer.table())
+    floor = producer.rows[0].results["numpy"]
+    row = suite.rows[0].results
+    if isinstance(floor, float):
+        print()
+        for name in names:
+            v = row.get(name)
+            if isinstance(v, float):
+                print(f"{name}: from_dlpack overhead on top of numpy's own calls = {(v - floor) * 1e6:.3f} us")
+    print()
+
+
 def main() -> None:
     print(environment_line())
     impls = _impls()
+    cpu_main(impls)
+    if "--cpu" in sys.argv[1:]:
+        return
+    try:
+        impls["cuda_core"].Device()
+    except Exception as exc:
+        print(f"GPU section skipped: {type(exc).__name__}: {exc}"[:200])
+        return
     names = ["cuda_core", "cuda.core"]
     suite = Suite("interop and graphs", names, baseline="cuda.core")
     try:

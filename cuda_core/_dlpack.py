@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 import threading
 from typing import Any
 
@@ -267,7 +268,13 @@ def live_exports() -> int:
 
 # --------------------------------------------------------------------------------------------
 # Import
-
+#
+# The hot path reads the capsule and the managed tensor with ``struct`` straight out of process
+# memory (``_MEM``, a byte view of the whole address space, the same access ctypes'
+# ``from_address`` gives, without building ctypes objects): one unpack for the capsule's
+# (pointer, name), one for the managed tensor, one each for shape and strides. The capsule's
+# field offset is measured once at import on a capsule we make ourselves; where that is not
+# possible (not CPython, unexpected layout) the ctypes path below is used instead.
 
 _unpack_tensor = _TENSOR.unpack_from
 # Private function objects (argtypes set here never leak into ctypes.pythonapi's).
@@ -278,6 +285,112 @@ _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _VERSIONED_BYTES = ctypes.c_char * (_VERSIONED_HEAD + _TENSOR.size)
 _UNVERSIONED_BYTES = ctypes.c_char * _TENSOR.size
 _int64_arrays = [ctypes.c_int64 * n for n in range(33)]
+
+_CAPSULE_TYPE = type(_capsule_new(ctypes.addressof(_NAME_VERSIONED), _NAME_VERSIONED, _Destructor()))
+# Only the fields the view needs (pad bytes skip the rest). Versioned: version.major, (minor,
+# manager_ctx, deleter), flags, then the DLTensor: data, (device), ndim, dtype as one uint32,
+# shape, strides, byte_offset.
+_VERSIONED_FMT = "=I20xQQ8xiIQQQ"
+_UNVERSIONED_FMT = "=Q8xiIQQQ"
+assert struct.calcsize(_VERSIONED_FMT) == _VERSIONED_HEAD + _TENSOR.size
+assert struct.calcsize(_UNVERSIONED_FMT) == _TENSOR.size
+_VERSIONED = struct.Struct(_VERSIONED_FMT).unpack_from
+_UNVERSIONED = struct.Struct(_UNVERSIONED_FMT).unpack_from
+_HEAD = struct.Struct("=QQ").unpack_from  # PyCapsule.pointer, PyCapsule.name
+_NAME_V = struct.Struct(f"={len(NAME_VERSIONED) + 1}s").unpack_from
+_NAME_U = struct.Struct(f"={len(NAME_UNVERSIONED) + 1}s").unpack_from
+_NAME_V_NUL = NAME_VERSIONED + b"\0"
+_NAME_U_NUL = NAME_UNVERSIONED + b"\0"
+# ndim -> unpacker of ndim int64 (a dict, so a negative or huge ndim misses instead of wrapping)
+_INT64S = {n: struct.Struct(f"={n}q").unpack_from for n in range(33)}
+# Name addresses already seen holding a DLPack capsule name -> True (versioned) / False. Producers
+# name capsules with static strings, so this stays tiny; the bytes are still compared each time.
+_known_names: dict[int, bool] = {}
+
+
+def _address_space() -> tuple[Any, int]:
+    """``(memoryview over the address space, offset of PyCapsule.pointer)``, or ``(None, 0)``."""
+    if sys.implementation.name != "cpython" or struct.calcsize("P") != 8:
+        return None, 0
+    try:
+        mem = memoryview((ctypes.c_char * (1 << 62)).from_address(0)).cast("B")
+        for probe in (_NAME_VERSIONED, _NAME_UNVERSIONED):
+            target = ctypes.addressof(probe)
+            cap = _capsule_new(target, probe, _Destructor())
+            found = [off for off in range(8, 72, 8) if _HEAD(mem, id(cap) + off) == (target, target)]
+            if len(found) != 1:
+                return None, 0
+            off = found[0]
+        return mem, off
+    except Exception:  # pragma: no cover - exotic interpreters fall back to ctypes
+        return None, 0
+
+
+_MEM, _CAPSULE_OFFSET = _address_space()
+
+
+def _capsule_kind(capsule: Any, name: int) -> bool:
+    """Whether a capsule's name (at address ``name``) is the versioned one; BufferError otherwise."""
+    # Read the name safely, up to its NUL (the hot path's cache missed).
+    text = ctypes.string_at(name) if name else None
+    if text == NAME_VERSIONED:
+        kind = True
+    elif text == NAME_UNVERSIONED:
+        kind = False
+    else:
+        raise BufferError(f"expected an unconsumed DLPack capsule (got {capsule!r})")
+    if name in _known_names or len(_known_names) < 64:
+        _known_names[name] = kind
+    return kind
+
+
+def read_capsule(capsule: Any) -> tuple[int, tuple[int, ...], tuple[int, ...] | None, int, bool]:
+    """Read a ``"dltensor_versioned"`` or ``"dltensor"`` capsule without consuming it (hot path).
+
+    Parameters
+    ----------
+    capsule : PyCapsule
+        A capsule returned by a producer's ``__dlpack__``.
+
+    Returns
+    -------
+    tuple
+        ``(ptr, shape, strides, dtype_word, readonly)``: ``ptr`` is ``data + byte_offset``;
+        strides are in elements, ``None`` when the producer gave none; ``dtype_word`` is the
+        ``DLDataType`` read as one native ``uint32`` (see :func:`dtype_from_word`). The memory
+        stays valid while the capsule lives.
+
+    Raises
+    ------
+    BufferError
+        The object is not an unconsumed DLPack capsule, or describes an unsupported tensor.
+    """
+    if type(capsule) is not _CAPSULE_TYPE or _MEM is None:
+        ptr, shape, strides, code, bits, lanes, _, _, readonly = _parse_ctypes(capsule)
+        return ptr, shape, strides, _pack_dtype(code, bits, lanes), readonly
+    base, name = _HEAD(_MEM, id(capsule) + _CAPSULE_OFFSET)
+    # A name address seen before is trusted only if it still holds the same bytes.
+    kind = _known_names.get(name)
+    if kind is True:
+        kind = _NAME_V(_MEM, name)[0] == _NAME_V_NUL or _capsule_kind(capsule, name)
+    elif kind is False:
+        kind = _NAME_U(_MEM, name)[0] != _NAME_U_NUL and _capsule_kind(capsule, name)
+    else:
+        kind = _capsule_kind(capsule, name)
+    if kind:
+        major, flags, data, ndim, word, shape_p, strides_p, offset = _VERSIONED(_MEM, base)
+        if major > DLPACK_MAJOR_VERSION:
+            raise BufferError(f"DLPack major version {major} is not supported (at most {DLPACK_MAJOR_VERSION})")
+        readonly = (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0
+    else:
+        data, ndim, word, shape_p, strides_p, offset = _UNVERSIONED(_MEM, base)
+        readonly = False
+    ints = _INT64S.get(ndim)
+    if ints is None:
+        raise BufferError(f"DLPack tensor has an unsupported number of dimensions ({ndim})")
+    if ndim:
+        return data + offset, ints(_MEM, shape_p), ints(_MEM, strides_p) if strides_p else None, word, readonly
+    return data + offset, (), None, word, readonly
 
 
 def parse_capsule(capsule: Any) -> tuple[Any, ...]:
@@ -300,6 +413,11 @@ def parse_capsule(capsule: Any) -> tuple[Any, ...]:
     BufferError
         The object is not an unconsumed DLPack capsule, or describes an unsupported tensor.
     """
+    return _parse_ctypes(capsule)
+
+
+def _parse_ctypes(capsule: Any) -> tuple[Any, ...]:
+    # The portable reader: capsule API through ctypes, then ctypes arrays.
     try:
         raw = _VERSIONED_BYTES.from_address(_get_pointer(capsule, NAME_VERSIONED)).raw
     except (ValueError, TypeError):
@@ -388,3 +506,27 @@ def dtype_to_dlpack(dtype: Any) -> tuple[int, int, int]:
         if dl is None or not d.isnative:
             raise BufferError(f"dtype {d} cannot be expressed in DLPack")
     return dl
+
+
+_DTYPE_WORD = struct.Struct("=BBH")
+_WORD = struct.Struct("=I")
+
+
+def _pack_dtype(code: int, bits: int, lanes: int) -> int:
+    return int(_WORD.unpack(_DTYPE_WORD.pack(code & 0xFF, bits & 0xFF, lanes & 0xFFFF))[0])
+
+
+def dtype_key(word: int) -> tuple[int, int, int]:
+    """The ``(code, bits, lanes)`` of a ``DLDataType`` read as one native ``uint32``."""
+    code, bits, lanes = _DTYPE_WORD.unpack(_WORD.pack(word))
+    return (code, bits, lanes)
+
+
+# dtype word -> numpy dtype, for the hot path (one dict lookup)
+DTYPE_BY_WORD: dict[int, numpy.dtype[Any]] = {_pack_dtype(*k): v for k, v in _DL_TO_NUMPY.items()}
+
+
+def dtype_from_word(word: int) -> numpy.dtype[Any]:
+    """The NumPy dtype of a ``DLDataType`` read as one native ``uint32``; ``BufferError`` when none."""
+    dt = DTYPE_BY_WORD.get(word)
+    return dt if dt is not None else dlpack_to_dtype(*dtype_key(word))

@@ -27,7 +27,19 @@ _AMBIGUOUS = (
 )
 _MAX_VERSION = (_dl.DLPACK_MAJOR_VERSION, 0)
 _legacy_dlpack_types: set[type] = set()  # producers whose __dlpack__ rejects max_version
-_dtype_cache: dict[tuple[int, int, int], numpy.dtype[Any]] = {}
+_UNSET: Any = object()  # marks a lazily computed slot not computed yet
+_new_view = object.__new__
+_KDLCPU = _dl.kDLCPU
+_typestr_dtypes: dict[str, numpy.dtype[Any]] = {}  # typestr -> dtype (bounded cache)
+_DTYPE_BY_WORD = _dl.DTYPE_BY_WORD
+_read_capsule = _dl.read_capsule
+# DLPack device type -> (needs a stream, device memory, host memory with a device id, accessible)
+_DEVICE_RULES: dict[int, tuple[bool, bool, bool]] = {
+    _dl.kDLCPU: (False, False, False),
+    _dl.kDLCUDA: (True, True, True),
+    _dl.kDLCUDAHost: (False, False, True),
+    _dl.kDLCUDAManaged: (False, True, True),
+}
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -98,10 +110,8 @@ class StridedMemoryView:
         "_capsule",
         "_dl_device_type",
         "_dtype",
-        "_dtype_key",
         "_raw_strides",
         "_strides",
-        "_strides_done",
         "device_id",
         "exporting_obj",
         "is_device_accessible",
@@ -118,11 +128,9 @@ class StridedMemoryView:
     exporting_obj: Any
     _capsule: Any
     _dl_device_type: int
-    _dtype: numpy.dtype[Any] | None
-    _dtype_key: tuple[int, int, int] | None
+    _dtype: Any  # a numpy dtype, or the DLPack dtype word not resolved yet
     _raw_strides: tuple[int, ...] | None
-    _strides: tuple[int, ...] | None
-    _strides_done: bool
+    _strides: Any  # tuple, None, or _UNSET
 
     def __init__(self, obj: object = None, stream_ptr: int | None = None) -> None:
         if obj is None:
@@ -142,7 +150,7 @@ class StridedMemoryView:
     # ------------------------------------------------------------------ constructors
 
     @classmethod
-    def from_dlpack(cls, obj: object, stream_ptr: int | None = None) -> StridedMemoryView:
+    def from_dlpack(cls, obj: Any, stream_ptr: int | None = None) -> StridedMemoryView:
         """View an object through DLPack (``__dlpack__`` / ``__dlpack_device__``).
 
         Parameters
@@ -163,7 +171,44 @@ class StridedMemoryView:
             The producer cannot export, ``stream_ptr`` is ``None`` for device memory, or the
             dtype or device type is unsupported.
         """
-        return _from_dlpack(obj, stream_ptr)
+        # The hot path: two producer calls, one capsule read, one object; nothing else.
+        try:
+            dev_type, dev_id = obj.__dlpack_device__()
+        except AttributeError:
+            raise BufferError(f"{type(obj).__name__} does not support DLPack (no __dlpack_device__)") from None
+        rule = _DEVICE_RULES.get(dev_type)
+        if rule is None:
+            raise BufferError(f"DLPack device type {dev_type} is not supported (CPU, CUDA, CUDA host, CUDA managed are)")
+        needs_stream, has_device, accessible = rule
+        if needs_stream:
+            if stream_ptr is None:
+                raise BufferError(_AMBIGUOUS)
+            stream: int | None = stream_ptr
+        else:
+            stream = stream_ptr if accessible else None
+        tp = obj.__class__
+        if tp in _legacy_dlpack_types:
+            capsule = obj.__dlpack__(stream=stream)
+        else:
+            try:
+                capsule = obj.__dlpack__(stream=stream, max_version=_MAX_VERSION)
+            except TypeError:
+                _legacy_dlpack_types.add(tp)
+                capsule = obj.__dlpack__(stream=stream)
+        ptr, shape, strides, word, readonly = _read_capsule(capsule)
+        view = _new_view(cls)
+        view.ptr = ptr
+        view.shape = shape
+        view._raw_strides = strides
+        view._strides = _UNSET
+        view._dtype = _DTYPE_BY_WORD.get(word, word)
+        view.device_id = dev_id if has_device else -1
+        view.is_device_accessible = accessible
+        view.readonly = readonly
+        view.exporting_obj = obj
+        view._capsule = capsule  # keeps the producer's tensor alive; its destructor releases it
+        view._dl_device_type = dev_type
+        return view
 
     @classmethod
     def from_cuda_array_interface(cls, obj: object, stream_ptr: int | None = None) -> StridedMemoryView:
@@ -304,10 +349,8 @@ class StridedMemoryView:
         view.ptr = int(buffer.handle)
         view.shape = shape
         view._raw_strides = strides
-        view._strides = None
-        view._strides_done = False
+        view._strides = _UNSET
         view._dtype = dt
-        view._dtype_key = None
         view.device_id = buffer.device_id
         view.is_device_accessible = bool(buffer.is_device_accessible)
         view.readonly = bool(is_readonly)
@@ -324,23 +367,18 @@ class StridedMemoryView:
     @property
     def strides(self) -> tuple[int, ...] | None:
         """Strides in elements, or ``None`` when the array is C-contiguous."""
-        if not self._strides_done:
+        st = self._strides
+        if st is _UNSET:
             raw = self._raw_strides
-            self._strides = None if raw is None or _is_c_contiguous(self.shape, raw) else raw
-            self._strides_done = True
-        return self._strides
+            st = self._strides = None if raw is None or _is_c_contiguous(self.shape, raw) else raw
+        return st
 
     @property
     def dtype(self) -> numpy.dtype[Any]:
         """The element type as a NumPy dtype."""
         dt = self._dtype
-        if dt is None:
-            key = self._dtype_key
-            assert key is not None
-            dt = _dtype_cache.get(key)
-            if dt is None:
-                dt = _dtype_cache[key] = _dl.dlpack_to_dtype(*key)
-            self._dtype = dt
+        if dt.__class__ is int:  # a DLPack dtype with no NumPy equivalent: raises BufferError
+            dt = self._dtype = _dl.dtype_from_word(dt)
         return dt
 
     @property
@@ -418,53 +456,7 @@ class StridedMemoryView:
 # ---------------------------------------------------------------------------------------------
 # Builders
 
-
-def _from_dlpack(obj: Any, stream_ptr: int | None) -> StridedMemoryView:
-    try:
-        dev_type, dev_id = obj.__dlpack_device__()
-    except AttributeError:
-        raise BufferError(f"{type(obj).__name__} does not support DLPack (no __dlpack_device__)") from None
-    if dev_type == _dl.kDLCPU:
-        stream: int | None = None
-        device_id = -1
-        accessible = False
-    elif dev_type == _dl.kDLCUDA:
-        if stream_ptr is None:
-            raise BufferError(_AMBIGUOUS)
-        stream = stream_ptr
-        device_id = dev_id
-        accessible = True
-    elif dev_type == _dl.kDLCUDAHost or dev_type == _dl.kDLCUDAManaged:
-        stream = None if stream_ptr is None else stream_ptr
-        device_id = dev_id if dev_type == _dl.kDLCUDAManaged else -1
-        accessible = True
-    else:
-        raise BufferError(f"DLPack device type {dev_type} is not supported (CPU, CUDA, CUDA host, CUDA managed are)")
-    tp = type(obj)
-    if tp in _legacy_dlpack_types:
-        capsule = obj.__dlpack__(stream=stream)
-    else:
-        try:
-            capsule = obj.__dlpack__(stream=stream, max_version=_MAX_VERSION)
-        except TypeError:
-            _legacy_dlpack_types.add(tp)
-            capsule = obj.__dlpack__(stream=stream)
-    ptr, shape, strides, code, bits, lanes, _, _, readonly = _dl.parse_capsule(capsule)
-    view = object.__new__(StridedMemoryView)
-    view.ptr = ptr
-    view.shape = shape
-    view._raw_strides = strides
-    view._strides = None
-    view._strides_done = False
-    view._dtype = None
-    view._dtype_key = (code, bits, lanes)
-    view.device_id = device_id
-    view.is_device_accessible = accessible
-    view.readonly = readonly
-    view.exporting_obj = obj
-    view._capsule = capsule  # keeps the producer's tensor alive; its destructor releases it
-    view._dl_device_type = dev_type
-    return view
+_from_dlpack = StridedMemoryView.from_dlpack
 
 
 def _from_cai(obj: Any, stream_ptr: int | None) -> StridedMemoryView:
@@ -482,33 +474,43 @@ def _from_cai(obj: Any, stream_ptr: int | None) -> StridedMemoryView:
     return _from_interface_dict(obj, iface, device_id, True, _dl.kDLCUDA)
 
 
+def _typestr_dtype(typestr: str) -> numpy.dtype[Any]:
+    dt = _typestr_dtypes.get(typestr)
+    if dt is None:
+        dt = numpy.dtype(typestr)
+        if len(_typestr_dtypes) < 256:
+            _typestr_dtypes[typestr] = dt
+    return dt
+
+
 def _from_interface_dict(obj: Any, iface: dict[str, Any], device_id: int, accessible: bool, dev_type: int) -> StridedMemoryView:
-    if iface.get("mask") is not None:
+    get = iface.get
+    if get("mask") is not None:
         raise BufferError("masked arrays are not supported")
     shape = tuple(iface["shape"])
-    descr = iface.get("descr")
-    typestr = iface["typestr"]
-    if descr and (len(descr) > 1 or descr[0][0]):
+    descr = get("descr")
+    if descr and (len(descr) > 1 or descr[0][0]):  # a structured dtype
         dt = numpy.dtype(descr)
     else:
-        dt = numpy.dtype(typestr)
+        typestr = iface["typestr"]
+        dt = _typestr_dtypes.get(typestr)
+        if dt is None:
+            dt = _typestr_dtype(typestr)
     ptr, ro = iface["data"]
-    offset = iface.get("offset", 0) if dev_type == _dl.kDLCPU else 0
-    byte_strides = iface.get("strides")
+    offset = get("offset", 0) if dev_type == _KDLCPU else 0
+    byte_strides = get("strides")
     strides = None
     if byte_strides is not None:
         item = dt.itemsize
-        if any(s % item for s in byte_strides):
+        if any(map(item.__rmod__, byte_strides)):
             raise BufferError(f"strides {tuple(byte_strides)} (bytes) are not multiples of the item size {item}")
-        strides = tuple(s // item for s in byte_strides)
-    view = object.__new__(StridedMemoryView)
+        strides = tuple(map(item.__rfloordiv__, byte_strides))
+    view = _new_view(StridedMemoryView)
     view.ptr = (ptr or 0) + offset
     view.shape = shape
     view._raw_strides = strides
-    view._strides = None
-    view._strides_done = False
+    view._strides = _UNSET
     view._dtype = dt
-    view._dtype_key = None
     view.device_id = device_id
     view.is_device_accessible = accessible
     view.readonly = bool(ro)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
 
 import numpy as np
@@ -118,3 +119,108 @@ def test_bfloat16_when_ml_dtypes_present():
     ml = pytest.importorskip("ml_dtypes")
     assert dl.dlpack_to_dtype(dl.kDLBfloat, 16, 1) == np.dtype(ml.bfloat16)
     assert dl.dtype_to_dlpack(ml.float8_e4m3fn) == (dl.kDLFloat8_e4m3fn, 8, 1)
+
+
+# ----------------------------------------------------------------------------- fast reader
+
+
+def _numpy_capsules():
+    base = np.arange(60, dtype=np.int32).reshape(3, 4, 5)
+    ro = np.arange(6.0)
+    ro.flags.writeable = False
+    for a in (base, base[1:, ::2, ::-1], base.T, np.array(7, dtype=np.uint8), base[:, :0]):
+        yield a, a.__dlpack__(max_version=(1, 0))
+        yield a, a.__dlpack__()
+    yield ro, ro.__dlpack__(max_version=(1, 0))  # read-only needs a versioned capsule
+
+
+def test_read_capsule_matches_ctypes_reader():
+    for a, cap in _numpy_capsules():
+        ptr, shape, strides, word, readonly = dl.read_capsule(cap)
+        ref = dl._parse_ctypes(cap)
+        assert (ptr, shape, strides, readonly) == (ref[0], ref[1], ref[2], ref[8])
+        assert dl.dtype_key(word) == (ref[3], ref[4], ref[5])
+        assert dl.dtype_from_word(word) == a.dtype
+        assert shape == a.shape and ptr == a.__array_interface__["data"][0]
+        assert readonly is (not a.flags.writeable and cap_is_versioned(cap))
+
+
+def cap_is_versioned(cap):
+    return "dltensor_versioned" in repr(cap)
+
+
+def test_read_capsule_uses_fast_reader_on_cpython():
+    import sys
+
+    if sys.implementation.name == "cpython":
+        assert dl._MEM is not None and dl._CAPSULE_OFFSET > 0
+
+
+def test_read_capsule_fallback_matches(monkeypatch):
+    expected = [dl.read_capsule(cap) for _, cap in _numpy_capsules()]
+    monkeypatch.setattr(dl, "_MEM", None)
+    assert [dl.read_capsule(cap) for _, cap in _numpy_capsules()] == expected
+
+
+def _raw_capsule(managed, name_buf):
+    return dl._capsule_new(ctypes.addressof(managed), name_buf, dl._Destructor())
+
+
+def _managed(versioned, ndim=1, major=1, shape=None):
+    shape_arr = (ctypes.c_int64 * max(ndim, 1))(*(shape or [3] * ndim))
+    m = dl.DLManagedTensorVersioned() if versioned else dl.DLManagedTensor()
+    if versioned:
+        m.version.major = major
+    m.dl_tensor.data = 0x1000
+    m.dl_tensor.ndim = ndim
+    m.dl_tensor.dtype.code, m.dl_tensor.dtype.bits, m.dl_tensor.dtype.lanes = dl.kDLFloat, 32, 1
+    m.dl_tensor.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64))
+    return m, shape_arr
+
+
+def test_read_capsule_rejects_foreign_consumed_and_renamed_capsules():
+    with pytest.raises(BufferError):
+        dl.read_capsule(object())
+    m, _keep = _managed(False)
+    other = ctypes.create_string_buffer(b"not_a_tensor")
+    with pytest.raises(BufferError, match="unconsumed DLPack capsule"):
+        dl.read_capsule(_raw_capsule(m, other))
+    prefix = ctypes.create_string_buffer(b"dltensor_v")
+    with pytest.raises(BufferError):
+        dl.read_capsule(_raw_capsule(m, prefix))
+    a = np.arange(3)
+    cap = a.__dlpack__(max_version=(1, 0))
+    np.from_dlpack(_Producer(cap))  # consumes (renames) it
+    with pytest.raises(BufferError):
+        dl.read_capsule(cap)
+
+
+def test_read_capsule_rechecks_a_known_name_address():
+    m, _keep = _managed(False, shape=[5])
+    name = ctypes.create_string_buffer(b"dltensor")
+    cap = _raw_capsule(m, name)
+    assert dl.read_capsule(cap)[:3] == (0x1000, (5,), None)
+    ctypes.memmove(name, b"used_dlt", 8)  # same address, other name: must not be trusted
+    with pytest.raises(BufferError):
+        dl.read_capsule(cap)
+
+
+def test_read_capsule_rejects_bad_version_and_ndim():
+    m, _keep = _managed(True, major=dl.DLPACK_MAJOR_VERSION + 1)
+    with pytest.raises(BufferError, match="major version"):
+        dl.read_capsule(_raw_capsule(m, dl._NAME_VERSIONED))
+    m, _keep = _managed(True)
+    m.dl_tensor.ndim = 33
+    with pytest.raises(BufferError, match="dimensions"):
+        dl.read_capsule(_raw_capsule(m, dl._NAME_VERSIONED))
+    m.dl_tensor.ndim = -1
+    with pytest.raises(BufferError, match="dimensions"):
+        dl.read_capsule(_raw_capsule(m, dl._NAME_VERSIONED))
+
+
+def test_dtype_word_table_covers_every_registered_dtype():
+    for key, dt in dl._DL_TO_NUMPY.items():
+        assert dl.DTYPE_BY_WORD[dl._pack_dtype(*key)] == dt
+        assert dl.dtype_key(dl._pack_dtype(*key)) == key
+    with pytest.raises(BufferError):
+        dl.dtype_from_word(dl._pack_dtype(dl.kDLFloat, 8, 1))

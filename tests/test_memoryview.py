@@ -175,6 +175,79 @@ def test_strides_in_elements_not_bytes():
     assert StridedMemoryView.from_array_interface(a).strides == (4, 2)
 
 
+def test_view_releases_producer_when_it_dies():
+    import weakref
+
+    for versioned in (True, False):
+        a = np.arange(100, dtype=np.float32)
+        ref = weakref.ref(a)
+        src = a if versioned else _Unversioned(a)
+        view = StridedMemoryView.from_dlpack(src, -1)
+        del a, src
+        gc.collect()
+        assert ref() is not None and view.shape == (100,)
+        del view
+        gc.collect()
+        assert ref() is None  # the kept capsule released the tensor, nothing leaked
+
+
+class _Unversioned:
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, stream=None):
+        return self.a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+class _CapsuleProducer:
+    """Hands out one prepared capsule and records the stream it was asked for (no cycles)."""
+
+    def __init__(self, capsule, device):
+        self.capsule = capsule
+        self.device = device
+        self.stream = "unset"
+
+    def __dlpack__(self, stream=None, max_version=None):
+        self.stream = stream
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+def test_unknown_dlpack_dtype_raises_on_dtype_access():
+    a = np.zeros(4, dtype=np.uint8)
+    cap = dl.make_capsule(a.ctypes.data, 4, (dl.kDLFloat, 8, 1), dl.kDLCPU, 0, owner=a)
+    view = StridedMemoryView.from_dlpack(_CapsuleProducer(cap, (dl.kDLCPU, 0)), -1)
+    assert view.shape == (4,) and view.ptr == a.ctypes.data
+    with pytest.raises(BufferError, match="no NumPy equivalent"):
+        _ = view.dtype
+
+
+def test_array_interface_strides_must_be_item_multiples():
+    class Odd:
+        @property
+        def __array_interface__(self):
+            return {"shape": (2,), "typestr": "<f8", "data": (0, False), "version": 3, "strides": (12,)}
+
+    with pytest.raises(BufferError, match="multiples"):
+        StridedMemoryView.from_array_interface(Odd())
+
+
+def test_device_rules_for_host_kinds():
+    a = np.arange(4, dtype=np.int32)
+    for dev, dev_id, accessible in ((dl.kDLCUDAHost, -1, True), (dl.kDLCUDAManaged, 0, True), (dl.kDLCPU, -1, False)):
+        producer = _CapsuleProducer(dl.make_capsule(a.ctypes.data, 4, np.int32, dev, 0, owner=a), (dev, 0))
+        view = StridedMemoryView.from_dlpack(producer, 1234)
+        assert (view.device_id, view.is_device_accessible) == (dev_id, accessible)
+        assert producer.stream == (None if dev == dl.kDLCPU else 1234)
+        assert view.__dlpack_device__() == (dev, 0)
+        assert view.dtype == np.int32 and view.shape == (4,)
+
+
 def test_public_name_in_utils():
     utils = pytest.importorskip("cuda_core.utils")
     assert utils.StridedMemoryView is StridedMemoryView
