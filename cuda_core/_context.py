@@ -57,6 +57,32 @@ class Context:
             self._device = Device(dev_id)
         return self._device
 
+    @property
+    def is_green(self) -> bool:
+        """Whether this is a green context (cuda_core creates none; always ``False``)."""
+        return False
+
+    @property
+    def is_closed(self) -> bool:
+        """Always ``False``: a borrowed context is never destroyed by cuda_core."""
+        return False
+
+    def close(self) -> None:
+        """Nothing to release: cuda_core never destroys a context it did not create."""
+
+    def create_stream(self, options: Any = None) -> Any:
+        """Create a new stream in this context (see :meth:`Device.create_stream`)."""
+        from ._stream import Stream
+
+        dev = self.device
+        if dev._ctx is not None and dev._ctx_int == self._int:
+            return dev.create_stream(options=options)
+        handle_return(driver.cuCtxPushCurrent(self._handle), "cuCtxPushCurrent")
+        try:
+            return Stream._create(dev, options, use_current=True)
+        finally:
+            handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Context):
             return NotImplemented

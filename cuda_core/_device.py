@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver
 
+from . import _fast
 from ._context import Context
 from ._errors import CUDAError
 from ._utils import SET_CURRENT_HINT, arg_error, ensure_driver, handle_return
@@ -25,7 +26,7 @@ ComputeCapability.__doc__ = "A device's compute capability as ``(major, minor)``
 
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
 _INVALID_CONTEXT = driver.CUresult.CUDA_ERROR_INVALID_CONTEXT
-_cuCtxGetDevice = driver.cuCtxGetDevice
+_NEG_INVALID_CONTEXT = -int(_INVALID_CONTEXT)
 _cuCtxGetCurrent = driver.cuCtxGetCurrent
 _cuCtxPushCurrent = driver.cuCtxPushCurrent
 _cuCtxPopCurrent = driver.cuCtxPopCurrent
@@ -133,14 +134,19 @@ def _make_property(name: str, attr: driver.CUdevice_attribute) -> property:
     return property(fget)
 
 
+# cuda.core's names where they differ from the enum's.
+_ALIASES = {"virtual_address_management_supported": "virtual_memory_management_supported"}
+
 _ATTRIBUTE_NAMES: list[str] = []
 for _attr in driver.CUdevice_attribute:
     _name = _attr.name.removeprefix("CU_DEVICE_ATTRIBUTE_").lower()
     if _name == "max":
         continue
-    _ATTRIBUTE_NAMES.append(_name)
-    setattr(DeviceProperties, _name, _make_property(_name, _attr))
-del _attr, _name
+    for _n in (_name, _ALIASES.get(_name)):
+        if _n is not None:
+            _ATTRIBUTE_NAMES.append(_n)
+            setattr(DeviceProperties, _n, _make_property(_n, _attr))
+del _attr, _name, _n
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,27 +231,22 @@ class Device:
     def __new__(cls, device_id: int | Device | None = None) -> Device:
         if device_id is None:
             try:
-                err, cu_dev = _cuCtxGetDevice()
+                device_id = _fast.ctx_get_device()
             except RuntimeError:  # no libcuda: ensure_driver() raises the clear error
                 ensure_driver()
                 raise
-            if err == _SUCCESS:
-                device_id = int(cu_dev)
-            elif err == _INVALID_CONTEXT:
-                device_id = 0
-            else:
-                ensure_driver()
-                err, cu_dev = _cuCtxGetDevice()
-                device_id = int(cu_dev) if err == _SUCCESS else 0
+            if device_id < 0:  # -status: no current context (device 0), or driver not started
+                if device_id != _NEG_INVALID_CONTEXT:
+                    ensure_driver()
+                    device_id = _fast.ctx_get_device()
+                if device_id < 0:
+                    device_id = 0
         elif type(device_id) is Device:
             return device_id
         try:
-            dev = _tls.devices[device_id]
-            if dev is not None:
-                return dev
-        except (AttributeError, IndexError, TypeError):
-            pass
-        return cls._slow_new(device_id)
+            return _tls.devices[device_id]
+        except (AttributeError, KeyError, TypeError):
+            return cls._slow_new(device_id)
 
     @classmethod
     def _slow_new(cls, device_id: Any) -> Device:
@@ -259,8 +260,8 @@ class Device:
             raise arg_error("device_id", rule, device_id)
         devices = getattr(_tls, "devices", None)
         if devices is None:
-            devices = _tls.devices = [None] * count
-        dev = devices[device_id]
+            devices = _tls.devices = {}
+        dev = devices.get(device_id)
         if dev is None:
             dev = object.__new__(cls)
             dev._id = device_id

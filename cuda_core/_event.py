@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver
 
-from ._utils import arg_error, check_or_create_options, handle_return
+from . import _fast
+from ._lifetime import Finalizer
+from ._utils import arg_error, check_or_create_options, handle_return, raise_status
 
 if TYPE_CHECKING:
+    from ._context import Context
     from ._device import Device
 
 __all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
 
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
-_NOT_READY = driver.CUresult.CUDA_ERROR_NOT_READY
+_NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
 _DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 _BLOCKING_SYNC = int(driver.CUevent_flags.CU_EVENT_BLOCKING_SYNC)
 _INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
 _cuEventDestroy = driver.cuEventDestroy
+_cuEventCreate = driver.cuEventCreate
+
+# Idle event handles kept for reuse, per (context, flags): creating an event then costs no
+# driver call. Only events whose recorded work has completed are kept (so a recycled handle
+# behaves as a new one), at most _POOL_CAP per key; IPC events are never kept.
+_POOL_CAP = 64
+_pool: dict[tuple[int, int], list[driver.CUevent]] = {}
 
 
 @dataclass
@@ -86,11 +95,13 @@ class IPCEventDescriptor:
         return f"<IPCEventDescriptor {self._reserved[:8].hex()}...>"
 
 
-def _destroy_event(handle: driver.CUevent) -> None:
-    try:
-        _cuEventDestroy(handle)
-    except Exception:  # interpreter exit or a dead context
-        pass
+def _release_event(handle: driver.CUevent, key: tuple[int, int] | None) -> None:
+    if key is not None:
+        pool = _pool.setdefault(key, [])
+        if len(pool) < _POOL_CAP and _fast.event_query(int(handle)) == 0:
+            pool.append(handle)
+            return
+    _cuEventDestroy(handle)
 
 
 class Event:
@@ -107,36 +118,49 @@ class Event:
         "_device",
         "_finalizer",
         "_handle",
+        "_int",
         "_ipc",
         "_recorded",
         "_timing",
     )
 
     _handle: driver.CUevent | None
+    _int: int
     _device: Device
     _timing: bool
     _ipc: bool
     _busy_wait: bool
     _recorded: bool
-    _finalizer: weakref.finalize | None
+    _finalizer: Finalizer | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("Event cannot be constructed directly; use Device.create_event() or Stream.record()")
 
     @classmethod
     def _create(cls, device: Device, options: Any) -> Event:
-        opts = check_or_create_options(EventOptions, options, "options")
-        with device._scope():
-            handle = handle_return(driver.cuEventCreate(opts._flags()), "cuEventCreate")
         self = object.__new__(cls)
+        if options is None:
+            flags = _DISABLE_TIMING
+            self._timing = self._ipc = False
+            self._busy_wait = True
+        else:
+            opts = check_or_create_options(EventOptions, options, "options")
+            flags = opts._flags()
+            self._timing = opts.timing_enabled
+            self._ipc = opts.ipc_enabled
+            self._busy_wait = not opts.blocking_sync
+        key = None if self._ipc else (device._ctx_int, flags)
+        pool = _pool.get(key) if key is not None else None
+        try:
+            handle = pool.pop()  # type: ignore[union-attr]
+        except (AttributeError, IndexError):
+            with device._scope():
+                handle = handle_return(_cuEventCreate(flags), "cuEventCreate")
         self._handle = handle
+        self._int = int(handle)
         self._device = device
-        self._timing = opts.timing_enabled
-        self._ipc = opts.ipc_enabled
-        self._busy_wait = not opts.blocking_sync
         self._recorded = False
-        self._finalizer = weakref.finalize(self, _destroy_event, handle)
-        self._finalizer.atexit = False
+        self._finalizer = Finalizer(self, _release_event, handle, key)
         return self
 
     @property
@@ -150,6 +174,21 @@ class Event:
     def device(self) -> Device:
         """The :class:`Device` the event was created on."""
         return self._device
+
+    @property
+    def context(self) -> Context:
+        """The :class:`Context` the event was created in."""
+        return self._device.context
+
+    @property
+    def is_timing_enabled(self) -> bool:
+        """Whether the event records timestamps (``EventOptions(timing_enabled=True)``)."""
+        return self._timing
+
+    @property
+    def is_blocking_sync(self) -> bool:
+        """Whether :meth:`sync` blocks the thread instead of spinning."""
+        return not self._busy_wait
 
     @property
     def is_timing_disabled(self) -> bool:
@@ -174,12 +213,14 @@ class Event:
     @property
     def is_done(self) -> bool:
         """Whether all work recorded before the event has completed (never blocks)."""
-        (err,) = driver.cuEventQuery(self.handle)
-        if err == _SUCCESS:
+        if self._handle is None:
+            raise RuntimeError("the event is closed")
+        err = _fast.event_query(self._int)
+        if err == 0:
             return True
         if err == _NOT_READY:
             return False
-        handle_return((err,), "cuEventQuery")
+        raise_status(err, "cuEventQuery")
         return False  # pragma: no cover
 
     def sync(self) -> None:
@@ -231,13 +272,13 @@ class Event:
             handle = handle_return(driver.cuIpcOpenEventHandle(ipc), "cuIpcOpenEventHandle")
         self = object.__new__(cls)
         self._handle = handle
+        self._int = int(handle)
         self._device = dev
         self._timing = False
         self._ipc = True
         self._busy_wait = ipc_descriptor._busy_wait
         self._recorded = True
-        self._finalizer = weakref.finalize(self, _destroy_event, handle)
-        self._finalizer.atexit = False
+        self._finalizer = Finalizer(self, _release_event, handle, None)
         return self
 
     def close(self) -> None:

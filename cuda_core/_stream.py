@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver
 
+from . import _fast
 from ._context import Context
-from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return
+from ._event import Event
+from ._lifetime import Finalizer
+from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return, raise_status
 
 if TYPE_CHECKING:
     from ._device import Device
-    from ._event import Event, EventOptions
+    from ._event import EventOptions
     from ._graph import GraphBuilder
 
 __all__ = ["LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "StreamOptions"]
@@ -21,6 +23,12 @@ __all__ = ["LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "Stre
 _NON_BLOCKING = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
 _DEFAULT_FLAGS = int(driver.CUstream_flags.CU_STREAM_DEFAULT)
 _cuStreamDestroy = driver.cuStreamDestroy
+
+# Idle stream handles kept for reuse, per (context, flags, priority): creating a stream then
+# costs no driver call. Only streams with no pending work are kept (a recycled stream carries
+# no dependency on its last user's work), at most _POOL_CAP per key.
+_POOL_CAP = 32
+_pool: dict[tuple[int, int, int | None], list[driver.CUstream]] = {}
 
 
 @dataclass
@@ -46,11 +54,12 @@ class StreamOptions:
             raise arg_error("priority", "None or an int", self.priority, exc=TypeError)
 
 
-def _destroy_stream(handle: driver.CUstream) -> None:
-    try:
-        _cuStreamDestroy(handle)
-    except Exception:  # interpreter exit or a dead context: nothing left to free
-        pass
+def _release_stream(handle: driver.CUstream, key: tuple[int, int, int | None]) -> None:
+    pool = _pool.setdefault(key, [])
+    if len(pool) < _POOL_CAP and _fast.stream_query(int(handle)) == 0:
+        pool.append(handle)
+        return
+    _cuStreamDestroy(handle)
 
 
 class Stream:
@@ -91,7 +100,7 @@ class Stream:
     _borrowed: bool
     _nonblocking: bool | None
     _priority: int | None
-    _finalizer: weakref.finalize | None
+    _finalizer: Finalizer | None
 
     def __new__(cls, obj: Any = None, options: StreamOptions | dict | None = None) -> Stream:
         from ._device import Device
@@ -136,13 +145,23 @@ class Stream:
 
     @classmethod
     def _create(cls, device: Device, options: Any, use_current: bool = False) -> Stream:
-        opts = check_or_create_options(StreamOptions, options, "options")
-        flags = _NON_BLOCKING if opts.nonblocking else _DEFAULT_FLAGS
+        if options is None:
+            flags, priority = _NON_BLOCKING, None
+        else:
+            opts = check_or_create_options(StreamOptions, options, "options")
+            flags = _NON_BLOCKING if opts.nonblocking else _DEFAULT_FLAGS
+            priority = opts.priority
         if use_current:
             ctx = handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
-            return cls._create_in_current(device, ctx, flags, opts.priority)
+            return cls._create_in_current(device, ctx, flags, priority)
+        pool = _pool.get((device._ctx_int, flags, priority))
+        if pool:
+            try:
+                return cls._own(pool.pop(), device, device._ctx, flags, priority)
+            except IndexError:  # emptied by another thread meanwhile
+                pass
         with device._scope():
-            return cls._create_in_current(device, device._ctx, flags, opts.priority)
+            return cls._create_in_current(device, device._ctx, flags, priority)
 
     @classmethod
     def _create_in_current(cls, device: Device, ctx: Any, flags: int, priority: int | None) -> Stream:
@@ -159,11 +178,14 @@ class Stream:
             handle = handle_return(
                 driver.cuStreamCreateWithPriority(flags, priority), "cuStreamCreateWithPriority"
             )
+        return cls._own(handle, device, ctx, flags, priority)
+
+    @classmethod
+    def _own(cls, handle: driver.CUstream, device: Device, ctx: Any, flags: int, priority: int | None) -> Stream:
         self = cls._wrap(handle, device, ctx, borrowed=False)
         self._nonblocking = flags == _NON_BLOCKING
         self._priority = priority
-        self._finalizer = weakref.finalize(self, _destroy_stream, handle)
-        self._finalizer.atexit = False
+        self._finalizer = Finalizer(self, _release_stream, handle, (int(ctx), flags, priority))
         return self
 
     @classmethod
@@ -291,15 +313,17 @@ class Stream:
         Event
             The recorded event; it completes when all work queued before it has.
         """
-        from ._event import Event
-
         if event is None:
             event = Event._create(self._owning_device(), options)
         elif options is not None:
             raise ValueError("options must be None when an event is given")
-        elif not isinstance(event, Event):
+        elif type(event) is not Event and not isinstance(event, Event):
             raise arg_error("event", "an Event or None", event, exc=TypeError)
-        handle_return(driver.cuEventRecord(event.handle, self.handle), "cuEventRecord")
+        if self._handle is None or event._handle is None:
+            raise RuntimeError(f"cannot record: the {'stream' if self._handle is None else 'event'} is closed")
+        status = _fast.event_record(event._int, self._int)
+        if status:
+            raise_status(status, "cuEventRecord")
         event._recorded = True
         return event
 
@@ -308,8 +332,6 @@ class Stream:
 
         Waiting is done on the device; the calling thread does not block.
         """
-        from ._event import Event
-
         if isinstance(event_or_stream, Event):
             handle_return(driver.cuStreamWaitEvent(self.handle, event_or_stream.handle, 0), "cuStreamWaitEvent")
             return

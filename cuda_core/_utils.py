@@ -125,6 +125,9 @@ def _init_driver() -> None:
             _driver_error = make_error(result[0], "cuInit", "no CUDA-capable GPU was found")
             raise _driver_error
         handle_return(result, "cuInit")
+        from . import _fast
+
+        _fast.bind()
         _driver_ready = True
 
 

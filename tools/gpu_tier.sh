@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Run on the GPU machine (device tool): the whole test suite (GPU tier included), then the
-# benchmarks named in $BENCH (default: all), logs under $OUT.
-# Usage: bash tools/gpu_tier.sh [pytest args...]
+# Run on the GPU machine (device tool): every test file in its own pytest process (a crash in
+# one file cannot hide the others), then the benchmarks named in $BENCH; logs under $OUT.
+# Usage: [BENCH="bench_launch.py ..."] [FILES="tests/test_x.py ..."] bash tools/gpu_tier.sh
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export CUDA_CORE_CACHE_DIR=$(mktemp -d)
-python3 - <<'PY' 2>&1 | tee "$OUT/env.txt"
-import sys, cuda.bindings, numpy
-print(sys.version)
-print("cuda.bindings", cuda.bindings.__version__, "numpy", numpy.__version__)
-PY
-timeout ${PYTEST_TIMEOUT:-420} python3 -m pytest -q -rfEs -p no:cacheprovider --junitxml="$OUT/junit.xml" "${@:-tests}" 2>&1 | tee "$OUT/pytest.txt" | tail -n 60
-echo "pytest exit: ${PIPESTATUS[0]}"
+python3 -c "import sys, cuda.bindings; print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__)" | tee "$OUT/env.txt"
+: > "$OUT/summary.txt"
+for f in ${FILES:-tests/test_*.py}; do
+  timeout ${FILE_TIMEOUT:-240} python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider "$f" > "$OUT/log_$(basename "$f" .py).txt" 2>&1
+  rc=$?
+  echo "$(basename "$f"): rc=$rc $(grep -E '(passed|failed|error|skipped)' "$OUT/log_$(basename "$f" .py).txt" | tail -1)" | tee -a "$OUT/summary.txt"
+done
+cat "$OUT"/log_*.txt > "$OUT/pytest_all.txt"; rm -f "$OUT"/log_*.txt
+grep -E "^(FAILED|ERROR)|Fatal Python" "$OUT/pytest_all.txt" | head -80
 for b in ${BENCH:-}; do
   echo "=== benchmark $b"
   timeout 240 python3 "benchmarks/$b" 2>&1 | tee "$OUT/$(basename "$b" .py).txt"

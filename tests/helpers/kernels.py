@@ -73,7 +73,13 @@ class RawKernel:
     """A compiled kernel launched through ``cuLaunchKernel`` with ctypes arguments."""
 
     def __init__(self, handle: Any, keepalive: Any) -> None:
-        self._func = driver.CUfunction(int(handle))
+        # Load the kernel into the current context now: with lazy loading, a first launch
+        # would load it then, and loading waits for running kernels, which defeats tests
+        # that run two kernels at once (one spinning on the other's flag).
+        kernel = driver.CUkernel(int(handle))
+        func = handle_return(driver.cuKernelGetFunction(kernel), "cuKernelGetFunction")
+        handle_return(driver.cuFuncLoad(func), "cuFuncLoad")
+        self._func = func
         self._keepalive = keepalive  # ObjectCode or CUlibrary that owns the code
 
     def launch(self, stream: Any, grid: int, block: int, *args: Any) -> None:
@@ -87,12 +93,13 @@ class RawKernel:
         )
 
 
-_cache: dict[tuple[str, str, str], RawKernel] = {}
+_cache: dict[tuple[str, str, str, int], RawKernel] = {}
 
 
 def compile_kernel(src: str, name: str, arch: str) -> RawKernel:
     """Compile ``src`` for ``sm_<arch>`` and return its ``extern "C"`` kernel ``name``."""
-    key = (src, name, arch)
+    ctx = int(handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent"))
+    key = (src, name, arch, ctx)  # a loaded function belongs to one context
     if key in _cache:
         return _cache[key]
     import cuda_core

@@ -1,0 +1,106 @@
+"""The hottest driver calls, through the optional compiled accelerator or cuda.bindings.
+
+Each function returns the raw status as an ``int`` (``0`` is success) and never raises for a
+driver error: callers turn a non-zero status into an exception with ``handle_return``. Handles
+travel as integers (addresses).
+
+Where ``cuda_core._fastpath`` was built (a C compiler at install time), the calls go straight
+to the driver entry points that :func:`bind` resolves through ``cuda.bindings``'
+``cuGetProcAddress``; otherwise, or with ``CUDA_CORE_NO_FASTPATH=1`` in the environment, the same
+functions call ``cuda.bindings``. Both paths are covered by the GPU tier.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from cuda.bindings import driver
+
+__all__: list[str] = []  # private module
+
+_c: Any
+try:
+    from . import _fastpath as _c
+except ImportError:  # built without a C compiler: the cuda.bindings path below
+    _c = None
+if os.environ.get("CUDA_CORE_NO_FASTPATH", "0").lower() not in ("", "0", "false", "no"):
+    _c = None
+
+ENABLED = _c is not None
+"""Whether the compiled accelerator is in use."""
+
+_CUevent = driver.CUevent
+_CUstream = driver.CUstream
+_NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
+
+
+def _per_thread_default_stream() -> bool:
+    value = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0")
+    return value.lower() not in ("", "0", "false", "no")
+
+
+def bind() -> None:
+    """Resolve the entry points once the driver is initialised (called by ``ensure_driver``)."""
+    global ENABLED, ctx_get_device, event_record, event_query, stream_query, launch_ex
+    if _c is None:
+        return
+    ptds = int(driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+    default = int(driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT)
+    stream_flags = ptds if _per_thread_default_stream() else default
+    addresses = []
+    # The CUDA 12.0 ABI of each symbol: its signature is the one this module calls.
+    for name, flags in (
+        (b"cuCtxGetDevice", default),
+        (b"cuEventRecord", stream_flags),
+        (b"cuEventQuery", default),
+        (b"cuStreamQuery", stream_flags),
+        (b"cuLaunchKernelEx", stream_flags),
+    ):
+        err, pfn, _status = driver.cuGetProcAddress(name, 12000, flags)
+        if err != driver.CUresult.CUDA_SUCCESS or not int(pfn):
+            ENABLED = False  # keep the cuda.bindings path
+            return
+        addresses.append(int(pfn))
+    _c.set_entry_points(*addresses)
+    ctx_get_device = _c.ctx_get_device
+    event_record = _c.event_record
+    event_query = _c.event_query
+    stream_query = _c.stream_query
+    launch_ex = _c.launch_ex
+    ENABLED = True
+
+
+# ---------------------------------------------------------------------------------------------
+# The cuda.bindings path (also what runs before bind()).
+
+
+def _py_ctx_get_device() -> int:
+    """The current context's device ordinal (>= 0), or ``-status`` when there is none."""
+    err, dev = driver.cuCtxGetDevice()
+    return -int(err) if err else int(dev)
+
+
+def _py_event_record(event: int, stream: int) -> int:
+    """``cuEventRecord(event, stream)``; returns the status."""
+    return int(driver.cuEventRecord(_CUevent(event), _CUstream(stream))[0])
+
+
+def _py_event_query(event: int) -> int:
+    """``cuEventQuery(event)``: 0 when done, ``CUDA_ERROR_NOT_READY`` while pending."""
+    return int(driver.cuEventQuery(_CUevent(event))[0])
+
+
+def _py_stream_query(stream: int) -> int:
+    """``cuStreamQuery(stream)``: 0 when idle, ``CUDA_ERROR_NOT_READY`` while busy."""
+    return int(driver.cuStreamQuery(_CUstream(stream))[0])
+
+
+ctx_get_device: Callable[[], int] = _py_ctx_get_device
+event_record: Callable[[int, int], int] = _py_event_record
+event_query: Callable[[int], int] = _py_event_query
+stream_query: Callable[[int], int] = _py_stream_query
+launch_ex: Callable[[int, int, int], int] | None = None
+"""``launch_ex(config_address, function, params_address) -> status`` once bound, else ``None``
+(the launcher then calls ``cuLaunchKernelEx`` through cuda.bindings)."""

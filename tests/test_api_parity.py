@@ -1,0 +1,724 @@
+"""API parity with NVIDIA's ``cuda.core`` 1.x (CPU tier; skipped when cuda.core is absent).
+
+For an explicit list of the important classes, every public attribute of the ``cuda.core`` class
+must exist on ours with the same kind (data attribute/property versus callable), a property
+settable there must be settable here, methods must accept the same argument names in the same
+positions, and options dataclasses must have the same fields with the same defaults. Top-level
+names of ``cuda.core``, ``cuda.core.utils`` and ``cuda.core.graph`` must exist here too.
+
+Known differences are listed in ``KNOWN_GAPS`` (see /tmp/parity_report.md for the audit they
+come from); shrink that set as fixes land: ``test_known_gaps_are_still_gaps`` fails when an
+entry is no longer a gap (for the audited cuda.core version), so the set stays honest.
+
+Gap keys:
+    ``name:<module>.<Name>``           public name of cuda.core missing here
+    ``module:<name>``                  public submodule of cuda.core missing here
+    ``<Class>.<attr>``                 attribute missing, or of another kind (data vs callable)
+    ``setter:<Class>.<attr>``          settable in cuda.core, read-only here
+    ``sig:<Class>.<meth>:<what>:<arg>`` argument missing / in another position / default differs /
+                                       extra required argument here
+    ``field:<Class>.<field>``          options dataclass field missing here
+    ``field-default:<Class>.<field>``  options dataclass field default differs
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import inspect
+import os
+import re
+import sys
+from typing import Any
+
+import pytest
+
+cuda_core_ref = pytest.importorskip("cuda.core")
+
+import cuda_core  # noqa: E402
+
+AUDITED_VERSION = "1.2.2"
+
+# (label, candidate paths in cuda.core, candidate paths in cuda_core)
+CLASSES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
+    ("Device", ("cuda.core.Device",), ("cuda_core.Device",)),
+    ("DeviceProperties", ("cuda.core._device.DeviceProperties",), ("cuda_core.DeviceProperties",)),
+    ("Context", ("cuda.core.Context",), ("cuda_core.Context",)),
+    ("Stream", ("cuda.core.Stream",), ("cuda_core.Stream",)),
+    ("StreamOptions", ("cuda.core.StreamOptions",), ("cuda_core.StreamOptions",)),
+    ("Event", ("cuda.core.Event",), ("cuda_core.Event",)),
+    ("EventOptions", ("cuda.core.EventOptions",), ("cuda_core.EventOptions",)),
+    ("Buffer", ("cuda.core.Buffer",), ("cuda_core.Buffer",)),
+    ("MemoryResource", ("cuda.core.MemoryResource",), ("cuda_core.MemoryResource",)),
+    (
+        "DeviceMemoryResource",
+        ("cuda.core.DeviceMemoryResource",),
+        ("cuda_core.DeviceMemoryResource",),
+    ),
+    (
+        "DeviceMemoryResourceOptions",
+        ("cuda.core.DeviceMemoryResourceOptions",),
+        ("cuda_core.DeviceMemoryResourceOptions",),
+    ),
+    (
+        "PinnedMemoryResource",
+        ("cuda.core.PinnedMemoryResource",),
+        ("cuda_core.PinnedMemoryResource",),
+    ),
+    (
+        "PinnedMemoryResourceOptions",
+        ("cuda.core.PinnedMemoryResourceOptions",),
+        ("cuda_core.PinnedMemoryResourceOptions",),
+    ),
+    (
+        "ManagedMemoryResource",
+        ("cuda.core.ManagedMemoryResource",),
+        ("cuda_core.ManagedMemoryResource",),
+    ),
+    (
+        "ManagedMemoryResourceOptions",
+        ("cuda.core.ManagedMemoryResourceOptions",),
+        ("cuda_core.ManagedMemoryResourceOptions",),
+    ),
+    (
+        "LegacyPinnedMemoryResource",
+        ("cuda.core.LegacyPinnedMemoryResource",),
+        ("cuda_core.LegacyPinnedMemoryResource",),
+    ),
+    (
+        "MemoryPoolAttributes",
+        ("cuda.core._memory._memory_pool._MemPoolAttributes",),
+        ("cuda_core.MemoryPoolAttributes",),
+    ),
+    (
+        "IPCBufferDescriptor",
+        ("cuda.core._memory._ipc.IPCBufferDescriptor",),
+        ("cuda_core.IPCBufferDescriptor",),
+    ),
+    (
+        "IPCAllocationHandle",
+        ("cuda.core._memory._ipc.IPCAllocationHandle",),
+        ("cuda_core.IPCAllocationHandle",),
+    ),
+    ("Program", ("cuda.core.Program",), ("cuda_core.Program",)),
+    ("ProgramOptions", ("cuda.core.ProgramOptions",), ("cuda_core.ProgramOptions",)),
+    ("Linker", ("cuda.core.Linker",), ("cuda_core.Linker",)),
+    ("LinkerOptions", ("cuda.core.LinkerOptions",), ("cuda_core.LinkerOptions",)),
+    ("ObjectCode", ("cuda.core.ObjectCode",), ("cuda_core.ObjectCode",)),
+    ("Kernel", ("cuda.core.Kernel",), ("cuda_core.Kernel",)),
+    ("KernelAttributes", ("cuda.core._module.KernelAttributes",), ("cuda_core.KernelAttributes",)),
+    ("KernelOccupancy", ("cuda.core._module.KernelOccupancy",), ("cuda_core.KernelOccupancy",)),
+    ("LaunchConfig", ("cuda.core.LaunchConfig",), ("cuda_core.LaunchConfig",)),
+    ("Graph", ("cuda.core.graph.Graph", "cuda.core.Graph"), ("cuda_core.Graph",)),
+    (
+        "GraphBuilder",
+        ("cuda.core.graph.GraphBuilder", "cuda.core.GraphBuilder"),
+        ("cuda_core.GraphBuilder",),
+    ),
+    (
+        "GraphCompleteOptions",
+        ("cuda.core.graph.GraphCompleteOptions", "cuda.core.GraphCompleteOptions"),
+        ("cuda_core.GraphCompleteOptions",),
+    ),
+    (
+        "GraphDebugPrintOptions",
+        ("cuda.core.graph.GraphDebugPrintOptions", "cuda.core.GraphDebugPrintOptions"),
+        ("cuda_core.GraphDebugPrintOptions",),
+    ),
+    (
+        "StridedMemoryView",
+        ("cuda.core.utils.StridedMemoryView",),
+        ("cuda_core.utils.StridedMemoryView",),
+    ),
+    (
+        "ProgramCacheResource",
+        ("cuda.core.utils.ProgramCacheResource",),
+        ("cuda_core.utils.ProgramCacheResource",),
+    ),
+    (
+        "InMemoryProgramCache",
+        ("cuda.core.utils.InMemoryProgramCache",),
+        ("cuda_core.utils.InMemoryProgramCache",),
+    ),
+    (
+        "FileStreamProgramCache",
+        ("cuda.core.utils.FileStreamProgramCache",),
+        ("cuda_core.utils.FileStreamProgramCache",),
+    ),
+]
+
+# Submodules of cuda.core whose public names code written for it imports.
+NAME_MODULES = ("cuda.core", "cuda.core.utils", "cuda.core.graph", "cuda.core.system")
+
+# Dunders that are part of a class's public protocol (the rest of ``__x__`` is skipped).
+PROTOCOL_DUNDERS = frozenset(
+    {
+        "__buffer__",
+        "__contains__",
+        "__cuda_array_interface__",
+        "__cuda_stream__",
+        "__delitem__",
+        "__dlpack__",
+        "__dlpack_device__",
+        "__enter__",
+        "__exit__",
+        "__getitem__",
+        "__index__",
+        "__int__",
+        "__iter__",
+        "__len__",
+        "__setitem__",
+        "__sub__",
+    }
+)
+
+_CALLABLE_DESCRIPTORS = frozenset(
+    {
+        "builtin_function_or_method",
+        "classmethod_descriptor",
+        "cython_function_or_method",
+        "function",
+        "method_descriptor",
+        "wrapper_descriptor",
+    }
+)
+
+# Known mismatches found by the audit (/tmp/parity_report.md). Shrink as fixes land.
+KNOWN_GAPS: frozenset[str] = frozenset(
+    {
+        # -- missing public names / submodules --
+        "module:cuda.core.checkpoint",
+        "module:cuda.core.texture",
+        "module:cuda.core.typing",
+        "name:cuda.core.ContextOptions",
+        "name:cuda.core.DeviceResources",
+        "name:cuda.core.GraphMemoryResource",
+        "name:cuda.core.GraphicsResource",
+        "name:cuda.core.Host",
+        "name:cuda.core.ManagedBuffer",
+        "name:cuda.core.SMResource",
+        "name:cuda.core.SMResourceOptions",
+        "name:cuda.core.TensorMapDescriptor",
+        "name:cuda.core.TensorMapDescriptorOptions",
+        "name:cuda.core.VirtualMemoryResource",
+        "name:cuda.core.VirtualMemoryResourceOptions",
+        "name:cuda.core.WorkqueueResource",
+        "name:cuda.core.WorkqueueResourceOptions",
+        "name:cuda.core.graph.AllocNode",
+        "name:cuda.core.graph.ChildGraphNode",
+        "name:cuda.core.graph.ConditionalNode",
+        "name:cuda.core.graph.EmptyNode",
+        "name:cuda.core.graph.EventRecordNode",
+        "name:cuda.core.graph.EventWaitNode",
+        "name:cuda.core.graph.ExecutableChildGraphNode",
+        "name:cuda.core.graph.ExecutableEventRecordNode",
+        "name:cuda.core.graph.ExecutableEventWaitNode",
+        "name:cuda.core.graph.ExecutableGraphNode",
+        "name:cuda.core.graph.ExecutableHostCallbackNode",
+        "name:cuda.core.graph.ExecutableKernelNode",
+        "name:cuda.core.graph.ExecutableMemcpyNode",
+        "name:cuda.core.graph.ExecutableMemsetNode",
+        "name:cuda.core.graph.FreeNode",
+        "name:cuda.core.graph.GraphCondition",
+        "name:cuda.core.graph.GraphDefinition",
+        "name:cuda.core.graph.GraphNode",
+        "name:cuda.core.graph.HostCallbackNode",
+        "name:cuda.core.graph.IfElseNode",
+        "name:cuda.core.graph.IfNode",
+        "name:cuda.core.graph.KernelNode",
+        "name:cuda.core.graph.MemcpyNode",
+        "name:cuda.core.graph.MemsetNode",
+        "name:cuda.core.graph.SwitchNode",
+        "name:cuda.core.graph.WhileNode",
+        "name:cuda.core.utils.CopyOptions",
+        "name:cuda.core.utils.MemcpyOverlapMode",
+        "name:cuda.core.utils.MemcpySrcAccessOrder",
+        "name:cuda.core.utils.copy_batch",
+        "name:cuda.core.utils.discard_batch",
+        "name:cuda.core.utils.discard_prefetch_batch",
+        "name:cuda.core.utils.prefetch_batch",
+        # cuda.core.system (NVML-based in 1.x)
+        "name:cuda.core.system.AlreadyInitializedError",
+        "name:cuda.core.system.ArgumentVersionMismatchError",
+        "name:cuda.core.system.CUDA_BINDINGS_NVML_IS_COMPATIBLE",
+        "name:cuda.core.system.CorruptedInforomError",
+        "name:cuda.core.system.DeprecatedError",
+        "name:cuda.core.system.Device",
+        "name:cuda.core.system.DriverNotLoadedError",
+        "name:cuda.core.system.FreqNotSupportedError",
+        "name:cuda.core.system.FunctionNotFoundError",
+        "name:cuda.core.system.GpuIsLostError",
+        "name:cuda.core.system.GpuNotFoundError",
+        "name:cuda.core.system.InUseError",
+        "name:cuda.core.system.InsufficientPowerError",
+        "name:cuda.core.system.InsufficientResourcesError",
+        "name:cuda.core.system.InsufficientSizeError",
+        "name:cuda.core.system.InvalidArgumentError",
+        "name:cuda.core.system.InvalidStateError",
+        "name:cuda.core.system.IrqIssueError",
+        "name:cuda.core.system.LibRmVersionMismatchError",
+        "name:cuda.core.system.LibraryNotFoundError",
+        "name:cuda.core.system.MemoryError",
+        "name:cuda.core.system.NoDataError",
+        "name:cuda.core.system.NoPermissionError",
+        "name:cuda.core.system.NotFoundError",
+        "name:cuda.core.system.NotReadyError",
+        "name:cuda.core.system.NotSupportedError",
+        "name:cuda.core.system.NvlinkInfo",
+        "name:cuda.core.system.NvmlError",
+        "name:cuda.core.system.OperatingSystemError",
+        "name:cuda.core.system.ResetRequiredError",
+        "name:cuda.core.system.ResetTypeNotSupportedError",
+        "name:cuda.core.system.TimeoutError",
+        "name:cuda.core.system.UninitializedError",
+        "name:cuda.core.system.UnknownError",
+        "name:cuda.core.system.VgpuEccNotSupportedError",
+        "name:cuda.core.system.get_driver_branch",
+        "name:cuda.core.system.get_kernel_mode_driver_version",
+        "name:cuda.core.system.get_nvml_version",
+        "name:cuda.core.system.get_p2p_status",
+        "name:cuda.core.system.get_process_name",
+        "name:cuda.core.system.get_topology_common_ancestor",
+        "name:cuda.core.system.get_user_mode_driver_version",
+        "name:cuda.core.system.register_events",
+        # -- class members (filled from the audit; see the report for priorities) --
+        "Buffer.__buffer__",
+        "Buffer.is_mapped",
+        "Context.resources",
+        "Device.create_context",
+        "Device.create_mipmapped_array",
+        "Device.create_opaque_array",
+        "Device.create_surface_object",
+        "Device.create_texture_object",
+        "Device.resources",
+        "Device.to_system_device",
+        "DeviceMemoryResource.from_registry",
+        "DeviceMemoryResource.register",
+        "DeviceMemoryResource.uuid",
+        "FileStreamProgramCache.update",
+        "Graph.__getitem__",
+        "GraphBuilder.create_condition",
+        "GraphBuilder.embed",
+        "GraphBuilder.graph_definition",
+        "GraphBuilder.if_else",
+        "GraphBuilder.if_then",
+        "GraphBuilder.join",
+        "GraphBuilder.split",
+        "GraphBuilder.switch",
+        "GraphBuilder.while_loop",
+        "GraphDebugPrintOptions.batch_mem_op_node_params",
+        "GraphDebugPrintOptions.conditional_node_params",
+        "GraphDebugPrintOptions.event_node_params",
+        "GraphDebugPrintOptions.ext_semas_signal_node_params",
+        "GraphDebugPrintOptions.ext_semas_wait_node_params",
+        "GraphDebugPrintOptions.extra_topo_info",
+        "GraphDebugPrintOptions.kernel_node_attributes",
+        "GraphDebugPrintOptions.mem_alloc_node_params",
+        "GraphDebugPrintOptions.mem_free_node_params",
+        "GraphDebugPrintOptions.runtime_types",
+        "IPCAllocationHandle.uuid",
+        "InMemoryProgramCache.update",
+        "KernelAttributes.__getitem__",
+        "KernelAttributes.binary_version",
+        "KernelAttributes.cache_mode_ca",
+        "KernelAttributes.cluster_scheduling_policy_preference",
+        "KernelAttributes.cluster_size_must_be_set",
+        "KernelAttributes.const_size_bytes",
+        "KernelAttributes.local_size_bytes",
+        "KernelAttributes.max_dynamic_shared_size_bytes",
+        "KernelAttributes.max_threads_per_block",
+        "KernelAttributes.non_portable_cluster_size_allowed",
+        "KernelAttributes.num_regs",
+        "KernelAttributes.preferred_shared_memory_carveout",
+        "KernelAttributes.ptx_version",
+        "KernelAttributes.required_cluster_depth",
+        "KernelAttributes.required_cluster_height",
+        "KernelAttributes.required_cluster_width",
+        "KernelAttributes.shared_size_bytes",
+        "LaunchConfig.programmatic_stream_serialization",
+        "Linker.which_backend",
+        "LinkerOptions.numba_debug",
+        "ManagedMemoryResource.preferred_location",
+        "ManagedMemoryResource.uuid",
+        "ObjectCode.get_module",
+        "PinnedMemoryResource.allocation_handle",
+        "PinnedMemoryResource.from_allocation_handle",
+        "PinnedMemoryResource.from_registry",
+        "PinnedMemoryResource.numa_id",
+        "PinnedMemoryResource.register",
+        "PinnedMemoryResource.uuid",
+        "Program.pch_status",
+        "ProgramCacheResource.update",
+        "ProgramOptions.device_float128",
+        "ProgramOptions.extra_sources",
+        "ProgramOptions.fdevice_time_trace",
+        "ProgramOptions.frandom_seed",
+        "ProgramOptions.no_cache",
+        "ProgramOptions.numba_debug",
+        "ProgramOptions.ofast_compile",
+        "ProgramOptions.pch",
+        "ProgramOptions.use_bundled_headers",
+        "ProgramOptions.use_libdevice",
+        "Stream.resources",
+        "StridedMemoryView.as_tensor_map",
+        "StridedMemoryView.copy_from",
+        "StridedMemoryView.copy_to",
+        "StridedMemoryView.view",
+        "field-default:LinkerOptions.name",
+        "field-default:ProgramOptions.name",
+        "field:GraphDebugPrintOptions.batch_mem_op_node_params",
+        "field:GraphDebugPrintOptions.conditional_node_params",
+        "field:GraphDebugPrintOptions.event_node_params",
+        "field:GraphDebugPrintOptions.ext_semas_signal_node_params",
+        "field:GraphDebugPrintOptions.ext_semas_wait_node_params",
+        "field:GraphDebugPrintOptions.extra_topo_info",
+        "field:GraphDebugPrintOptions.kernel_node_attributes",
+        "field:GraphDebugPrintOptions.mem_alloc_node_params",
+        "field:GraphDebugPrintOptions.mem_free_node_params",
+        "field:GraphDebugPrintOptions.runtime_types",
+        "field:LinkerOptions.numba_debug",
+        "field:ProgramOptions.device_float128",
+        "field:ProgramOptions.extra_sources",
+        "field:ProgramOptions.fdevice_time_trace",
+        "field:ProgramOptions.frandom_seed",
+        "field:ProgramOptions.no_cache",
+        "field:ProgramOptions.numba_debug",
+        "field:ProgramOptions.ofast_compile",
+        "field:ProgramOptions.pch",
+        "field:ProgramOptions.use_bundled_headers",
+        "field:ProgramOptions.use_libdevice",
+        "sig:Buffer.copy_from:missing-arg:options",
+        "sig:Buffer.copy_to:missing-arg:options",
+        "sig:Buffer.from_handle:missing-arg:stream",
+        "sig:FileStreamProgramCache.__init__:default:max_size_bytes",
+        "sig:LaunchConfig.__init__:missing-arg:programmatic_stream_serialization",
+        "sig:StridedMemoryView.from_buffer:default:dtype",
+        "sig:StridedMemoryView.from_buffer:missing-arg:itemsize",
+    }
+)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _resolve(paths: tuple[str, ...]) -> Any:
+    for path in paths:
+        mod, _, attr = path.rpartition(".")
+        try:
+            obj = getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError):
+            continue
+        if inspect.isclass(obj):
+            return obj
+    return None
+
+
+def _raw(cls: type, name: str) -> Any:
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name]
+    return _MISSING
+
+
+_MISSING = object()
+
+
+def _kind(cls: type, name: str) -> str | None:
+    """``"data"`` (property, descriptor, field, plain value), ``"callable"``, or None if absent."""
+    v = _raw(cls, name)
+    if v is _MISSING:
+        if dataclasses.is_dataclass(cls) and name in {f.name for f in dataclasses.fields(cls)}:
+            return "data"
+        return None
+    if isinstance(v, (classmethod, staticmethod)) or type(v).__name__ in _CALLABLE_DESCRIPTORS:
+        return "callable"
+    if isinstance(v, property) or type(v).__name__ in ("getset_descriptor", "member_descriptor"):
+        return "data"
+    return "callable" if callable(v) and not inspect.isclass(v) else "data"
+
+
+def _public(cls: type) -> set[str]:
+    names = {n for n in dir(cls) if not n.startswith("_")}
+    names |= {n for n in PROTOCOL_DUNDERS if _raw(cls, n) is not _MISSING}
+    if dataclasses.is_dataclass(cls):
+        names |= {f.name for f in dataclasses.fields(cls)}
+    return names
+
+
+def _stub_setters(cls: type) -> set[str]:
+    """Property setters of a Cython class, read from the .pyi stub shipped next to it."""
+    mod = sys.modules.get(cls.__module__)
+    path = getattr(mod, "__file__", None)
+    if not path:
+        return set()
+    stub = os.path.join(os.path.dirname(path), os.path.basename(path).split(".")[0] + ".pyi")
+    try:
+        with open(stub, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return set()
+    m = re.search(rf"^class {re.escape(cls.__name__)}\b.*?(?=^class |\Z)", text, re.S | re.M)
+    return set(re.findall(r"@(\w+)\.setter", m.group(0))) if m else set()
+
+
+def _ref_settable(cls: type, name: str, stub_setters: set[str]) -> bool:
+    v = _raw(cls, name)
+    if isinstance(v, property):
+        return v.fset is not None
+    return name in stub_setters
+
+
+def _ours_settable(cls: type, name: str) -> bool:
+    v = _raw(cls, name)
+    if isinstance(v, property):
+        return v.fset is not None
+    if type(v).__name__ == "getset_descriptor":
+        return True  # cannot tell statically; do not report
+    return True  # dataclass field, __slots__ member or plain attribute
+
+
+_DOC_SIG = re.compile(r"^\w+\((.*)\)(\s*->.*)?$")
+_C_TYPE = re.compile(
+    r"(?<![\w.])(?:int|bint|bool|double|float|str|object|size_t) (?=\w+\s*[:=,)]|\w+$)"
+)
+
+
+def _doc_signature(obj: Any) -> inspect.Signature | None:
+    """Signature from a Cython docstring's first line, e.g. ``F(a, int b: int = 0)``."""
+    first = (getattr(obj, "__doc__", None) or "").strip().split("\n", 1)[0]
+    m = _DOC_SIG.match(first)
+    if not m:
+        return None
+    try:
+        fn = ast.parse(f"def f({_C_TYPE.sub('', m.group(1))}): pass").body[0]
+    except SyntaxError:
+        return None
+    assert isinstance(fn, ast.FunctionDef)
+    a = fn.args
+    P = inspect.Parameter
+    params = []
+
+    def default(node: ast.expr | None) -> Any:
+        if node is None:
+            return P.empty
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            return ast.unparse(node)
+
+    pos = a.posonlyargs + a.args
+    defaults = [None] * (len(pos) - len(a.defaults)) + list(a.defaults)
+    moved = []
+    for i, (arg, d) in enumerate(zip(pos, defaults)):
+        if a.vararg and d is not None:
+            # Cython renders ``(*xs, opt=None)`` as ``(opt=None, *xs)``: keyword-only really.
+            moved.append(P(arg.arg, P.KEYWORD_ONLY, default=default(d)))
+            continue
+        kind = P.POSITIONAL_ONLY if i < len(a.posonlyargs) else P.POSITIONAL_OR_KEYWORD
+        params.append(P(arg.arg, kind, default=default(d)))
+    if a.vararg:
+        params.append(P(a.vararg.arg, P.VAR_POSITIONAL))
+    params += moved
+    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+        params.append(P(arg.arg, P.KEYWORD_ONLY, default=default(d)))
+    if a.kwarg:
+        params.append(P(a.kwarg.arg, P.VAR_KEYWORD))
+    return inspect.Signature(params)
+
+
+def _params(obj: Any) -> list[inspect.Parameter] | None:
+    try:
+        sig: inspect.Signature | None = inspect.signature(obj)
+    except (TypeError, ValueError):
+        sig = _doc_signature(obj)
+    if sig is None:
+        return None
+    params = list(sig.parameters.values())
+    if params and params[0].name in ("self", "cls"):
+        params = params[1:]
+    return params
+
+
+_POS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_VAR = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
+def _sig_gaps(label: str, meth: str, ref: Any, ours: Any) -> set[str]:
+    rp, op = _params(ref), _params(ours)
+    if rp is None or op is None:
+        return set()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in rp) and any(
+        p.name in ("args", "kwargs") for p in rp
+    ):
+        return set()  # ``(*args, **kwargs)`` placeholder: nothing to compare
+    key = f"sig:{label}.{meth}"
+    gaps = set()
+    by_name = {p.name: p for p in op}
+    ours_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in op)
+    ours_pos = [p.name for p in op if p.kind in _POS]
+    ref_pos = [p.name for p in rp if p.kind in _POS]
+    for p in rp:
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            if not any(q.kind is inspect.Parameter.VAR_POSITIONAL for q in op):
+                gaps.add(f"{key}:missing-arg:*{p.name}")
+            continue
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        q = by_name.get(p.name)
+        if q is None:
+            if not ours_kwargs:
+                gaps.add(f"{key}:missing-arg:{p.name}")
+            continue
+        if p.kind in _POS and ref_pos.index(p.name) != (
+            ours_pos.index(p.name) if p.name in ours_pos else -1
+        ):
+            gaps.add(f"{key}:position:{p.name}")
+        if p.default is not p.empty and q.default is not q.empty:
+            try:
+                same = bool(p.default == q.default)
+            except Exception:
+                same = False
+            if not same:
+                gaps.add(f"{key}:default:{p.name}")
+        elif p.default is not p.empty and q.default is q.empty:
+            gaps.add(f"{key}:default:{p.name}")
+    ref_names = {p.name for p in rp}
+    for q in op:
+        if q.kind not in _VAR and q.default is q.empty and q.name not in ref_names:
+            gaps.add(f"{key}:extra-required:{q.name}")
+    return gaps
+
+
+def _field_gaps(label: str, ref: type, ours: type) -> set[str]:
+    if not dataclasses.is_dataclass(ref):
+        return set()
+    ours_fields = (
+        {f.name: f for f in dataclasses.fields(ours)} if dataclasses.is_dataclass(ours) else {}
+    )
+    gaps = set()
+    for f in dataclasses.fields(ref):
+        g = ours_fields.get(f.name)
+        if g is None:
+            gaps.add(f"field:{label}.{f.name}")
+            continue
+        if f.default is not dataclasses.MISSING and f.default != g.default:
+            gaps.add(f"field-default:{label}.{f.name}")
+    return gaps
+
+
+def _class_gaps(label: str, ref: type, ours: type) -> set[str]:
+    gaps = set()
+    setters = _stub_setters(ref)
+    for name in sorted(_public(ref)):
+        rk = _kind(ref, name)
+        ok = _kind(ours, name)
+        if ok is None or rk != ok:
+            gaps.add(f"{label}.{name}")
+            continue
+        if rk == "data":
+            if _ref_settable(ref, name, setters) and not _ours_settable(ours, name):
+                gaps.add(f"setter:{label}.{name}")
+        elif not name.startswith("__"):
+            gaps |= _sig_gaps(label, name, getattr(ref, name), getattr(ours, name))
+    if not dataclasses.is_dataclass(ref):
+        gaps |= _sig_gaps(label, "__init__", ref, ours)
+    gaps |= _field_gaps(label, ref, ours)
+    return gaps
+
+
+def _name_gaps() -> set[str]:
+    gaps = set()
+    for modname in NAME_MODULES:
+        try:
+            ref_mod = importlib.import_module(modname)
+        except ImportError:
+            continue
+        ours_name = "cuda_core" + modname[len("cuda.core") :]
+        try:
+            ours_mod: Any = importlib.import_module(ours_name)
+        except ImportError:
+            gaps.add(f"module:{modname}")
+            ours_mod = cuda_core  # names may still be re-exported at the top level
+        for name in getattr(ref_mod, "__all__", ()):
+            if not hasattr(ours_mod, name):
+                gaps.add(f"name:{modname}.{name}")
+    for sub in ("checkpoint", "texture", "typing"):
+        try:
+            importlib.import_module(f"cuda.core.{sub}")
+        except ImportError:
+            continue
+        try:
+            importlib.import_module(f"cuda_core.{sub}")
+        except ImportError:
+            gaps.add(f"module:cuda.core.{sub}")
+    return gaps
+
+
+def _all_gaps() -> set[str]:
+    gaps = _name_gaps()
+    for label, ref_paths, ours_paths in CLASSES:
+        ref, ours = _resolve(ref_paths), _resolve(ours_paths)
+        if ref is not None and ours is not None:
+            gaps |= _class_gaps(label, ref, ours)
+    return gaps
+
+
+# -- tests ------------------------------------------------------------------------------------
+
+
+def test_public_names_exist():
+    new = sorted(_name_gaps() - KNOWN_GAPS)
+    assert not new, f"cuda.core names missing in cuda_core: {new}"
+
+
+@pytest.mark.parametrize("label,ref_paths,ours_paths", CLASSES, ids=[c[0] for c in CLASSES])
+def test_class_parity(label, ref_paths, ours_paths):
+    ref = _resolve(ref_paths)
+    if ref is None:
+        pytest.skip(f"{label} not found in the installed cuda.core {cuda_core_ref.__version__}")
+    ours = _resolve(ours_paths)
+    assert ours is not None, f"cuda_core has no {label}"
+    new = sorted(_class_gaps(label, ref, ours) - KNOWN_GAPS)
+    assert not new, f"{label}: differences from cuda.core not in KNOWN_GAPS: {new}"
+
+
+def test_known_gaps_are_still_gaps():
+    if cuda_core_ref.__version__ != AUDITED_VERSION:
+        pytest.skip(f"KNOWN_GAPS was audited against cuda.core {AUDITED_VERSION}")
+    fixed = sorted(KNOWN_GAPS - _all_gaps())
+    assert not fixed, f"fixed: remove these entries from KNOWN_GAPS: {fixed}"
+
+
+def test_gap_detection_sees_a_real_difference():
+    # The checker must report a kind mismatch and a missing attribute (guards against a checker
+    # that silently reports nothing).
+    class Ref:
+        @property
+        def value(self) -> int:
+            return 1
+
+        def run(self, a: int, *, b: int = 2) -> None:
+            pass
+
+    class Ours:
+        def value(self) -> int:
+            return 1
+
+        def run(self, b: int = 2, a: int = 0) -> None:
+            pass
+
+    gaps = _class_gaps("X", Ref, Ours)
+    assert "X.value" in gaps
+    assert "sig:X.run:position:a" in gaps
+    assert "sig:X.run:missing-arg:b" not in gaps
+
+    class Ours2(Ours):
+        @property
+        def value(self) -> int:  # type: ignore[override]
+            return 1
+
+        def run(self, a: int, *, b: int = 2) -> None:
+            pass
+
+    assert _class_gaps("X", Ref, Ours2) == set()
