@@ -5,7 +5,13 @@ under an integer key that travels as the driver's ``userData``. A callback launc
 ordinary stream runs once and its entry is dropped when it has run. A callback recorded while
 the stream is being captured into a graph runs on every replay, so its entry lives as long as
 the graph: a CUDA user object owned by the captured graph (and by every executable graph made
-from it) drops the entry when the driver releases the last of them.
+from it, or updated from it) drops the entry when the driver releases the last of them. A
+replay that finds no entry does nothing: the table is looked up, never a raw pointer.
+
+``cuLaunchHostFunc`` is called straight from libcuda through ctypes, with our trampoline as
+the function and the key as ``userData``. ``cuda.bindings``' own ``cuLaunchHostFunc`` is not
+used: it wraps the pair in a heap block that its wrapper frees after the first call, so a
+captured callback crashes on the second replay of its graph (NVIDIA/cuda-python#790).
 
 The callable runs on a driver thread and must not call CUDA (the driver may refuse or
 deadlock). An exception it raises is reported through :func:`sys.unraisablehook` (by default
@@ -16,13 +22,14 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from cuda.bindings import driver
 
-from ._utils import arg_error, handle_return
+from ._utils import arg_error, ensure_driver, handle_return, raise_status
 
 __all__: list[str] = []  # private module; Stream.launch_host_func and GraphBuilder.callback are public
 
@@ -64,16 +71,32 @@ def _drop_kept(key: int | None) -> None:
         _kept.pop(key or 0, None)
 
 
-def _fn_pointer(cfn: Any) -> Any:
-    return driver.CUhostFn(ctypes.cast(cfn, ctypes.c_void_p).value)
+def _address(cfn: Any) -> int:
+    return ctypes.cast(cfn, ctypes.c_void_p).value or 0
 
 
-_RUN_ONCE = _fn_pointer(_run_once)
-_RUN_KEPT = _fn_pointer(_run_kept)
-_DROP_KEPT = _fn_pointer(_drop_kept)
+# The trampolines are module globals: they live until the interpreter exits.
+_RUN_ONCE = _address(_run_once)
+_RUN_KEPT = _address(_run_kept)
+_DROP_KEPT = driver.CUhostFn(_address(_drop_kept))
 _ACTIVE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
 _NO_SYNC = driver.CUuserObject_flags.CU_USER_OBJECT_NO_DESTRUCTOR_SYNC
 _MOVE = driver.CUuserObjectRetain_flags.CU_GRAPH_USER_OBJECT_MOVE
+
+_launch_fn: Any = None
+
+
+def _launch_host_func_c() -> Any:
+    """libcuda's ``cuLaunchHostFunc`` as a ctypes function (loaded once; the GIL is released)."""
+    global _launch_fn
+    if _launch_fn is None:
+        ensure_driver()  # libcuda is loadable: cuda.bindings has loaded it already
+        lib = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
+        fn = lib.cuLaunchHostFunc
+        fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+        fn.restype = ctypes.c_int
+        _launch_fn = fn
+    return _launch_fn
 
 
 def pending_callbacks() -> tuple[int, int]:
@@ -118,8 +141,10 @@ def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
 
 
 def _enqueue(handle: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    launch = _launch_host_func_c()
     status = handle_return(driver.cuStreamIsCapturing(handle), "cuStreamIsCapturing")
     key = next(_keys)
+    raw = int(handle) or None
     if status == _ACTIVE:
         info = handle_return(driver.cuStreamGetCaptureInfo(handle), "cuStreamGetCaptureInfo")
         graph = info[2]
@@ -133,13 +158,14 @@ def _enqueue(handle: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None
             raise
         # The graph takes over our one reference; from here the driver decides when to drop.
         handle_return(driver.cuGraphRetainUserObject(graph, obj, 1, _MOVE), "cuGraphRetainUserObject")
-        handle_return(driver.cuLaunchHostFunc(handle, _RUN_KEPT, key), "cuLaunchHostFunc")
+        rc = launch(raw, _RUN_KEPT, key)
+        if rc:
+            raise_status(rc, "cuLaunchHostFunc")
         return
     with _lock:
         _once[key] = (fn, args)
-    try:
-        handle_return(driver.cuLaunchHostFunc(handle, _RUN_ONCE, key), "cuLaunchHostFunc")
-    except BaseException:
+    rc = launch(raw, _RUN_ONCE, key)
+    if rc:
         with _lock:
             _once.pop(key, None)
-        raise
+        raise_status(rc, "cuLaunchHostFunc")

@@ -186,6 +186,8 @@ class StridedMemoryView:
             stream: int | None = stream_ptr
         else:
             stream = stream_ptr if accessible else None
+        if stream == 0:  # DLPack names the legacy default stream 1 (0 is disallowed on CUDA)
+            stream = 1
         tp = obj.__class__
         if tp in _legacy_dlpack_types:
             capsule = obj.__dlpack__(stream=stream)

@@ -49,10 +49,14 @@ def main() -> int:
     s.sync()
     t_direct = time.perf_counter() - t0
 
+    replays: list[int] = []
     builder = s.create_graph_builder()
     builder.begin_building()
     for k in range(STEPS):
         step(builder, graphed, k)
+    # a host callback recorded into the graph runs on every replay, after the kernels before it
+    # (it runs on a driver thread: it must not call CUDA; s.sync() lets it run while waiting)
+    builder.callback(replays.append, user_data=STEPS)
     builder.end_building()
     with builder.complete() as graph:
         graph.upload(s)
@@ -79,6 +83,9 @@ def main() -> int:
         s.sync()
         if not np.allclose(b, expect, rtol=1e-5, atol=1e-5):
             print("FAIL: second replay differs from the host model", file=sys.stderr)
+            return 1
+        if replays != [STEPS, STEPS]:
+            print(f"FAIL: the host callback ran {len(replays)} times for 2 replays", file=sys.stderr)
             return 1
     builder.close()
     direct.close(s)

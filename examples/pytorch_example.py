@@ -53,7 +53,13 @@ def main() -> int:
         return 1
     # The other way round: PyTorch works on our stream through ExternalStream.
     ours = dev.create_stream()
-    with torch.cuda.stream(torch.cuda.ExternalStream(int(ours.handle))):
+    try:  # newer PyTorch takes any object with __cuda_stream__ (our Stream has it)
+        theirs = torch.cuda.Stream.from_external(ours)
+    except (AttributeError, TypeError):
+        theirs = None
+    if theirs is None or theirs.cuda_stream != int(ours.handle):
+        theirs = torch.cuda.ExternalStream(int(ours.handle))
+    with torch.cuda.stream(theirs):
         z = out * 0 + 1
     ours.sync()
     if int(z.sum()) != n:

@@ -257,23 +257,35 @@ def test_misuse_and_error_inside_capture_leaves_stream_usable(env):
 
 
 @pytest.mark.gpu
-def test_graph_host_callback_runs_each_replay_and_is_released(env):
+def test_graph_host_callback_runs_each_replay_and_is_released(env, monkeypatch):
     from cuda_core import _callbacks
 
     dev, _, _ = env
     s = dev.create_stream()
     calls = []
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(u.exc_value))
+
+    def boom():
+        raise KeyError("inside a graph")
+
     kept_before = _callbacks.pending_callbacks()[1]
     b = s.create_graph_builder().begin_building()
     b.callback(lambda: calls.append("plain"))
+    b.callback(boom)
     b.callback(calls.append, user_data="data")
     g = b.end_building().complete()
     assert calls == []
-    for _ in range(3):
+    # every replay runs every recorded callback (a callback is not one-shot inside a graph)
+    for _ in range(5):
         g.launch(s)
     _wait(s)
-    assert calls == ["plain", "data"] * 3
-    assert _callbacks.pending_callbacks()[1] == kept_before + 2
+    assert calls == ["plain", "data"] * 5
+    assert len(reported) == 5 and all(isinstance(e, KeyError) for e in reported)
+    assert _callbacks.pending_callbacks()[1] == kept_before + 3
+    g.launch(s)
+    _wait(s)
+    assert calls == ["plain", "data"] * 6
     g.close()
     b.close()
     del g, b
@@ -285,6 +297,57 @@ def test_graph_host_callback_runs_each_replay_and_is_released(env):
     with pytest.raises(RuntimeError, match="begin_building"):
         s.create_graph_builder().callback(print)
     s.close()
+
+
+_SYNC_SCRIPT = r"""
+import threading, time
+from cuda_core import Device
+
+dev = Device()
+dev.set_current()
+s = dev.create_stream()
+seen = []
+
+def slow(tag):
+    time.sleep(0.2)
+    seen.append((tag, threading.get_ident()))
+
+s.launch_host_func(slow, "once")
+s.sync()
+assert [t for t, _ in seen] == ["once"], seen
+assert seen[0][1] != threading.get_ident()  # ran on a driver thread while sync() waited
+b = s.create_graph_builder().begin_building()
+b.callback(slow, user_data="graph")
+g = b.end_building().complete()
+for _ in range(3):
+    g.launch(s)
+s.sync()
+assert [t for t, _ in seen] == ["once"] + ["graph"] * 3, seen
+g.close()
+b.close()
+s.close()
+print("SYNC-OK")
+"""
+
+
+@pytest.mark.gpu
+def test_sync_releases_the_gil_for_pending_python_callbacks(env):
+    # A Python host callback needs the GIL; Stream.sync() must wait with the GIL released or
+    # it deadlocks. Run in a child process so that a deadlock fails the test instead of hanging.
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    envvars = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-X", "faulthandler", "-c", _SYNC_SCRIPT],
+            capture_output=True, text=True, timeout=60, env=envvars, cwd=root,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("Stream.sync() deadlocked with a Python host callback pending (GIL held during sync)")
+    assert proc.returncode == 0 and "SYNC-OK" in proc.stdout, proc.stdout + proc.stderr
 
 
 @pytest.mark.gpu
@@ -336,3 +399,41 @@ def test_debug_dot_print(env, tmp_path):
     assert "digraph" in path.read_text()
     b.close()
     s.close()
+
+
+def test_trampolines_run_graph_entries_every_time_and_one_shot_entries_once(monkeypatch):
+    # The driver calls these C function pointers; calling them here exercises the same path
+    # (the table lookup, the GIL, the error report) without a GPU.
+    import ctypes
+
+    from cuda_core import _callbacks as cb
+
+    proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+    run_once, run_kept = proto(cb._RUN_ONCE), proto(cb._RUN_KEPT)
+    drop = proto(int(cb._DROP_KEPT))
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(u.exc_value))
+    calls = []
+    key = next(cb._keys)
+    cb._kept[key] = (calls.append, ("kept",))
+    for _ in range(3):
+        run_kept(key)
+    assert calls == ["kept"] * 3
+    drop(key)
+    assert key not in cb._kept
+    run_kept(key)  # a replay after release finds nothing and does nothing
+    assert calls == ["kept"] * 3
+    key = next(cb._keys)
+    cb._once[key] = (calls.append, ("once",))
+    run_once(key)
+    run_once(key)
+    assert calls == ["kept"] * 3 + ["once"]
+
+    def boom():
+        raise ValueError("reported")
+
+    key = next(cb._keys)
+    cb._once[key] = (boom, ())
+    run_once(key)
+    assert len(reported) == 1 and isinstance(reported[0], ValueError)
+    assert "host callback" in "".join(reported[0].__notes__)

@@ -97,6 +97,7 @@ def test_foreign_streams_in_every_stream_taking_call(env):
 
 
 @pytest.mark.gpu
+@pytest.mark.filterwarnings("ignore:ExternalStream is deprecated:DeprecationWarning")
 def test_our_stream_inside_external_streams(env):
     from cuda_core import launch
 
@@ -106,13 +107,20 @@ def test_our_stream_inside_external_streams(env):
     try:
         import torch
 
-        ext = torch.cuda.ExternalStream(int(s.handle))
-        t = torch.zeros(N, dtype=torch.int32, device="cuda")
-        with torch.cuda.stream(ext):
-            t += 3
-        launch(s, _cfg(), fill, t.data_ptr(), np.int32(N), np.int32(4), np.uint64(0))
-        s.sync()
-        assert int(t.sum()) == 4 * N
+        exts = []
+        if hasattr(torch.cuda.Stream, "from_external"):  # newer PyTorch: through __cuda_stream__
+            exts.append(torch.cuda.Stream.from_external(s))
+        exts.append(torch.cuda.ExternalStream(int(s.handle)))  # deprecated in newer PyTorch, still works
+        for ext in exts:
+            assert ext.cuda_stream == int(s.handle)
+            t = torch.zeros(N, dtype=torch.int32, device="cuda")
+            torch.cuda.synchronize()
+            # PyTorch's op is queued on our stream, after our kernel: it sees the kernel's result
+            launch(s, _cfg(), fill, t.data_ptr(), np.int32(N), np.int32(4), np.uint64(DELAY_NS // 4))
+            with torch.cuda.stream(ext):
+                t += 3
+            s.sync()
+            assert int(t.sum()) == 7 * N
         used += 1
     except ImportError:
         pass
