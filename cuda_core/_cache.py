@@ -120,6 +120,36 @@ class ProgramCacheResource:
         """Remove every entry."""
         raise NotImplementedError
 
+    def update(self, items: Any = (), /, **kwargs: Any) -> None:
+        """Store several entries, as ``dict.update`` does (each through ``[key] = value``).
+
+        Parameters
+        ----------
+        items : mapping or iterable of (key, value) pairs, optional
+            Entries to store; keys are bytes or str, values bytes or :class:`ObjectCode`.
+        **kwargs
+            More entries, keyed by name (str keys).
+
+        Raises
+        ------
+        TypeError
+            A key or a value of the wrong type, or ``items`` is neither a mapping nor an
+            iterable of pairs.
+        """
+        pairs = items.items() if hasattr(items, "items") else items
+        try:
+            it = iter(pairs)
+        except TypeError:
+            raise arg_error("items", "a mapping or an iterable of (key, value) pairs", items, exc=TypeError) from None
+        for pair in it:
+            try:
+                k, v = pair
+            except (TypeError, ValueError):
+                raise arg_error("items", "a mapping or an iterable of (key, value) pairs", items, exc=TypeError) from None
+            self[k] = v
+        for k, v in kwargs.items():
+            self[k] = v
+
     def close(self) -> None:
         """Release resources (nothing to release for the built-in caches); idempotent."""
 
@@ -206,8 +236,9 @@ class FileStreamProgramCache(ProgramCacheResource):
     path : str or os.PathLike, optional
         The cache directory (created if missing); default :func:`default_cache_dir`.
     max_size_bytes : int, optional
-        Soft cap on the entries' total size; least recently used entries are evicted first
-        (default 1 GiB; ``None`` for no cap).
+        Soft cap on the entries' total size; least recently used entries are evicted first.
+        ``None`` (the default, as in ``cuda.core``) means no cap. The process's default
+        cache (:func:`get_default_program_cache`) uses a 1 GiB cap.
 
     Raises
     ------
@@ -217,7 +248,7 @@ class FileStreamProgramCache(ProgramCacheResource):
         The directory cannot be created.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, *, max_size_bytes: int | None = DEFAULT_MAX_SIZE_BYTES) -> None:
+    def __init__(self, path: str | os.PathLike | None = None, *, max_size_bytes: int | None = None) -> None:
         if max_size_bytes is not None and (isinstance(max_size_bytes, bool) or not isinstance(max_size_bytes, int) or max_size_bytes <= 0):
             raise arg_error("max_size_bytes", "a positive int or None", max_size_bytes)
         self.path = os.path.abspath(os.fspath(path)) if path is not None else default_cache_dir()
@@ -406,7 +437,7 @@ class ProgramCache:
             disk = None
             if (env[0] or "1").strip().lower() not in ("0", "false", "off", "no"):
                 try:
-                    disk = FileStreamProgramCache(default_cache_dir())
+                    disk = FileStreamProgramCache(default_cache_dir(), max_size_bytes=DEFAULT_MAX_SIZE_BYTES)
                 except OSError:
                     disk = None  # an unwritable cache directory means no disk cache, not an error
             self._disk = disk

@@ -284,6 +284,14 @@ def make_program_cache_key(
             raise TypeError(f"name_expressions must hold str or bytes (got {type(n).__name__})")
     for t in sorted(tagged):
         update(b"expr", t)
+    if ct == "nvvm":
+        # NVVM-only inputs that are not flags: extra IR modules and libdevice (whose version
+        # follows the compiler fingerprint).
+        for extra_name, extra in options._extra:
+            update(b"extra_source_name", extra_name.encode())
+            update(b"extra_source", extra)
+        if options.use_libdevice:
+            update(b"libdevice", b"1")
     if ct == "c++":
         incs, pres = options._header_inputs()
         base = os.path.dirname(options.name) if options.name and os.path.dirname(options.name) else os.getcwd()

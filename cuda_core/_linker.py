@@ -6,6 +6,7 @@ that link-time optimisation is not available.
 
 from __future__ import annotations
 
+import enum
 import os
 import warnings
 from dataclasses import dataclass
@@ -20,6 +21,19 @@ __all__ = ["Linker", "LinkerOptions"]
 
 def _tf(v: bool) -> str:
     return "true" if v else "false"
+
+
+class CompilerBackendType(enum.StrEnum):
+    """The compiler or linker behind a :class:`Program` or :class:`Linker` (a ``str``).
+
+    Members compare equal to their values: ``"NVRTC"``, ``"NVVM"``, ``"nvJitLink"``,
+    ``"driver"``.
+    """
+
+    NVRTC = "NVRTC"
+    NVVM = "NVVM"
+    NVJITLINK = "nvJitLink"
+    DRIVER = "driver"
 
 
 @run_once
@@ -41,7 +55,7 @@ class LinkerOptions:
     Parameters
     ----------
     name : str, optional
-        A name for messages (default ``"linker"``).
+        A name for messages and for the linked ObjectCode (default ``"<default linker>"``).
     arch : str, optional
         Target, ``"sm_90"`` or ``"90"``; defaults to the current device's architecture.
     max_register_count : int, optional
@@ -68,6 +82,10 @@ class LinkerOptions:
         Threads for split compilation.
     no_cache : bool, optional
         Disable nvJitLink's own cache (``-no-cache``).
+    numba_debug : bool, optional
+        Accepted for compatibility with ``cuda.core`` and ignored: it is a compiler option
+        (:attr:`ProgramOptions.numba_debug`) that no linker takes. Setting it warns
+        (``DeprecationWarning``).
 
     Raises
     ------
@@ -75,7 +93,7 @@ class LinkerOptions:
         A field of the wrong type or value.
     """
 
-    name: str | None = None
+    name: str | None = "<default linker>"
     arch: str | None = None
     max_register_count: int | None = None
     time: bool | None = None
@@ -96,14 +114,17 @@ class LinkerOptions:
     split_compile: int | None = None
     split_compile_extended: int | None = None
     no_cache: bool | None = None
+    numba_debug: bool | None = None
 
     def __post_init__(self) -> None:
         from ._program_options import normalize_arch
 
+        if self.name is not None and not isinstance(self.name, str):
+            raise arg_error("name", "a str or None", self.name, exc=TypeError)
         if self.arch is not None:
             self.arch = normalize_arch(self.arch)
         for f in ("time", "verbose", "link_time_optimization", "ptx", "debug", "lineinfo", "ftz",
-                  "prec_div", "prec_sqrt", "fma", "optimize_unused_variables", "no_cache"):
+                  "prec_div", "prec_sqrt", "fma", "optimize_unused_variables", "no_cache", "numba_debug"):
             v = getattr(self, f)
             if v is not None and not isinstance(v, bool):
                 raise arg_error(f, "True, False or None", v, exc=TypeError)
@@ -114,6 +135,13 @@ class LinkerOptions:
         lvl = self.optimization_level
         if lvl is not None and (isinstance(lvl, bool) or not isinstance(lvl, int) or not 0 <= lvl <= 4):
             raise arg_error("optimization_level", "an int from 0 to 4 or None", lvl)
+        if self.numba_debug is not None:
+            warnings.warn(
+                "LinkerOptions.numba_debug has no effect (no linker takes it); "
+                "set ProgramOptions.numba_debug on the compile instead",
+                DeprecationWarning,
+                stacklevel=3,
+            )
 
     def as_bytes(self, backend: str = "nvjitlink") -> list[bytes]:
         """The exact nvJitLink flags of these options.
@@ -382,9 +410,22 @@ class Linker:
         self._handle: _LinkerHolder | None = _LinkerHolder()
 
     @property
-    def backend(self) -> str:
-        """str: ``"nvJitLink"``, or ``"driver"`` where nvJitLink is missing."""
-        return "nvJitLink" if _nvjitlink_available() else "driver"
+    def backend(self) -> CompilerBackendType:
+        """CompilerBackendType: ``"nvJitLink"``, or ``"driver"`` where nvJitLink is missing."""
+        return self.which_backend()
+
+    @classmethod
+    def which_backend(cls) -> CompilerBackendType:
+        """The linker this process uses, without creating a Linker.
+
+        Returns
+        -------
+        CompilerBackendType
+            ``NVJITLINK`` where libnvJitLink loads, else ``DRIVER`` (the driver's ``cuLink*``
+            linker, which cannot take LTO-IR). The member is a ``str`` equal to
+            ``"nvJitLink"`` or ``"driver"``.
+        """
+        return CompilerBackendType.NVJITLINK if _nvjitlink_available() else CompilerBackendType.DRIVER
 
     @property
     def handle(self) -> None:
@@ -430,7 +471,7 @@ class Linker:
             raise ValueError("this Linker is closed")
         if target_type not in ("cubin", "ptx"):
             raise arg_error("target_type", '"cubin" or "ptx"', target_type)
-        name = self._options.name or "linker"
+        name = self._options.name or "<default linker>"
         inputs = [(oc.code if isinstance(oc.code, bytes) else os.fspath(oc.code), oc.code_type, oc.name or f"input{i}")
                   for i, oc in enumerate(self._inputs)]
         res = _LinkResult()

@@ -304,6 +304,33 @@ class ObjectCode:
             kernels[name] = k
         return k
 
+    def get_module(self) -> Any:
+        """The ``CUmodule`` of the loaded library in the current context, for legacy driver APIs.
+
+        The library (:attr:`handle`) is context-independent; ``cuLibraryGetModule`` gives the
+        module it has in the context current on this thread (call ``Device.set_current()``
+        first). The module belongs to the library: it stays valid while this ObjectCode is
+        open and must not be unloaded by the caller.
+
+        Returns
+        -------
+        driver.CUmodule
+
+        Raises
+        ------
+        RuntimeError
+            The code type cannot be loaded (LTO-IR, object, library), or this ObjectCode is
+            closed.
+        CUDAError
+            No context is current, or the driver cannot load the code.
+        """
+        if self._code_type not in _LOADABLE:
+            raise RuntimeError(
+                f"{self._code_type!r} code cannot be loaded as a module; link it with Linker into "
+                f"one of {', '.join(_LOADABLE)} first"
+            )
+        return handle_return(driver.cuLibraryGetModule(self._load()), "cuLibraryGetModule")
+
 
 def _rebuild_object_code(code: Any, code_type: str, name: str, sym_map: dict) -> ObjectCode:
     return ObjectCode._init(code, code_type, name=name, symbol_mapping=sym_map)

@@ -14,13 +14,22 @@ from cuda.bindings import nvrtc
 
 from . import _cache
 from ._errors import NVRTCError, NVVMError
+from ._linker import CompilerBackendType
 from ._module import ObjectCode
 from ._program_options import ProgramOptions
 from ._utils import arg_error, check_or_create_options, handle_return, run_once
 
 __all__ = ["Program", "ProgramOptions"]
 
-_CODE_TYPES = {"c++": "NVRTC", "ptx": "nvJitLink", "nvvm": "NVVM"}
+_CODE_TYPES = {"c++": CompilerBackendType.NVRTC, "ptx": CompilerBackendType.NVJITLINK, "nvvm": CompilerBackendType.NVVM}
+# Options whose compile writes files (timings, traces, precompiled headers): a hit of the
+# default cache would skip that, so these compiles bypass it.
+_SIDE_EFFECT_OPTIONS = ("time", "fdevice_time_trace", "pch", "create_pch")
+_R = nvrtc.nvrtcResult
+_PCH_STATUS = {
+    _R.NVRTC_SUCCESS: "created",
+    _R.NVRTC_ERROR_NO_PCH_CREATE_ATTEMPTED: "not_attempted",
+}
 _TARGETS = {
     "c++": ("ptx", "cubin", "ltoir"),
     "ptx": ("cubin",),
@@ -105,7 +114,7 @@ class Program:
     'ptx'
     """
 
-    __slots__ = ("__weakref__", "_code", "_code_type", "_finalizer", "_holder", "_options")
+    __slots__ = ("__weakref__", "_code", "_code_type", "_finalizer", "_holder", "_options", "_pch_status")
 
     def __init__(self, code: str | bytes, code_type: str = "c++", options: ProgramOptions | dict | None = None) -> None:
         ct = code_type.lower() if isinstance(code_type, str) else code_type
@@ -122,17 +131,31 @@ class Program:
         self._options: ProgramOptions = check_or_create_options(ProgramOptions, options, "options")
         self._holder = _ProgramHolder()
         self._finalizer: Any = None
+        self._pch_status: str | None = None
 
     # ------------------------------------------------------------------------------------------
 
     @property
-    def backend(self) -> str:
-        """str: The compiler used: ``"NVRTC"``, ``"nvJitLink"`` (or ``"driver"``) or ``"NVVM"``."""
+    def backend(self) -> CompilerBackendType:
+        """CompilerBackendType: The compiler used, a ``str``: ``"NVRTC"``, ``"nvJitLink"`` (or
+        ``"driver"`` where nvJitLink is missing) or ``"NVVM"``."""
         if self._code_type == "ptx":
-            from ._linker import _nvjitlink_available
+            from ._linker import Linker
 
-            return "nvJitLink" if _nvjitlink_available() else "driver"
+            return Linker.which_backend()
         return _CODE_TYPES[self._code_type]
+
+    @property
+    def pch_status(self) -> str | None:
+        """str or None: What the last :meth:`compile` did about a precompiled header.
+
+        ``"created"`` (written), ``"not_attempted"`` (NVRTC chose not to, or was not asked),
+        ``"failed"`` (an error prevented it); ``None`` when no precompiled header was asked for
+        (``pch`` or ``create_pch``), before the first compile, and for PTX and NVVM programs.
+        Compiles that ask for one bypass the default compile cache. Where the PCH heap is too
+        small for ``create_pch``, :meth:`compile` enlarges it and compiles again.
+        """
+        return self._pch_status
 
     @property
     def code(self) -> str | bytes:
@@ -248,6 +271,9 @@ class Program:
         if names and self._code_type != "c++":
             raise ValueError("name_expressions can only be used with code_type='c++'")
 
+        if cache is None and any(getattr(self._options, f) for f in _SIDE_EFFECT_OPTIONS):
+            cache = False
+        self._pch_status = None
         store = _cache.resolve_cache(cache)
         if store is None:
             return self._compile(target_type, names, logs)
@@ -275,32 +301,42 @@ class Program:
 
     def _compile_nvrtc(self, target_type: str, names: tuple[str | bytes, ...], logs: Any) -> ObjectCode:
         flags = self._options.as_bytes("nvrtc", target_type)
-        prog = self._create_nvrtc_program()
-        try:
-            encoded = [n.encode() if isinstance(n, str) else n for n in names]
-            for n in encoded:
-                handle_return(nvrtc.nvrtcAddNameExpression(prog, n), "nvrtcAddNameExpression")
-            (status,) = nvrtc.nvrtcCompileProgram(prog, len(flags), flags)
-            log = _nvrtc_log(prog)
-            if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-                raise NVRTCError(
-                    "nvrtcCompileProgram",
-                    status.name,
-                    "compilation failed",
-                    int(status),
-                    log=log,
-                    options=[f.decode() for f in flags],
-                    program_name=self._name(),
-                )
-            if log and logs is not None:
-                logs.write(log)
-            mapping = {}
-            for orig, n in zip(names, encoded):
-                mapping[orig] = handle_return(nvrtc.nvrtcGetLoweredName(prog, n), "nvrtcGetLoweredName")
-            data = _nvrtc_output(prog, target_type)
-        finally:
-            nvrtc.nvrtcDestroyProgram(prog)
-        return ObjectCode._init(data, target_type, name=self._name(), symbol_mapping=mapping)
+        want_pch = bool(self._options.pch or self._options.create_pch)
+        for attempt in (0, 1):
+            prog = self._create_nvrtc_program()
+            try:
+                encoded = [n.encode() if isinstance(n, str) else n for n in names]
+                for n in encoded:
+                    handle_return(nvrtc.nvrtcAddNameExpression(prog, n), "nvrtcAddNameExpression")
+                (status,) = nvrtc.nvrtcCompileProgram(prog, len(flags), flags)
+                log = _nvrtc_log(prog)
+                if status != _R.NVRTC_SUCCESS:
+                    raise NVRTCError(
+                        "nvrtcCompileProgram",
+                        status.name,
+                        "compilation failed",
+                        int(status),
+                        log=log,
+                        options=[f.decode() for f in flags],
+                        program_name=self._name(),
+                    )
+                if want_pch:
+                    (pch,) = nvrtc.nvrtcGetPCHCreateStatus(prog)
+                    if pch == _R.NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED and attempt == 0 and self._options.create_pch:
+                        need = handle_return(nvrtc.nvrtcGetPCHHeapSizeRequired(prog), "nvrtcGetPCHHeapSizeRequired")
+                        handle_return(nvrtc.nvrtcSetPCHHeapSize(need), "nvrtcSetPCHHeapSize")
+                        continue
+                    self._pch_status = _PCH_STATUS.get(pch, "failed")
+                if log and logs is not None:
+                    logs.write(log)
+                mapping = {}
+                for orig, n in zip(names, encoded):
+                    mapping[orig] = handle_return(nvrtc.nvrtcGetLoweredName(prog, n), "nvrtcGetLoweredName")
+                data = _nvrtc_output(prog, target_type)
+            finally:
+                nvrtc.nvrtcDestroyProgram(prog)
+            return ObjectCode._init(data, target_type, name=self._name(), symbol_mapping=mapping)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _compile_ptx(self, target_type: str, logs: Any) -> ObjectCode:
         from ._linker import _link_inputs
@@ -321,6 +357,11 @@ class Program:
         try:
             try:
                 nvvm.add_module_to_program(prog, code, len(code), self._name())
+                for extra_name, extra in self._options._extra:
+                    nvvm.add_module_to_program(prog, extra, len(extra), extra_name)
+                if self._options.use_libdevice:
+                    libdevice = _libdevice()
+                    nvvm.lazy_add_module_to_program(prog, libdevice, len(libdevice), "libdevice")
                 nvvm.verify_program(prog, len(flags), flags)
                 nvvm.compile_program(prog, len(flags), flags)
             except nvvm.nvvmError as exc:
@@ -349,6 +390,19 @@ class Program:
         if target_type == "ptx":
             buf = buf.rstrip(b"\x00")
         return ObjectCode._init(buf, target_type, name=self._name())
+
+
+@run_once
+def _libdevice() -> bytes:
+    """The bitcode of libdevice (NVIDIA's math library for NVVM IR), read once."""
+    from cuda import pathfinder
+
+    try:
+        path = pathfinder.find_bitcode_lib("device")
+    except Exception as exc:
+        raise RuntimeError(f"use_libdevice: libdevice was not found ({exc})") from exc
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _nvvm_log(prog: int) -> str:

@@ -92,19 +92,22 @@ def device_arch() -> str:
 class ProgramOptions:
     """Options of :class:`~cuda_core.Program`, with the fields of ``cuda.core`` 1.x.
 
-    Every field defaults to ``None`` (the compiler's default). Boolean switches emit their flag
-    when ``True``; ``true/false`` flags (``ftz``, ``prec_div``, ...) emit the value given.
+    Fields are in ``cuda.core``'s order; every field but ``name`` defaults to ``None`` (the
+    compiler's default). Boolean switches emit their flag when ``True``; ``true/false`` flags
+    (``ftz``, ``prec_div``, ...) emit the value given. An option the backend cannot take (for
+    example ``extra_sources`` with NVRTC, or an option newer than the installed NVRTC) raises a
+    ``ValueError`` naming it; a switch left at ``False`` is ignored by every backend.
 
     Parameters
     ----------
     name : str, optional
         The program's name, used in compiler messages and as the ObjectCode's name
-        (default ``"default_program"``).
+        (default ``"default_program"``; ``None`` means the same).
     arch : str, optional
         Target architecture, ``"sm_90"``, ``"90"`` or ``"compute_90"``. Defaults to the current
         device's architecture; without a GPU pass it explicitly.
-    std : str, optional
-        C++ dialect, e.g. ``"c++17"`` (``--std``).
+    relocatable_device_code, extensible_whole_program : bool, optional
+        ``--relocatable-device-code``, ``--extensible-whole-program``.
     debug, lineinfo : bool, optional
         Device debug information (``--device-debug``), line information (``--generate-line-info``).
     device_code_optimize : bool, optional
@@ -124,8 +127,15 @@ class ProgramOptions:
         ``--define-macro=NAME`` or ``NAME=VALUE``.
     undefine_macro, include_path, pre_include : str or sequence of str, optional
         ``--undefine-macro``, ``--include-path``, ``--pre-include``.
-    no_source_include, relocatable_device_code, extensible_whole_program : bool, optional
-        ``--no-source-include``, ``--relocatable-device-code``, ``--extensible-whole-program``.
+    use_bundled_headers : bool, optional
+        Compile against the CUDA and CCCL headers that ship inside NVRTC, so no toolkit install
+        is needed (``--use-bundled-headers=DIR``; NVRTC installs them once into
+        ``DIR``, ``nvrtc-bundled-headers`` in ``$CUDA_CORE_CACHE_DIR`` or else in
+        ``$XDG_CACHE_HOME/cuda_core``). NVRTC 13.3 and later.
+    no_source_include : bool, optional
+        ``--no-source-include``.
+    std : str, optional
+        C++ dialect, e.g. ``"c++17"`` (``--std``).
     builtin_move_forward, builtin_initializer_list : bool, optional
         ``--builtin-move-forward``, ``--builtin-initializer-list``.
     disable_warnings, restrict, device_as_default_execution_space, device_int128 : bool, optional
@@ -142,10 +152,33 @@ class ProgramOptions:
         Threads for split compilation (``--split-compile``).
     fdevice_syntax_only, minimal : bool, optional
         Syntax check only; minimal header set.
+    no_cache : bool, optional
+        Turn NVRTC's own compile cache off (``--no-cache``, NVRTC 12.9+). The cuda_core compile
+        cache is controlled by ``Program.compile(cache=...)``.
+    fdevice_time_trace : str, optional
+        Write a time-trace JSON of the compile to this file (``--fdevice-time-trace``).
+    device_float128 : bool, optional
+        Allow ``__float128`` in device code (``--device-float128``; NVRTC accepts it for
+        ``sm_100`` and newer).
+    frandom_seed : str, optional
+        Seed of randomised optimisations (``--frandom-seed``).
+    ofast_compile : {"0", "min", "mid", "max"}, optional
+        Trade optimisation for compile speed (``--Ofast-compile``).
+    pch : bool, optional
+        Automatic precompiled headers (``--pch``).
     create_pch, use_pch, pch_dir : str, optional
-        Precompiled headers (NVRTC 12.8 and later).
-    pch, pch_verbose, instantiate_templates_in_pch, pch_messages : bool, optional
-        Precompiled-header switches (NVRTC 12.8 and later).
+        Create / use this precompiled header file, directory of PCH files.
+    pch_verbose, pch_messages, instantiate_templates_in_pch : bool, optional
+        Precompiled-header switches. The ``fdevice_time_trace``, ``device_float128``,
+        ``frandom_seed``, ``ofast_compile`` and PCH options need NVRTC 12.8 or later.
+    extra_sources : sequence of (str, str or bytes), optional
+        More NVVM IR modules (text or bitcode) compiled with an NVVM program, as
+        ``((name, source), ...)``. NVVM only.
+    use_libdevice : bool, optional
+        Link NVIDIA's libdevice math library into an NVVM program. NVVM only.
+    numba_debug : bool, optional
+        Debug information in the layout Numba expects (``--numba-debug`` for NVRTC 13.1+,
+        which also needs ``debug=True``; ``-numba-debug`` for NVVM).
 
     Raises
     ------
@@ -155,12 +188,13 @@ class ProgramOptions:
     Examples
     --------
     >>> ProgramOptions(arch="sm_90", std="c++17", use_fast_math=True).as_bytes("nvrtc")
-    [b'-arch=sm_90', b'--std=c++17', b'--use_fast_math']
+    [b'-arch=sm_90', b'--use_fast_math', b'--std=c++17']
     """
 
-    name: str | None = None
+    name: str | None = "default_program"
     arch: str | None = None
-    std: str | None = None
+    relocatable_device_code: bool | None = None
+    extensible_whole_program: bool | None = None
     debug: bool | None = None
     lineinfo: bool | None = None
     device_code_optimize: bool | None = None
@@ -177,10 +211,10 @@ class ProgramOptions:
     define_macro: Any = None
     undefine_macro: str | list[str] | tuple[str, ...] | None = None
     include_path: Any = None
+    use_bundled_headers: bool | None = None
     pre_include: str | list[str] | tuple[str, ...] | None = None
     no_source_include: bool | None = None
-    relocatable_device_code: bool | None = None
-    extensible_whole_program: bool | None = None
+    std: str | None = None
     builtin_move_forward: bool | None = None
     builtin_initializer_list: bool | None = None
     disable_warnings: bool | None = None
@@ -197,12 +231,21 @@ class ProgramOptions:
     split_compile: int | None = None
     fdevice_syntax_only: bool | None = None
     minimal: bool | None = None
+    no_cache: bool | None = None
+    fdevice_time_trace: str | None = None
+    device_float128: bool | None = None
+    frandom_seed: str | None = None
+    ofast_compile: str | None = None
+    pch: bool | None = None
     create_pch: str | None = None
-    use_pch: bool | None = None
+    use_pch: str | None = None
     pch_dir: str | None = None
     pch_verbose: bool | None = None
     pch_messages: bool | None = None
     instantiate_templates_in_pch: bool | None = None
+    extra_sources: Any = None
+    use_libdevice: bool | None = None
+    numba_debug: bool | None = None
 
     def __post_init__(self) -> None:
         if self.arch is not None:
@@ -211,7 +254,7 @@ class ProgramOptions:
             v = getattr(self, f)
             if v is not None and not isinstance(v, bool):
                 raise arg_error(f, "True, False or None", v, exc=TypeError)
-        for f in ("name", "std", "optimization_info", "time", "create_pch", "pch_dir"):
+        for f in ("name", "std", "optimization_info", "time", "create_pch", "use_pch", "pch_dir", "fdevice_time_trace", "frandom_seed"):
             v = getattr(self, f)
             if v is not None and not isinstance(v, (str, os.PathLike)):
                 raise arg_error(f, "a string or None", v, exc=TypeError)
@@ -219,6 +262,8 @@ class ProgramOptions:
             v = getattr(self, f)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                 raise arg_error(f, "a non-negative int or None", v, exc=TypeError)
+        if self.ofast_compile is not None and self.ofast_compile not in _OFAST_LEVELS:
+            raise arg_error("ofast_compile", f"one of {', '.join(map(repr, _OFAST_LEVELS))} or None", self.ofast_compile)
         self._normalize()
 
     def _normalize(self) -> None:
@@ -229,6 +274,7 @@ class ProgramOptions:
         self._pre = _as_list("pre_include", self.pre_include, (str,))
         self._diag = {f: _as_list(f, getattr(self, f), (int,)) for f in ("diag_error", "diag_suppress", "diag_warn")}
         self._macros = _macros(self.define_macro)
+        self._extra = _extra_sources(self.extra_sources)
 
     # ------------------------------------------------------------------------------------------
 
@@ -272,6 +318,8 @@ class ProgramOptions:
         return [f.encode() for f in flags]
 
     def _nvrtc_flags(self, target_type: str | None) -> list[str]:
+        if self.extra_sources is not None or self.use_libdevice:  # cheap test first: hot on cache hits
+            self._reject("NVRTC", _NVRTC_OK)
         out = [f"-arch={self._arch_or_device()}"]
         add = out.append
         if self.relocatable_device_code is not None:
@@ -339,36 +387,43 @@ class ProgramOptions:
             add("--fdevice-syntax-only")
         if self.minimal:
             add("--minimal")
-        pch_set = self._set_fields(_PCH_FIELDS)
-        if pch_set:
-            from ._program import nvrtc_version_cached
-
-            if nvrtc_version_cached() < (12, 8):
-                raise ValueError(
-                    f"{', '.join(pch_set)} need NVRTC 12.8 or later "
-                    f"(this NVRTC is {'.'.join(map(str, nvrtc_version_cached()))})"
-                )
-            if self.create_pch is not None:
-                add(f"--create-pch={os.fspath(self.create_pch)}")
-            if self.use_pch:
-                add("--use-pch")
-            if self.pch_dir is not None:
-                add(f"--pch-dir={os.fspath(self.pch_dir)}")
-            if self.pch_verbose is not None:
-                add(f"--pch-verbose={_tf(self.pch_verbose)}")
-            if self.pch_messages is not None:
-                add(f"--pch-messages={_tf(self.pch_messages)}")
-            if self.instantiate_templates_in_pch is not None:
-                add(f"--instantiate-templates-in-pch={_tf(self.instantiate_templates_in_pch)}")
+        _check_nvrtc_version(self._set_fields(_NVRTC_MIN_VERSION))
+        if self.use_bundled_headers:
+            add(f"--use-bundled-headers={bundled_headers_dir()}")
+        if self.no_cache:
+            add("--no-cache")
+        if self.fdevice_time_trace is not None:
+            add(f"--fdevice-time-trace={os.fspath(self.fdevice_time_trace)}")
+        if self.device_float128:
+            add("--device-float128")
+        if self.frandom_seed is not None:
+            add(f"--frandom-seed={self.frandom_seed}")
+        if self.ofast_compile is not None:
+            add(f"--Ofast-compile={self.ofast_compile}")
+        if self.pch:
+            add("--pch")
+        if self.create_pch is not None:
+            add(f"--create-pch={os.fspath(self.create_pch)}")
+        if self.use_pch is not None:
+            add(f"--use-pch={os.fspath(self.use_pch)}")
+        if self.pch_dir is not None:
+            add(f"--pch-dir={os.fspath(self.pch_dir)}")
+        if self.pch_verbose is not None:
+            add(f"--pch-verbose={_tf(self.pch_verbose)}")
+        if self.pch_messages is not None:
+            add(f"--pch-messages={_tf(self.pch_messages)}")
+        if self.instantiate_templates_in_pch is not None:
+            add(f"--instantiate-templates-in-pch={_tf(self.instantiate_templates_in_pch)}")
+        if self.numba_debug:
+            add("--numba-debug")
         return out
 
     def _reject(self, backend: str, allowed: frozenset[str]) -> None:
-        bad = [f for f in self._set_fields(_ALL_FIELDS) if f not in allowed]
+        # A switch left at False asks for nothing, so any backend may ignore it.
+        bad = [f for f in self._set_fields(_ALL_FIELDS) if f not in allowed and getattr(self, f) is not False]
         if bad:
-            raise ValueError(
-                f"option(s) {', '.join(bad)} cannot be used with the {backend} backend "
-                f"(it takes only {', '.join(sorted(allowed))})"
-            )
+            takes = f" (it takes only {', '.join(sorted(allowed))})" if len(allowed) < 20 else ""
+            raise ValueError(f"option(s) {', '.join(bad)} cannot be used with the {backend} backend{takes}")
 
     def _nvjitlink_flags(self, target_type: str | None) -> list[str]:
         self._reject("nvJitLink (PTX input)", _NVJITLINK_OK)
@@ -423,11 +478,61 @@ class ProgramOptions:
             add(f"-fma={int(self.fma)}")
         if self.link_time_optimization or target_type == "ltoir":
             add("-gen-lto")
+        if self.numba_debug:
+            add("-numba-debug")
         return out
 
     def _header_inputs(self) -> tuple[list[str], list[str]]:
         """(include directories, pre-included headers): the files the cache key must read."""
         return self._incs, self._pre
+
+
+def _check_nvrtc_version(fields: list[str]) -> None:
+    """Raise a ValueError naming the options in ``fields`` this NVRTC is too old for."""
+    if not fields:
+        return
+    from ._program import nvrtc_version_cached
+
+    have = nvrtc_version_cached()
+    old = [f for f in fields if have < _NVRTC_MIN_VERSION[f]]
+    if old:
+        need = ", ".join(f"{f} (NVRTC {'.'.join(map(str, _NVRTC_MIN_VERSION[f]))}+)" for f in old)
+        raise ValueError(f"option(s) {need} cannot be used with this NVRTC ({'.'.join(map(str, have))})")
+
+
+def bundled_headers_dir() -> str:
+    """Where NVRTC installs its bundled CUDA/CCCL headers for ``use_bundled_headers``.
+
+    ``$CUDA_CORE_CACHE_DIR/nvrtc-bundled-headers`` when that is set, else
+    ``$XDG_CACHE_HOME/cuda_core/nvrtc-bundled-headers`` (``~/.cache`` by default).
+    """
+    base = os.environ.get("CUDA_CORE_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(xdg, "cuda_core")
+    return os.path.join(base, "nvrtc-bundled-headers")
+
+
+def _extra_sources(value: Any) -> list[tuple[str, bytes]]:
+    """``extra_sources`` as ``[(name, bytes), ...]`` (checked)."""
+    if value is None:
+        return []
+    rule = "a sequence of (name, source) pairs, source being str, bytes or bytearray"
+    if not isinstance(value, (list, tuple)):
+        raise arg_error("extra_sources", rule, value, exc=TypeError)
+    out = []
+    for item in value:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+            raise arg_error("extra_sources", rule, value, exc=TypeError)
+        name, src = item
+        if isinstance(src, str):
+            src = src.encode()
+        elif isinstance(src, (bytes, bytearray)):
+            src = bytes(src)
+        else:
+            raise arg_error("extra_sources", rule, value, exc=TypeError)
+        out.append((name, src))
+    return out
 
 
 def _macros(value: Any) -> list[str]:
@@ -451,7 +556,26 @@ _ALL_FIELDS = tuple(f.name for f in dataclasses.fields(ProgramOptions))
 _BOOL_FIELDS = tuple(
     f.name for f in dataclasses.fields(ProgramOptions) if str(f.type).startswith("bool")
 )
-_PCH_FIELDS = ("create_pch", "use_pch", "pch_dir", "pch_verbose", "pch_messages", "instantiate_templates_in_pch")
+_OFAST_LEVELS = ("0", "min", "mid", "max")
+# The first NVRTC release that takes each option (an older one gets a ValueError naming it).
+_NVRTC_MIN_VERSION = {
+    "fdevice_time_trace": (12, 8),
+    "device_float128": (12, 8),
+    "frandom_seed": (12, 8),
+    "ofast_compile": (12, 8),
+    "pch": (12, 8),
+    "create_pch": (12, 8),
+    "use_pch": (12, 8),
+    "pch_dir": (12, 8),
+    "pch_verbose": (12, 8),
+    "pch_messages": (12, 8),
+    "instantiate_templates_in_pch": (12, 8),
+    "no_cache": (12, 9),
+    "numba_debug": (13, 1),
+    "use_bundled_headers": (13, 3),
+}
+# Options only the NVVM backend takes.
+_NVRTC_OK = frozenset(_ALL_FIELDS) - {"extra_sources", "use_libdevice"}
 _NVJITLINK_OK = frozenset(
     {
         "name", "arch", "max_register_count", "time", "debug", "lineinfo", "device_code_optimize",
@@ -460,5 +584,8 @@ _NVJITLINK_OK = frozenset(
     }
 )
 _NVVM_OK = frozenset(
-    {"name", "arch", "debug", "lineinfo", "device_code_optimize", "ftz", "prec_sqrt", "prec_div", "fma", "link_time_optimization"}
+    {
+        "name", "arch", "debug", "lineinfo", "device_code_optimize", "ftz", "prec_sqrt", "prec_div", "fma",
+        "link_time_optimization", "extra_sources", "use_libdevice", "numba_debug",
+    }
 )

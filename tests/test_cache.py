@@ -17,6 +17,7 @@ from cuda_core._cache import (
     get_default_program_cache,
     make_program_cache_key,
 )
+from cuda_core._module import ObjectCode
 from cuda_core._program import Program, ProgramOptions
 
 ARCH = "sm_90"
@@ -231,6 +232,35 @@ def test_file_cache_roundtrip_and_eviction(tmp_path):
             del fc[b"k5"]
         fc.clear()
         assert len(fc) == 0
+
+
+def test_update_stores_mappings_and_pairs(tmp_path):
+    obj = ObjectCode.from_cubin(b"\x7fELF-cubin-bytes", name="x")
+    for c in (InMemoryProgramCache(), FileStreamProgramCache(tmp_path / "fc")):
+        c.update({b"a": b"1", "b": b"22"})
+        c.update([(b"c", obj), ("d", bytearray(b"4"))])
+        c.update(((b"e", b"5"),), f=b"6")
+        assert [c[k] for k in (b"a", b"b", b"c", b"d", b"e", b"f")] == [b"1", b"22", obj.code, b"4", b"5", b"6"]
+        assert len(c) == 6
+        with pytest.raises(TypeError, match="items must be"):
+            c.update(5)
+        with pytest.raises(TypeError, match="items must be"):
+            c.update([b"not-a-pair"])
+    small = InMemoryProgramCache(max_size_bytes=4)
+    small.update([(b"x", b"12"), (b"y", b"34"), (b"z", b"56")])  # the cap applies per entry
+    assert b"x" not in small and small[b"z"] == b"56"
+
+
+def test_file_cache_is_unbounded_by_default(tmp_path):
+    import inspect
+
+    assert inspect.signature(FileStreamProgramCache).parameters["max_size_bytes"].default is None
+    fc = FileStreamProgramCache(tmp_path / "fc")
+    assert fc.max_size_bytes is None
+    for i in range(4):
+        fc[f"k{i}".encode()] = bytes(2000)
+    assert len(fc) == 4
+    assert get_default_program_cache().disk.max_size_bytes == 1 << 30  # the default cache keeps a cap
 
 
 def test_file_cache_rejects_foreign_entry(tmp_path):

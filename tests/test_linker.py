@@ -101,3 +101,19 @@ def test_linker_argument_errors():
     ln = Linker(ObjectCode.from_ptx(b".version 8.0"), options=LinkerOptions(arch=ARCH))
     with pytest.raises(ValueError, match="target_type"):
         ln.link("fatbin")
+
+
+def test_which_backend_name_default_and_numba_debug():
+    from cuda_core._linker import CompilerBackendType
+
+    b = Linker.which_backend()
+    assert b is CompilerBackendType.NVJITLINK and b == "nvJitLink"  # nvJitLink is installed here
+    assert Linker(ObjectCode.from_ptx(b".version 8.0"), options=LinkerOptions(arch=ARCH)).backend is b
+    assert LinkerOptions().name == "<default linker>"
+    ptx = Program(MAIN + LIB, options=ProgramOptions(arch=ARCH)).compile("ptx", cache=False)
+    assert Linker(ptx, options=LinkerOptions(arch=ARCH)).link("cubin").name == "<default linker>"
+    with pytest.warns(DeprecationWarning, match="numba_debug has no effect"):
+        opts = LinkerOptions(arch=ARCH, numba_debug=True)
+    assert opts.as_bytes() == LinkerOptions(arch=ARCH).as_bytes()  # ignored, as in cuda.core
+    with pytest.raises(TypeError, match="numba_debug must be True, False or None"):
+        LinkerOptions(numba_debug="yes")

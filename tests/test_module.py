@@ -80,6 +80,45 @@ def test_unloadable_code_types_say_to_link():
         ObjectCode.from_ltoir(b"x").get_kernel("k")
 
 
+def test_get_module_of_unloadable_code_says_to_link():
+    with pytest.raises(RuntimeError, match="link it with Linker"):
+        ObjectCode.from_ltoir(b"x").get_module()
+
+
+READ_ONLY = ("max_threads_per_block", "shared_size_bytes", "const_size_bytes", "local_size_bytes", "num_regs",
+             "ptx_version", "binary_version", "cache_mode_ca", "cluster_size_must_be_set", "required_cluster_width",
+             "required_cluster_height", "required_cluster_depth", "non_portable_cluster_size_allowed",
+             "cluster_scheduling_policy_preference")
+
+
+def test_kernel_attributes_are_properties_with_device_views():
+    for name in READ_ONLY:
+        prop = KernelAttributes.__dict__[name]
+        assert isinstance(prop, property) and prop.fset is None and prop.__doc__, name
+    for name in ("max_dynamic_shared_size_bytes", "preferred_shared_memory_carveout"):
+        assert KernelAttributes.__dict__[name].fset is not None, name
+    assert not hasattr(KernelAttributes, "set_max_dynamic_shared_size_bytes")
+    # Views are plain objects over one cache; making them needs no driver.
+    a = Kernel.from_handle(0).attributes
+    v1 = a[1]
+    assert isinstance(v1, KernelAttributes) and v1._device == 1 and a._device is None
+    assert v1._cache is a._cache and v1[2]._cache is a._cache
+    for bad in ("0", 1.0, True, None):
+        with pytest.raises(TypeError, match="device must be a Device or an int"):
+            a[bad]
+
+
+@pytest.mark.skipif(gpu_skip_reason() is None, reason="a GPU is present")
+def test_kernel_attribute_without_driver_is_a_clear_error():
+    from cuda_core._errors import CUDADriverNotFoundError
+
+    a = Kernel.from_handle(0).attributes
+    with pytest.raises(CUDADriverNotFoundError):
+        _ = a.num_regs
+    with pytest.raises(CUDADriverNotFoundError):
+        a[0].max_dynamic_shared_size_bytes = 1024
+
+
 def test_compiled_object_code_needs_no_driver_until_used():
     o = Program(SRC, options=ProgramOptions(arch="sm_90")).compile("cubin", name_expressions=NAMES)
     assert "handle" not in repr(o)
@@ -171,7 +210,7 @@ def test_attributes_agree_with_driver(dev, mod):
     a = k.attributes
     fn = driver.cuKernelGetFunction(k.handle)[1]
     FA = driver.CUfunction_attribute
-    for meth, attr in [
+    for name, attr in [
         ("num_regs", FA.CU_FUNC_ATTRIBUTE_NUM_REGS),
         ("max_threads_per_block", FA.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
         ("shared_size_bytes", FA.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
@@ -182,31 +221,63 @@ def test_attributes_agree_with_driver(dev, mod):
     ]:
         err, expected = driver.cuFuncGetAttribute(attr, fn)
         assert err == driver.CUresult.CUDA_SUCCESS
-        assert getattr(a, meth)() == expected, meth
-    assert a.shared_size_bytes() == 1024
-    assert a.num_regs() > 0
-    assert 0 < a.max_threads_per_block() <= 1024
-    assert a.binary_version() == int(dev.arch)
-    assert a.num_regs(0) == a.num_regs(dev) == a.num_regs()
-    assert isinstance(a.cache_mode_ca(), bool)
-    assert a.required_cluster_width() == 0 and a.cluster_size_must_be_set() is False
-    assert isinstance(a.non_portable_cluster_size_allowed(), bool)
-    assert isinstance(a.cluster_scheduling_policy_preference(), int)
-    assert isinstance(a.preferred_shared_memory_carveout(), int)
+        assert getattr(a, name) == expected, name
+    # Properties (cuda.core 1.x), not methods.
+    assert a.shared_size_bytes == 1024
+    assert a.num_regs > 0
+    assert 0 < a.max_threads_per_block <= 1024
+    assert a.binary_version == int(dev.arch)
+    assert isinstance(a.cache_mode_ca, bool)
+    assert a.required_cluster_width == 0 and a.cluster_size_must_be_set is False
+    assert isinstance(a.non_portable_cluster_size_allowed, bool)
+    assert isinstance(a.cluster_scheduling_policy_preference, int)
+    assert isinstance(a.preferred_shared_memory_carveout, int)
+    # Per-device views share one cache.
+    v0, vd = a[0], a[dev]
+    assert isinstance(v0, KernelAttributes) and v0 is not a
+    assert v0.num_regs == vd.num_regs == a.num_regs
+    assert v0._cache is a._cache and vd._cache is a._cache
+    assert k.attributes is a
+    with pytest.raises(AttributeError):
+        a.num_regs = 1  # read-only
+    with pytest.raises(TypeError, match="device must be a Device or an int"):
+        a["0"]
 
 
 @pytest.mark.gpu
 def test_set_max_dynamic_shared_size_bytes(dev, mod):
+    from cuda.bindings import driver
+
     k = mod.get_kernel("add<double>")
     a = k.attributes
-    before = a.max_dynamic_shared_size_bytes()
+    before = a.max_dynamic_shared_size_bytes
     assert before >= 0
-    a.set_max_dynamic_shared_size_bytes(64 * 1024)
-    assert a.max_dynamic_shared_size_bytes() == 64 * 1024
+    a.max_dynamic_shared_size_bytes = 64 * 1024
+    assert a.max_dynamic_shared_size_bytes == 64 * 1024
+    assert a[dev].max_dynamic_shared_size_bytes == 64 * 1024  # the views share the cache
+    cu_dev = driver.cuDeviceGet(dev.device_id)[1]
+    FA = driver.CUfunction_attribute
+    err, v = driver.cuKernelGetAttribute(FA.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.handle, cu_dev)
+    assert err == driver.CUresult.CUDA_SUCCESS and v == 64 * 1024
     with pytest.raises(CUDAError):
-        a.set_max_dynamic_shared_size_bytes(1 << 30)
+        a.max_dynamic_shared_size_bytes = 1 << 30
+    assert a.max_dynamic_shared_size_bytes == 64 * 1024  # a refused value changes nothing
     with pytest.raises(TypeError, match="value must be an int"):
-        a.set_max_dynamic_shared_size_bytes(1.5)
+        a.max_dynamic_shared_size_bytes = 1.5
+    a[dev.device_id].preferred_shared_memory_carveout = 50
+    err, v = driver.cuKernelGetAttribute(FA.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, k.handle, cu_dev)
+    assert err == driver.CUresult.CUDA_SUCCESS
+    assert a.preferred_shared_memory_carveout == v
+
+
+@pytest.mark.gpu
+def test_get_module(dev, mod):
+    from cuda.bindings import driver
+
+    m = mod.get_module()
+    assert isinstance(m, driver.CUmodule) and int(m) != 0
+    err, fn = driver.cuModuleGetFunction(m, b"mixed")
+    assert err == driver.CUresult.CUDA_SUCCESS and int(fn) != 0
 
 
 @pytest.mark.gpu

@@ -78,12 +78,31 @@ FLAG_CASES = [
     ({"brief_diagnostics": True}, ["--brief-diagnostics=true"]),
     ({"split_compile": 2}, ["--split-compile=2"]),
     ({"minimal": True}, ["--minimal"]),
+    ({"no_cache": True}, ["--no-cache"]),
+    ({"frandom_seed": "1234"}, ["--frandom-seed=1234"]),
+    ({"ofast_compile": "max"}, ["--Ofast-compile=max"]),
+    ({"ofast_compile": "0"}, ["--Ofast-compile=0"]),
+    ({"debug": True, "numba_debug": True}, ["--device-debug", "--numba-debug"]),
 ]
+
+# The first NVRTC that takes each newer option (older ones raise a ValueError naming it).
+NEWER = {"no_cache": (12, 9), "frandom_seed": (12, 8), "ofast_compile": (12, 8), "numba_debug": (13, 1),
+         "fdevice_time_trace": (12, 8), "device_float128": (12, 8), "pch": (12, 8), "use_bundled_headers": (13, 3)}
+
+
+def _nvrtc_too_old(kw):
+    have = tuple(nvrtc.nvrtcVersion()[1:])
+    return [k for k in kw if k in NEWER and have < NEWER[k]]
 
 
 @pytest.mark.parametrize(("kw", "flags"), FLAG_CASES)
 def test_flag_mapping_and_nvrtc_accepts_it(kw, flags):
     opts = _opts(**kw)
+    old = _nvrtc_too_old(kw)
+    if old:
+        with pytest.raises(ValueError, match=old[0]):
+            opts.as_bytes("nvrtc")
+        return
     got = opts.as_bytes("nvrtc")
     assert got[0] == b"-arch=sm_90"
     assert got[1:] == [f.encode() for f in flags]
@@ -102,7 +121,9 @@ def test_every_field_has_a_flag_case_or_is_special():
 
     covered = {k for kw, _ in FLAG_CASES for k in kw}
     special = {"name", "arch", "pre_include", "time", "fdevice_syntax_only", "create_pch", "use_pch",
-               "pch_dir", "pch_verbose", "pch_messages", "instantiate_templates_in_pch"}
+               "pch_dir", "pch_verbose", "pch_messages", "instantiate_templates_in_pch", "pch",
+               "fdevice_time_trace", "device_float128", "use_bundled_headers", "extra_sources",
+               "use_libdevice"}
     fields = {f.name for f in dataclasses.fields(ProgramOptions)}
     assert fields - covered - special == set()
 
@@ -120,17 +141,116 @@ def test_time_pre_include_and_syntax_only(tmp_path):
 
 
 def test_pch_flags_follow_nvrtc_version(tmp_path):
-    opts = _opts(use_pch=True, pch_dir=str(tmp_path), pch_verbose=False, pch_messages=True,
-                 instantiate_templates_in_pch=True, create_pch=str(tmp_path / "x.pch"))
+    opts = _opts(use_pch=str(tmp_path / "y.pch"), pch_dir=str(tmp_path), pch_verbose=False, pch_messages=True,
+                 instantiate_templates_in_pch=True, create_pch=str(tmp_path / "x.pch"), pch=True)
     major, minor = nvrtc.nvrtcVersion()[1:]
     if (major, minor) >= (12, 8):
         assert opts.as_bytes("nvrtc")[1:] == [
-            f"--create-pch={tmp_path / 'x.pch'}".encode(), b"--use-pch", f"--pch-dir={tmp_path}".encode(),
+            b"--pch", f"--create-pch={tmp_path / 'x.pch'}".encode(), f"--use-pch={tmp_path / 'y.pch'}".encode(),
+            f"--pch-dir={tmp_path}".encode(),
             b"--pch-verbose=false", b"--pch-messages=true", b"--instantiate-templates-in-pch=true",
         ]
     else:
         with pytest.raises(ValueError, match=r"12\.8"):
             opts.as_bytes("nvrtc")
+
+
+def test_field_order_and_name_default_follow_cuda_core():
+    import dataclasses
+
+    names = [f.name for f in dataclasses.fields(ProgramOptions)]
+    assert names[:5] == ["name", "arch", "relocatable_device_code", "extensible_whole_program", "debug"]
+    assert names[-3:] == ["extra_sources", "use_libdevice", "numba_debug"]
+    assert ProgramOptions().name == "default_program"
+    o = ProgramOptions("mine", "sm_90", True)
+    assert (o.name, o.arch, o.relocatable_device_code) == ("mine", "sm_90", True)
+    assert Program(SIMPLE, options=_opts()).compile("ptx", cache=False).name == "default_program"
+
+
+def test_new_option_values_are_checked():
+    with pytest.raises(ValueError, match="ofast_compile must be one of"):
+        ProgramOptions(ofast_compile="fast")
+    with pytest.raises(TypeError, match="frandom_seed must be a string"):
+        ProgramOptions(frandom_seed=7)
+    with pytest.raises(TypeError, match="use_pch must be a string"):
+        ProgramOptions(use_pch=True)
+    with pytest.raises(TypeError, match="extra_sources must be"):
+        ProgramOptions(extra_sources=["not a pair"])
+    with pytest.raises(TypeError, match="numba_debug must be True, False or None"):
+        ProgramOptions(numba_debug="yes")
+
+
+def test_nvvm_only_options_are_refused_by_nvrtc_and_nvjitlink():
+    with pytest.raises(ValueError, match="extra_sources cannot be used with the NVRTC backend"):
+        _opts(extra_sources=[("x", "y")]).as_bytes("nvrtc")
+    with pytest.raises(ValueError, match="use_libdevice cannot be used with the NVRTC"):
+        _opts(use_libdevice=True).as_bytes("nvrtc")
+    with pytest.raises(ValueError, match="numba_debug"):
+        _opts(numba_debug=True).as_bytes("nvjitlink")
+    with pytest.raises(ValueError, match="use_bundled_headers"):
+        _opts(use_bundled_headers=True).as_bytes("nvvm")
+    # A switch left at False asks for nothing: every backend takes it.
+    assert _opts(use_libdevice=False).as_bytes("nvrtc") == [b"-arch=sm_90"]
+    assert _opts(use_bundled_headers=False, no_cache=False).as_bytes("nvvm") == [b"-arch=compute_90"]
+    nvvm_flags = _opts(debug=True, numba_debug=True).as_bytes("nvvm")
+    assert nvvm_flags == [b"-arch=compute_90", b"-g", b"-numba-debug"]
+
+
+def test_time_trace_and_float128(tmp_path):
+    if _nvrtc_too_old({"fdevice_time_trace": 1}):
+        pytest.skip("NVRTC older than 12.8")
+    trace = tmp_path / "trace"
+    opts = _opts(fdevice_time_trace=str(trace))
+    assert opts.as_bytes()[1:] == [f"--fdevice-time-trace={trace}".encode()]
+    Program(SIMPLE, options=opts).compile("ptx")  # bypasses the default cache: the trace is written
+    assert [p.name for p in tmp_path.glob("trace*")], "no time trace written"
+    f128 = '__device__ __float128 g; extern "C" __global__ void k(double* p) { __float128 x = *p; g = x * x; *p = (double)g; }'
+    opts = ProgramOptions(arch="sm_100", device_float128=True)
+    assert opts.as_bytes()[1:] == [b"--device-float128"]
+    assert b".entry k" in Program(f128, options=opts).compile("ptx", cache=False).code
+    with pytest.raises(NVRTCError):
+        Program(f128, options=ProgramOptions(arch="sm_100")).compile("ptx", cache=False)
+
+
+def test_use_bundled_headers(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_CORE_CACHE_DIR", str(tmp_path / "cc"))
+    opts = _opts(use_bundled_headers=True)
+    if _nvrtc_too_old({"use_bundled_headers": 1}):
+        with pytest.raises(ValueError, match=r"use_bundled_headers \(NVRTC 13\.3\+\)"):
+            opts.as_bytes()
+        return
+    hdir = tmp_path / "cc" / "nvrtc-bundled-headers"
+    assert opts.as_bytes()[1:] == [f"--use-bundled-headers={hdir}".encode()]
+    src = ('#include <cuda/std/cstdint>\n#include <cuda_fp16.h>\n'
+           'extern "C" __global__ void k(cuda::std::uint32_t* p) { *p = (unsigned)__half2float(__float2half(3.0f)); }')
+    obj = Program(src, options=opts).compile("ptx", cache=False)
+    assert b".entry k" in obj.code
+    assert hdir.is_dir() and any(hdir.iterdir())
+
+
+def test_pch_status(tmp_path):
+    p = Program(SIMPLE, options=_opts())
+    assert p.pch_status is None
+    p.compile("ptx", cache=False)
+    assert p.pch_status is None  # not asked for
+    if _nvrtc_too_old({"pch": 1}):
+        pytest.skip("NVRTC older than 12.8")
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "big.h").write_text(
+        "#pragma once\n" + "".join(f"template <int N> struct S{i} {{ static constexpr int v = N + {i}; }};\n" for i in range(200))
+    )
+    pch_src = '#include "big.h"\n' + SIMPLE
+    pch_file = tmp_path / "k.pch"
+    q = Program(pch_src, options=_opts(create_pch=str(pch_file), include_path=str(tmp_path / "inc")))
+    q.compile("ptx")
+    assert q.pch_status == "created" and pch_file.exists()
+    q.compile("ptx")  # default cache bypassed: compiles (and writes the PCH) again
+    assert q.pch_status == "created"
+    (tmp_path / "auto").mkdir()
+    auto = Program(pch_src, options=_opts(pch=True, pch_dir=str(tmp_path / "auto"), include_path=str(tmp_path / "inc")))
+    auto.compile("ptx")
+    assert auto.pch_status in ("created", "not_attempted")
+    assert Program(_nvvm_ir(), "nvvm", options=_opts()).pch_status is None
 
 
 def test_arch_forms_and_errors():
@@ -270,6 +390,48 @@ def test_nvvm_program_to_ptx_and_ltoir():
     assert b".entry nvvm_kernel" in ptx.code and b"42" in ptx.code
     lto = p.compile("ltoir", cache=False)
     assert lto.code_type == "ltoir" and len(lto.code) > 0 and lto.code != ptx.code
+
+
+def _nvvm_module(body):
+    major, minor, dmajor, dminor = nvvm.ir_version()
+    return (
+        'target datalayout = "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-'
+        'f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64"\n'
+        'target triple = "nvptx64-nvidia-cuda"\n' + body +
+        "!nvvmir.version = !{!1}\n"
+        f"!1 = !{{i32 {major}, i32 {minor}, i32 {dmajor}, i32 {dminor}}}\n"
+    )
+
+
+def test_nvvm_extra_sources_and_libdevice():
+    main = _nvvm_module(
+        "declare i32 @helper(i32)\n"
+        "declare float @__nv_sinf(float)\n"
+        "define void @uses_both(i32* %p, float* %f) {\nentry:\n"
+        "  %v = call i32 @helper(i32 5)\n  store i32 %v, i32* %p\n"
+        "  %s = call float @__nv_sinf(float 1.0)\n  store float %s, float* %f\n  ret void\n}\n"
+        "!nvvm.annotations = !{!0}\n"
+        '!0 = !{void (i32*, float*)* @uses_both, !"kernel", i32 1}\n'
+    )
+    helper = _nvvm_module("define i32 @helper(i32 %x) {\nentry:\n  %y = mul i32 %x, 7919\n  ret i32 %y\n}\n")
+    opts = _opts(extra_sources=[("helper.ll", helper)], use_libdevice=True)
+    ptx = Program(main, "nvvm", options=opts).compile("ptx", cache=False).code
+    assert b".entry uses_both" in ptx
+    assert b"39595" in ptx  # helper (5 * 7919) linked in and folded
+    assert b".extern" not in ptx  # both calls resolved: helper module and libdevice
+    no_helper = Program(main, "nvvm", options=_opts(use_libdevice=True)).compile("ptx", cache=False).code
+    assert b".extern .func  (.param .b32 func_retval0) helper" in no_helper and b"__nv_sinf" not in no_helper
+    no_libdevice = Program(main, "nvvm", options=_opts(extra_sources=[("h", helper.encode())])).compile("ptx", cache=False).code
+    assert b"__nv_sinf" in no_libdevice and b"39595" in no_libdevice
+    # bytes sources work too, and the cache key covers extra sources
+    from cuda_core._cache import make_program_cache_key
+
+    k1 = make_program_cache_key(code=main, code_type="nvvm", options=opts, target_type="ptx")
+    other = _opts(extra_sources=[("helper.ll", helper.encode().replace(b"7919", b"7907"))], use_libdevice=True)
+    k2 = make_program_cache_key(code=main, code_type="nvvm", options=other, target_type="ptx")
+    k3 = make_program_cache_key(code=main, code_type="nvvm", options=_opts(extra_sources=[("helper.ll", helper)]),
+                                target_type="ptx")
+    assert len({k1, k2, k3}) == 3
 
 
 def test_nvvm_error_has_log():
