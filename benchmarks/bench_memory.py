@@ -1,8 +1,10 @@
 """Memory benchmark: 1 MiB allocate+close on a stream, 4 KiB H2D and D2H copies.
 
 Compares cuda_core, NVIDIA's cuda.core and CuPy (its default memory pool) in one run; a peer
-that is not installed shows "n/a". Copies include the stream synchronisation in every column
-(cuda_core's host copies synchronise; the peers are synchronised explicitly). Run:
+that is not installed shows "n/a". Copies include the stream synchronisation in every column.
+The "pinned" rows copy between pinned host memory and device memory in every column (cuda.core
+copies between Buffers only, so this is the like-for-like comparison); the "NumPy" rows copy
+from and to an ordinary (pageable) NumPy array, which cuda.core cannot do. Run:
 ``python benchmarks/bench_memory.py``.
 """
 
@@ -19,10 +21,17 @@ from _harness import Suite, environment_line
 
 MIB = 1 << 20
 KIB4 = 4096
+OPS = (
+    "alloc+close 1 MiB",
+    "H2D 4 KiB pinned (+sync)",
+    "D2H 4 KiB pinned (+sync)",
+    "H2D 4 KiB NumPy (+sync)",
+    "D2H 4 KiB NumPy (+sync)",
+)
 
 
 def bench_cuda_core(suite: Suite) -> None:
-    from cuda_core import Device
+    from cuda_core import Device, LegacyPinnedMemoryResource
 
     dev = Device()
     dev.set_current()
@@ -33,13 +42,26 @@ def bench_cuda_core(suite: Suite) -> None:
     def alloc_close() -> None:
         alloc(MIB, stream=s).close()
 
-    suite.run("alloc+close 1 MiB", "cuda_core", alloc_close)
+    suite.run(OPS[0], "cuda_core", alloc_close)
+    pinned = LegacyPinnedMemoryResource().allocate(KIB4, stream=s)
+    buf = alloc(KIB4, stream=s)
+
+    def h2d() -> None:
+        buf.copy_from(pinned, stream=s)
+        s.sync()
+
+    def d2h() -> None:
+        buf.copy_to(pinned, stream=s)
+        s.sync()
+
+    suite.run(OPS[1], "cuda_core", h2d)
+    suite.run(OPS[2], "cuda_core", d2h)
     host = np.ones(KIB4, np.uint8)
     out = np.empty(KIB4, np.uint8)
-    buf = alloc(KIB4, stream=s)
-    suite.run("H2D 4 KiB (+sync)", "cuda_core", lambda: buf.copy_from(host, stream=s))
-    suite.run("D2H 4 KiB (+sync)", "cuda_core", lambda: buf.copy_to(out, stream=s))
+    suite.run(OPS[3], "cuda_core", lambda: buf.copy_from(host, stream=s))  # synchronises
+    suite.run(OPS[4], "cuda_core", lambda: buf.copy_to(out, stream=s))
     buf.close()
+    pinned.close()
     s.sync()
 
 
@@ -50,7 +72,7 @@ def bench_nvidia(suite: Suite) -> None:
         try:
             from cuda.core.experimental import Device, LegacyPinnedMemoryResource  # type: ignore[import-not-found]
         except Exception:
-            for op in ("alloc+close 1 MiB", "H2D 4 KiB (+sync)", "D2H 4 KiB (+sync)"):
+            for op in OPS:
                 suite.run(op, "cuda.core", None)
             return
     dev = Device()
@@ -61,7 +83,7 @@ def bench_nvidia(suite: Suite) -> None:
     def alloc_close() -> None:
         mr.allocate(MIB, stream=s).close()
 
-    suite.run("alloc+close 1 MiB", "cuda.core", alloc_close)
+    suite.run(OPS[0], "cuda.core", alloc_close)
     # cuda.core copies between Buffers only: the host side is a pinned buffer.
     pinned = LegacyPinnedMemoryResource().allocate(KIB4, stream=s)
     buf = mr.allocate(KIB4, stream=s)
@@ -74,8 +96,10 @@ def bench_nvidia(suite: Suite) -> None:
         buf.copy_to(pinned, stream=s)
         s.sync()
 
-    suite.run("H2D 4 KiB (+sync)", "cuda.core", h2d)
-    suite.run("D2H 4 KiB (+sync)", "cuda.core", d2h)
+    suite.run(OPS[1], "cuda.core", h2d)
+    suite.run(OPS[2], "cuda.core", d2h)
+    suite.run(OPS[3], "cuda.core", None)  # no copies from host objects
+    suite.run(OPS[4], "cuda.core", None)
     buf.close()
     pinned.close()
     s.sync()
@@ -85,7 +109,7 @@ def bench_cupy(suite: Suite) -> None:
     try:
         import cupy as cp
     except Exception:
-        for op in ("alloc+close 1 MiB", "H2D 4 KiB (+sync)", "D2H 4 KiB (+sync)"):
+        for op in OPS:
             suite.run(op, "cupy", None)
         return
     s = cp.cuda.Stream(non_blocking=False)
@@ -94,21 +118,26 @@ def bench_cupy(suite: Suite) -> None:
         def alloc_close() -> None:
             cp.cuda.alloc(MIB)  # default pool; freed when the pointer object dies
 
-        suite.run("alloc+close 1 MiB", "cupy", alloc_close)
+        suite.run(OPS[0], "cupy", alloc_close)
+        d = cp.empty(KIB4, cp.uint8)
+        mem = cp.cuda.alloc_pinned_memory(KIB4)
+        pinned = np.frombuffer(mem, np.uint8, KIB4)
+        pinned[:] = 1
+
+        def copy_in(src: np.ndarray) -> None:
+            d.set(src, stream=s)
+            s.synchronize()
+
+        def copy_out(dst: np.ndarray) -> None:
+            d.get(stream=s, out=dst)
+            s.synchronize()
+
+        suite.run(OPS[1], "cupy", lambda: copy_in(pinned))
+        suite.run(OPS[2], "cupy", lambda: copy_out(pinned))
         host = np.ones(KIB4, np.uint8)
         out = np.empty(KIB4, np.uint8)
-        d = cp.empty(KIB4, cp.uint8)
-
-        def h2d() -> None:
-            d.set(host, stream=s)
-            s.synchronize()
-
-        def d2h() -> None:
-            d.get(stream=s, out=out)
-            s.synchronize()
-
-        suite.run("H2D 4 KiB (+sync)", "cupy", h2d)
-        suite.run("D2H 4 KiB (+sync)", "cupy", d2h)
+        suite.run(OPS[3], "cupy", lambda: copy_in(host))
+        suite.run(OPS[4], "cupy", lambda: copy_out(out))
     s.synchronize()
 
 

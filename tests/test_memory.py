@@ -318,3 +318,21 @@ def test_allocation_handle_owns_fd(tmp_path):
         os.fstat(fd)
     with pytest.raises(TypeError, match="fd must be"):
         IPCAllocationHandle.from_fd("3")  # type: ignore[arg-type]
+
+
+def test_closed_buffer_has_no_address_to_pass_on():
+    # close() drops the address itself, so nothing (the kernel-argument packer included) can
+    # pass a freed pointer on: packing a closed Buffer fails and names the argument.
+    from cuda_core._kernel_arg_handler import make_plan
+
+    b = Buffer.from_handle(0x4000, 16, owner=b"x")
+    args = (b, 3)
+    plan = make_plan(tuple(map(type, args)), args, None)
+    slot = plan.new_slot()
+    plan.pack(slot, args)
+    b.close()
+    assert b._ptr is None and b.is_closed
+    with pytest.raises(Exception, match="argument 0") as info:
+        plan.pack(slot, args)
+    assert isinstance(info.value, (OverflowError, TypeError, RuntimeError, ValueError))
+

@@ -143,7 +143,8 @@ def test_numpy_dlpack_round_trip_pinned_and_managed(dev, stream):
         stream.sync()
         arr = np.from_dlpack(buf)
         assert arr.dtype == np.uint8 and arr.shape == (256,)
-        assert (arr == 9).all()
+        assert arr.ctypes.data == buf.handle  # a view, not a copy
+        assert (arr == 9).all(), (mr, hex(buf.handle), arr[:8])
         arr[:] = np.arange(256, dtype=np.uint8)  # written through the view, no copy
         dbuf = dev.allocate(256, stream=stream)
         dbuf.copy_from(buf, stream=stream)

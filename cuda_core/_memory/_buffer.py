@@ -3,28 +3,32 @@
 from __future__ import annotations
 
 import sys
-import weakref
 from typing import Any
 
 from cuda.bindings import driver
 
 from .. import _dlpack
-from .. import _stream as _stream_mod
-from .._utils import arg_error, handle_return
+from .._utils import arg_error, handle_return, raise_status
 from ._buffer_support import (
-    _closed_error,
+    Stream,
+    UserFree,
     _cuMemcpyAsync,
     _cuMemcpyDtoHAsync,
     _cuMemcpyHtoDAsync,
     _cuMemsetD8Async,
     _cuMemsetD16Async,
     _cuMemsetD32Async,
-    _cuStreamSynchronize,
-    _Releaser,
+    arm,
+    as_stream,
+    closed_error,
+    disarm,
     host_address,
+    live_handle,
+    on_stream,
     stream_context,
+    sync_stream,
 )
-from ._resource import MemoryResource, check_size, in_context
+from ._resource import MemoryResource, check_size
 
 __all__ = ["Buffer"]
 
@@ -43,16 +47,17 @@ class Buffer:
     raises ``RuntimeError``.
     """
 
-    __slots__ = ("__weakref__", "_attrs", "_closed", "_fin", "_mr", "_owner", "_ptr", "_rel", "_size")
+    __slots__ = ("__weakref__", "_attrs", "_fin", "_mr", "_owner", "_ptr", "_size")
 
-    _ptr: int
+    # ``_ptr`` is the address while the buffer is open and ``None`` once it is closed: the
+    # closed state itself, so that nothing (the kernel-argument packer included) can pass on
+    # a freed address.
+    _ptr: int | None
     _size: int
     _mr: MemoryResource | None
     _owner: Any
-    _fin: weakref.finalize | None
-    _rel: _Releaser | None
+    _fin: Any  # the finalizer of an owning buffer (see _buffer_support.arm), else None
     _attrs: tuple[int, bool, bool, bool] | None
-    _closed: bool
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
@@ -65,22 +70,14 @@ class Buffer:
     @classmethod
     def _owned(cls, ptr: int, size: int, mr: MemoryResource, stream: Any, ctx: Any, free: Any) -> Buffer:
         """An owning buffer (used by resources): freed by ``free`` or ``mr.deallocate``."""
-        self = object.__new__(cls)
+        self = _new(cls)
         self._ptr = ptr
         self._size = size
         self._mr = mr
         self._owner = None
         self._attrs = None
-        self._closed = False
-        if ptr:
-            rel = _Releaser(ptr, size, mr, stream, ctx, free)
-            fin = weakref.finalize(self, rel)
-            fin.atexit = False
-            self._rel = rel
-            self._fin = fin
-        else:  # zero-size: nothing to give back
-            self._rel = None
-            self._fin = None
+        # zero-size: nothing to give back
+        self._fin = arm(self, free, ptr, size, stream, ctx) if ptr else None
         return self
 
     @classmethod
@@ -131,15 +128,13 @@ class Buffer:
         if mr is not None and not isinstance(mr, MemoryResource):
             raise arg_error("mr", "a MemoryResource or None", mr, exc=TypeError)
         if mr is not None:
-            return cls._owned(ptr, size, mr, None, None, None)
-        self = object.__new__(cls)
+            return cls._owned(ptr, size, mr, None, None, UserFree(mr))
+        self = _new(cls)
         self._ptr = ptr
         self._size = size
         self._mr = None
         self._owner = owner
         self._attrs = None
-        self._closed = False
-        self._rel = None
         self._fin = None
         return self
 
@@ -167,23 +162,20 @@ class Buffer:
         A buffer made by ``from_handle(..., owner=...)`` or without ``mr`` frees nothing; it
         drops its reference to ``owner``.
         """
-        if self._closed:
+        if self._ptr is None:
             return
-        if stream is not None:
-            s = _stream_mod.as_stream(stream)
+        if stream is not None and type(stream) is not Stream:
+            stream = as_stream(stream)
         fin = self._fin
-        self._closed = True
+        self._ptr = None
         self._owner = None
         if fin is not None:
             self._fin = None
-            if fin.detach() is not None:  # else: already freed (a concurrent close)
-                rel = self._rel
-                assert rel is not None
+            if fin.detach():  # else: already freed (a concurrent close)
+                free, ptr, size, s, ctx = fin._args
                 if stream is not None:
-                    rel.stream = s
-                    rel.ctx = stream_context(s)
-                rel.release()
-        self._rel = None
+                    s, ctx = stream, stream_context(stream)
+                free(ptr, size, s, ctx)
 
     def set_deallocation_stream(self, stream: Any) -> None:
         """Order the eventual free (by :meth:`close` or collection) on ``stream``.
@@ -200,18 +192,20 @@ class Buffer:
         RuntimeError
             The buffer is closed.
         """
-        if self._closed:
-            raise _closed_error()
-        s = _stream_mod.as_stream(stream)
-        rel = self._rel
-        if rel is not None:
-            rel.stream = s
-            rel.ctx = stream_context(s)
+        if self._ptr is None:
+            raise closed_error()
+        s = as_stream(stream)
+        fin = self._fin
+        if fin is not None:
+            args = disarm(fin)
+            if args is not None:
+                free, ptr, size = args[:3]
+                self._fin = arm(self, free, ptr, size, s, stream_context(s))
 
     @property
     def is_closed(self) -> bool:
         """Whether :meth:`close` was called."""
-        return self._closed
+        return self._ptr is None
 
     def __enter__(self) -> Buffer:
         return self
@@ -230,15 +224,16 @@ class Buffer:
     @property
     def handle(self) -> int:
         """The address of the memory (an ``int``)."""
-        if self._closed:
-            raise _closed_error()
-        return self._ptr
+        ptr = self._ptr
+        if ptr is None:
+            raise closed_error()
+        return ptr
 
     @property
     def size(self) -> int:
         """The size in bytes."""
-        if self._closed:
-            raise _closed_error()
+        if self._ptr is None:
+            raise closed_error()
         return self._size
 
     @property
@@ -252,11 +247,18 @@ class Buffer:
         return self._owner
 
     def _pointer_attrs(self) -> tuple[int, bool, bool, bool]:
-        # (device_id, device accessible, host accessible, managed) of memory without a resource.
+        # (device_id, device accessible, host accessible, managed), cached: from the resource,
+        # or, for memory without one, from the driver's pointer attributes.
         attrs = self._attrs
         if attrs is None:
-            if self._closed:
-                raise _closed_error()
+            ptr = self._ptr
+            if ptr is None:
+                raise closed_error()
+            mr = self._mr
+            if mr is not None:
+                attrs = (mr.device_id, mr.is_device_accessible, mr.is_host_accessible, mr.is_managed)
+                self._attrs = attrs
+                return attrs
             PA = driver.CUpointer_attribute
             keys = [
                 PA.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
@@ -266,7 +268,7 @@ class Buffer:
             from .._utils import ensure_driver
 
             ensure_driver()
-            values = handle_return(driver.cuPointerGetAttributes(len(keys), keys, self._ptr), "cuPointerGetAttributes")
+            values = handle_return(driver.cuPointerGetAttributes(len(keys), keys, ptr), "cuPointerGetAttributes")
             mtype, ordinal, managed = (int(getattr(v, "value", v) or 0) for v in values)
             MT = driver.CUmemorytype
             if managed:
@@ -313,9 +315,10 @@ class Buffer:
         return self._pointer_attrs()[3]
 
     def __repr__(self) -> str:
-        if self._closed:
+        ptr = self._ptr
+        if ptr is None:
             return "<Buffer closed>"
-        return f"<Buffer ptr=0x{self._ptr:x} size={self._size}>"
+        return f"<Buffer ptr=0x{ptr:x} size={self._size}>"
 
     # -- copies and fill ------------------------------------------------------------------------
 
@@ -352,35 +355,35 @@ class Buffer:
         the call returns: the stream is synchronised (pageable memory must not be read before
         the copy lands).
         """
-        if self._closed:
-            raise _closed_error()
-        s = _stream_mod.as_stream(stream)
+        ptr = self._ptr
+        if ptr is None:
+            raise closed_error()
+        s = stream if type(stream) is Stream else as_stream(stream)
         if dst is None:
             if self._mr is None:
                 raise ValueError("dst must be given: this buffer has no memory resource to allocate a copy from")
             dst = self._mr.allocate(self._size, stream=s)
         if isinstance(dst, Buffer):
-            if dst._closed:
-                raise _closed_error()
-            n = self._size
-            if dst._size != n:
-                raise ValueError(f"dst must have the size of the source ({n} bytes) (got {dst._size} bytes)")
-            if n:
-                handle_return(
-                    in_context(stream_context(s), _cuMemcpyAsync, dst._ptr, self._ptr, n, s._handle),
-                    "cuMemcpyAsync",
-                )
-            return dst
+            return _copy_between(dst, self, s)
         addr, n, keep = host_address(dst, "dst", True)
         if n != self._size:
             raise ValueError(f"dst must have the size of the source ({self._size} bytes) (got {n} bytes)")
         if n:
-            ctx = stream_context(s)
-            if self.is_host_accessible:  # pinned or managed: a unified-address copy
-                handle_return(in_context(ctx, _cuMemcpyAsync, addr, self._ptr, n, s._handle), "cuMemcpyAsync")
+            h = live_handle(s)
+            ctx = s._ctx
+            if ctx is None:
+                ctx = stream_context(s)
+            attrs = self._attrs
+            if attrs is None:
+                attrs = self._pointer_attrs()
+            if attrs[2]:  # pinned or managed: a unified-address copy
+                fn, api = _cuMemcpyAsync, "cuMemcpyAsync"
             else:
-                handle_return(in_context(ctx, _cuMemcpyDtoHAsync, addr, self._ptr, n, s._handle), "cuMemcpyDtoHAsync")
-            handle_return(_cuStreamSynchronize(s._handle), "cuStreamSynchronize")
+                fn, api = _cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync"
+            r = on_stream(s, ctx, fn, addr, ptr, n, h)
+            if r[0]:
+                raise_status(r[0], api)
+            sync_stream(s, ctx)
         del keep
         return dst
 
@@ -410,22 +413,32 @@ class Buffer:
         call returns (the stream is synchronised), so the host object may be changed or freed
         right away.
         """
-        if self._closed:
-            raise _closed_error()
-        s = _stream_mod.as_stream(stream)
+        ptr = self._ptr
+        if ptr is None:
+            raise closed_error()
+        s = stream if type(stream) is Stream else as_stream(stream)
         if isinstance(src, Buffer):
-            src.copy_to(self, stream=s)
+            _copy_between(self, src, s)
             return
         addr, n, keep = host_address(src, "src", False)
         if n != self._size:
             raise ValueError(f"src must have the size of the destination ({self._size} bytes) (got {n} bytes)")
         if n:
-            ctx = stream_context(s)
-            if self.is_host_accessible:  # pinned or managed: a unified-address copy
-                handle_return(in_context(ctx, _cuMemcpyAsync, self._ptr, addr, n, s._handle), "cuMemcpyAsync")
+            h = live_handle(s)
+            ctx = s._ctx
+            if ctx is None:
+                ctx = stream_context(s)
+            attrs = self._attrs
+            if attrs is None:
+                attrs = self._pointer_attrs()
+            if attrs[2]:  # pinned or managed: a unified-address copy
+                fn, api = _cuMemcpyAsync, "cuMemcpyAsync"
             else:
-                handle_return(in_context(ctx, _cuMemcpyHtoDAsync, self._ptr, addr, n, s._handle), "cuMemcpyHtoDAsync")
-            handle_return(_cuStreamSynchronize(s._handle), "cuStreamSynchronize")
+                fn, api = _cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync"
+            r = on_stream(s, ctx, fn, ptr, addr, n, h)
+            if r[0]:
+                raise_status(r[0], api)
+            sync_stream(s, ctx)
         del keep
 
     def fill(self, value: Any, *, stream: Any) -> None:
@@ -449,10 +462,11 @@ class Buffer:
         RuntimeError
             The buffer is closed.
         """
-        if self._closed:
-            raise _closed_error()
-        s = _stream_mod.as_stream(stream)
-        if isinstance(value, int) and not isinstance(value, bool):
+        ptr = self._ptr
+        if ptr is None:
+            raise closed_error()
+        s = stream if type(stream) is Stream else as_stream(stream)
+        if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
             if not 0 <= value < 256:
                 raise arg_error("value", "an int in [0, 256) or a 1-, 2- or 4-byte buffer", value)
             width, pattern = 1, int(value)
@@ -478,7 +492,13 @@ class Buffer:
             fn, api = _cuMemsetD16Async, "cuMemsetD16Async"
         else:
             fn, api = _cuMemsetD32Async, "cuMemsetD32Async"
-        handle_return(in_context(stream_context(s), fn, self._ptr, pattern, size // width, s._handle), api)
+        h = live_handle(s)
+        ctx = s._ctx
+        if ctx is None:
+            ctx = stream_context(s)
+        r = on_stream(s, ctx, fn, ptr, pattern, size // width, h)
+        if r[0]:
+            raise_status(r[0], api)
 
     def prefetch(self, location: Any, *, stream: Any) -> None:
         """Migrate managed memory to a device or to the host ahead of use (``cuMemPrefetchAsync``).
@@ -508,8 +528,8 @@ class Buffer:
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack device: ``(kDLCUDA=2, id)``, ``(kDLCUDAHost=3, 0)``, ``(kDLCUDAManaged=13, id)``
         or ``(kDLCPU=1, 0)`` for pageable host memory."""
-        if self._closed:
-            raise _closed_error()
+        if self._ptr is None:
+            raise closed_error()
         if self.is_managed:
             dev = self.device_id
             return (_dlpack.kDLCUDAManaged, dev if dev >= 0 else 0)
@@ -558,8 +578,9 @@ class Buffer:
         RuntimeError
             The buffer is closed.
         """
-        if self._closed:
-            raise _closed_error()
+        ptr = self._ptr
+        if ptr is None:
+            raise closed_error()
         if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)):
             raise arg_error("stream", "None or an int", stream, exc=TypeError)
         if copy:
@@ -573,7 +594,7 @@ class Buffer:
                 raise BufferError(f"the buffer lives on DLPack device {(dev_type, dev_id)}, not on {want}")
         versioned = max_version is not None and int(max_version[0]) >= 1
         return _dlpack.make_capsule(
-            self._ptr,
+            ptr,
             self._size,
             device_type=dev_type,
             device_id=dev_id,
@@ -597,8 +618,8 @@ class Buffer:
         RuntimeError
             The buffer is closed, or its resource is not an IPC-enabled pool.
         """
-        if self._closed:
-            raise _closed_error()
+        if self._ptr is None:
+            raise closed_error()
         from ._ipc import export_buffer
 
         return export_buffer(self)
@@ -638,3 +659,26 @@ class Buffer:
         from ._ipc import import_buffer
 
         return import_buffer(mr, ipc_descriptor, stream)  # type: ignore[no-any-return]
+
+
+def _copy_between(dst: Buffer, src: Buffer, s: Any) -> Buffer:
+    """Queue a copy of ``src`` into ``dst`` (open buffers of the same size) on stream ``s``."""
+    dptr = dst._ptr
+    sptr = src._ptr
+    if dptr is None or sptr is None:
+        raise closed_error()
+    n = src._size
+    if dst._size != n:
+        raise ValueError(f"dst must have the size of the source ({n} bytes) (got {dst._size} bytes)")
+    if n:
+        h = live_handle(s)
+        ctx = s._ctx
+        if ctx is None:
+            ctx = stream_context(s)
+        r = on_stream(s, ctx, _cuMemcpyAsync, dptr, sptr, n, h)
+        if r[0]:
+            raise_status(r[0], "cuMemcpyAsync")
+    return dst
+
+
+_new = object.__new__

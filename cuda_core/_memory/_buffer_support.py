@@ -1,4 +1,4 @@
-"""Helpers of Buffer: the finalizer's releaser, stream contexts, host-buffer addresses."""
+"""Helpers of Buffer: the garbage-collection free, stream-ordered driver calls, host addresses."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from typing import Any
 import numpy
 from cuda.bindings import driver
 
-from .._utils import arg_error
+from .. import _stream as _stream_mod
+from .._lifetime import Finalizer
+from .._utils import arg_error, handle_return
 from ._resource import MemoryResource, in_context
 
 __all__: list[str] = []  # private module
@@ -24,8 +26,13 @@ _cuMemsetD16Async = driver.cuMemsetD16Async
 _cuMemsetD32Async = driver.cuMemsetD32Async
 _cuCtxGetCurrent = driver.cuCtxGetCurrent
 _DEFAULT_TOKENS = frozenset({0, int(driver.CU_STREAM_LEGACY), int(driver.CU_STREAM_PER_THREAD)})
+# Streams whose address is above this are real streams (not the 0 / legacy / per-thread tokens).
+_LAST_TOKEN = max(_DEFAULT_TOKENS)
 _c_char_from_buffer = ctypes.c_char.from_buffer
 _addressof = ctypes.addressof
+_ndarray = numpy.ndarray
+Stream = _stream_mod.Stream
+as_stream = _stream_mod.as_stream
 
 
 def stream_context(s: Any) -> Any:
@@ -39,45 +46,74 @@ def stream_context(s: Any) -> Any:
     return s._context_handle()
 
 
-class _Releaser:
-    """What the finalizer of an owning Buffer holds: raw address, size, the resource, the stream.
+def live_handle(s: Any) -> Any:
+    """The driver handle of stream ``s``; ``RuntimeError`` when the stream is closed."""
+    h = s._handle
+    if h is None:
+        raise RuntimeError("the stream is closed; stream-ordered work cannot be queued on it")
+    return h
 
-    It never references the Buffer. ``free`` is the resource's release function
-    (``free(ptr, size, stream, ctx)``); built-in resources pass a fast one, other resources
-    go through :meth:`MemoryResource.deallocate` with the deallocation stream's context current.
+
+def on_stream(s: Any, ctx: Any, fn: Any, *args: Any) -> tuple[Any, ...]:
+    """Call the stream-ordered binding ``fn(*args)`` (work queued on stream ``s``).
+
+    A real stream carries its own context, so the call is tried as it is; only if it fails
+    and ``ctx`` was not current is it made current (pushed and popped) for a second try. The
+    default-stream tokens mean "the current context's default stream", so for those ``ctx``
+    is made current first. Returns the raw result tuple.
     """
+    if s._int > _LAST_TOKEN or ctx is None:
+        r = fn(*args)
+        if not r[0] or ctx is None:
+            return r  # type: ignore[no-any-return]
+    return in_context(ctx, fn, *args)
 
-    __slots__ = ("ctx", "free", "mr", "ptr", "size", "stream")
 
-    def __init__(self, ptr: int, size: int, mr: MemoryResource, stream: Any, ctx: Any, free: Any) -> None:
-        self.ptr = ptr
-        self.size = size
+def sync_stream(s: Any, ctx: Any) -> None:
+    """Wait for stream ``s`` (``cuStreamSynchronize``)."""
+    handle_return(on_stream(s, ctx, _cuStreamSynchronize, live_handle(s)), "cuStreamSynchronize")
+
+
+def arm(buf: Any, free: Any, ptr: int, size: int, stream: Any, ctx: Any) -> Any:
+    """The finalizer of an owning buffer: ``free(ptr, size, stream, ctx)`` when it is collected.
+
+    The finalizer holds the raw address (an ``int``, or the driver's ``CUdeviceptr`` where the
+    resource's release function takes it), the size, the stream, the context and the resource's
+    release function, never the Buffer. :func:`disarm` takes them back for an explicit close.
+    """
+    return Finalizer(buf, _gc_free, free, ptr, size, stream, ctx)
+
+
+def disarm(fin: Finalizer) -> tuple[Any, ...] | None:
+    """Stop ``fin`` and return its ``(free, ptr, size, stream, ctx)``; ``None`` if it already ran."""
+    if fin.detach():
+        return fin._args
+    return None
+
+
+def _gc_free(free: Any, ptr: int, size: int, stream: Any, ctx: Any) -> None:
+    # The garbage-collection path: may run on any thread, late in interpreter shutdown.
+    try:
+        free(ptr, size, stream, ctx)
+    except Exception as exc:  # never raise from a finalizer
+        if not sys.is_finalizing():
+            warnings.warn(
+                f"cuda_core: freeing a garbage-collected Buffer of {size} bytes at 0x{int(ptr):x} failed: {exc}",
+                ResourceWarning,
+                stacklevel=1,
+            )
+
+
+class UserFree:
+    """The release function of a buffer owned by a user-written resource (``mr.deallocate``)."""
+
+    __slots__ = ("mr",)
+
+    def __init__(self, mr: MemoryResource) -> None:
         self.mr = mr
-        self.stream = stream
-        self.ctx = ctx
-        self.free = free
 
-    def release(self) -> None:
-        free = self.free
-        if free is not None:
-            free(self.ptr, self.size, self.stream, self.ctx)
-            return
-        mr = self.mr
-        stream = self.stream
-        in_context(self.ctx, _call_deallocate, mr, self.ptr, self.size, stream)
-
-    def __call__(self) -> None:
-        # The garbage-collection path: may run on any thread, late in interpreter shutdown.
-        try:
-            self.release()
-        except Exception as exc:  # never raise from a finalizer
-            if not sys.is_finalizing():
-                warnings.warn(
-                    f"cuda_core: freeing a garbage-collected Buffer of {self.size} bytes at "
-                    f"0x{self.ptr:x} failed: {exc}",
-                    ResourceWarning,
-                    stacklevel=1,
-                )
+    def __call__(self, ptr: int, size: int, stream: Any, ctx: Any) -> None:
+        in_context(ctx, _call_deallocate, self.mr, ptr, size, stream)
 
 
 def _call_deallocate(mr: MemoryResource, ptr: int, size: int, stream: Any) -> tuple[int]:
@@ -85,12 +121,20 @@ def _call_deallocate(mr: MemoryResource, ptr: int, size: int, stream: Any) -> tu
     return (0,)
 
 
-def _closed_error() -> RuntimeError:
+def closed_error() -> RuntimeError:
     return RuntimeError("the Buffer is closed; it cannot be used after close()")
 
 
 def host_address(obj: Any, name: str, writable: bool) -> tuple[int, int, Any]:
     """(address, nbytes, keep-alive) of a C-contiguous host object with the buffer protocol."""
+    if type(obj) is _ndarray:  # the common case, without a memoryview
+        n = obj.nbytes
+        if not n:
+            return 0, 0, obj
+        try:
+            return _addressof(_c_char_from_buffer(obj)), n, obj  # type: ignore[arg-type]
+        except (TypeError, ValueError, BufferError):
+            pass  # read-only or not contiguous: the general path decides
     try:
         mv = memoryview(obj)
     except TypeError:

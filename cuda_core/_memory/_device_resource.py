@@ -23,6 +23,7 @@ __all__ = ["DeviceMemoryResource", "DeviceMemoryResourceOptions"]
 
 _LOC_DEVICE = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE)
 _PINNED = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+_MAX_THRESHOLD = (1 << 64) - 1
 
 
 @dataclass
@@ -63,8 +64,12 @@ class DeviceMemoryResource(_PoolResource):
         The device whose memory is allocated.
     options : DeviceMemoryResourceOptions or dict, optional
         ``None`` (default): use the device's current memory pool (not owned; closing the
-        resource leaves the pool alone). Given: create a new pool owned by the resource and
-        destroyed by :meth:`close` (after its last buffer is freed).
+        resource leaves the pool alone). If that pool's release threshold is 0 (the driver's
+        default, which hands freed memory back to the system at every synchronisation), it is
+        raised to the maximum, so that memory freed to the pool is reused cheaply (as
+        ``cuda.core`` and CuPy do); set ``attributes.release_threshold`` to change it.
+        Given: create a new pool owned by the resource and destroyed by :meth:`close` (after
+        its last buffer is freed).
 
     Raises
     ------
@@ -95,6 +100,9 @@ class DeviceMemoryResource(_PoolResource):
             ensure_driver()
             pool = handle_return(driver.cuDeviceGetMemPool(dev._cu_device), "cuDeviceGetMemPool")
             self._init_pool(pool, False, dev._id)
+            attrs = self.attributes
+            if attrs.release_threshold == 0:
+                attrs.release_threshold = _MAX_THRESHOLD
             return
         opts = check_or_create_options(DeviceMemoryResourceOptions, options, "options")
         pool = create_pool(_PINNED, _LOC_DEVICE, dev._id, opts.max_size, opts.ipc_enabled)

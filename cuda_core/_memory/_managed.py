@@ -10,7 +10,8 @@ from cuda.bindings import driver
 from .. import _stream as _stream_mod
 from .._errors import CUDAError
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
-from ._buffer import Buffer, stream_context
+from ._buffer import Buffer
+from ._buffer_support import closed_error, live_handle, stream_context
 from ._pool import _PoolResource, create_pool, current_pool, make_location
 from ._resource import in_context
 
@@ -120,8 +121,9 @@ def prefetch(buf: Buffer, location: Any, stream: Any) -> None:
     """Prefetch managed memory to a device or to the host (``cuMemPrefetchAsync``)."""
     from .._device import Device
 
-    if buf._closed:
-        raise RuntimeError("the Buffer is closed; it cannot be used after close()")
+    ptr = buf._ptr
+    if ptr is None:
+        raise closed_error()
     s = _stream_mod.as_stream(stream)
     if not buf.is_managed:
         raise ValueError("prefetch needs managed memory (a buffer from ManagedMemoryResource)")
@@ -133,6 +135,6 @@ def prefetch(buf: Buffer, location: Any, stream: Any) -> None:
         raise arg_error("location", "a Device, a device ordinal, -1 or 'host'", location, exc=TypeError)
     if buf._size:
         handle_return(
-            in_context(stream_context(s), driver.cuMemPrefetchAsync, buf._ptr, buf._size, loc, 0, s._handle),
+            in_context(stream_context(s), driver.cuMemPrefetchAsync, ptr, buf._size, loc, 0, live_handle(s)),
             "cuMemPrefetchAsync",
         )

@@ -15,6 +15,7 @@ from ._pool import (
     create_pool,
     current_pool,
     device_count,
+    lacking_access,
     set_access,
 )
 
@@ -88,8 +89,11 @@ class PinnedMemoryResource(_PoolResource):
                 loc_type, loc_id = _LOC_HOST_NUMA, numa
             pool = create_pool(_PINNED, loc_type, loc_id, opts.max_size, opts.ipc_enabled)
             self._init_pool(pool, True, -1, ipc=opts.ipc_enabled)
-        try:  # let every device reach the memory (kernels and copies)
-            set_access(self._pool, list(range(device_count())))
+        # Let every device reach the memory (kernels and copies). Access is granted only where
+        # it is missing, so that making a resource over the shared current pool never remaps
+        # memory that the pool already holds for other users.
+        try:
+            set_access(self._pool, lacking_access(self._pool, list(range(device_count()))))
         except CUDAError:
             if self._owned:
                 raise

@@ -7,15 +7,18 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from .. import _stream as _stream_mod
+from .._lifetime import Finalizer
 from .._utils import arg_error, check_int, ensure_driver, handle_return, make_error
-from ._buffer import Buffer, stream_context
+from ._buffer import Buffer
+from ._buffer_support import _LAST_TOKEN, Stream, _gc_free, as_stream, live_handle, stream_context
 from ._resource import MemoryResource, check_size, in_context
 
 __all__ = ["MemoryPoolAttributes"]
 
 _cuMemAllocFromPoolAsync = driver.cuMemAllocFromPoolAsync
 _cuMemFreeAsync = driver.cuMemFreeAsync
+_owned_buffer = Buffer._owned
+_new = object.__new__
 _PA = driver.CUmemPool_attribute
 
 
@@ -134,6 +137,7 @@ class _PoolResource(MemoryResource):
     _dev_id: int
     _fin: weakref.finalize | None
     _alloc_handle: Any
+    _free_fn: Any
 
     def _init_pool(self, pool: Any, owned: bool, dev_id: int, *, ipc: bool = False, mapped: bool = False) -> None:
         self._pool = pool
@@ -142,11 +146,22 @@ class _PoolResource(MemoryResource):
         self._ipc_enabled = ipc
         self._dev_id = dev_id
         self._alloc_handle = None
+        self._free_fn = self._free  # bound once: every buffer's finalizer holds it
         if owned:
             self._fin = weakref.finalize(self, _PoolHolder(pool))
             self._fin.atexit = False
         else:
             self._fin = None
+        if ipc and not mapped:
+            # cuMemPoolExportPointer (Buffer.get_ipc_descriptor) fails with
+            # CUDA_ERROR_INVALID_VALUE until the pool itself has been exported once.
+            from ._ipc import export_pool
+
+            try:
+                export_pool(self)
+            except BaseException:
+                self.close()
+                raise
 
     def _live_pool(self) -> Any:
         pool = self._pool
@@ -182,7 +197,7 @@ class _PoolResource(MemoryResource):
         CUDAError
             The pool cannot provide the memory (the message names the requested size).
         """
-        s = _stream_mod.as_stream(stream)
+        s = stream if type(stream) is Stream else as_stream(stream)
         if type(size) is not int or size < 0:
             size = check_size(size)
         pool = self._pool
@@ -192,13 +207,31 @@ class _PoolResource(MemoryResource):
                 "a mapped (imported) memory resource cannot allocate; it only maps buffers "
                 "shared with Buffer.from_ipc_descriptor()"
             )
-        ctx = stream_context(s)
+        ctx = s._ctx
+        if ctx is None:
+            ctx = stream_context(s)
         if not size:
-            return Buffer._owned(0, 0, self, s, ctx, self._free)
-        err, ptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, s._handle)
+            return _owned_buffer(0, 0, self, s, ctx, self._free)
+        h = s._handle
+        if s._int > _LAST_TOKEN and h is not None:
+            # A real stream carries its context: no context switch unless the call fails.
+            err, ptr = _cuMemAllocFromPoolAsync(size, pool, h)
+            if err and ctx is not None:
+                err, ptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, h)
+        else:
+            err, ptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, live_handle(s))
         if err:
             raise make_error(err, "cuMemAllocFromPoolAsync", f"allocating {size} bytes failed")
-        return Buffer._owned(int(ptr), size, self, s, ctx, self._free)
+        # Buffer._owned, inlined (the hot path). The finalizer keeps the driver's CUdeviceptr:
+        # cuMemFreeAsync takes it without converting an int back.
+        buf = _new(Buffer)
+        buf._ptr = int(ptr)
+        buf._size = size
+        buf._mr = self
+        buf._owner = None
+        buf._attrs = None
+        buf._fin = Finalizer(buf, _gc_free, self._free_fn, ptr, size, s, ctx)
+        return buf
 
     def _default_stream(self) -> Any:
         from .._device import Device
@@ -207,11 +240,21 @@ class _PoolResource(MemoryResource):
         dev._primary_ctx()
         return dev.default_stream
 
-    def _free(self, ptr: int, size: int, stream: Any, ctx: Any) -> None:
+    def _free(self, ptr: Any, size: int, stream: Any, ctx: Any) -> None:
+        # The release function of this resource's buffers (close and garbage collection);
+        # ``ptr`` is an int or a CUdeviceptr.
         if stream is None:
             stream = self._default_stream()
             ctx = stream_context(stream)
-        handle_return(in_context(ctx, _cuMemFreeAsync, ptr, stream._handle), "cuMemFreeAsync")
+        h = stream._handle
+        if h is not None and stream._int > _LAST_TOKEN:
+            if not _cuMemFreeAsync(ptr, h)[0]:
+                return
+        elif h is None:
+            # The deallocation stream was closed since: free on the legacy default stream of
+            # the buffer's context (ordered after the work of every blocking stream).
+            h = 0
+        handle_return(in_context(ctx, _cuMemFreeAsync, ptr, h), "cuMemFreeAsync")
 
     def deallocate(self, ptr: int, size: int, *, stream: Any = None) -> None:
         """Free memory from :meth:`allocate`, ordered on ``stream``.
@@ -235,7 +278,7 @@ class _PoolResource(MemoryResource):
         if stream is None:
             self._free(int(ptr), size, None, None)
             return
-        s = _stream_mod.as_stream(stream)
+        s = as_stream(stream)
         self._free(int(ptr), size, s, stream_context(s))
 
     # -- facts ----------------------------------------------------------------------------------
@@ -319,6 +362,18 @@ def current_pool(alloc_type: Any, loc_type: int, loc_id: int) -> driver.CUmemory
     """``cuMemGetMemPool``: the pool currently used for the location and allocation type."""
     ensure_driver()
     return handle_return(driver.cuMemGetMemPool(make_location(loc_type, loc_id), alloc_type), "cuMemGetMemPool")
+
+
+def lacking_access(pool: Any, device_ids: list[int]) -> list[int]:
+    """The devices of ``device_ids`` that cannot yet read and write the pool's memory."""
+    rw = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    loc_device = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE)
+    out = []
+    for d in device_ids:
+        err, flags = driver.cuMemPoolGetAccess(pool, make_location(loc_device, d))
+        if err or flags != rw:
+            out.append(d)
+    return out
 
 
 def set_access(pool: Any, device_ids: list[int], readwrite: bool = True) -> None:
