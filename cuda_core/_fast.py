@@ -44,31 +44,40 @@ def _per_thread_default_stream() -> bool:
 def bind() -> None:
     """Resolve the entry points once the driver is initialised (called by ``ensure_driver``)."""
     global ENABLED, ctx_get_device, event_record, event_query, stream_query, launch_ex
+    global mem_alloc_async, mem_free_async, memcpy_async, stream_sync
     if _c is None:
         return
     ptds = int(driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
     default = int(driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT)
     stream_flags = ptds if _per_thread_default_stream() else default
-    addresses = []
-    # The CUDA 12.0 ABI of each symbol: its signature is the one this module calls.
+    table = {}
+    # The CUDA 12.0 ABI of each symbol: its signature is the one _fastpath.c calls.
     for name, flags in (
-        (b"cuCtxGetDevice", default),
-        (b"cuEventRecord", stream_flags),
-        (b"cuEventQuery", default),
-        (b"cuStreamQuery", stream_flags),
-        (b"cuLaunchKernelEx", stream_flags),
+        ("cuCtxGetDevice", default),
+        ("cuEventRecord", stream_flags),
+        ("cuEventQuery", default),
+        ("cuStreamQuery", stream_flags),
+        ("cuLaunchKernelEx", stream_flags),
+        ("cuMemAllocFromPoolAsync", stream_flags),
+        ("cuMemFreeAsync", stream_flags),
+        ("cuMemcpyAsync", stream_flags),
+        ("cuStreamSynchronize", stream_flags),
     ):
-        err, pfn, _status = driver.cuGetProcAddress(name, 12000, flags)
+        err, pfn, _status = driver.cuGetProcAddress(name.encode(), 12000, flags)
         if err != driver.CUresult.CUDA_SUCCESS or not int(pfn):
             ENABLED = False  # keep the cuda.bindings path
             return
-        addresses.append(int(pfn))
-    _c.set_entry_points(*addresses)
+        table[name] = int(pfn)
+    _c.set_entry_points(table)
     ctx_get_device = _c.ctx_get_device
     event_record = _c.event_record
     event_query = _c.event_query
     stream_query = _c.stream_query
     launch_ex = _c.launch_ex
+    mem_alloc_async = _c.mem_alloc_async
+    mem_free_async = _c.mem_free_async
+    memcpy_async = _c.memcpy_async
+    stream_sync = _c.stream_sync
     ENABLED = True
 
 
@@ -97,10 +106,35 @@ def _py_stream_query(stream: int) -> int:
     return int(driver.cuStreamQuery(_CUstream(stream))[0])
 
 
+def _py_mem_alloc_async(size: int, pool: int, stream: int) -> int:
+    """``cuMemAllocFromPoolAsync``: the device pointer (> 0), or ``-status``."""
+    err, ptr = driver.cuMemAllocFromPoolAsync(size, driver.CUmemoryPool(pool), _CUstream(stream))
+    return -int(err) if err else int(ptr)
+
+
+def _py_mem_free_async(ptr: int, stream: int) -> int:
+    """``cuMemFreeAsync(ptr, stream)``; returns the status."""
+    return int(driver.cuMemFreeAsync(ptr, _CUstream(stream))[0])
+
+
+def _py_memcpy_async(dst: int, src: int, nbytes: int, stream: int) -> int:
+    """``cuMemcpyAsync`` (unified addressing, any direction); returns the status."""
+    return int(driver.cuMemcpyAsync(dst, src, nbytes, _CUstream(stream))[0])
+
+
+def _py_stream_sync(stream: int) -> int:
+    """``cuStreamSynchronize(stream)``; returns the status."""
+    return int(driver.cuStreamSynchronize(_CUstream(stream))[0])
+
+
 ctx_get_device: Callable[[], int] = _py_ctx_get_device
 event_record: Callable[[int, int], int] = _py_event_record
 event_query: Callable[[int], int] = _py_event_query
 stream_query: Callable[[int], int] = _py_stream_query
+mem_alloc_async: Callable[[int, int, int], int] = _py_mem_alloc_async
+mem_free_async: Callable[[int, int], int] = _py_mem_free_async
+memcpy_async: Callable[[int, int, int, int], int] = _py_memcpy_async
+stream_sync: Callable[[int], int] = _py_stream_sync
 launch_ex: Callable[[int, int, int], int] | None = None
 """``launch_ex(config_address, function, params_address) -> status`` once bound, else ``None``
 (the launcher then calls ``cuLaunchKernelEx`` through cuda.bindings)."""

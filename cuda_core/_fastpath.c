@@ -19,12 +19,27 @@ typedef int (*fn_ctx_get_device)(int *);
 typedef int (*fn_two_ptr)(void *, void *);
 typedef int (*fn_one_ptr)(void *);
 typedef int (*fn_launch_ex)(const void *, void *, void **, void **);
+typedef int (*fn_alloc_pool)(unsigned long long *, size_t, void *, void *);
+typedef int (*fn_free_async)(unsigned long long, void *);
+typedef int (*fn_memcpy_async)(unsigned long long, unsigned long long, size_t, void *);
 
 static fn_ctx_get_device p_ctx_get_device = NULL;
 static fn_two_ptr p_event_record = NULL;
 static fn_one_ptr p_event_query = NULL;
 static fn_one_ptr p_stream_query = NULL;
 static fn_launch_ex p_launch_ex = NULL;
+static fn_alloc_pool p_alloc_pool = NULL;
+static fn_free_async p_free_async = NULL;
+static fn_memcpy_async p_memcpy_async = NULL;
+static fn_one_ptr p_stream_sync = NULL;
+
+/* Every driver call runs with the GIL released, as cuda.bindings does: a call that blocks
+ * (a full launch queue, a pool that grows, a synchronisation) must not stop other Python
+ * threads, and above all not the driver thread that runs a Python host callback. */
+#define CALL(expr) \
+    do { \
+        Py_BEGIN_ALLOW_THREADS status = (expr); Py_END_ALLOW_THREADS \
+    } while (0)
 
 /* CUDA_ERROR_NOT_INITIALIZED: what a call reports before set_entry_points() ran. */
 #define NOT_READY_STATUS 3
@@ -44,18 +59,44 @@ as_address(PyObject *obj, void **out)
     return 0;
 }
 
-static PyObject *
-set_entry_points(PyObject *self, PyObject *args)
+static int
+entry(PyObject *table, const char *name, void **out)
 {
-    unsigned long long a, b, c, d, e;
-    if (!PyArg_ParseTuple(args, "KKKKK", &a, &b, &c, &d, &e)) {
+    PyObject *v = PyDict_GetItemString(table, name); /* borrowed */
+    if (v == NULL) {
+        PyErr_Format(PyExc_KeyError, "set_entry_points: no address for %s", name);
+        return -1;
+    }
+    return as_address(v, out);
+}
+
+/* set_entry_points({"cuCtxGetDevice": address, ...}) */
+static PyObject *
+set_entry_points(PyObject *self, PyObject *table)
+{
+    void *a[10];
+    static const char *names[10] = {
+        "cuCtxGetDevice", "cuEventRecord", "cuEventQuery", "cuStreamQuery", "cuLaunchKernelEx",
+        "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemcpyAsync", "cuStreamSynchronize", NULL,
+    };
+    if (!PyDict_Check(table)) {
+        PyErr_SetString(PyExc_TypeError, "set_entry_points takes a dict of name -> address");
         return NULL;
     }
-    p_ctx_get_device = (fn_ctx_get_device)(uintptr_t)a;
-    p_event_record = (fn_two_ptr)(uintptr_t)b;
-    p_event_query = (fn_one_ptr)(uintptr_t)c;
-    p_stream_query = (fn_one_ptr)(uintptr_t)d;
-    p_launch_ex = (fn_launch_ex)(uintptr_t)e;
+    for (int i = 0; names[i] != NULL; i++) {
+        if (entry(table, names[i], &a[i])) {
+            return NULL;
+        }
+    }
+    p_ctx_get_device = (fn_ctx_get_device)a[0];
+    p_event_record = (fn_two_ptr)a[1];
+    p_event_query = (fn_one_ptr)a[2];
+    p_stream_query = (fn_one_ptr)a[3];
+    p_launch_ex = (fn_launch_ex)a[4];
+    p_alloc_pool = (fn_alloc_pool)a[5];
+    p_free_async = (fn_free_async)a[6];
+    p_memcpy_async = (fn_memcpy_async)a[7];
+    p_stream_sync = (fn_one_ptr)a[8];
     Py_RETURN_NONE;
 }
 
@@ -67,7 +108,8 @@ ctx_get_device(PyObject *self, PyObject *unused)
     if (p_ctx_get_device == NULL) {
         return PyLong_FromLong(-NOT_READY_STATUS);
     }
-    int status = p_ctx_get_device(&dev);
+    int status;
+    CALL(p_ctx_get_device(&dev));
     return PyLong_FromLong(status ? -status : dev);
 }
 
@@ -86,7 +128,9 @@ event_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (p_event_record == NULL) {
         return PyLong_FromLong(NOT_READY_STATUS);
     }
-    return PyLong_FromLong(p_event_record(ev, st));
+    int status;
+    CALL(p_event_record(ev, st));
+    return PyLong_FromLong(status);
 }
 
 static PyObject *
@@ -99,7 +143,9 @@ query(fn_one_ptr fn, PyObject *arg)
     if (fn == NULL) {
         return PyLong_FromLong(NOT_READY_STATUS);
     }
-    return PyLong_FromLong(fn(h));
+    int status;
+    CALL(fn(h));
+    return PyLong_FromLong(status);
 }
 
 /* event_query(event) -> status (0 done, CUDA_ERROR_NOT_READY pending) */
@@ -132,18 +178,105 @@ launch_ex(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (p_launch_ex == NULL) {
         return PyLong_FromLong(NOT_READY_STATUS);
     }
-    return PyLong_FromLong(p_launch_ex(cfg, fn, (void **)params, NULL));
+    int status;
+    CALL(p_launch_ex(cfg, fn, (void **)params, NULL));
+    return PyLong_FromLong(status);
+}
+
+/* mem_alloc_async(size, pool, stream) -> device pointer (> 0), or -status on failure */
+static PyObject *
+mem_alloc_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    void *pool, *st;
+    unsigned long long ptr = 0;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "mem_alloc_async(size, pool, stream) takes 3 arguments");
+        return NULL;
+    }
+    size_t size = PyLong_AsSize_t(args[0]);
+    if (size == (size_t)-1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (as_address(args[1], &pool) || as_address(args[2], &st)) {
+        return NULL;
+    }
+    if (p_alloc_pool == NULL) {
+        return PyLong_FromLong(-NOT_READY_STATUS);
+    }
+    int status;
+    CALL(p_alloc_pool(&ptr, size, pool, st));
+    if (status) {
+        return PyLong_FromLong(-status);
+    }
+    return PyLong_FromUnsignedLongLong(ptr);
+}
+
+/* mem_free_async(pointer, stream) -> status */
+static PyObject *
+mem_free_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    void *ptr, *st;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "mem_free_async(pointer, stream) takes 2 arguments");
+        return NULL;
+    }
+    if (as_address(args[0], &ptr) || as_address(args[1], &st)) {
+        return NULL;
+    }
+    if (p_free_async == NULL) {
+        return PyLong_FromLong(NOT_READY_STATUS);
+    }
+    int status;
+    CALL(p_free_async((unsigned long long)(uintptr_t)ptr, st));
+    return PyLong_FromLong(status);
+}
+
+/* memcpy_async(dst, src, nbytes, stream) -> status (unified addressing: any direction) */
+static PyObject *
+memcpy_async(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    void *dst, *src, *st;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "memcpy_async(dst, src, nbytes, stream) takes 4 arguments");
+        return NULL;
+    }
+    size_t n = PyLong_AsSize_t(args[2]);
+    if (n == (size_t)-1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (as_address(args[0], &dst) || as_address(args[1], &src) || as_address(args[3], &st)) {
+        return NULL;
+    }
+    if (p_memcpy_async == NULL) {
+        return PyLong_FromLong(NOT_READY_STATUS);
+    }
+    int status;
+    CALL(p_memcpy_async((unsigned long long)(uintptr_t)dst, (unsigned long long)(uintptr_t)src, n, st));
+    return PyLong_FromLong(status);
+}
+
+/* stream_sync(stream) -> status */
+static PyObject *
+stream_sync(PyObject *self, PyObject *arg)
+{
+    return query(p_stream_sync, arg);
 }
 
 static PyMethodDef methods[] = {
-    {"set_entry_points", set_entry_points, METH_VARARGS,
-     "set_entry_points(cuCtxGetDevice, cuEventRecord, cuEventQuery, cuStreamQuery, cuLaunchKernelEx)"},
+    {"set_entry_points", set_entry_points, METH_O, "set_entry_points({name: address, ...})"},
     {"ctx_get_device", ctx_get_device, METH_NOARGS, "ctx_get_device() -> ordinal, or -status"},
     {"event_record", (PyCFunction)(void (*)(void))event_record, METH_FASTCALL, "event_record(event, stream) -> status"},
     {"event_query", event_query, METH_O, "event_query(event) -> status"},
     {"stream_query", stream_query, METH_O, "stream_query(stream) -> status"},
     {"launch_ex", (PyCFunction)(void (*)(void))launch_ex, METH_FASTCALL,
      "launch_ex(config_address, function, params_address) -> status"},
+    {"mem_alloc_async", (PyCFunction)(void (*)(void))mem_alloc_async, METH_FASTCALL,
+     "mem_alloc_async(size, pool, stream) -> pointer, or -status"},
+    {"mem_free_async", (PyCFunction)(void (*)(void))mem_free_async, METH_FASTCALL,
+     "mem_free_async(pointer, stream) -> status"},
+    {"memcpy_async", (PyCFunction)(void (*)(void))memcpy_async, METH_FASTCALL,
+     "memcpy_async(dst, src, nbytes, stream) -> status"},
+    {"stream_sync", stream_sync, METH_O, "stream_sync(stream) -> status"},
     {NULL, NULL, 0, NULL},
 };
 

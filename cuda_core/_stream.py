@@ -303,7 +303,11 @@ class Stream:
 
     def sync(self) -> None:
         """Block the calling thread until all work queued on the stream is done."""
-        handle_return(driver.cuStreamSynchronize(self.handle), "cuStreamSynchronize")
+        if self._handle is None:
+            raise RuntimeError("the stream is closed")
+        status = _fast.stream_sync(self._int)
+        if status:
+            raise_status(status, "cuStreamSynchronize")
 
     def record(self, event: Event | None = None, options: EventOptions | dict | None = None) -> Event:
         """Record *event* (a new one made with *options* if none is given) on this stream.

@@ -7,9 +7,10 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from .. import _dlpack
+from .. import _dlpack, _fast
 from .._utils import arg_error, handle_return, raise_status
 from ._buffer_support import (
+    _LAST_TOKEN,
     Stream,
     UserFree,
     _cuMemcpyAsync,
@@ -368,7 +369,7 @@ class Buffer:
         addr, n, keep = host_address(dst, "dst", True)
         if n != self._size:
             raise ValueError(f"dst must have the size of the source ({self._size} bytes) (got {n} bytes)")
-        if n:
+        if n and not _host_copy_fast(addr, ptr, n, s):
             h = live_handle(s)
             ctx = s._ctx
             if ctx is None:
@@ -423,7 +424,7 @@ class Buffer:
         addr, n, keep = host_address(src, "src", False)
         if n != self._size:
             raise ValueError(f"src must have the size of the destination ({self._size} bytes) (got {n} bytes)")
-        if n:
+        if n and not _host_copy_fast(ptr, addr, n, s):
             h = live_handle(s)
             ctx = s._ctx
             if ctx is None:
@@ -682,3 +683,21 @@ def _copy_between(dst: Buffer, src: Buffer, s: Any) -> Buffer:
 
 
 _new = object.__new__
+
+
+def _host_copy_fast(dst: int, src: int, n: int, s: Any) -> bool:
+    """Copy ``n`` bytes between host and device on a real stream and wait for it.
+
+    The hot path of the host copies (one unified-address ``cuMemcpyAsync`` and a stream
+    synchronisation through :mod:`cuda_core._fast`). Returns ``False`` when the caller should
+    take the context-aware path instead: a default-stream token, or a copy the driver refused
+    (the slow path then reports the error with its context made current).
+    """
+    if s._int <= _LAST_TOKEN or s._handle is None:
+        return False
+    if _fast.memcpy_async(dst, src, n, s._int):
+        return False
+    status = _fast.stream_sync(s._int)
+    if status:
+        raise_status(status, "cuStreamSynchronize")
+    return True

@@ -7,6 +7,7 @@ from typing import Any
 
 from cuda.bindings import driver
 
+from .. import _fast
 from .._lifetime import Finalizer
 from .._utils import arg_error, check_int, ensure_driver, handle_return, make_error
 from ._buffer import Buffer
@@ -131,6 +132,7 @@ class _PoolResource(MemoryResource):
     """Shared implementation of the pool-backed resources (not public)."""
 
     _pool: Any
+    _pool_int: int
     _owned: bool
     _mapped: bool
     _ipc_enabled: bool
@@ -141,6 +143,7 @@ class _PoolResource(MemoryResource):
 
     def _init_pool(self, pool: Any, owned: bool, dev_id: int, *, ipc: bool = False, mapped: bool = False) -> None:
         self._pool = pool
+        self._pool_int = int(pool) if pool is not None else 0
         self._owned = owned
         self._mapped = mapped
         self._ipc_enabled = ipc
@@ -213,19 +216,21 @@ class _PoolResource(MemoryResource):
         if not size:
             return _owned_buffer(0, 0, self, s, ctx, self._free)
         h = s._handle
+        ptr = -1
         if s._int > _LAST_TOKEN and h is not None:
             # A real stream carries its context: no context switch unless the call fails.
-            err, ptr = _cuMemAllocFromPoolAsync(size, pool, h)
-            if err and ctx is not None:
-                err, ptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, h)
+            ptr = _fast.mem_alloc_async(size, self._pool_int, s._int)
+            if ptr < 0 and ctx is not None:
+                err, dptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, h)
+                ptr = -int(err) if err else int(dptr)
         else:
-            err, ptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, live_handle(s))
-        if err:
-            raise make_error(err, "cuMemAllocFromPoolAsync", f"allocating {size} bytes failed")
-        # Buffer._owned, inlined (the hot path). The finalizer keeps the driver's CUdeviceptr:
-        # cuMemFreeAsync takes it without converting an int back.
+            err, dptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, live_handle(s))
+            ptr = -int(err) if err else int(dptr)
+        if ptr < 0:
+            raise make_error(-ptr, "cuMemAllocFromPoolAsync", f"allocating {size} bytes failed")
+        # Buffer._owned, inlined (the hot path).
         buf = _new(Buffer)
-        buf._ptr = int(ptr)
+        buf._ptr = ptr
         buf._size = size
         buf._mr = self
         buf._owner = None
@@ -248,7 +253,7 @@ class _PoolResource(MemoryResource):
             ctx = stream_context(stream)
         h = stream._handle
         if h is not None and stream._int > _LAST_TOKEN:
-            if not _cuMemFreeAsync(ptr, h)[0]:
+            if not _fast.mem_free_async(int(ptr), stream._int):
                 return
         elif h is None:
             # The deallocation stream was closed since: free on the legacy default stream of
