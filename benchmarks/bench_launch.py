@@ -2,8 +2,10 @@
 
 Kernels have empty bodies, so the host is the bottleneck. Each implementation launches on a
 non-blocking stream; a round is ``--number`` launches timed back to back (the stream is
-synchronised between rounds, outside the timing); the table shows the median over
-``--repeat`` rounds, in microseconds per launch, with ratios to ``cuda.core`` and to C.
+synchronised between rounds, outside the timing). Rounds run round-robin over every
+implementation and argument count, so that a slow phase of a shared machine weighs on all
+columns alike; the table shows the median over ``--repeat`` rounds, in microseconds per
+launch, with ratios to ``cuda.core`` and to C.
 
     python benchmarks/bench_launch.py [--number 500] [--repeat 31]
 
@@ -27,7 +29,16 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import Suite, environment_line
 
-IMPLS = ["cuda_core.launch", "cuda_core prepared", "cuda.core", "cupy RawKernel", "cuda.bindings void**", "C loop"]
+IMPLS = [
+    "cuda_core.launch",
+    "cuda_core prepared",
+    "cuda.core",
+    "cupy RawKernel",
+    "cuda.bindings void**",
+    "ctypes void**",
+    "C loop",
+    "C loop Ex",
+]
 
 # (name, parameter list, argument makers)
 K10_PARAMS = (
@@ -60,17 +71,40 @@ def make_args(op, ptrs):
 
 
 def measure(fn, sync, number, repeat, warmup=200):
-    for _ in range(warmup):
-        fn()
-    sync()
-    rounds = []
+    """Queue one measurement: ``number`` calls of ``fn`` per round (timed in :func:`run_all`)."""
+    return _Job(fn, sync, number, warmup)
+
+
+class _Job:
+    __slots__ = ("fn", "number", "rounds", "sync", "warmup")
+
+    def __init__(self, fn, sync, number, warmup):
+        self.fn, self.sync, self.number, self.warmup, self.rounds = fn, sync, number, warmup, []
+
+
+def run_all(jobs, repeat):
+    """Time every job, round-robin: round r of every implementation runs before round r + 1 of
+    any, so that a slow phase of a shared machine affects all columns alike. Returns the median
+    seconds per call of each job."""
+    failed = {}
+    for key, job in jobs.items():
+        try:
+            for _ in range(job.warmup):
+                job.fn()
+            job.sync()
+        except Exception as exc:
+            failed[key] = f"error: {exc}"
+            print(f"[{key[0]} / {key[1]}] {exc}", file=sys.stderr)
+    jobs = {k: j for k, j in jobs.items() if k not in failed}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            fn()
-        rounds.append((time.perf_counter() - t0) / number)
-        sync()
-    return statistics.median(rounds)
+        for job in jobs.values():
+            fn, number = job.fn, job.number
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            job.rounds.append((time.perf_counter() - t0) / number)
+            job.sync()
+    return {**failed, **{key: statistics.median(job.rounds) for key, job in jobs.items()}}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -81,12 +115,22 @@ C_LOOP = r"""
 #include <dlfcn.h>
 typedef CUresult (*launch_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void**, void**);
+typedef CUresult (*launch_ex_t)(const CUlaunchConfig*, CUfunction, void**, void**);
 static launch_t launch_fn;
+static launch_ex_t launch_ex_fn;
 int setup(void) {
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!h) return -1;
     launch_fn = (launch_t)dlsym(h, "cuLaunchKernel");
-    return launch_fn ? 0 : -2;
+    launch_ex_fn = (launch_ex_t)dlsym(h, "cuLaunchKernelEx");
+    return launch_fn && launch_ex_fn ? 0 : -2;
+}
+int loop_ex(const void* cfg, void* f, void** params, int number) {
+    for (int i = 0; i < number; ++i) {
+        CUresult r = launch_ex_fn((const CUlaunchConfig*)cfg, (CUfunction)f, params, 0);
+        if (r != CUDA_SUCCESS) return (int)r;
+    }
+    return 0;
 }
 int loop(void* f, void* stream, void** params, int number) {
     for (int i = 0; i < number; ++i) {
@@ -124,6 +168,7 @@ def build_c_loop():
         return f"gcc failed: {exc}"
     so = ctypes.CDLL(lib)
     so.loop.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+    so.loop_ex.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
     if so.setup() != 0:
         return "libcuda.so.1 not loadable"
     return so
@@ -156,6 +201,7 @@ def main() -> None:
     from cuda.bindings import driver
 
     from cuda_core import Device, LaunchConfig, PreparedLaunch, Program, ProgramOptions, launch
+    from cuda_core._launch_config import launch_backend, resolve_launch_backend
 
     dev = Device()
     dev.set_current()
@@ -165,7 +211,8 @@ def main() -> None:
     bufs = [dev.allocate(1024, stream=s) for _ in range(3)]
     sync = s.sync
     suite = Suite("Host cost per launch (median us per launch)", IMPLS, baseline="cuda.core")
-    results: dict[tuple[str, str], float | str] = {}
+    results: dict[tuple[str, str], object] = {}
+    per_call: dict[tuple[str, str], int] = {}  # launches per call of a job (the C loops)
 
     # cuda.core peer
     try:
@@ -239,20 +286,41 @@ def main() -> None:
             lk(func, 1, 1, 1, 1, 1, 1, 0, hs, addr, 0)
 
         results[(op, "cuda.bindings void**")] = measure(run_raw, sync, N, R)
+        # The floor of a Python caller through ctypes: cuLaunchKernelEx's entry point, with the
+        # native config and the void** packed in advance (what PreparedLaunch calls).
+        backend = resolve_launch_backend(fastpath=False)
+        cfg_addr = cfg._native_for(s) if launch_backend().native else cfg._native_for(s).getPtr()
+        if backend.native:
+            fn, fptr = backend.fn, int(ker.handle)
+            results[(op, "ctypes void**")] = measure(lambda fn=fn, c=cfg_addr, f=fptr, a=addr: fn(c, f, a, None), sync, N, R)
+        else:
+            results[(op, "ctypes void**")] = "n/a"
         if cloop is not None:
             fptr, sptr = int(ker.handle), int(hs)
             rc = cloop.loop(fptr, sptr, addr, 1)
             if rc:
                 results[(op, "C loop")] = f"error: CUresult {rc}"
             else:
-                per = measure(lambda f=fptr, st=sptr, a=addr: cloop.loop(f, st, a, N), sync, 1, R, warmup=2)
-                results[(op, "C loop")] = per / N
+                results[(op, "C loop")] = measure(lambda f=fptr, st=sptr, a=addr: cloop.loop(f, st, a, N), sync, 1, R, warmup=2)
+                per_call[(op, "C loop")] = N
+            rc = cloop.loop_ex(cfg_addr, fptr, addr, 1)
+            if rc:
+                results[(op, "C loop Ex")] = f"error: CUresult {rc}"
+            else:
+                results[(op, "C loop Ex")] = measure(
+                    lambda c=cfg_addr, f=fptr, a=addr: cloop.loop_ex(c, f, a, N), sync, 1, R, warmup=2
+                )
+                per_call[(op, "C loop Ex")] = N
 
+    timed = run_all({k: v for k, v in results.items() if isinstance(v, _Job)}, R)
+    for key, seconds in timed.items():
+        results[key] = seconds / per_call.get(key, 1) if isinstance(seconds, float) else seconds
     for (op, impl), v in results.items():
         suite.run(op, impl, None)
         next(r for r in suite.rows if r.op == op).results[impl] = v
     print(environment_line())
-    print(f"{N} launches per round, median of {R} rounds, non-blocking stream, grid=1 block=1")
+    print(f"{N} launches per round, median of {R} rounds, non-blocking stream, grid=1 block=1; "
+          f"launch backend: {launch_backend().name}")
     print(suite.table(ratios_to=["cuda.core", "C loop"]))
 
 

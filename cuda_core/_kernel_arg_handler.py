@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ __all__: list[str] = []  # private: launch() and PreparedLaunch are the public e
 _U64 = 1 << 64
 _I64_MIN = -(1 << 63)
 _MAX_PLANS = 1024
+_PACK_ERRORS = (struct.error, OverflowError, TypeError, AttributeError, ValueError)
 
 
 def _neg(v: Any) -> int:
@@ -103,13 +105,22 @@ def _dlpack_ptr(v: Any) -> int:
     return (head.data or 0) + head.byte_offset
 
 
+def _is_closed_buffer(value: Any) -> bool:
+    return getattr(value, "_ptr", 0) is None or getattr(value, "_closed", False) is True
+
+
 class _Rule:
-    """How one argument type packs: size, alignment, struct format, value expression."""
+    """How one argument type packs: size, alignment, struct format, value expression.
 
-    __slots__ = ("align", "ctype", "expr", "fmt", "size")
+    ``fast`` is the expression a launch tries first; where it differs from ``expr`` (``int``:
+    the value as is, a negative one makes ``struct`` fail) a failure falls back to ``expr``.
+    """
 
-    def __init__(self, size: int, align: int, fmt: str, expr: str, ctype: str) -> None:
+    __slots__ = ("align", "ctype", "expr", "fast", "fmt", "size")
+
+    def __init__(self, size: int, align: int, fmt: str, expr: str, ctype: str, fast: str | None = None) -> None:
         self.size, self.align, self.fmt, self.expr, self.ctype = size, align, fmt, expr, ctype
+        self.fast = expr if fast is None else fast
 
 
 _PTR = _Rule(8, 8, "Q", "{a}", "pointer")
@@ -151,7 +162,7 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
     if t is bool:
         return _Rule(1, 1, "?", "{a}", "bool")
     if issubclass(t, int):
-        return _Rule(8, 8, "Q", "({a} if {a} >= 0 else _neg({a}))", "int64_t/uint64_t/pointer")
+        return _Rule(8, 8, "Q", "({a} if {a} >= 0 else _neg({a}))", "int64_t/uint64_t/pointer", "{a}")
     if issubclass(t, float):
         return _Rule(8, 8, "d", "{a}", "double")
     if issubclass(t, complex):
@@ -169,6 +180,8 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
         raise TypeError(f"argument {index} is a ctypes pointer to host memory ({t.__name__}); pass a device pointer")
     buffer_type = _buffer_type()
     if buffer_type is not None and issubclass(t, buffer_type):
+        if _is_closed_buffer(value):
+            raise ValueError(f"argument {index} is a closed Buffer")
         return _Rule(8, 8, "Q", "{a}._ptr", "pointer")
     if issubclass(t, _HANDLE_TYPES):
         return _Rule(8, 8, "Q", "int({a})", t.__name__)
@@ -212,13 +225,16 @@ def _numpy_rule(value: Any, index: int) -> _Rule:
 
 
 class Plan:
-    """How one tuple of argument types packs for one parameter layout (immutable).
+    """How one tuple of argument types packs for one parameter layout.
 
-    ``run(cfg, func, *args)`` packs ``args`` into a pooled buffer and calls
-    ``cuLaunchKernelEx``, returning its result tuple; ``pack(slot, args)`` fills a given slot.
+    ``pack(slot, args)`` fills a slot (see :meth:`new_slot`). For launches, :meth:`bind_launch`
+    adds ``run(cfg, args)``: it packs ``args`` into a pooled slot and calls the driver's
+    ``cuLaunchKernelEx`` for one kernel, returning the status (``0``: success).
     """
 
-    __slots__ = ("_free", "fmt", "nargs", "offsets", "rules", "run", "setters", "size", "struct", "types")
+    __slots__ = (
+        "_free", "fmt", "has_slow", "nargs", "offsets", "pack_all", "rules", "run", "setters", "size", "struct", "types",
+    )
 
     def __init__(self, types: tuple[type, ...], rules: list[_Rule], offsets: list[int], size: int) -> None:
         self.types = types
@@ -233,50 +249,59 @@ class Plan:
             fmt.append(r.fmt)
             pos = off + r.size
         self.fmt = "".join(fmt)
-        self.struct = struct.Struct(self.fmt)
-        if self.struct.size != pos:  # an internal consistency check, never a user error
-            raise AssertionError(f"packing format {self.fmt!r} is {self.struct.size} bytes, not {pos}")
+        if struct.calcsize(self.fmt) != pos:  # an internal consistency check, never a user error
+            raise AssertionError(f"packing format {self.fmt!r} is {struct.calcsize(self.fmt)} bytes, not {pos}")
+        # Native mode packs the same bytes faster (a copy, not a portable encoding) where the host
+        # is little-endian and its alignment rules add no padding to the layout (same size).
+        native = "@" + self.fmt[1:]
+        same = sys.byteorder == "little" and struct.calcsize(native) == pos
+        self.struct = struct.Struct(native if same else self.fmt)
+        self.has_slow = any(r.fast != r.expr for r in self.rules)
         self._free: list[tuple[Any, ...]] = []
-        self.run, self.setters = self._generate()
+        self.run: Any = None
+        self.setters, self.pack_all = self._generate_packers()
 
-    def new_slot(self) -> tuple[Any, int, int, Any]:
-        """A fresh buffer: (bytes, void** address, data offset in the buffer, pointer array)."""
+    def new_slot(self) -> tuple[Any, int, Any, Any, int]:
+        """A fresh buffer: (writable view of the packed bytes, void** address, storage, pointer
+        array, address of the packed bytes). The bytes start 64-byte aligned (CUtensorMap)."""
         raw = ctypes.create_string_buffer(self.size + 64)
         base = ctypes.addressof(raw)
-        start = (base + 63) & ~63  # 64-byte aligned start, for CUtensorMap
+        start = (base + 63) & ~63
+        view = memoryview(raw).cast("B")[start - base:start - base + self.size]
         ptrs = (ctypes.c_void_p * max(self.nargs, 1))(*[start + o for o in self.offsets])
         addr = ctypes.addressof(ptrs) if self.nargs else 0
-        return (raw, addr, start - base, ptrs)
+        return (view, addr, raw, ptrs, start)
 
     def pack(self, slot: tuple[Any, ...], args: tuple[Any, ...]) -> None:
-        """Write ``args`` into ``slot``; raises ``OverflowError``/``TypeError`` naming the argument."""
+        """Write ``args`` into ``slot``; raises ``OverflowError``/``TypeError``/``ValueError``
+        naming the argument."""
         try:
-            self.setters[-1](slot[0], slot[2], *args)
-        except (struct.error, OverflowError, TypeError, AttributeError, ValueError) as exc:
+            self.pack_all(slot[0], *args)
+        except _PACK_ERRORS as exc:
             raise self.explain(args, exc) from None
 
     def explain(self, args: tuple[Any, ...], exc: BaseException) -> Exception:
         """The user-facing error for a failed pack: find the argument that failed."""
-        scratch = ctypes.create_string_buffer(self.size + 64)
+        scratch = memoryview(bytearray(self.size))
         for i, a in enumerate(args):
+            if i < self.nargs and self.rules[i].expr == "{a}._ptr" and _is_closed_buffer(a):
+                return ValueError(f"argument {i} is a closed Buffer")
             try:
-                self.setters[i](scratch, 0, a)
+                self.setters[i](scratch, a)
             except struct.error:
                 return OverflowError(
                     f"argument {i} ({type(a).__name__} {a!r}) does not fit the {self.rules[i].size}-byte "
                     f"{self.rules[i].ctype} it packs to"
                 )
             except Exception as inner:
-                if isinstance(inner, (OverflowError, TypeError)):
+                if isinstance(inner, (OverflowError, TypeError, ValueError)):
                     return type(inner)(f"argument {i}: {inner}")
                 return TypeError(f"argument {i} ({type(a).__name__}) could not be packed: {inner}")
         # Every argument packs on its own: the failure was not an argument's; report it as is.
         return exc if isinstance(exc, Exception) else TypeError(f"kernel arguments could not be packed: {exc}")
 
-    def _generate(self) -> tuple[Any, tuple[Any, ...]]:
-        names = [f"a{i}" for i in range(self.nargs)]
-        exprs = [r.expr.format(a=n) for r, n in zip(self.rules, names)]
-        ns: dict[str, Any] = {
+    def _namespace(self) -> dict[str, Any]:
+        return {
             "_neg": _neg,
             "_bytes": bytes,
             "_void_bytes": _void_bytes,
@@ -285,31 +310,73 @@ class Plan:
             "_cai_ptr": _cai_ptr,
             "_dlpack_ptr": _dlpack_ptr,
             "_pack_into": self.struct.pack_into,
-            "_launch": driver.cuLaunchKernelEx,
-            "_pop": self._free.pop,
-            "_push": self._free.append,
-            "_new_slot": self.new_slot,
+            "_struct_error": struct.error,
         }
+
+    def _generate_packers(self) -> tuple[tuple[Any, ...], Any]:
+        names = [f"a{i}" for i in range(self.nargs)]
+        ns = self._namespace()
         params = "".join(f", {n}" for n in names)
-        src = []
-        if self.nargs:
-            src.append(
-                f"def run(_cfg, _func{params}):\n"
-                f"    try:\n        _s = _pop()\n    except IndexError:\n        _s = _new_slot()\n"
-                f"    _pack_into(_s[0], _s[2], {', '.join(exprs)})\n"
-                f"    _r = _launch(_cfg, _func, _s[1], 0)\n"
-                f"    _push(_s)\n    return _r\n"
-            )
-            src.append(f"def pack_all(_buf, _off{params}):\n    _pack_into(_buf, _off, {', '.join(exprs)})\n")
-        else:
-            src.append("def run(_cfg, _func):\n    return _launch(_cfg, _func, 0, 0)\n")
-            src.append("def pack_all(_buf, _off):\n    pass\n")
+        exprs = "".join(f", {r.expr.format(a=n)}" for r, n in zip(self.rules, names))
+        src = [f"def pack_all(_v{params}):\n    _pack_into(_v, 0{exprs})\n"]
         for i, (r, off) in enumerate(zip(self.rules, self.offsets)):
             ns[f"_s{i}"] = struct.Struct("<" + r.fmt).pack_into
-            src.append(f"def set{i}(_buf, _off, a):\n    _s{i}(_buf, _off + {off}, {r.expr.format(a='a')})\n")
+            src.append(f"def set{i}(_v, a):\n    _s{i}(_v, {off}, {r.expr.format(a='a')})\n")
         exec(compile("\n".join(src), f"<cuda_core packing plan {self.fmt}>", "exec"), ns)
-        setters = (*tuple(ns[f"set{i}"] for i in range(self.nargs)), ns["pack_all"])
-        return ns["run"], setters
+        return tuple(ns[f"set{i}"] for i in range(self.nargs)), ns["pack_all"]
+
+    def bind_launch(self, launch: Any, func: Any, extra: bool) -> None:
+        """Generate ``self.run(cfg, args) -> status`` for launching kernel ``func``.
+
+        ``launch(cfg, func, params[, None])`` is the driver's ``cuLaunchKernelEx`` as the
+        launcher resolved it (``extra``: it takes the trailing ``extra`` argument). ``run``
+        first checks that ``args`` has this plan's types and returns :data:`MISS` (``-1``, no
+        driver status) when not, so a caller can try a plan without looking it up. Every value
+        is then written with one ``struct.pack_into`` into a slot taken from a pool (threads
+        launching the same plan at once never share a buffer); the driver copies the
+        parameters during the call, so the slot is reusable as soon as it returns.
+        """
+        n = self.nargs
+        ns = self._namespace()
+        ns.update(_launch=launch, _func=func, _pop=self._free.pop, _push=self._free.append,
+                  _new_slot=self.new_slot, _pack_all=self.pack_all, _type_list=list(self.types), _map=map,
+                  _type=type, _list=list)
+        tail = ", None" if extra else ""
+        lines = ["def run(_cfg, _args):"]
+        if not n:
+            lines += ["    if _args:", f"        return {MISS}", f"    return _launch(_cfg, _func, 0{tail})", ""]
+        else:
+            names = [f"a{i}" for i in range(n)]
+            if n <= _INLINE_CHECKS:
+                # Unpack and compare each type: cheaper than building the tuple of types.
+                for i, t in enumerate(self.types):
+                    ns[f"_t{i}"] = t
+                checks = " or ".join(f"_type({a}) is not _t{i}" for i, a in enumerate(names))
+                lines += ["    try:", f"        {', '.join(names)}, = _args", "    except ValueError:",
+                          f"        return {MISS}", f"    if {checks}:", f"        return {MISS}"]
+                values = ", ".join(r.fast.format(a=a) for r, a in zip(self.rules, names))
+            else:
+                lines += ["    if _list(_map(_type, _args)) != _type_list:", f"        return {MISS}"]
+                fast = [r.fast.format(a=a) for r, a in zip(self.rules, names)]
+                if fast == names:
+                    values = "*_args"
+                else:
+                    lines.append(f"    {', '.join(names)}, = _args")
+                    values = ", ".join(fast)
+            lines += ["    try:", "        _s = _pop()", "    except IndexError:", "        _s = _new_slot()"]
+            if self.has_slow:
+                lines += ["    try:", f"        _pack_into(_s[0], 0, {values})", "    except _struct_error:",
+                          "        _pack_all(_s[0], *_args)"]
+            else:
+                lines.append(f"    _pack_into(_s[0], 0, {values})")
+            lines += [f"    _r = _launch(_cfg, _func, _s[1]{tail})", "    _push(_s)", "    return _r", ""]
+        exec(compile("\n".join(lines), f"<cuda_core launch plan {self.fmt}>", "exec"), ns)
+        self.run = ns["run"]
+
+
+MISS = -1
+"""What a plan's ``run`` returns for arguments of other types (no CUresult is negative)."""
+_INLINE_CHECKS = 16
 
 
 def kernel_label(name: str | None) -> str:
@@ -346,8 +413,8 @@ def make_plan(
     for i, a in enumerate(args):
         try:
             r = rule_for(a, i)
-        except TypeError as exc:
-            raise TypeError(f"{label}: {exc}") from None
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{label}: {exc}") from None
         if layout is not None:
             off, size = layout[i]
             if r.size != size:
@@ -443,7 +510,7 @@ class ParamHolder:
     @property
     def data(self) -> bytes:
         """The packed parameter bytes (each value at its offset, padding zero)."""
-        return ctypes.string_at(ctypes.addressof(self._slot[0]) + self._slot[2], self._plan.size)
+        return self._slot[0].tobytes()
 
     @property
     def offsets(self) -> tuple[int, ...]:
@@ -501,8 +568,8 @@ def set_arg(
     new_args = (*args[:index], value, *args[index + 1:])
     if type(value) is plan.types[index]:
         try:
-            plan.setters[index](slot[0], slot[2], value)
-        except (struct.error, OverflowError, TypeError, AttributeError, ValueError) as exc:
+            plan.setters[index](slot[0], value)
+        except _PACK_ERRORS as exc:
             raise plan.explain(new_args, exc) from None
         return new_args, plan, slot
     new_plan = get_plan(new_args, layout, kernel_name)

@@ -3,17 +3,128 @@
 A :class:`LaunchConfig` is a small immutable value that needs no GPU to build. At the first
 launch on a device it is checked against that device's limits (once per device), and the
 native ``CUlaunchConfig`` is built once per stream and reused by every later launch.
+
+This module also resolves, once per process, how launches reach the driver
+(:func:`launch_backend`): the compiled accelerator ``cuda_core._fastpath`` where it was built
+(it calls the entry point that ``cuda_core._fast`` resolved), else ``cuLaunchKernelEx``'s entry
+point from ``cuGetProcAddress`` called through ``ctypes``, else, where that entry point cannot
+be had, ``cuda.bindings.driver.cuLaunchKernelEx``.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 from typing import Any
 
 from cuda.bindings import driver
 
-from ._utils import arg_error, cast_to_3_tuple, check_int
+from ._utils import arg_error, cast_to_3_tuple, check_int, ensure_driver
 
 __all__ = ["LaunchConfig"]
+
+# ---------------------------------------------------------------------------------------------
+# How launches reach the driver.
+
+# CUresult cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void** kernelParams, void** extra)
+# (CUDA 12.0 ABI). A CFUNCTYPE function releases the GIL during the call, as cuda.bindings does.
+_LAUNCH_PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_LAUNCH_ABI = 12000
+
+
+class LaunchBackend:
+    """How launches call ``cuLaunchKernelEx`` (resolved once; see :func:`launch_backend`).
+
+    ``fn(cfg, func, params[, None]) -> status``: with ``native``, ``cfg`` is the address of a
+    native ``CUlaunchConfig`` and ``func`` the kernel handle's address (ints); otherwise they
+    are ``cuda.bindings`` objects. ``extra``: ``fn`` takes the trailing ``extra`` argument.
+    """
+
+    __slots__ = ("extra", "fn", "name", "native")
+
+    def __init__(self, name: str, fn: Any, native: bool, extra: bool) -> None:
+        self.name, self.fn, self.native, self.extra = name, fn, native, extra
+
+    def __repr__(self) -> str:
+        return f"<LaunchBackend {self.name}>"
+
+
+def _bindings_launch(cfg: Any, func: Any, params: int, _launch: Any = driver.cuLaunchKernelEx) -> Any:
+    return _launch(cfg, func, params, 0)[0]
+
+
+def per_thread_default_stream() -> bool:
+    """Whether ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` asks for per-thread default
+    stream semantics (any value but empty, ``0``, ``false`` or ``no``)."""
+    value = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0")
+    return value.strip().lower() not in ("", "0", "false", "no")
+
+
+def launch_entry_point(get_proc: Any = None) -> int:
+    """The address of ``cuLaunchKernelEx`` (CUDA 12.0 ABI) from ``cuGetProcAddress``, or 0.
+
+    Per-thread default stream semantics are honoured as ``cuda.bindings`` honours them.
+    ``get_proc`` defaults to ``cuda.bindings.driver.cuGetProcAddress``.
+    """
+    flags = driver.CUdriverProcAddress_flags
+    flag = flags.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM if per_thread_default_stream() else (
+        flags.CU_GET_PROC_ADDRESS_DEFAULT
+    )
+    try:
+        err, pfn, status = (get_proc or driver.cuGetProcAddress)(b"cuLaunchKernelEx", _LAUNCH_ABI, flag)
+    except Exception:  # an old or broken cuda.bindings: the bindings path still works
+        return 0
+    if err != driver.CUresult.CUDA_SUCCESS or status != driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS:
+        return 0
+    return int(pfn or 0)
+
+
+def _fastpath_launch() -> Any:
+    """``cuda_core._fast.launch_ex`` where the compiled accelerator is built and bound, else None."""
+    try:
+        from . import _fast
+    except ImportError:
+        return None
+    if not getattr(_fast, "ENABLED", False):
+        return None
+    return getattr(_fast, "launch_ex", None)
+
+
+def resolve_launch_backend(get_proc: Any = None, fastpath: bool = True) -> LaunchBackend:
+    """Work out the backend: the compiled accelerator's ``launch_ex`` (with ``fastpath``, where
+    it is built), else ``ctypes`` over the driver entry point, else ``cuda.bindings``."""
+    fast = _fastpath_launch() if fastpath else None
+    if fast is not None:
+        return LaunchBackend("fastpath", fast, True, False)
+    addr = launch_entry_point(get_proc)
+    if addr:
+        return LaunchBackend("ctypes", _LAUNCH_PROTO(addr), True, True)
+    return bindings_backend()
+
+
+def bindings_backend() -> LaunchBackend:
+    """The ``cuda.bindings.driver.cuLaunchKernelEx`` backend (the fallback)."""
+    return LaunchBackend("cuda.bindings", _bindings_launch, False, False)
+
+
+_backend: LaunchBackend | None = None
+
+
+def launch_backend() -> LaunchBackend:
+    """The process's launch backend, resolved at the first launch (the driver must load)."""
+    global _backend
+    if _backend is None:
+        ensure_driver()
+        _backend = resolve_launch_backend()
+    return _backend
+
+
+def set_launch_backend(backend: LaunchBackend | None) -> None:
+    """Replace the backend (tests; ``None``: resolve again). Only launch state made afterwards
+    uses it: the launcher's per-kernel caches must be cleared and new LaunchConfigs used."""
+    global _backend
+    _backend = backend
+
 
 _DIM3_RULE = "an int or a tuple of 1 to 3 ints, each >= 1"
 _AXES = ("x", "y", "z")
@@ -70,7 +181,7 @@ class LaunchConfig:
     >>> cfg = LaunchConfig(grid=4, cluster=2, block=128)  # 8 blocks in clusters of 2
     """
 
-    __slots__ = ("_block", "_checked", "_cluster", "_coop", "_grid", "_key", "_native", "_shmem")
+    __slots__ = ("_block", "_checked", "_cluster", "_coop", "_grid", "_key", "_last", "_native", "_shmem")
 
     def __init__(
         self,
@@ -92,9 +203,11 @@ class LaunchConfig:
             raise arg_error("LaunchConfig.is_cooperative", "a bool", is_cooperative, exc=TypeError)
         self._coop = bool(is_cooperative)
         self._key = (self._grid, self._cluster, self._block, self._shmem, self._coop)
-        # id(stream) -> (stream, stream handle, CUlaunchConfig); holding the stream keeps its
-        # id from being reused while the entry lives.
-        self._native: dict[int, tuple[Any, Any, Any]] = {}
+        # id(stream) -> (stream, stream handle, launch argument, CUlaunchConfig); holding the
+        # stream keeps its id from being reused while the entry lives. ``_last`` is the entry of
+        # the latest stream, which launch() checks first.
+        self._native: dict[int, tuple[Any, Any, Any, Any]] = {}
+        self._last: tuple[Any, Any, Any, Any] = (None, None, None, None)
         self._checked: set[int] = set()
 
     # -- the public, read-only fields -----------------------------------------------------
@@ -159,22 +272,27 @@ class LaunchConfig:
     # -- launch-time support (private) ------------------------------------------------------
 
     def _native_for(self, stream: Any) -> Any:
-        """The ``CUlaunchConfig`` for ``stream``, built (and the device checked) on first use."""
+        """The launch backend's config argument for ``stream`` (the native ``CUlaunchConfig``'s
+        address, or the ``cuda.bindings`` object), built (and the device checked) on first use.
+        """
         entry = self._native.get(id(stream))
-        if entry is not None and entry[0] is stream and entry[1] is stream._handle:
-            return entry[2]
-        handle = stream.handle  # raises on a closed stream
-        dev = stream._device
-        if dev is None:  # the default streams follow the current context
-            dev = stream.device
-        if dev._id not in self._checked:
-            self._check_device(dev)
-            self._checked.add(dev._id)
-        native = self._build(handle)
-        if len(self._native) >= _MAX_NATIVE:
-            self._native.clear()
-        self._native[id(stream)] = (stream, handle, native)
-        return native
+        if entry is None or entry[0] is not stream or entry[1] is not stream._handle:
+            handle = stream.handle  # raises on a closed stream
+            dev = stream._device
+            if dev is None:  # the default streams follow the current context
+                dev = stream.device
+            if dev._id not in self._checked:
+                self._check_device(dev)
+                self._checked.add(dev._id)
+            native = self._build(handle)
+            # The object owns the native struct (and its attribute array): the entry keeps it.
+            arg = native.getPtr() if launch_backend().native else native
+            entry = (stream, handle, arg, native)
+            if len(self._native) >= _MAX_NATIVE:
+                self._native.clear()
+            self._native[id(stream)] = entry
+        self._last = entry
+        return entry[2]
 
     def _build(self, handle: Any) -> Any:
         cfg = driver.CUlaunchConfig()

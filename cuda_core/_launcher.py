@@ -1,14 +1,17 @@
 """Kernel launches: :func:`launch` and :class:`PreparedLaunch`.
 
 The hot path does as little as it can per call: the stream is resolved with a type check, the
-native ``CUlaunchConfig`` comes from a per-(config, stream) cache, the packing plan from a
-per-(kernel, argument types) cache, and one generated function writes the values and calls
-``cuLaunchKernelEx``. The stream's context is not looked up per call: when the driver reports
-a context mismatch, the launch is retried once with the stream's context pushed.
+native ``CUlaunchConfig`` comes from the config's last-used entry (else a per-stream cache),
+the packing plan from a per-(kernel, argument types) cache, and one generated function writes
+the values with one ``struct.pack_into`` and calls ``cuLaunchKernelEx`` through its driver
+entry point (``ctypes``; ``cuda.bindings`` where the entry point cannot be had). The stream's
+context is not looked up per call: when the driver reports a context mismatch, the launch is
+retried once with the stream's context pushed.
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 import weakref
 from typing import Any
@@ -16,13 +19,13 @@ from typing import Any
 from cuda.bindings import driver
 
 from ._errors import CUDAError
-from ._kernel_arg_handler import Plan, kernel_label, make_plan, set_arg
-from ._launch_config import LaunchConfig
+from ._kernel_arg_handler import MISS, Plan, kernel_label, make_plan, set_arg
+from ._launch_config import LaunchBackend, LaunchConfig, launch_backend, set_launch_backend
+from ._stream import Stream, as_stream
 from ._utils import arg_error, handle_return, make_error
 
 __all__ = ["PreparedLaunch", "launch"]
 
-_launch_ex = driver.cuLaunchKernelEx
 _CUresult = driver.CUresult
 # Statuses that can mean "the current context is not the stream's": retried in its context.
 _CONTEXT_ERRORS = frozenset(
@@ -35,55 +38,50 @@ _CONTEXT_ERRORS = frozenset(
 )
 _MAX_PLANS_PER_KERNEL = 64
 _PACK_ERRORS = (struct.error, OverflowError, TypeError, AttributeError, ValueError)
-_Stream: Any = None  # cuda_core._stream.Stream, resolved at the first launch
 
 
 def _as_stream(obj: Any) -> Any:
-    global _Stream
     if obj is None:
         raise arg_error(
             "stream", "a Stream, a GraphBuilder or an object with __cuda_stream__", obj, exc=TypeError
         )
-    from ._stream import Stream, as_stream
-
-    _Stream = Stream
-    if type(obj) is Stream:
-        return obj
     return as_stream(obj, "stream")
 
 
 # ---------------------------------------------------------------------------------------------
 # Per-kernel state: the CUfunction handle, the parameter layout, the plans by argument types.
+#
+# ``_kernels`` maps id(kernel) to its entry. An entry lives exactly as long as its kernel: a
+# weak reference's callback removes it when the kernel is collected, before its id can be
+# reused, so a lookup by id needs no liveness check. (A kernel that cannot be weakly referenced
+# is held by its entry, so its id is never reused.)
 
 
 class _KernelEntry:
-    __slots__ = ("func", "kernel", "layout", "name", "plans", "ref")
+    __slots__ = ("__weakref__", "backend", "func", "kernel", "key", "layout", "name", "plans", "ref", "run")
 
     def __init__(self, kernel: Any) -> None:
         handle = getattr(kernel, "_handle", None)
         if handle is None or not hasattr(kernel, "_param_layout"):
             raise arg_error("kernel", "a Kernel (from ObjectCode.get_kernel())", kernel, exc=TypeError)
-        self.func = driver.CUfunction(int(handle))
+        self.backend: LaunchBackend = launch_backend()
+        self.func = int(handle) if self.backend.native else driver.CUfunction(int(handle))
         try:
             self.layout = kernel._param_layout()
         except CUDAError:
             self.layout = None
         self.name: str | None = None
         self.plans: dict[tuple[type, ...], Plan] = {}
+        # The run function of the plan used last: launch() tries it first (it returns MISS for
+        # arguments of other types).
+        self.run: Any = _miss
+        self.key = id(kernel)
         try:
-            self.ref: Any = weakref.ref(kernel, self._forget)
+            self.ref: Any = weakref.ref(kernel, _forget_callback(weakref.ref(self)))
             self.kernel = None
         except TypeError:  # no weakref support: hold it (its id then cannot be reused)
             self.ref = None
             self.kernel = kernel
-
-    def alive_for(self, kernel: Any) -> bool:
-        return (self.ref() if self.ref is not None else self.kernel) is kernel
-
-    def _forget(self, _ref: Any) -> None:
-        for key, entry in list(_kernels.items()):
-            if entry is self:
-                del _kernels[key]
 
     def kernel_name(self, kernel: Any) -> str | None:
         if self.name is None:
@@ -102,10 +100,26 @@ class _KernelEntry:
         plan = self.plans.get(types)
         if plan is None:
             plan = make_plan(types, args, self.layout, self.kernel_name(kernel))
+            plan.bind_launch(self.backend.fn, self.func, self.backend.extra)
             if len(self.plans) >= _MAX_PLANS_PER_KERNEL:
                 self.plans.clear()
             self.plans[types] = plan
         return plan
+
+
+def _miss(cfg: Any, args: tuple[Any, ...]) -> int:
+    return MISS
+
+
+def _forget_callback(entry_ref: Any) -> Any:
+    def forget(_ref: Any) -> None:
+        entry: _KernelEntry | None = entry_ref()
+        if entry is not None:
+            key = entry.key
+            if _kernels.get(key) is entry:
+                _kernels.pop(key, None)
+
+    return forget
 
 
 _kernels: dict[int, _KernelEntry] = {}
@@ -113,10 +127,17 @@ _kernels: dict[int, _KernelEntry] = {}
 
 def _entry(kernel: Any) -> _KernelEntry:
     entry = _kernels.get(id(kernel))
-    if entry is None or not entry.alive_for(kernel):
+    if entry is None:
         entry = _KernelEntry(kernel)
         _kernels[id(kernel)] = entry
     return entry
+
+
+def _use_backend(backend: LaunchBackend | None) -> None:
+    """Switch the launch backend (tests): forget every kernel's plans. LaunchConfig objects
+    used before keep their native configs, so use new ones after switching."""
+    set_launch_backend(backend)
+    _kernels.clear()
 
 
 def _device_of(stream: Any) -> Any:
@@ -158,7 +179,8 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     OverflowError
         A value does not fit its C type.
     ValueError
-        ``config`` exceeds a limit of the stream's device (the message names the limit).
+        ``config`` exceeds a limit of the stream's device (the message names the limit), or an
+        argument is a closed ``Buffer``.
     CUDAError
         The driver refused the launch (the message says why, e.g. a cooperative grid too
         large to be co-resident, with the numbers).
@@ -167,30 +189,54 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     --------
     >>> launch(s, LaunchConfig(grid=(n + 255) // 256, block=256), ker, a, b, c, np.uint64(n))
     """
-    if type(stream) is not _Stream:
+    if type(stream) is not Stream:
         stream = _as_stream(stream)
     if type(config) is not LaunchConfig:
         _check_config(config)
     entry = _kernels.get(id(kernel))
-    if entry is None or not entry.alive_for(kernel):
+    if entry is None:
         entry = _entry(kernel)
-    plan = entry.plans.get(tuple(map(type, kernel_args)))
-    if plan is None:
-        plan = entry.plan(kernel, kernel_args)
-    cfg = config._native_for(stream)
+    last = config._last
+    if last[0] is stream and last[1] is stream._handle:
+        cfg = last[2]
+    else:
+        cfg = config._native_for(stream)
+    run = entry.run
     try:
-        err = plan.run(cfg, entry.func, *kernel_args)[0]
+        err = run(cfg, kernel_args)
     except _PACK_ERRORS as exc:
-        raise plan.explain(kernel_args, exc) from None
+        raise _pack_error(entry, kernel, kernel_args, exc) from None
     if err:
-        _launch_failed(err, stream, config, kernel, entry, lambda: plan.run(cfg, entry.func, *kernel_args))
+        _launch_other(err, stream, config, kernel, entry, cfg, kernel_args, run)
+
+
+def _launch_other(
+    err: Any, stream: Any, config: LaunchConfig, kernel: Any, entry: _KernelEntry, cfg: Any, args: tuple[Any, ...],
+    run: Any,
+) -> None:
+    """launch() past its first try: other argument types (find or make their plan), or a failure."""
+    if err == MISS:
+        run = entry.plan(kernel, args).run  # checks the arguments against the kernel
+        entry.run = run
+        try:
+            err = run(cfg, args)
+        except _PACK_ERRORS as exc:
+            raise _pack_error(entry, kernel, args, exc) from None
+        if not err:
+            return
+    _launch_failed(err, stream, config, kernel, entry, lambda: run(cfg, args))
+
+
+def _pack_error(entry: _KernelEntry, kernel: Any, args: tuple[Any, ...], exc: Exception) -> Exception:
+    plan = entry.plans.get(tuple(map(type, args)))
+    return plan.explain(args, exc) if plan is not None else exc
 
 
 def _launch_failed(err: Any, stream: Any, config: LaunchConfig, kernel: Any, entry: _KernelEntry, again: Any) -> None:
     """Retry once in the stream's context where that may help; else raise a helpful error."""
     if int(err) in _CONTEXT_ERRORS:
         with _device_of(stream)._scope():
-            err = again()[0]
+            err = again()
         if not err:
             return
     raise _explain_failure(err, stream, config, kernel, entry)
@@ -278,10 +324,12 @@ class PreparedLaunch:
     >>> step()
     """
 
-    __slots__ = ("_addr", "_args", "_cfg", "_config", "_entry", "_func", "_kernel", "_plan", "_slot", "_stream")
+    __slots__ = (
+        "_args", "_call", "_cfg", "_config", "_entry", "_handle", "_kernel", "_plan", "_slot", "_stream",
+    )
 
     def __init__(self, stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) -> None:
-        if type(stream) is not _Stream:
+        if type(stream) is not Stream:
             stream = _as_stream(stream)
         if type(config) is not LaunchConfig:
             _check_config(config)
@@ -289,14 +337,18 @@ class PreparedLaunch:
         self._config = config
         self._kernel = kernel
         self._entry = _entry(kernel)
-        self._func = self._entry.func
         self._cfg = config._native_for(stream)
+        self._handle = stream._handle
         self._plan: Plan | None = None
         self._slot: tuple[Any, ...] = ()
-        self._addr = 0
         self._args: tuple[Any, ...] = ()
+        self._call: Any = self._first_call
         if kernel_args or self._entry.layout == ():
             self._bind(kernel_args)
+
+    def _first_call(self) -> Any:
+        self._bind(())  # no arguments were bound: the kernel must take none
+        return self._call()
 
     def _bind(self, args: tuple[Any, ...]) -> None:
         plan = self._plan
@@ -304,34 +356,35 @@ class PreparedLaunch:
             plan = self._entry.plan(self._kernel, args)
             slot = plan.new_slot()
             plan.pack(slot, args)
-            self._plan, self._slot, self._addr = plan, slot, slot[1]
+            self._use(plan, slot)
         else:
             plan.pack(self._slot, args)
         self._args = args
+
+    def _use(self, plan: Plan, slot: tuple[Any, ...]) -> None:
+        # Everything the launch passes is fixed now: the call is one driver call.
+        backend = self._entry.backend
+        tail = (None,) if backend.extra else ()
+        self._plan, self._slot = plan, slot
+        self._call = functools.partial(backend.fn, self._cfg, self._entry.func, slot[1], *tail)
 
     def __call__(self, *kernel_args: Any) -> None:
         """Launch, with the bound arguments or with ``kernel_args`` (which are then bound).
 
         Raises
         ------
-        TypeError, OverflowError, CUDAError
+        TypeError, OverflowError, ValueError, CUDAError
             As for :func:`launch`; calling with no arguments before any were bound is a
-            ``TypeError`` unless the kernel takes none.
+            ``TypeError`` unless the kernel takes none. ``RuntimeError`` if the stream was
+            closed.
         """
         if kernel_args:
             self._bind(kernel_args)
-        elif self._plan is None:
-            self._bind(())
-        err = _launch_ex(self._cfg, self._func, self._addr, 0)[0]
+        if self._stream._handle is not self._handle:
+            raise RuntimeError("the stream of this PreparedLaunch is closed")
+        err = self._call()
         if err:
-            _launch_failed(
-                err,
-                self._stream,
-                self._config,
-                self._kernel,
-                self._entry,
-                lambda: _launch_ex(self._cfg, self._func, self._addr, 0),
-            )
+            _launch_failed(err, self._stream, self._config, self._kernel, self._entry, self._call)
 
     def set_arg(self, index: int, value: Any) -> None:
         """Replace argument ``index`` in the packed buffer (no repacking of the others).
@@ -355,7 +408,9 @@ class PreparedLaunch:
         args, plan, slot = set_arg(
             self._plan, self._slot, self._args, index, value, self._entry.layout, self._entry.kernel_name(self._kernel)
         )
-        self._args, self._plan, self._slot, self._addr = args, plan, slot, slot[1]
+        if slot is not self._slot:
+            self._use(plan, slot)
+        self._args = args
 
     @property
     def args(self) -> tuple[Any, ...]:

@@ -345,3 +345,79 @@ def test_random_tuples_pack_or_raise_cleanly(args):
         return
     assert len(h.data) >= sum(h.sizes)
     assert len(h.pointers()) == len(args)
+
+
+# ---------------------------------------------------------------------------------------------
+# Closed buffers, and the generated launch function of a plan (Plan.bind_launch).
+
+
+def test_closed_buffer_is_refused_by_name():
+    from cuda_core._memory import Buffer
+
+    buf = Buffer.from_handle(0x1000, 64)
+    h = ParamHolder((buf, np.int32(1)))
+    assert h.data[:8] == struct.pack("<Q", 0x1000)
+    buf.close()
+    with pytest.raises(ValueError, match="argument 1 is a closed Buffer"):
+        ParamHolder((np.int32(1), buf))
+    with pytest.raises(ValueError, match="argument 0 is a closed Buffer"):
+        h.set_arg(0, buf)  # same type: the in-place setter path
+
+
+def _recording_launch(calls, nbytes):
+    """A C-callable stand-in for cuLaunchKernelEx that records what it was given (the
+    contract of ``Plan.run``: the config and function as given, the void** of the values)."""
+
+    @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    def fn(cfg, func, params, extra):
+        ptrs = (ctypes.c_void_p * len(nbytes)).from_address(params) if nbytes else ()
+        calls.append((cfg, func, extra, [ctypes.string_at(p, n) for p, n in zip(ptrs, nbytes)]))
+        return 7 if cfg == 0xBAD else 0
+
+    return fn
+
+
+@pytest.mark.parametrize(
+    "args,sizes",
+    [
+        ((), ()),
+        ((0x7000, np.int32(-3), 2.5), (8, 4, 8)),
+        ((-5, 2**64 - 1, np.uint8(9)), (8, 8, 1)),  # a negative int takes the fallback packer
+        (tuple(float(i) for i in range(40)), (8,) * 40),  # more than the inline type checks
+        (tuple(range(-20, 20)), (8,) * 40),
+    ],
+    ids=["none", "mixed", "negative-int", "40-doubles", "40-ints"],
+)
+def test_plan_run_passes_the_packed_values(args, sizes):
+    from cuda_core._kernel_arg_handler import MISS, make_plan
+
+    calls: list = []
+    fn = _recording_launch(calls, sizes)
+    plan = make_plan(tuple(map(type, args)), args, None)
+    plan.bind_launch(fn, 0xF00, True)
+    assert plan.run(0xC0F, args) == 0
+    expected = ParamHolder(args)
+    (cfg, func, extra, values) = calls[-1]
+    assert (cfg, func, extra) == (0xC0F, 0xF00, None)
+    assert values == [expected.data[o:o + n] for o, n in zip(expected.offsets, sizes)]
+    assert plan.run(0xBAD, args) == 7  # the driver's status is returned as is
+    # Other types or another count: MISS, and the driver is not called.
+    n = len(calls)
+    assert plan.run(0xC0F, (*args, 1)) == MISS
+    if args:
+        assert plan.run(0xC0F, (np.int8(1), *args[1:])) == MISS
+        assert plan.run(0xC0F, args[:-1]) == MISS
+    assert len(calls) == n
+
+
+def test_plan_run_overflow_raises_and_reuses_no_bad_state():
+    from cuda_core._kernel_arg_handler import make_plan
+
+    calls: list = []
+    plan = make_plan((int,), (1,), None)
+    plan.bind_launch(_recording_launch(calls, (8,)), 0xF00, True)
+    with pytest.raises(struct.error):
+        plan.run(1, (2**64,))
+    assert plan.explain((2**64,), struct.error()).args[0].startswith("argument 0 (int 18446744073709551616) does not fit")
+    assert plan.run(1, (-(2**63),)) == 0
+    assert calls[-1][3] == [struct.pack("<q", -(2**63))]

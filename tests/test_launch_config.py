@@ -153,3 +153,61 @@ def test_cooperative_needs_support():
     old = SimpleNamespace(**{**vars(H100), "cooperative_launch": 0})
     with pytest.raises(ValueError, match="cooperative launches are not supported on OLD"):
         check_limits(LaunchConfig(grid=1, block=32, is_cooperative=True), old, "OLD")
+
+
+# ---------------------------------------------------------------------------------------------
+# The launch backend: cuLaunchKernelEx's entry point through ctypes, else cuda.bindings.
+
+_FLAGS = driver.CUdriverProcAddress_flags
+_FOUND = driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS
+
+
+def _get_proc(result, seen):
+    def get_proc(symbol, version, flags):
+        seen.append((symbol, version, flags))
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    return get_proc
+
+
+@pytest.mark.parametrize(
+    "env,flag",
+    [(None, _FLAGS.CU_GET_PROC_ADDRESS_DEFAULT), ("0", _FLAGS.CU_GET_PROC_ADDRESS_DEFAULT),
+     ("1", _FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+     ("true", _FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)],
+)
+def test_backend_uses_the_entry_point_with_stream_semantics(monkeypatch, env, flag):
+    import ctypes
+
+    from cuda_core._launch_config import resolve_launch_backend
+
+    if env is None:
+        monkeypatch.delenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", env)
+    libc = ctypes.CDLL(None)
+    addr = ctypes.cast(libc.abs, ctypes.c_void_p).value  # an address to wrap (never called)
+    seen: list = []
+    b = resolve_launch_backend(_get_proc((driver.CUresult.CUDA_SUCCESS, addr, _FOUND), seen), fastpath=False)
+    assert seen == [(b"cuLaunchKernelEx", 12000, flag)]
+    assert (b.name, b.native, b.extra) == ("ctypes", True, True)
+    assert ctypes.cast(b.fn, ctypes.c_void_p).value == addr
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        RuntimeError("no driver"),
+        (driver.CUresult.CUDA_ERROR_INVALID_VALUE, 0, _FOUND),
+        (driver.CUresult.CUDA_SUCCESS, 0, driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND),
+        (driver.CUresult.CUDA_SUCCESS, 0, _FOUND),
+    ],
+    ids=["raises", "error", "not-found", "null"],
+)
+def test_backend_falls_back_to_cuda_bindings(result):
+    from cuda_core._launch_config import _bindings_launch, resolve_launch_backend
+
+    b = resolve_launch_backend(_get_proc(result, []), fastpath=False)
+    assert (b.name, b.native, b.extra, b.fn) == ("cuda.bindings", False, False, _bindings_launch)

@@ -327,7 +327,7 @@ def test_dynamic_shared_memory_above_48k(dev, stream):
     cfg = LaunchConfig(grid=1, block=256, shmem_size=size)
     with pytest.raises(CUDAError, match="CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"):
         launch(stream, cfg, ker, out, np.int32(n))
-    ker.attributes.set_max_dynamic_shared_size_bytes(size, dev._id)
+    ker.attributes[dev].max_dynamic_shared_size_bytes = size
     launch(stream, cfg, ker, out, np.int32(n))
     assert np.frombuffer(_read(out, size, stream), np.int32).tolist() == list(range(n - 1, -1, -1))
     out.close()
@@ -408,3 +408,83 @@ def test_packing_matches_the_kernels_layout(dev, struct_kernel):
     assert layout == ((0, 24), (24, 4), (32, 8))
     h = ParamHolder((Padded(1, 2.0, 3), np.int32(4), 0x1000), layout=layout)
     assert h.offsets == (0, 24, 32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Launch backends (the driver entry point through ctypes; cuda.bindings as the fallback) and
+# closed buffers.
+
+
+@pytest.fixture(params=["fastpath", "ctypes", "cuda.bindings"])
+def backend(request, dev):
+    from cuda_core import _fast, _launcher
+    from cuda_core._launch_config import bindings_backend, launch_backend, resolve_launch_backend
+
+    if request.param == "fastpath" and not _fast.ENABLED:
+        pytest.skip("the compiled accelerator cuda_core._fastpath is not built here")
+    default = launch_backend()
+    chosen = {
+        "fastpath": lambda: resolve_launch_backend(),
+        "ctypes": lambda: resolve_launch_backend(fastpath=False),
+        "cuda.bindings": bindings_backend,
+    }[request.param]()
+    assert chosen.name == request.param  # the H100's driver has the entry point
+    _launcher._use_backend(chosen)
+    yield chosen
+    _launcher._use_backend(default)
+
+
+@pytest.mark.gpu
+def test_default_backend_calls_the_driver_entry_point(dev):
+    from cuda_core import _fast
+    from cuda_core._launch_config import launch_backend
+
+    assert launch_backend().name == ("fastpath" if _fast.ENABLED else "ctypes")
+
+
+@pytest.mark.gpu
+def test_backends_launch_alike_and_report_failures(dev, stream, iota, backend):
+    buf = dev.allocate(4 * N, stream=stream)
+    cfg = _iota_cfg()  # a new config: its native form follows the backend
+    launch(stream, cfg, iota, buf, np.int32(N))
+    assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA
+    buf.copy_from(np.zeros(N, np.int32), stream=stream)
+    p = PreparedLaunch(stream, cfg, iota, buf, np.int32(N // 2))
+    p()
+    assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA[: N // 2] + [0] * (N - N // 2)
+    p.set_arg(1, np.int32(N))
+    p()
+    assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA
+    # A refusal by the driver goes through the one error funnel, named after cuLaunchKernelEx.
+    big = LaunchConfig(grid=1, block=1, shmem_size=100 * 1024)  # over the kernel's 48 KiB default
+    for attempt in (lambda: launch(stream, big, iota, buf, np.int32(N)), PreparedLaunch(stream, big, iota, buf, np.int32(N))):
+        with pytest.raises(CUDAError, match=r"^cuLaunchKernelEx: CUDA_ERROR_") as ei:
+            attempt()
+        assert ei.value.api == "cuLaunchKernelEx"
+        if "INVALID_VALUE" in str(ei.value):
+            assert "MAX_DYNAMIC_SHARED_SIZE_BYTES" in str(ei.value)
+    launch(stream, cfg, iota, buf, np.int32(N))  # still works
+    stream.sync()
+    buf.close()
+
+
+@pytest.mark.gpu
+def test_closed_buffer_argument_is_refused(dev, stream, iota):
+    buf = dev.allocate(4 * N, stream=stream)
+    cfg = _iota_cfg()
+    launch(stream, cfg, iota, buf, np.int32(N))  # the plan for (Buffer, int32) now exists
+    stream.sync()
+    buf.close()
+    with pytest.raises(ValueError, match="argument 0 is a closed Buffer"):
+        launch(stream, cfg, iota, buf, np.int32(N))
+    with pytest.raises(ValueError, match="argument 0 is a closed Buffer"):
+        PreparedLaunch(stream, cfg, iota, buf, np.int32(N))
+    live = dev.allocate(4 * N, stream=stream)
+    p = PreparedLaunch(stream, cfg, iota, live, np.int32(N))
+    with pytest.raises(ValueError, match="argument 0 is a closed Buffer"):
+        p.set_arg(0, buf)
+    with pytest.raises(ValueError, match="argument 0 is a closed Buffer"):
+        p(buf, np.int32(N))
+    p(live, np.int32(N))  # still works
+    assert np.frombuffer(_read(live, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA
+    live.close()
