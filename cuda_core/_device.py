@@ -11,13 +11,15 @@ from cuda.bindings import driver
 from . import _fast
 from ._context import Context
 from ._errors import CUDAError
+from ._event import Event
+from ._stream import Stream
 from ._utils import SET_CURRENT_HINT, arg_error, ensure_driver, handle_return
 
 if TYPE_CHECKING:
-    from ._event import Event, EventOptions
+    from ._event import EventOptions
     from ._graph import GraphBuilder
     from ._memory import Buffer, MemoryResource
-    from ._stream import Stream, StreamOptions
+    from ._stream import StreamOptions
 
 __all__ = ["ComputeCapability", "Device", "DeviceProperties"]
 
@@ -445,8 +447,6 @@ class Device:
     def default_stream(self) -> Stream:
         """The default (legacy, synchronising) stream of this device's context."""
         if self._default_stream is None:
-            from ._stream import Stream
-
             self._default_stream = Stream._legacy_default(self)
         return self._default_stream
 
@@ -466,9 +466,8 @@ class Device:
         Stream
             A new owned stream (closed by :meth:`Stream.close`), or a borrowed one.
         """
-        from ._stream import Stream
-
-        self._require_ctx("Device.create_stream")
+        if self._ctx is None:
+            self._require_ctx("Device.create_stream")
         if obj is not None:
             if options is not None:
                 raise ValueError("options must be None when obj is given (a borrowed stream keeps its own)")
@@ -477,9 +476,8 @@ class Device:
 
     def create_event(self, options: EventOptions | dict | None = None) -> Event:
         """Create a new event on this device (see :class:`EventOptions`)."""
-        from ._event import Event
-
-        self._require_ctx("Device.create_event")
+        if self._ctx is None:
+            self._require_ctx("Device.create_event")
         return Event._create(self, options)
 
     def create_graph_builder(self) -> GraphBuilder:
@@ -510,5 +508,6 @@ class Device:
 
         With no stream the allocation is ordered on the device's default stream.
         """
-        self._require_ctx("Device.allocate")
+        if self._ctx is None:
+            self._require_ctx("Device.allocate")
         return self.memory_resource.allocate(size, stream=self.default_stream if stream is None else stream)

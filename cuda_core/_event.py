@@ -29,7 +29,7 @@ _cuEventCreate = driver.cuEventCreate
 # driver call. Only events whose recorded work has completed are kept (so a recycled handle
 # behaves as a new one), at most _POOL_CAP per key; IPC events are never kept.
 _POOL_CAP = 64
-_pool: dict[tuple[int, int], list[driver.CUevent]] = {}
+_pool: dict[tuple[int, int], list[tuple[driver.CUevent, int]]] = {}
 
 
 @dataclass
@@ -95,11 +95,11 @@ class IPCEventDescriptor:
         return f"<IPCEventDescriptor {self._reserved[:8].hex()}...>"
 
 
-def _release_event(handle: driver.CUevent, key: tuple[int, int] | None) -> None:
+def _release_event(handle: driver.CUevent, address: int, key: tuple[int, int] | None) -> None:
     if key is not None:
         pool = _pool.setdefault(key, [])
-        if len(pool) < _POOL_CAP and _fast.event_query(int(handle)) == 0:
-            pool.append(handle)
+        if len(pool) < _POOL_CAP and _fast.event_query(address) == 0:
+            pool.append((handle, address))
             return
     _cuEventDestroy(handle)
 
@@ -152,15 +152,16 @@ class Event:
         key = None if self._ipc else (device._ctx_int, flags)
         pool = _pool.get(key) if key is not None else None
         try:
-            handle = pool.pop()  # type: ignore[union-attr]
+            handle, address = pool.pop()  # type: ignore[union-attr]
         except (AttributeError, IndexError):
             with device._scope():
                 handle = handle_return(_cuEventCreate(flags), "cuEventCreate")
+            address = int(handle)
         self._handle = handle
-        self._int = int(handle)
+        self._int = address
         self._device = device
         self._recorded = False
-        self._finalizer = Finalizer(self, _release_event, handle, key)
+        self._finalizer = Finalizer(self, _release_event, handle, address, key)
         return self
 
     @property
@@ -278,7 +279,7 @@ class Event:
         self._ipc = True
         self._busy_wait = ipc_descriptor._busy_wait
         self._recorded = True
-        self._finalizer = Finalizer(self, _release_event, handle, None)
+        self._finalizer = Finalizer(self, _release_event, handle, self._int, None)
         return self
 
     def close(self) -> None:

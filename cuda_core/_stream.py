@@ -54,9 +54,9 @@ class StreamOptions:
             raise arg_error("priority", "None or an int", self.priority, exc=TypeError)
 
 
-def _release_stream(handle: driver.CUstream, key: tuple[int, int, int | None]) -> None:
+def _release_stream(handle: driver.CUstream, address: int, key: tuple[int, int, int | None]) -> None:
     pool = _pool.setdefault(key, [])
-    if len(pool) < _POOL_CAP and _fast.stream_query(int(handle)) == 0:
+    if len(pool) < _POOL_CAP and _fast.stream_query(address) == 0:
         pool.append(handle)
         return
     _cuStreamDestroy(handle)
@@ -154,10 +154,11 @@ class Stream:
         if use_current:
             ctx = handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
             return cls._create_in_current(device, ctx, flags, priority)
-        pool = _pool.get((device._ctx_int, flags, priority))
+        key = (device._ctx_int, flags, priority)
+        pool = _pool.get(key)
         if pool:
             try:
-                return cls._own(pool.pop(), device, device._ctx, flags, priority)
+                return cls._own(pool.pop(), device, device._ctx, flags, priority, key)
             except IndexError:  # emptied by another thread meanwhile
                 pass
         with device._scope():
@@ -181,11 +182,21 @@ class Stream:
         return cls._own(handle, device, ctx, flags, priority)
 
     @classmethod
-    def _own(cls, handle: driver.CUstream, device: Device, ctx: Any, flags: int, priority: int | None) -> Stream:
+    def _own(
+        cls,
+        handle: driver.CUstream,
+        device: Device,
+        ctx: Any,
+        flags: int,
+        priority: int | None,
+        key: tuple[int, int, int | None] | None = None,
+    ) -> Stream:
         self = cls._wrap(handle, device, ctx, borrowed=False)
         self._nonblocking = flags == _NON_BLOCKING
         self._priority = priority
-        self._finalizer = Finalizer(self, _release_stream, handle, (int(ctx), flags, priority))
+        if key is None:
+            key = (int(ctx), flags, priority)
+        self._finalizer = Finalizer(self, _release_stream, handle, self._int, key)
         return self
 
     @classmethod

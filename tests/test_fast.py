@@ -106,11 +106,12 @@ def test_busy_stream_is_not_recycled():
     spin = timing_kernel("sleep_ns", dev.arch)
     import ctypes
 
+    from cuda_core import _stream
+
     s = dev.create_stream()
     h = int(s.handle)
     spin.launch(s, 1, 1, ctypes.c_uint64(100_000_000))
     s.close()  # work still running: the handle is destroyed (after the work), not pooled
-    s2 = dev.create_stream()
-    assert int(s2.handle) != h
-    s2.close()
+    pooled = [int(x) for pool in _stream._pool.values() for x in pool]
+    assert h not in pooled, "a stream with pending work must not be recycled"
     dev.sync()
