@@ -11,10 +11,14 @@ def gpu_skip_reason() -> str | None:
     from cuda_core._errors import CUDAError
     from cuda_core._utils import ensure_driver
 
+    from cuda_core._errors import CUDADriverNotFoundError
+
     try:
         ensure_driver()
+    except CUDADriverNotFoundError:
+        return "GPU tier: no NVIDIA driver (libcuda) on this machine"
     except CUDAError as exc:
-        return f"GPU tier skipped: {exc}"
+        return f"GPU tier: the driver cannot be used ({exc})"
     from cuda.bindings import driver
 
     err, count = driver.cuDeviceGetCount()
