@@ -8,10 +8,8 @@ import functools
 @functools.cache
 def gpu_skip_reason() -> str | None:
     """``None`` when a CUDA GPU is usable, else why GPU-tier tests are skipped."""
-    from cuda_core._errors import CUDAError
+    from cuda_core._errors import CUDADriverNotFoundError, CUDAError
     from cuda_core._utils import ensure_driver
-
-    from cuda_core._errors import CUDADriverNotFoundError
 
     try:
         ensure_driver()
