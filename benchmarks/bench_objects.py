@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -17,12 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _harness import Suite, environment_line
 
 Ops = dict[str, Callable[[], object] | None]
+OP_NAMES = ("Device() lookup", "stream create+close", "event create+close", "Stream.record(event)")
 
 
-def cuda_core_ops() -> Ops:
-    from cuda_core import Device
-
-    dev = Device(0)
+def device_ops(device_cls: Any) -> Ops:
+    """The operations through a ``Device`` class with cuda.core's API (cuda_core's or NVIDIA's)."""
+    dev = device_cls(0)
     dev.set_current()
     s = dev.create_stream()
     ev = dev.create_event()
@@ -34,11 +35,17 @@ def cuda_core_ops() -> Ops:
         dev.create_event().close()  # default: no timing
 
     return {
-        "Device() lookup": lambda: Device(),
+        "Device() lookup": lambda: device_cls(),
         "stream create+close": stream_cycle,
         "event create+close": event_cycle,
         "Stream.record(event)": lambda: s.record(ev),
     }
+
+
+def cuda_core_ops() -> Ops:
+    from cuda_core import Device
+
+    return device_ops(Device)
 
 
 def nvidia_ops() -> Ops:
@@ -48,33 +55,15 @@ def nvidia_ops() -> Ops:
         try:
             from cuda.core.experimental import Device
         except ImportError:
-            return dict.fromkeys(("Device() lookup", "stream create+close", "event create+close",
-                                  "Stream.record(event)"))
-    dev = Device(0)
-    dev.set_current()
-    s = dev.create_stream()
-    ev = dev.create_event()
-
-    def stream_cycle() -> None:
-        dev.create_stream().close()
-
-    def event_cycle() -> None:
-        dev.create_event().close()  # default: no timing
-
-    return {
-        "Device() lookup": lambda: Device(),
-        "stream create+close": stream_cycle,
-        "event create+close": event_cycle,
-        "Stream.record(event)": lambda: s.record(ev),
-    }
+            return dict.fromkeys(OP_NAMES)
+    return device_ops(Device)
 
 
 def cupy_ops() -> Ops:
     try:
         import cupy as cp
     except ImportError:
-        return dict.fromkeys(("Device() lookup", "stream create+close", "event create+close",
-                              "Stream.record(event)"))
+        return dict.fromkeys(OP_NAMES)
     s = cp.cuda.Stream(non_blocking=True)
     ev = cp.cuda.Event(disable_timing=True)
 
@@ -106,8 +95,7 @@ def main() -> int:
         except Exception as exc:  # an implementation that cannot start is reported as n/a
             print(f"[{impl}] unavailable: {type(exc).__name__}: {exc}", file=sys.stderr)
             ops_by_impl[impl] = {}
-    names = ["Device() lookup", "stream create+close", "event create+close", "Stream.record(event)"]
-    for op in names:
+    for op in OP_NAMES:
         for impl in impls:
             number = 20000 if op == "Device() lookup" else 2000
             suite.run(op, impl, ops_by_impl[impl].get(op), number=number, repeat=9, warmup=200)

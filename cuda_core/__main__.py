@@ -14,9 +14,9 @@ import ctypes
 import platform
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from cuda.bindings import driver, nvrtc
+from cuda.bindings import driver
 
 import cuda_core
 
@@ -98,33 +98,13 @@ def _describe_gpu(ordinal: int) -> str:
 
 
 def _compile(arch: str) -> tuple[bytes, str]:
-    """Compile the self-check kernel to a cubin for ``arch`` (e.g. ``"sm_90"``).
+    """Compile the self-check kernel to a cubin for ``arch`` (e.g. ``"sm_90"``) with :class:`Program`.
 
-    Uses cuda_core's :class:`Program` where it is available, else NVRTC directly. Returns the
-    cubin and which path compiled it.
+    Returns the cubin and what compiled it.
     """
-    program_cls = getattr(cuda_core, "Program", None)
-    if program_cls is not None:
-        options = cuda_core.ProgramOptions(arch=arch)
-        prog = program_cls(_KERNEL, code_type="c++", options=options)
-        obj = prog.compile("cubin")
-        code = obj.code
-        return (bytes(code), "cuda_core.Program")
-    prog = handle_return(nvrtc.nvrtcCreateProgram(_KERNEL.encode(), b"selfcheck.cu", 0, [], []))
-    try:
-        opts = [f"--gpu-architecture={arch}".encode()]
-        err = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)[0]
-        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            size = handle_return(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-            log = b" " * size
-            handle_return(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
-            raise CUDAError("nvrtcCompileProgram", err.name, log.decode(errors="replace"), int(err))
-        size = handle_return(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-        cubin = b" " * size
-        handle_return(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
-    return (cubin, "NVRTC")
+    prog = cuda_core.Program(_KERNEL, code_type="c++", options=cuda_core.ProgramOptions(arch=arch))
+    cubin = cast(bytes, prog.compile("cubin").code)  # a compiled image, never a path
+    return (cubin, "cuda_core.Program")
 
 
 def _launch_and_verify(out: Callable[[str], None]) -> bool:

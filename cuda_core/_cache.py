@@ -18,7 +18,6 @@ import contextlib
 import hashlib
 import os
 import struct
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -286,18 +285,7 @@ class FileStreamProgramCache(ProgramCacheResource):
         k, v = _as_key(key), _as_value(value)
         digest = hashlib.blake2b(k + v, digest_size=32).digest()
         blob = b"".join((_HEAD.pack(_FILE_MAGIC, len(k)), k, _PAYLOAD.pack(len(v), digest), v))
-        path = self._file(k)
-        d = os.path.dirname(path)
-        os.makedirs(d, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(self._file(k), blob)
         if self.max_size_bytes is not None:
             with self._lock:
                 if self._size is None:
@@ -540,4 +528,4 @@ def lookup_or_compile(store: Any, key: bytes, compile_fn: Callable[[], Any]) -> 
     return obj
 
 
-_ = (atomic_write, make_program_cache_key)  # re-exported through cuda_core.utils
+_ = make_program_cache_key  # re-exported through cuda_core.utils

@@ -15,6 +15,7 @@ from typing import Any
 
 from cuda.bindings import driver
 
+from ._holder import HandleHolder
 from ._utils import arg_error, check_or_create_options, handle_return, make_error
 
 __all__ = ["Graph", "GraphBuilder", "GraphCompleteOptions", "GraphDebugPrintOptions"]
@@ -113,34 +114,6 @@ class GraphDebugPrintOptions:
         return sum(int(flag) for name, flag in table if getattr(self, name))
 
 
-def _destroy_graph(handle: Any) -> None:
-    try:
-        driver.cuGraphDestroy(handle)
-    except Exception:  # interpreter exit or driver gone: nothing left to free
-        pass
-
-
-def _destroy_exec(handle: Any) -> None:
-    try:
-        driver.cuGraphExecDestroy(handle)
-    except Exception:
-        pass
-
-
-class _GraphBox:
-    """Owns a CUgraph handle (for the builder's finalizer); never the builder itself."""
-
-    __slots__ = ("__weakref__", "handle")
-
-    def __init__(self) -> None:
-        self.handle: Any = None
-
-    def release(self) -> None:
-        h, self.handle = self.handle, None
-        if h is not None:
-            _destroy_graph(h)
-
-
 class GraphBuilder:
     """A graph under construction by stream capture.
 
@@ -155,7 +128,7 @@ class GraphBuilder:
 
     __slots__ = ("__weakref__", "_box", "_building", "_closed", "_cuda_core_stream", "_finalizer", "_owns_stream")
 
-    _box: _GraphBox
+    _box: HandleHolder  # the captured CUgraph
     _building: bool
     _closed: bool
     _cuda_core_stream: Any
@@ -172,7 +145,7 @@ class GraphBuilder:
         self._owns_stream = owns_stream
         self._building = False
         self._closed = False
-        self._box = _GraphBox()
+        self._box = HandleHolder(driver.cuGraphDestroy)
         self._finalizer = weakref.finalize(self, self._box.release)
         return self
 
@@ -366,7 +339,7 @@ class GraphBuilder:
             self._building = False
             err, graph = driver.cuStreamEndCapture(self._cuda_core_stream._handle)
             if err == _SUCCESS and graph is not None:
-                _destroy_graph(graph)
+                HandleHolder(driver.cuGraphDestroy, graph).release()
         self._finalizer()
         if self._owns_stream:
             self._cuda_core_stream.close()
@@ -382,18 +355,6 @@ class GraphBuilder:
         return f"<GraphBuilder {state} on {self._cuda_core_stream!r}>"
 
 
-class _ExecBox:
-    __slots__ = ("__weakref__", "handle")
-
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
-
-    def release(self) -> None:
-        h, self.handle = self.handle, None
-        if h is not None:
-            _destroy_exec(h)
-
-
 class Graph:
     """An executable graph, made by :meth:`GraphBuilder.complete`.
 
@@ -404,7 +365,7 @@ class Graph:
 
     __slots__ = ("__weakref__", "_box", "_finalizer", "_handle")
 
-    _box: _ExecBox
+    _box: HandleHolder  # the CUgraphExec
     _finalizer: weakref.finalize
     _handle: Any
 
@@ -415,7 +376,7 @@ class Graph:
     def _from_handle(cls, exe: Any) -> Graph:
         self = object.__new__(cls)
         self._handle = exe
-        self._box = _ExecBox(exe)
+        self._box = HandleHolder(driver.cuGraphExecDestroy, exe)
         self._finalizer = weakref.finalize(self, self._box.release)
         return self
 

@@ -8,11 +8,12 @@ in the current context (``cuKernelGetFunction``).
 from __future__ import annotations
 
 from collections import namedtuple
+from collections.abc import Callable
 from typing import Any
 
 from cuda.bindings import driver
 
-from ._utils import arg_error, ensure_driver, handle_return
+from ._utils import arg_error, call, ensure_driver, handle_return
 
 __all__ = ["Kernel", "KernelAttributes", "KernelOccupancy"]
 
@@ -128,22 +129,23 @@ class KernelAttributes:
 
     def _get(self, attr: Any) -> int:
         dev = _cu_device(self._device)
-        key = (int(dev), int(attr))
-        v = self._cache.get(key)
+        v = self._cache.get((int(dev), int(attr)))
         if v is None:
-            v = int(handle_return(driver.cuKernelGetAttribute(attr, self._kernel, dev), "cuKernelGetAttribute"))
-            self._cache[key] = v
+            v = self._fetch(attr, dev)
+        return v
+
+    def _fetch(self, attr: Any, dev: Any) -> int:
+        """Ask the driver for ``attr`` on ``dev`` and cache the answer."""
+        v = self._cache[(int(dev), int(attr))] = int(call(driver.cuKernelGetAttribute, attr, self._kernel, dev))
         return v
 
     def _set(self, attr: Any, value: int) -> None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise arg_error("value", "an int", value, exc=TypeError)
         dev = _cu_device(self._device)
-        handle_return(driver.cuKernelSetAttribute(attr, value, self._kernel, dev), "cuKernelSetAttribute")
+        call(driver.cuKernelSetAttribute, attr, value, self._kernel, dev)
         # Cache what the driver now reports (it may adjust a hint such as the carveout).
-        self._cache[(int(dev), int(attr))] = int(
-            handle_return(driver.cuKernelGetAttribute(attr, self._kernel, dev), "cuKernelGetAttribute")
-        )
+        self._fetch(attr, dev)
 
     def __repr__(self) -> str:
         where = "current device" if self._device is None else f"device {self._device}"
@@ -244,8 +246,9 @@ class KernelOccupancy:
         self._kernel = kernel
         return self
 
-    def _func(self) -> Any:
-        return self._kernel._function()
+    def _query(self, fn: Callable[..., tuple[Any, ...]], *args: Any) -> Any:
+        """``fn(<the kernel's CUfunction>, *args)`` through the error funnel."""
+        return call(fn, self._kernel._function(), *args)
 
     def max_active_blocks_per_multiprocessor(self, block_size: int, dynamic_shared_memory_size: int) -> int:
         """The most blocks of this kernel that can be resident on one multiprocessor.
@@ -266,12 +269,7 @@ class KernelOccupancy:
         CUDAError
             No context is current, or the driver refuses the arguments.
         """
-        return int(
-            handle_return(
-                driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(self._func(), block_size, dynamic_shared_memory_size),
-                "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-            )
-        )
+        return int(self._query(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor, block_size, dynamic_shared_memory_size))
 
     def max_potential_block_size(self, dynamic_shared_memory_needed: Any, block_size_limit: int) -> MaxPotentialBlockSizeOccupancyResult:
         """The block size that maximises occupancy and the grid size that fills the device.
@@ -296,14 +294,14 @@ class KernelOccupancy:
             No context is current, or the driver refuses the arguments.
         """
         if isinstance(dynamic_shared_memory_needed, int) and not isinstance(dynamic_shared_memory_needed, bool):
-            res = driver.cuOccupancyMaxPotentialBlockSize(self._func(), None, dynamic_shared_memory_needed, block_size_limit)
+            size_fn, size = None, dynamic_shared_memory_needed
         elif isinstance(dynamic_shared_memory_needed, driver.CUoccupancyB2DSize):
-            res = driver.cuOccupancyMaxPotentialBlockSize(self._func(), dynamic_shared_memory_needed, 0, block_size_limit)
+            size_fn, size = dynamic_shared_memory_needed, 0
         else:
             raise arg_error(
                 "dynamic_shared_memory_needed", "an int or a driver.CUoccupancyB2DSize", dynamic_shared_memory_needed, exc=TypeError
             )
-        grid, block = handle_return(res, "cuOccupancyMaxPotentialBlockSize")
+        grid, block = self._query(driver.cuOccupancyMaxPotentialBlockSize, size_fn, size, block_size_limit)
         return MaxPotentialBlockSizeOccupancyResult(int(grid), int(block))
 
     def available_dynamic_shared_memory_per_block(self, num_blocks_per_multiprocessor: int, block_size: int) -> int:
@@ -326,12 +324,7 @@ class KernelOccupancy:
         CUDAError
             No context is current, or the driver refuses the arguments.
         """
-        return int(
-            handle_return(
-                driver.cuOccupancyAvailableDynamicSMemPerBlock(self._func(), num_blocks_per_multiprocessor, block_size),
-                "cuOccupancyAvailableDynamicSMemPerBlock",
-            )
-        )
+        return int(self._query(driver.cuOccupancyAvailableDynamicSMemPerBlock, num_blocks_per_multiprocessor, block_size))
 
     def max_potential_cluster_size(self, config: Any, stream: Any = None) -> int:
         """The largest cluster size this kernel can launch with under ``config``.
@@ -352,8 +345,7 @@ class KernelOccupancy:
         CUDAError
             No context is current, or the driver refuses the configuration.
         """
-        cfg = _launch_config(config, stream, with_cluster=False)
-        return int(handle_return(driver.cuOccupancyMaxPotentialClusterSize(self._func(), cfg), "cuOccupancyMaxPotentialClusterSize"))
+        return int(self._query(driver.cuOccupancyMaxPotentialClusterSize, _launch_config(config, stream, with_cluster=False)))
 
     def max_active_clusters(self, config: Any, stream: Any = None) -> int:
         """The most clusters of ``config``'s shape that can be resident on the device at once.
@@ -374,8 +366,7 @@ class KernelOccupancy:
         CUDAError
             No context is current, or the driver refuses the configuration.
         """
-        cfg = _launch_config(config, stream, with_cluster=True)
-        return int(handle_return(driver.cuOccupancyMaxActiveClusters(self._func(), cfg), "cuOccupancyMaxActiveClusters"))
+        return int(self._query(driver.cuOccupancyMaxActiveClusters, _launch_config(config, stream, with_cluster=True)))
 
 
 class Kernel:

@@ -13,6 +13,7 @@ from typing import Any
 
 from cuda.bindings import driver
 
+from ._holder import HandleHolder
 from ._kernel import Kernel, KernelAttributes, KernelOccupancy
 from ._utils import arg_error, ensure_driver, handle_return
 
@@ -21,27 +22,6 @@ __all__ = ["Kernel", "KernelAttributes", "KernelOccupancy", "ObjectCode"]
 _CODE_TYPES = ("cubin", "ptx", "ltoir", "fatbin", "object", "library")
 _LOADABLE = ("cubin", "ptx", "fatbin")
 _CUresult = driver.CUresult
-
-
-class _LibraryHolder:
-    """Owns the raw CUlibrary of an ObjectCode (never the ObjectCode)."""
-
-    __slots__ = ("__weakref__", "handle")
-
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
-
-    def release(self) -> None:
-        h, self.handle = self.handle, None
-        if h is not None:
-            try:
-                driver.cuLibraryUnload(h)
-            except Exception:  # driver gone at interpreter exit: never raise here
-                pass
-
-
-def _unload(holder: _LibraryHolder) -> None:
-    holder.release()
 
 
 class ObjectCode:
@@ -57,7 +37,7 @@ class ObjectCode:
     _code: bytes | str
     _code_type: str
     _finalizer: Any
-    _holder: _LibraryHolder | None
+    _holder: HandleHolder | None  # the loaded CUlibrary
     _kernels: dict[Any, Kernel] | None
     _name: str
     _sym_map: dict
@@ -235,8 +215,8 @@ class ObjectCode:
             if self._code_type == "ptx" and not code.endswith(b"\x00"):
                 code = code + b"\x00"
             lib = handle_return(driver.cuLibraryLoadData(code, [], [], 0, [], [], 0), "cuLibraryLoadData")
-        holder = _LibraryHolder(lib)
-        self._finalizer = weakref.finalize(self, _unload, holder)
+        holder = HandleHolder(driver.cuLibraryUnload, lib)
+        self._finalizer = weakref.finalize(self, holder.release)
         self._holder = holder
         return lib
 

@@ -14,10 +14,11 @@ from cuda.bindings import nvrtc
 
 from . import _cache
 from ._errors import NVRTCError, NVVMError
+from ._holder import HandleHolder
 from ._linker import CompilerBackendType
 from ._module import ObjectCode
 from ._program_options import ProgramOptions
-from ._utils import arg_error, check_or_create_options, handle_return, run_once
+from ._utils import arg_error, check_or_create_options, handle_return, nvrtc_version, run_once
 
 __all__ = ["Program", "ProgramOptions"]
 
@@ -40,8 +41,7 @@ _TARGETS = {
 @run_once
 def nvrtc_version_cached() -> tuple[int, int]:
     """The (major, minor) version of NVRTC, asked once per process."""
-    major, minor = handle_return(nvrtc.nvrtcVersion(), "nvrtcVersion")
-    return (int(major), int(minor))
+    return nvrtc_version()
 
 
 def _nvrtc_log(prog: Any) -> str:
@@ -65,27 +65,6 @@ def _nvrtc_output(prog: Any, target_type: str) -> bytes:
     if target_type == "ptx":
         buf = buf.rstrip(b"\x00")
     return buf
-
-
-class _ProgramHolder:
-    """Owns the raw nvrtcProgram of a Program (never the Program itself)."""
-
-    __slots__ = ("__weakref__", "handle")
-
-    def __init__(self) -> None:
-        self.handle: Any = None
-
-    def release(self) -> None:
-        h, self.handle = self.handle, None
-        if h is not None:
-            try:
-                nvrtc.nvrtcDestroyProgram(h)
-            except Exception:  # interpreter exit: never raise from a finalizer
-                pass
-
-
-def _release(holder: _ProgramHolder) -> None:
-    holder.release()
 
 
 class Program:
@@ -129,7 +108,7 @@ class Program:
         self._code: str | bytes = code
         self._code_type: str = ct
         self._options: ProgramOptions = check_or_create_options(ProgramOptions, options, "options")
-        self._holder = _ProgramHolder()
+        self._holder = HandleHolder(nvrtc.nvrtcDestroyProgram)  # the nvrtcProgram, made on first use
         self._finalizer: Any = None
         self._pch_status: str | None = None
 
@@ -183,7 +162,7 @@ class Program:
             return None
         if self._holder.handle is None:
             self._holder.handle = self._create_nvrtc_program()
-            self._finalizer = weakref.finalize(self, _release, self._holder)
+            self._finalizer = weakref.finalize(self, self._holder.release)
         return self._holder.handle
 
     @property

@@ -153,6 +153,11 @@ def get_num_devices() -> int:
     return int(handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount"))
 
 
+def _major_minor(version: Any) -> tuple[int, int]:
+    major, minor = version
+    return (int(major), int(minor))
+
+
 def get_nvrtc_version() -> tuple[int, int]:
     """The ``(major, minor)`` version of the NVRTC library cuda_core compiles with.
 
@@ -170,8 +175,7 @@ def get_nvrtc_version() -> tuple[int, int]:
     RuntimeError
         The NVRTC library could not be found (install ``cudacore[cu13]``).
     """
-    major, minor = nvrtc_version()
-    return (int(major), int(minor))
+    return _major_minor(nvrtc_version())
 
 
 def get_nvjitlink_version() -> tuple[int, int]:
@@ -191,8 +195,7 @@ def get_nvjitlink_version() -> tuple[int, int]:
     """
     from cuda.bindings import nvjitlink
 
-    major, minor = nvjitlink.version()
-    return (int(major), int(minor))
+    return _major_minor(nvjitlink.version())
 
 
 def get_nvvm_version() -> tuple[int, int]:
@@ -212,8 +215,7 @@ def get_nvvm_version() -> tuple[int, int]:
     """
     from cuda.bindings import nvvm
 
-    major, minor = nvvm.version()
-    return (int(major), int(minor))
+    return _major_minor(nvvm.version())
 
 
 def get_bindings_version() -> str:

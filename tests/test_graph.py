@@ -81,6 +81,23 @@ def _read(buf, stream):
     return host
 
 
+def _zeros(dev, stream):
+    """A device buffer of N int32 zeros (allocated and filled on ``stream``)."""
+    buf = dev.allocate(N * 4, stream=stream)
+    buf.fill(0, stream=stream)
+    return buf
+
+
+def _record(stream, kernel, *args, times=1):
+    """A new builder on ``stream`` that captured ``times`` launches of ``kernel(*args)``, finished."""
+    from cuda_core import launch
+
+    b = stream.create_graph_builder().begin_building()
+    for _ in range(times):
+        launch(b, _cfg(), kernel, *args)
+    return b.end_building()
+
+
 def _wait(stream, timeout=20.0):
     """Wait for the stream by polling (host callbacks need the GIL while we wait)."""
     from cuda.bindings import driver
@@ -101,8 +118,7 @@ def test_capture_does_not_run_and_replay_reproduces(env):
 
     dev, k, _ = env
     s = dev.create_stream()
-    buf = dev.allocate(N * 4, stream=s)
-    buf.fill(0, stream=s)
+    buf = _zeros(dev, s)
     s.sync()
     b = s.create_graph_builder()
     assert b.stream is s and not b.is_building
@@ -138,8 +154,7 @@ def test_builder_is_a_stream_for_fill_copy_and_upload(env):
     dev, _, _ = env
     s = dev.create_stream()
     src = dev.allocate(N * 4, stream=s)
-    dst = dev.allocate(N * 4, stream=s)
-    dst.fill(0, stream=s)
+    dst = _zeros(dev, s)
     with dev.create_graph_builder() as b:
         b.begin_building(mode="thread_local")
         src.fill(np.int32(7).tobytes(), stream=b)
@@ -159,29 +174,22 @@ def test_builder_is_a_stream_for_fill_copy_and_upload(env):
 
 @pytest.mark.gpu
 def test_update_in_place_and_refused_on_topology_change(env):
-    from cuda_core import CUDAError, launch
+    from cuda_core import CUDAError
 
     dev, k, _ = env
     s = dev.create_stream()
     a = dev.allocate(N * 4, stream=s)
     other = dev.allocate(N * 4, stream=s)
-
-    def record(builder, buf, v, times=1):
-        builder.begin_building()
-        for _ in range(times):
-            launch(builder, _cfg(), k["set_value"], buf, np.int32(N), np.int32(v))
-        return builder.end_building()
-
-    b1 = record(s.create_graph_builder(), a, 1)
+    b1 = _record(s, k["set_value"], a, np.int32(N), np.int32(1))
     g = b1.complete()
     g.launch(s)
     assert (_read(a, s) == 1).all()
-    b2 = record(s.create_graph_builder(), other, 2)
+    b2 = _record(s, k["set_value"], other, np.int32(N), np.int32(2))
     g.update(b2)
     g.launch(s)
     assert (_read(other, s) == 2).all()
     assert (_read(a, s) == 1).all()
-    b3 = record(s.create_graph_builder(), a, 3, times=2)
+    b3 = _record(s, k["set_value"], a, np.int32(N), np.int32(3), times=2)
     with pytest.raises(CUDAError, match="cuGraphExecUpdate"):
         g.update(b3)
     g.launch(s)  # unchanged by the refused update
@@ -200,16 +208,11 @@ def test_update_in_place_and_refused_on_topology_change(env):
 
 @pytest.mark.gpu
 def test_thousand_kernel_graph(env):
-    from cuda_core import launch
-
     dev, k, _ = env
     s = dev.create_stream()
-    buf = dev.allocate(N * 4, stream=s)
-    buf.fill(0, stream=s)
-    b = s.create_graph_builder().begin_building()
-    for _ in range(1000):
-        launch(b, _cfg(), k["add_one"], buf, np.int32(N))
-    g = b.end_building().complete()
+    buf = _zeros(dev, s)
+    b = _record(s, k["add_one"], buf, np.int32(N), times=1000)
+    g = b.complete()
     g.launch(s)
     assert (_read(buf, s) == 1000).all()
     g.launch(s)
@@ -241,8 +244,7 @@ def test_misuse_and_error_inside_capture_leaves_stream_usable(env):
     with pytest.raises(CUDAError):
         b.end_building()
     assert not b.is_building
-    buf = dev.allocate(N * 4, stream=s)
-    buf.fill(0, stream=s)
+    buf = _zeros(dev, s)
     launch(s, _cfg(), k["add_one"], buf, np.int32(N))
     assert (_read(buf, s) == 1).all()
     # closing a builder mid-capture ends the capture
@@ -359,8 +361,7 @@ def test_stream_host_callback_order_and_exception_reported(env, monkeypatch):
     seen = []
     reported = []
     monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(u.exc_value))
-    buf = dev.allocate(N * 4, stream=s)
-    buf.fill(0, stream=s)
+    buf = _zeros(dev, s)
     launch(s, _cfg(), k["add_one"], buf, np.int32(N))
     host = np.zeros(N, dtype=np.int32)
     buf.copy_to(host, stream=s)
@@ -387,13 +388,9 @@ def test_stream_host_callback_order_and_exception_reported(env, monkeypatch):
 
 @pytest.mark.gpu
 def test_debug_dot_print(env, tmp_path):
-    from cuda_core import launch
-
     dev, k, _ = env
     s = dev.create_stream()
-    b = s.create_graph_builder().begin_building()
-    launch(b, _cfg(), k["empty_kernel"])
-    b.end_building()
+    b = _record(s, k["empty_kernel"])
     path = tmp_path / "g.dot"
     b.debug_dot_print(str(path), {"verbose": True})
     assert "digraph" in path.read_text()
