@@ -8,8 +8,9 @@ the graph: a CUDA user object owned by the captured graph (and by every executab
 from it, or updated from it) drops the entry when the driver releases the last of them. A
 replay that finds no entry does nothing: the table is looked up, never a raw pointer.
 
-``cuLaunchHostFunc`` is called straight from libcuda through ctypes, with our trampoline as
-the function and the key as ``userData``. ``cuda.bindings``' own ``cuLaunchHostFunc`` is not
+``cuLaunchHostFunc`` is called through ctypes at the driver entry point that
+``cuda_core._fast.entry_point`` resolves (per-thread default stream semantics honoured, as for
+every stream call), with our trampoline as the function and the key as ``userData``. ``cuda.bindings``' own ``cuLaunchHostFunc`` is not
 used: it wraps the pair in a heap block that its wrapper frees after the first call, so a
 captured callback crashes on the second replay of its graph (NVIDIA/cuda-python#790).
 
@@ -22,18 +23,21 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-import os
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from cuda.bindings import driver
 
+from . import _fast
 from ._utils import arg_error, ensure_driver, handle_return, raise_status
 
 __all__: list[str] = []  # private module; Stream.launch_host_func and GraphBuilder.callback are public
 
 _HostFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+# CUresult cuLaunchHostFunc(CUstream, CUhostFn, void* userData) (CUDA 12.0 ABI). A CFUNCTYPE
+# function releases the GIL during the call (PYFUNCTYPE would not).
+_LaunchHostFunc = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
 _once: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
 _kept: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
@@ -87,15 +91,15 @@ _launch_fn: Any = None
 
 
 def _launch_host_func_c() -> Any:
-    """libcuda's ``cuLaunchHostFunc`` as a ctypes function (loaded once; the GIL is released)."""
+    """The driver's ``cuLaunchHostFunc`` as a ctypes function (resolved once; the GIL is
+    released during the call)."""
     global _launch_fn
     if _launch_fn is None:
-        ensure_driver()  # libcuda is loadable: cuda.bindings has loaded it already
-        lib = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
-        fn = lib.cuLaunchHostFunc
-        fn.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-        fn.restype = ctypes.c_int
-        _launch_fn = fn
+        ensure_driver()
+        addr = _fast.entry_point("cuLaunchHostFunc")
+        if not addr:
+            raise RuntimeError("the CUDA driver has no cuLaunchHostFunc entry point (CUDA 12.0 ABI)")
+        _launch_fn = _LaunchHostFunc(addr)
     return _launch_fn
 
 

@@ -36,9 +36,49 @@ _CUstream = driver.CUstream
 _NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
 
 
-def _per_thread_default_stream() -> bool:
+def per_thread_default_stream() -> bool:
+    """Whether ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` asks for per-thread default stream
+    semantics (any value but empty, ``0``, ``false`` or ``no``), as ``cuda.bindings`` reads it."""
     value = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0")
-    return value.lower() not in ("", "0", "false", "no")
+    return value.strip().lower() not in ("", "0", "false", "no")
+
+
+# The ABI every entry point is resolved at: the signatures _fastpath.c and the ctypes callers use.
+ABI = 12000
+_get_proc_address = driver.cuGetProcAddress
+_entry_points: dict[tuple[str, int], int] = {}
+
+
+def entry_point(name: str, stream_semantics: bool = True) -> int:
+    """The address of driver function ``name`` (CUDA 12.0 ABI) from ``cuGetProcAddress``, or 0.
+
+    The one place where driver entry points are resolved (the compiled accelerator, the
+    launcher's ``ctypes`` path and host callbacks all use it). With ``stream_semantics`` (a
+    function that takes a stream), per-thread default stream semantics are honoured as
+    ``cuda.bindings`` honours them (:func:`per_thread_default_stream`). Addresses found are
+    cached; 0 (no driver, an error, a symbol the driver lacks) is not, so a later call can
+    succeed once the driver loads.
+    """
+    flags = driver.CUdriverProcAddress_flags
+    flag = int(
+        flags.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+        if stream_semantics and per_thread_default_stream()
+        else flags.CU_GET_PROC_ADDRESS_DEFAULT
+    )
+    key = (name, flag)
+    addr = _entry_points.get(key)
+    if addr:
+        return addr
+    try:
+        err, pfn, status = _get_proc_address(name.encode(), ABI, flag)
+    except Exception:  # no driver, or an old or broken cuda.bindings: callers fall back
+        return 0
+    if err != driver.CUresult.CUDA_SUCCESS or status != driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS:
+        return 0
+    addr = int(pfn or 0)
+    if addr:
+        _entry_points[key] = addr
+    return addr
 
 
 def bind() -> None:
@@ -47,27 +87,24 @@ def bind() -> None:
     global mem_alloc_async, mem_free_async, memcpy_async, stream_sync
     if _c is None:
         return
-    ptds = int(driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
-    default = int(driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT)
-    stream_flags = ptds if _per_thread_default_stream() else default
     table = {}
     # The CUDA 12.0 ABI of each symbol: its signature is the one _fastpath.c calls.
-    for name, flags in (
-        ("cuCtxGetDevice", default),
-        ("cuEventRecord", stream_flags),
-        ("cuEventQuery", default),
-        ("cuStreamQuery", stream_flags),
-        ("cuLaunchKernelEx", stream_flags),
-        ("cuMemAllocFromPoolAsync", stream_flags),
-        ("cuMemFreeAsync", stream_flags),
-        ("cuMemcpyAsync", stream_flags),
-        ("cuStreamSynchronize", stream_flags),
+    for name, takes_stream in (
+        ("cuCtxGetDevice", False),
+        ("cuEventRecord", True),
+        ("cuEventQuery", False),
+        ("cuStreamQuery", True),
+        ("cuLaunchKernelEx", True),
+        ("cuMemAllocFromPoolAsync", True),
+        ("cuMemFreeAsync", True),
+        ("cuMemcpyAsync", True),
+        ("cuStreamSynchronize", True),
     ):
-        err, pfn, _status = driver.cuGetProcAddress(name.encode(), 12000, flags)
-        if err != driver.CUresult.CUDA_SUCCESS or not int(pfn):
+        pfn = entry_point(name, takes_stream)
+        if not pfn:
             ENABLED = False  # keep the cuda.bindings path
             return
-        table[name] = int(pfn)
+        table[name] = pfn
     _c.set_entry_points(table)
     ctx_get_device = _c.ctx_get_device
     event_record = _c.event_record
@@ -135,6 +172,10 @@ mem_alloc_async: Callable[[int, int, int], int] = _py_mem_alloc_async
 mem_free_async: Callable[[int, int], int] = _py_mem_free_async
 memcpy_async: Callable[[int, int, int, int], int] = _py_memcpy_async
 stream_sync: Callable[[int], int] = _py_stream_sync
+types_match: Callable[[tuple[Any, ...], tuple[type, ...]], bool] | None = getattr(_c, "types_match", None)
+"""``types_match(args, types) -> bool``: ``len(args) == len(types)`` and ``type(args[i]) is
+types[i]`` for every ``i``, at C speed (no driver involved), where the accelerator has it; else
+``None`` (the launcher then compares ``list(map(type, args))``)."""
 launch_ex: Callable[[int, int, int], int] | None = None
 """``launch_ex(config_address, function, params_address) -> status`` once bound, else ``None``
-(the launcher then calls ``cuLaunchKernelEx`` through cuda.bindings)."""
+(the launcher then calls ``entry_point("cuLaunchKernelEx")`` through ``ctypes``)."""

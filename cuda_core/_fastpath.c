@@ -262,6 +262,27 @@ stream_sync(PyObject *self, PyObject *arg)
     return query(p_stream_sync, arg);
 }
 
+/* types_match(args, types) -> bool: whether type(args[i]) is types[i] for every i (two tuples).
+ * The launcher's check that a long argument list still fits the packing plan it cached. */
+static PyObject *
+types_match(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyTuple_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "types_match(args, types) takes two tuples");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(args[0]);
+    if (n != PyTuple_GET_SIZE(args[1])) {
+        Py_RETURN_FALSE;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((PyObject *)Py_TYPE(PyTuple_GET_ITEM(args[0], i)) != PyTuple_GET_ITEM(args[1], i)) {
+            Py_RETURN_FALSE;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"set_entry_points", set_entry_points, METH_O, "set_entry_points({name: address, ...})"},
     {"ctx_get_device", ctx_get_device, METH_NOARGS, "ctx_get_device() -> ordinal, or -status"},
@@ -277,6 +298,8 @@ static PyMethodDef methods[] = {
     {"memcpy_async", (PyCFunction)(void (*)(void))memcpy_async, METH_FASTCALL,
      "memcpy_async(dst, src, nbytes, stream) -> status"},
     {"stream_sync", stream_sync, METH_O, "stream_sync(stream) -> status"},
+    {"types_match", (PyCFunction)(void (*)(void))types_match, METH_FASTCALL,
+     "types_match(args, types) -> whether each argument's type is the one given"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,19 +6,19 @@ native ``CUlaunchConfig`` is built once per stream and reused by every later lau
 
 This module also resolves, once per process, how launches reach the driver
 (:func:`launch_backend`): the compiled accelerator ``cuda_core._fastpath`` where it was built
-(it calls the entry point that ``cuda_core._fast`` resolved), else ``cuLaunchKernelEx``'s entry
-point from ``cuGetProcAddress`` called through ``ctypes``, else, where that entry point cannot
+(it calls the entry point that ``cuda_core._fast`` resolved), else the same entry point
+(``cuda_core._fast.entry_point``) called through ``ctypes``, else, where that entry point cannot
 be had, ``cuda.bindings.driver.cuLaunchKernelEx``.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any
 
 from cuda.bindings import driver
 
+from . import _fast
 from ._utils import arg_error, cast_to_3_tuple, check_int, ensure_driver
 
 __all__ = ["LaunchConfig"]
@@ -29,7 +29,6 @@ __all__ = ["LaunchConfig"]
 # CUresult cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void** kernelParams, void** extra)
 # (CUDA 12.0 ABI). A CFUNCTYPE function releases the GIL during the call, as cuda.bindings does.
 _LAUNCH_PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-_LAUNCH_ABI = 12000
 
 
 class LaunchBackend:
@@ -53,50 +52,19 @@ def _bindings_launch(cfg: Any, func: Any, params: int, _launch: Any = driver.cuL
     return _launch(cfg, func, params, 0)[0]
 
 
-def per_thread_default_stream() -> bool:
-    """Whether ``CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM`` asks for per-thread default
-    stream semantics (any value but empty, ``0``, ``false`` or ``no``)."""
-    value = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0")
-    return value.strip().lower() not in ("", "0", "false", "no")
+def launch_entry_point() -> int:
+    """The address of ``cuLaunchKernelEx`` (CUDA 12.0 ABI) from ``cuGetProcAddress``, or 0
+    (:func:`cuda_core._fast.entry_point`: per-thread default stream semantics honoured)."""
+    return _fast.entry_point("cuLaunchKernelEx")
 
 
-def launch_entry_point(get_proc: Any = None) -> int:
-    """The address of ``cuLaunchKernelEx`` (CUDA 12.0 ABI) from ``cuGetProcAddress``, or 0.
-
-    Per-thread default stream semantics are honoured as ``cuda.bindings`` honours them.
-    ``get_proc`` defaults to ``cuda.bindings.driver.cuGetProcAddress``.
-    """
-    flags = driver.CUdriverProcAddress_flags
-    flag = flags.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM if per_thread_default_stream() else (
-        flags.CU_GET_PROC_ADDRESS_DEFAULT
-    )
-    try:
-        err, pfn, status = (get_proc or driver.cuGetProcAddress)(b"cuLaunchKernelEx", _LAUNCH_ABI, flag)
-    except Exception:  # an old or broken cuda.bindings: the bindings path still works
-        return 0
-    if err != driver.CUresult.CUDA_SUCCESS or status != driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS:
-        return 0
-    return int(pfn or 0)
-
-
-def _fastpath_launch() -> Any:
-    """``cuda_core._fast.launch_ex`` where the compiled accelerator is built and bound, else None."""
-    try:
-        from . import _fast
-    except ImportError:
-        return None
-    if not getattr(_fast, "ENABLED", False):
-        return None
-    return getattr(_fast, "launch_ex", None)
-
-
-def resolve_launch_backend(get_proc: Any = None, fastpath: bool = True) -> LaunchBackend:
+def resolve_launch_backend(fastpath: bool = True) -> LaunchBackend:
     """Work out the backend: the compiled accelerator's ``launch_ex`` (with ``fastpath``, where
-    it is built), else ``ctypes`` over the driver entry point, else ``cuda.bindings``."""
-    fast = _fastpath_launch() if fastpath else None
+    it is built and bound), else ``ctypes`` over the driver entry point, else ``cuda.bindings``."""
+    fast = _fast.launch_ex if fastpath and _fast.ENABLED else None
     if fast is not None:
         return LaunchBackend("fastpath", fast, True, False)
-    addr = launch_entry_point(get_proc)
+    addr = launch_entry_point()
     if addr:
         return LaunchBackend("ctypes", _LAUNCH_PROTO(addr), True, True)
     return bindings_backend()
@@ -130,6 +98,7 @@ _DIM3_RULE = "an int or a tuple of 1 to 3 ints, each >= 1"
 _AXES = ("x", "y", "z")
 _ATTR_CLUSTER = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 _ATTR_COOPERATIVE = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+_ATTR_PSS = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
 # Streams whose native configs one LaunchConfig keeps; past this the cache starts over.
 _MAX_NATIVE = 8
 
@@ -158,13 +127,21 @@ class LaunchConfig:
     is_cooperative : bool, optional
         Launch as a cooperative kernel, so that ``cooperative_groups::this_grid().sync()``
         works; the whole grid must then fit on the device at once.
+    programmatic_stream_serialization : bool, optional
+        Allow programmatic dependent launch (PDL, compute capability 9.0 or newer): the kernel
+        may start before the previous kernel in the stream has finished, once every block of
+        that kernel has called ``cudaTriggerProgrammaticLaunchCompletion()`` (or exited); the
+        kernel calls ``cudaGridDependencySynchronize()`` before reading what the previous
+        one wrote. Sets ``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION``. Default
+        ``False``.
     cooperative_launch : bool, optional
         Keyword-only alias of ``is_cooperative`` (the older ``cuda.core`` name).
 
     Raises
     ------
     TypeError
-        A shape is not an int or a tuple of ints, or ``grid``/``block`` is missing.
+        A shape is not an int or a tuple of ints, ``grid``/``block`` is missing, or
+        ``is_cooperative``/``programmatic_stream_serialization`` is not a bool.
     ValueError
         A dimension is below 1, a tuple has more than three items, or ``shmem_size`` < 0.
 
@@ -181,7 +158,7 @@ class LaunchConfig:
     >>> cfg = LaunchConfig(grid=4, cluster=2, block=128)  # 8 blocks in clusters of 2
     """
 
-    __slots__ = ("_block", "_checked", "_cluster", "_coop", "_grid", "_key", "_last", "_native", "_shmem")
+    __slots__ = ("_block", "_checked", "_cluster", "_coop", "_grid", "_key", "_last", "_native", "_pss", "_shmem")
 
     def __init__(
         self,
@@ -190,6 +167,7 @@ class LaunchConfig:
         block: int | tuple[int, ...] | None = None,
         shmem_size: int | None = None,
         is_cooperative: bool = False,
+        programmatic_stream_serialization: bool = False,
         *,
         cooperative_launch: bool | None = None,
     ) -> None:
@@ -202,7 +180,13 @@ class LaunchConfig:
         if not isinstance(is_cooperative, (bool, int)):
             raise arg_error("LaunchConfig.is_cooperative", "a bool", is_cooperative, exc=TypeError)
         self._coop = bool(is_cooperative)
-        self._key = (self._grid, self._cluster, self._block, self._shmem, self._coop)
+        if not isinstance(programmatic_stream_serialization, (bool, int)):
+            raise arg_error(
+                "LaunchConfig.programmatic_stream_serialization", "a bool", programmatic_stream_serialization,
+                exc=TypeError,
+            )
+        self._pss = bool(programmatic_stream_serialization)
+        self._key = (self._grid, self._cluster, self._block, self._shmem, self._coop, self._pss)
         # id(stream) -> (stream, stream handle, launch argument, CUlaunchConfig); holding the
         # stream keeps its id from being reused while the entry lives. ``_last`` is the entry of
         # the latest stream, which launch() checks first.
@@ -238,6 +222,11 @@ class LaunchConfig:
         return self._coop
 
     @property
+    def programmatic_stream_serialization(self) -> bool:
+        """Whether launches allow programmatic dependent launch (PDL) after the previous kernel."""
+        return self._pss
+
+    @property
     def cooperative_launch(self) -> bool:
         """Alias of :attr:`is_cooperative` (the older ``cuda.core`` name)."""
         return self._coop
@@ -267,6 +256,8 @@ class LaunchConfig:
             parts.append(f"shmem_size={self._shmem}")
         if self._coop:
             parts.append("is_cooperative=True")
+        if self._pss:
+            parts.append("programmatic_stream_serialization=True")
         return f"LaunchConfig({', '.join(parts)})"
 
     # -- launch-time support (private) ------------------------------------------------------
@@ -313,6 +304,11 @@ class LaunchConfig:
             a = driver.CUlaunchAttribute()
             a.id = _ATTR_COOPERATIVE
             a.value.cooperative = 1
+            attrs.append(a)
+        if self._pss:
+            a = driver.CUlaunchAttribute()
+            a.id = _ATTR_PSS
+            a.value.programmaticStreamSerializationAllowed = 1
             attrs.append(a)
         if attrs:
             cfg.attrs = attrs

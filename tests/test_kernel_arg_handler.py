@@ -388,9 +388,15 @@ def _recording_launch(calls, nbytes):
     ],
     ids=["none", "mixed", "negative-int", "40-doubles", "40-ints"],
 )
-def test_plan_run_passes_the_packed_values(args, sizes):
+@pytest.mark.parametrize("check", ["python", "accelerator"])
+def test_plan_run_passes_the_packed_values(monkeypatch, check, args, sizes):
+    from cuda_core import _fast
     from cuda_core._kernel_arg_handler import MISS, make_plan
 
+    if check == "python":
+        monkeypatch.setattr(_fast, "types_match", None)  # the list(map(type, args)) comparison
+    elif _fast.types_match is None:
+        pytest.skip("the compiled accelerator (with types_match) is not built here")
     calls: list = []
     fn = _recording_launch(calls, sizes)
     plan = make_plan(tuple(map(type, args)), args, None)
@@ -407,7 +413,23 @@ def test_plan_run_passes_the_packed_values(args, sizes):
     if args:
         assert plan.run(0xC0F, (np.int8(1), *args[1:])) == MISS
         assert plan.run(0xC0F, args[:-1]) == MISS
+        # A subclass is another type (np.float64 is a float, np.int64 is not an int): MISS too.
+        other = np.float64(1.0) if type(args[-1]) is float else np.int64(1)
+        assert plan.run(0xC0F, (*args[:-1], other)) == MISS
     assert len(calls) == n
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([1, 2.0, True, np.float64(2.0), np.int32(1), None, "s", 3j]), max_size=40),
+       st.lists(st.sampled_from([int, float, bool, np.float64, np.int32, type(None), str, complex]), max_size=40))
+def test_accelerator_types_match_is_the_exact_type_comparison(values, types):
+    from cuda_core import _fast
+
+    if _fast.types_match is None:
+        pytest.skip("the compiled accelerator (with types_match) is not built here")
+    args = tuple(values)
+    for t in (tuple(types), tuple(map(type, args))):
+        assert _fast.types_match(args, t) is (list(map(type, args)) == list(t))
 
 
 def test_plan_run_overflow_raises_and_reuses_no_bad_state():

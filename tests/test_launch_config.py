@@ -71,6 +71,25 @@ def test_bad_cooperative():
         LaunchConfig(grid=1, block=1, is_cooperative="yes")
 
 
+def test_programmatic_stream_serialization():
+    assert LaunchConfig(grid=1, block=1).programmatic_stream_serialization is False
+    on = LaunchConfig(grid=1, block=1, programmatic_stream_serialization=True)
+    assert on.programmatic_stream_serialization is True
+    assert LaunchConfig(1, None, 1, None, False, 1).programmatic_stream_serialization is True  # 6th positional
+    assert on != LaunchConfig(grid=1, block=1) and on == LaunchConfig(grid=1, block=1, programmatic_stream_serialization=1)
+    assert hash(on) == hash(LaunchConfig(grid=(1, 1), block=1, programmatic_stream_serialization=True))
+    assert repr(on) == "LaunchConfig(grid=(1, 1, 1), block=(1, 1, 1), programmatic_stream_serialization=True)"
+    with pytest.raises(AttributeError):
+        on.programmatic_stream_serialization = False
+
+
+@pytest.mark.parametrize("value", ["yes", None, 1.0, [True]], ids=repr)
+def test_bad_programmatic_stream_serialization(value):
+    with pytest.raises(TypeError, match=r"^LaunchConfig\.programmatic_stream_serialization must be a bool ") as ei:
+        LaunchConfig(grid=1, block=1, programmatic_stream_serialization=value)
+    assert str(ei.value).endswith(f"(got {value!r})")
+
+
 def test_immutable_equal_hashable():
     a = LaunchConfig(grid=(2, 1), block=64)
     b = LaunchConfig(grid=2, block=(64, 1, 1))
@@ -102,6 +121,34 @@ def test_native_config_fields_and_attributes():
     assert n.attrs[1].value.cooperative == 1
     plain = LaunchConfig(grid=1, block=1)._build(driver.CUstream(0))
     assert plain.numAttrs == 0
+
+
+def test_native_config_programmatic_stream_serialization():
+    ids = driver.CUlaunchAttributeID
+    n = LaunchConfig(grid=4, block=32, programmatic_stream_serialization=True)._build(driver.CUstream(0))
+    assert n.numAttrs == 1
+    assert n.attrs[0].id == ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    assert n.attrs[0].value.programmaticStreamSerializationAllowed == 1
+    both = LaunchConfig(grid=4, cluster=2, block=32, is_cooperative=True, programmatic_stream_serialization=True)
+    n = both._build(driver.CUstream(0))
+    assert n.numAttrs == 3
+    assert [n.attrs[i].id for i in range(3)] == [
+        ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+        ids.CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+        ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+    ]
+    assert n.attrs[2].value.programmaticStreamSerializationAllowed == 1
+    assert (n.gridDimX, n.blockDimX) == (8, 32)
+
+
+def test_signature_matches_cuda_core():
+    import inspect
+
+    ours = list(inspect.signature(LaunchConfig).parameters.values())
+    names = ["grid", "cluster", "block", "shmem_size", "is_cooperative", "programmatic_stream_serialization"]
+    assert [p.name for p in ours[:6]] == names
+    assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in ours[:6])
+    assert [p.default for p in ours[:6]] == [None, None, None, None, False, False]
 
 
 # Limits of an H100 SXM, as DeviceProperties reports them (plain values, no driver involved).
@@ -162,14 +209,23 @@ _FLAGS = driver.CUdriverProcAddress_flags
 _FOUND = driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS
 
 
-def _get_proc(result, seen):
-    def get_proc(symbol, version, flags):
-        seen.append((symbol, version, flags))
-        if isinstance(result, Exception):
-            raise result
-        return result
+@pytest.fixture
+def fake_get_proc(monkeypatch):
+    """Stand in for ``cuGetProcAddress`` in ``cuda_core._fast`` (with an empty address cache)."""
+    from cuda_core import _fast
 
-    return get_proc
+    monkeypatch.setattr(_fast, "_entry_points", {})
+
+    def install(result, seen):
+        def get_proc(symbol, version, flags):
+            seen.append((symbol, version, flags))
+            if isinstance(result, Exception):
+                raise result
+            return result
+
+        monkeypatch.setattr(_fast, "_get_proc_address", get_proc)
+
+    return install
 
 
 @pytest.mark.parametrize(
@@ -178,9 +234,10 @@ def _get_proc(result, seen):
      ("1", _FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
      ("true", _FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)],
 )
-def test_backend_uses_the_entry_point_with_stream_semantics(monkeypatch, env, flag):
+def test_backend_uses_the_entry_point_with_stream_semantics(monkeypatch, fake_get_proc, env, flag):
     import ctypes
 
+    from cuda_core import _fast
     from cuda_core._launch_config import resolve_launch_backend
 
     if env is None:
@@ -190,10 +247,17 @@ def test_backend_uses_the_entry_point_with_stream_semantics(monkeypatch, env, fl
     libc = ctypes.CDLL(None)
     addr = ctypes.cast(libc.abs, ctypes.c_void_p).value  # an address to wrap (never called)
     seen: list = []
-    b = resolve_launch_backend(_get_proc((driver.CUresult.CUDA_SUCCESS, addr, _FOUND), seen), fastpath=False)
-    assert seen == [(b"cuLaunchKernelEx", 12000, flag)]
+    fake_get_proc((driver.CUresult.CUDA_SUCCESS, addr, _FOUND), seen)
+    b = resolve_launch_backend(fastpath=False)
+    assert seen == [(b"cuLaunchKernelEx", 12000, int(flag))]
     assert (b.name, b.native, b.extra) == ("ctypes", True, True)
     assert ctypes.cast(b.fn, ctypes.c_void_p).value == addr
+    # One lookup per symbol and flag: later callers (the accelerator's bind()) get the cache.
+    assert _fast.entry_point("cuLaunchKernelEx") == addr
+    assert len(seen) == 1
+    # Functions without a stream never ask for per-thread semantics.
+    assert _fast.entry_point("cuCtxGetDevice", stream_semantics=False) == addr
+    assert seen[1] == (b"cuCtxGetDevice", 12000, int(_FLAGS.CU_GET_PROC_ADDRESS_DEFAULT))
 
 
 @pytest.mark.parametrize(
@@ -206,8 +270,35 @@ def test_backend_uses_the_entry_point_with_stream_semantics(monkeypatch, env, fl
     ],
     ids=["raises", "error", "not-found", "null"],
 )
-def test_backend_falls_back_to_cuda_bindings(result):
+def test_backend_falls_back_to_cuda_bindings(fake_get_proc, result):
+    from cuda_core import _fast
     from cuda_core._launch_config import _bindings_launch, resolve_launch_backend
 
-    b = resolve_launch_backend(_get_proc(result, []), fastpath=False)
+    seen: list = []
+    fake_get_proc(result, seen)
+    b = resolve_launch_backend(fastpath=False)
     assert (b.name, b.native, b.extra, b.fn) == ("cuda.bindings", False, False, _bindings_launch)
+    assert _fast._entry_points == {}  # a failure is not cached: the driver may load later
+    _fast.entry_point("cuLaunchKernelEx")
+    assert len(seen) == 2
+
+
+def test_host_callbacks_call_the_same_entry_point(monkeypatch, fake_get_proc):
+    import ctypes
+
+    from cuda_core import _callbacks
+
+    monkeypatch.setenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "1")
+    monkeypatch.setattr(_callbacks, "ensure_driver", lambda: None)
+    monkeypatch.setattr(_callbacks, "_launch_fn", None)
+    libc = ctypes.CDLL(None)
+    addr = ctypes.cast(libc.abs, ctypes.c_void_p).value  # an address to wrap (never called)
+    seen: list = []
+    fake_get_proc((driver.CUresult.CUDA_SUCCESS, addr, _FOUND), seen)
+    fn = _callbacks._launch_host_func_c()
+    assert seen == [(b"cuLaunchHostFunc", 12000, int(_FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))]
+    assert ctypes.cast(fn, ctypes.c_void_p).value == addr
+    # CUresult (CUstream, CUhostFn, void*), called with the GIL released (not a PYFUNCTYPE).
+    assert fn._restype_ is ctypes.c_int and fn._argtypes_ == (ctypes.c_void_p,) * 3
+    assert not fn._flags_ & ctypes._FUNCFLAG_PYTHONAPI
+    assert _callbacks._launch_host_func_c() is fn

@@ -308,6 +308,49 @@ def test_cooperative_launch_with_grid_sync(dev, stream):
     out.close()
 
 
+PDL = r"""
+extern "C" __global__ void pdl_primary(int* data, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) data[i] = i + 1;
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");  // let the next kernel start
+}
+extern "C" __global__ void pdl_secondary(const int* data, int* out, int n) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");  // the primary's writes are visible after this
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2 * data[i];
+}
+"""
+
+
+@pytest.mark.gpu
+def test_programmatic_dependent_launch(dev, stream):
+    if int(dev.arch) < 90:
+        pytest.skip(f"programmatic dependent launch needs sm_90 (device is sm_{dev.arch})")
+    mod = _compile(dev, PDL)
+    primary, secondary = mod.get_kernel("pdl_primary"), mod.get_kernel("pdl_secondary")
+    n = 64 * 256
+    data = dev.allocate(4 * n, stream=stream)
+    out = dev.allocate(4 * n, stream=stream)
+    cfg = LaunchConfig(grid=64, block=256, programmatic_stream_serialization=True)
+    expected = [2 * (i + 1) for i in range(n)]
+    for _ in range(3):
+        out.copy_from(np.zeros(n, np.int32), stream=stream)
+        launch(stream, LaunchConfig(grid=64, block=256), primary, data, np.int32(n))
+        launch(stream, cfg, secondary, data, out, np.int32(n))
+        assert np.frombuffer(_read(out, 4 * n, stream), np.int32).tolist() == expected
+    # The native config the launch used carries the attribute.
+    native = cfg._last[3]
+    assert native.numAttrs == 1
+    assert native.attrs[0].id == driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    assert native.attrs[0].value.programmaticStreamSerializationAllowed == 1
+    out.copy_from(np.zeros(n, np.int32), stream=stream)
+    PreparedLaunch(stream, LaunchConfig(grid=64, block=256), primary, data, np.int32(n))()
+    PreparedLaunch(stream, cfg, secondary, data, out, np.int32(n))()
+    assert np.frombuffer(_read(out, 4 * n, stream), np.int32).tolist() == expected
+    data.close()
+    out.close()
+
+
 SHMEM = r"""
 extern "C" __global__ void shmem_fill(int* out, int n) {
     extern __shared__ int s[];
