@@ -3,7 +3,7 @@
 Rows, each for cuda_core and NVIDIA cuda.core (when importable) in the same run:
 
 * ``StridedMemoryView.from_dlpack`` on a PyTorch tensor and on a CuPy array;
-* wrapping a PyTorch stream into a Stream (``Device.create_stream(torch_stream)``);
+* wrapping a PyTorch / CuPy stream into a Stream (``Device.create_stream(foreign_stream)``);
 * per-kernel cost of a captured graph of 1,000 empty kernels (one ``Graph.launch`` + sync,
   divided by 1,000) versus a direct ``launch()`` loop of 1,000 empty kernels.
 
@@ -89,6 +89,16 @@ def cpu_main(impls) -> None:
         V = _view_cls(mod) if mod is not None else None
         # cuda.core 1.2 asks the driver for the current device here, so it needs a GPU
         suite.run("from_array_interface (3,4) float64", name, None if V is None else (lambda V=V, a=a: V.from_array_interface(a)))
+    try:
+        import torch
+
+        t = torch.zeros((3, 4))
+    except ImportError:
+        t = None
+    for name in names:
+        mod = impls.get(name)
+        V = _view_cls(mod) if mod is not None and t is not None else None
+        suite.run("from_dlpack torch CPU tensor (3,4)", name, None if V is None else (lambda V=V, t=t: V.from_dlpack(t, -1)))
     producer = Suite("producer cost alone (the floor every consumer pays)", ["numpy"], baseline="numpy")
     dev, dl = a.__dlpack_device__, a.__dlpack__
     producer.run("__dlpack_device__() + __dlpack__(max_version=(1, 0))", "numpy", lambda: (dev(), dl(stream=None, max_version=(1, 0))))
@@ -132,7 +142,7 @@ def main() -> None:
     for name in names:
         mod = impls.get(name)
         if mod is None:
-            for op in ("from_dlpack(torch tensor)", "from_dlpack(cupy array)", "wrap torch stream"):
+            for op in ("from_dlpack(torch tensor)", "from_dlpack(cupy array)", "wrap torch stream", "wrap cupy stream"):
                 suite.run(op, name, None)
             continue
         dev = mod.Device()
@@ -151,8 +161,11 @@ def main() -> None:
         if cp is not None:
             a = cp.ones(1024, dtype=cp.float32)
             suite.run("from_dlpack(cupy array)", name, lambda V=V, a=a, sp=sp: V.from_dlpack(a, sp))
+            cs = cp.cuda.Stream(non_blocking=True)
+            suite.run("wrap cupy stream", name, lambda dev=dev, cs=cs: dev.create_stream(cs))
         else:
             suite.run("from_dlpack(cupy array)", name, None)
+            suite.run("wrap cupy stream", name, None)
         # graph replay vs direct launches
         prog = mod.Program(EMPTY, code_type="c++", options=mod.ProgramOptions(arch=f"sm_{dev.arch}"))
         kern = prog.compile("cubin").get_kernel("empty_kernel")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy
 from cuda.bindings import driver
 
+from . import _array_bridge as _bridge
 from . import _dlpack as _dl
 from ._utils import arg_error, handle_return
 
@@ -21,12 +22,14 @@ __all__: list[str] = []  # the public names live in cuda_core.utils (see _UTILS_
 
 _UTILS_EXPORTS = ["StridedMemoryView", "args_viewable_as_strided_memory"]
 
-_AMBIGUOUS = (
-    "stream_ptr=None is ambiguous: pass the address of the consumer stream "
-    "(e.g. int(stream.handle)), or -1 to opt out of stream ordering"
-)
+_AMBIGUOUS = _bridge.AMBIGUOUS
 _MAX_VERSION = (_dl.DLPACK_MAJOR_VERSION, 0)
-_legacy_dlpack_types: set[type] = set()  # producers whose __dlpack__ rejects max_version
+# producer type -> kind (_bridge.KIND_*): DLPack, DLPack without max_version, torch, cupy
+_kinds: dict[type, int] = {}
+_KIND_LEGACY = _bridge.KIND_LEGACY
+_KIND_TORCH = _bridge.KIND_TORCH
+_torch_view = _bridge.torch_view
+_cupy_view = _bridge.cupy_view
 _UNSET: Any = object()  # marks a lazily computed slot not computed yet
 _new_view = object.__new__
 _KDLCPU = _dl.kDLCPU
@@ -171,7 +174,24 @@ class StridedMemoryView:
             The producer cannot export, ``stream_ptr`` is ``None`` for device memory, or the
             dtype or device type is unsupported.
         """
-        # The hot path: two producer calls, one capsule read, one object; nothing else.
+        # The hot path: two producer calls, one capsule read, one object; nothing else. Exact
+        # torch.Tensor / cupy.ndarray producers are read directly (see _array_bridge).
+        tp = obj.__class__
+        kind = _kinds.get(tp)
+        if kind is None:
+            kind = _classify(tp)
+        if kind >= _KIND_TORCH:
+            fields = (_torch_view if kind == _KIND_TORCH else _cupy_view)(obj, stream_ptr)
+            if fields is not None:
+                view = _new_view(cls)
+                view.ptr, view.shape, view._raw_strides, view._dtype, view.device_id, accessible, dev_type = fields
+                view.is_device_accessible = accessible
+                view._strides = _UNSET
+                view.readonly = False
+                view.exporting_obj = obj
+                view._capsule = None
+                view._dl_device_type = dev_type
+                return view
         try:
             dev_type, dev_id = obj.__dlpack_device__()
         except AttributeError:
@@ -188,14 +208,14 @@ class StridedMemoryView:
             stream = stream_ptr if accessible else None
         if stream == 0:  # DLPack names the legacy default stream 1 (0 is disallowed on CUDA)
             stream = 1
-        tp = obj.__class__
-        if tp in _legacy_dlpack_types:
+        if kind == _KIND_LEGACY:
             capsule = obj.__dlpack__(stream=stream)
         else:
             try:
                 capsule = obj.__dlpack__(stream=stream, max_version=_MAX_VERSION)
             except TypeError:
-                _legacy_dlpack_types.add(tp)
+                if kind < _KIND_TORCH:
+                    _kinds[tp] = _KIND_LEGACY
                 capsule = obj.__dlpack__(stream=stream)
         ptr, shape, strides, word, readonly = _read_capsule(capsule)
         view = _new_view(cls)
@@ -297,21 +317,28 @@ class StridedMemoryView:
         shape: tuple[int, ...],
         strides: tuple[int, ...] | None = None,
         *,
-        dtype: Any,
+        itemsize: int | None = None,
+        dtype: Any = None,
         is_readonly: bool = False,
     ) -> StridedMemoryView:
-        """View a :class:`~cuda_core.Buffer` as an array of ``dtype`` with ``shape``.
+        """View a :class:`~cuda_core.Buffer` as an array with ``shape`` (and ``strides``).
+
+        No stream ordering is done: make sure the buffer's data is ready where the view is used.
 
         Parameters
         ----------
         buffer : Buffer
-            The memory; the view keeps it alive.
+            The memory (allocated by a memory resource, or wrapped with ``Buffer.from_handle``);
+            the view keeps it alive as :attr:`exporting_obj`.
         shape : tuple of int
             The extents.
         strides : tuple of int, optional
             Strides in elements; ``None`` for C-contiguous.
-        dtype : numpy dtype or str
-            The element type.
+        itemsize : int, optional
+            The element size in bytes, for a view without a dtype (:attr:`dtype` is then
+            ``None`` and the view cannot be exported through DLPack).
+        dtype : numpy dtype or str, optional
+            The element type; its item size must equal ``itemsize`` when both are given.
         is_readonly : bool
             Mark the view read-only.
 
@@ -322,10 +349,19 @@ class StridedMemoryView:
         Raises
         ------
         ValueError
-            The shape/strides reach outside the buffer, or are malformed.
+            Neither ``itemsize`` nor ``dtype`` is given, they disagree, the shape/strides are
+            malformed, or (for a buffer from a memory resource) they reach outside the buffer.
         """
+        if itemsize is None and dtype is None:
+            raise ValueError("itemsize or dtype must be given (got neither)")
+        dt = None if dtype is None else numpy.dtype(dtype)
+        if itemsize is not None:
+            if isinstance(itemsize, bool) or not isinstance(itemsize, int) or itemsize <= 0:
+                raise arg_error("itemsize", "a positive int", itemsize)
+            if dt is not None and dt.itemsize != itemsize:
+                raise arg_error("itemsize", f"dtype.itemsize ({dt.itemsize}) when both are given", itemsize)
+        item = dt.itemsize if dt is not None else int(itemsize or 0)
         shape = tuple(shape)
-        dt = numpy.dtype(dtype)
         for n in shape:
             if isinstance(n, bool) or not isinstance(n, int) or n < 0:
                 raise arg_error("shape", "a tuple of non-negative ints", shape)
@@ -336,18 +372,20 @@ class StridedMemoryView:
         count = 1
         for n in shape:
             count *= n
-        if count:
+        # Like cuda.core: the extent is checked against buffers a memory resource allocated
+        # (a wrapped foreign allocation may legitimately reach around its reported size).
+        if count and buffer.memory_resource is not None:
             st = strides if strides is not None else _c_strides(shape)
             lo = sum(s * (n - 1) for n, s in zip(shape, st) if s < 0)
             hi = sum(s * (n - 1) for n, s in zip(shape, st) if s > 0)
             if lo < 0:
                 raise arg_error("strides", "non-negative for a view starting at the buffer's start", strides)
-            need = (hi + 1) * dt.itemsize
+            need = (hi + 1) * item
             if need > buffer.size:
                 raise arg_error(
                     "shape", f"within the buffer's {buffer.size} bytes (this view needs {need})", shape
                 )
-        view = object.__new__(cls)
+        view = _new_view(cls)
         view.ptr = int(buffer.handle)
         view.shape = shape
         view._raw_strides = strides
@@ -376,8 +414,9 @@ class StridedMemoryView:
         return st
 
     @property
-    def dtype(self) -> numpy.dtype[Any]:
-        """The element type as a NumPy dtype."""
+    def dtype(self) -> numpy.dtype[Any] | None:
+        """The element type as a NumPy dtype (``None`` for a :meth:`from_buffer` view made with
+        only an ``itemsize``)."""
         dt = self._dtype
         if dt.__class__ is int:  # a DLPack dtype with no NumPy equivalent: raises BufferError
             dt = self._dtype = _dl.dtype_from_word(dt)
@@ -442,6 +481,8 @@ class StridedMemoryView:
             raise BufferError(f"dl_device must be this view's device {here} (got {dl_device!r})")
         versioned = max_version is not None and max_version[0] >= 1
         dt = self.dtype
+        if dt is None:
+            raise BufferError("this view has no dtype (from_buffer with only itemsize): create it with dtype= to export it")
         return _dl.make_capsule(
             self.ptr,
             self.shape,
@@ -459,6 +500,13 @@ class StridedMemoryView:
 # Builders
 
 _from_dlpack = StridedMemoryView.from_dlpack
+
+
+def _classify(tp: type) -> int:
+    kind = _bridge.classify(tp)
+    if len(_kinds) < 256:
+        _kinds[tp] = kind
+    return kind
 
 
 def _from_cai(obj: Any, stream_ptr: int | None) -> StridedMemoryView:

@@ -201,10 +201,18 @@ class Stream:
 
     @classmethod
     def _from_foreign(cls, obj: Any) -> Stream:
+        # Exact PyTorch/CuPy stream classes: read the handle attribute (no protocol call).
+        tp = obj.__class__
+        attr = _foreign_handle_attrs.get(tp)
+        if attr is None:
+            attr = _foreign_handle_attr(tp)
+        if attr:
+            ensure_driver()
+            return _borrow(cls, getattr(obj, attr), obj)
         proto = getattr(obj, "__cuda_stream__", None)
         if proto is None:
             # CuPy and older PyTorch streams predate the protocol: read their handle attribute.
-            mod = type(obj).__module__
+            mod = tp.__module__
             attr = "ptr" if mod.startswith("cupy") else "cuda_stream" if mod.startswith("torch") else None
             raw = getattr(obj, attr, None) if attr else None
             if isinstance(raw, int):
@@ -405,12 +413,60 @@ class Stream:
         self.close()
 
 
+_CUstream = driver.CUstream
+_new_stream = object.__new__
+# Foreign stream class -> the attribute holding its handle ("cuda_stream" for PyTorch's, "ptr" for
+# CuPy's), or "" for a class read through __cuda_stream__. Filled as classes are first seen.
+_foreign_handle_attrs: dict[type, str] = {}
+_FOREIGN_STREAM_CLASSES = (
+    ("torch", ("cuda.Stream", "cuda.ExternalStream"), "cuda_stream"),
+    ("cupy", ("cuda.Stream", "cuda.ExternalStream"), "ptr"),
+)
+
+
+def _borrow(cls: type[Stream], raw: int, owner: Any) -> Stream:
+    """``Stream._wrap(CUstream(raw), None, None, owner=owner)``, inlined for foreign streams."""
+    self = _new_stream(cls)
+    self._handle = _CUstream(raw)
+    self._int = raw
+    self._device = None
+    self._ctx = None
+    self._owner = owner
+    self._borrowed = True
+    self._nonblocking = None
+    self._priority = None
+    self._finalizer = None
+    return self
+
+
+def _foreign_handle_attr(tp: type) -> str:
+    """The handle attribute of ``tp`` when it is exactly a known PyTorch/CuPy stream class, else ``""``."""
+    import sys
+
+    attr = ""
+    for module, names, handle_attr in _FOREIGN_STREAM_CLASSES:
+        mod = sys.modules.get(module)
+        if mod is None:
+            continue
+        for dotted in names:
+            found: Any = mod
+            for part in dotted.split("."):
+                found = getattr(found, part, None)
+            if found is tp:
+                attr = handle_attr
+    if len(_foreign_handle_attrs) < 64:
+        _foreign_handle_attrs[tp] = attr
+    return attr
+
+
 def as_stream(obj: Any, name: str = "stream") -> Stream:
     """Resolve a stream argument: a Stream, a graph builder, or an object with ``__cuda_stream__``."""
     if type(obj) is Stream:
         return obj
     if isinstance(obj, Stream):
         return obj
+    if _foreign_handle_attrs.get(obj.__class__):  # a PyTorch or CuPy stream class seen before
+        return Stream._from_foreign(obj)
     inner = getattr(obj, "_cuda_core_stream", None)
     if isinstance(inner, Stream):
         return inner
