@@ -283,8 +283,6 @@ KNOWN_GAPS: frozenset[str] = frozenset(
         "name:cuda.core.system.get_user_mode_driver_version",
         "name:cuda.core.system.register_events",
         # -- class members (filled from the audit; see the report for priorities) --
-        "Buffer.__buffer__",
-        "Buffer.is_mapped",
         "Context.resources",
         "Device.create_context",
         "Device.create_mipmapped_array",
@@ -317,8 +315,6 @@ KNOWN_GAPS: frozenset[str] = frozenset(
         "GraphDebugPrintOptions.mem_free_node_params",
         "GraphDebugPrintOptions.runtime_types",
         "IPCAllocationHandle.uuid",
-        "LaunchConfig.programmatic_stream_serialization",
-        "ManagedMemoryResource.preferred_location",
         "ManagedMemoryResource.uuid",
         "PinnedMemoryResource.allocation_handle",
         "PinnedMemoryResource.from_allocation_handle",
@@ -343,10 +339,6 @@ KNOWN_GAPS: frozenset[str] = frozenset(
         "field:GraphDebugPrintOptions.runtime_types",
         "sig:Buffer.copy_from:missing-arg:options",
         "sig:Buffer.copy_to:missing-arg:options",
-        "sig:Buffer.from_handle:missing-arg:stream",
-        "sig:LaunchConfig.__init__:missing-arg:programmatic_stream_serialization",
-        "sig:StridedMemoryView.from_buffer:default:dtype",
-        "sig:StridedMemoryView.from_buffer:missing-arg:itemsize",
     }
 )
 

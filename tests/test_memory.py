@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import pickle
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -17,6 +20,7 @@ from cuda_core import (
     MemoryResource,
     PinnedMemoryResourceOptions,
 )
+from cuda_core import _lifetime as lifetime
 from cuda_core._memory._resource import check_size
 from cuda_core._stream import LEGACY_DEFAULT_STREAM
 
@@ -336,3 +340,215 @@ def test_closed_buffer_has_no_address_to_pass_on():
         plan.pack(slot, args)
     assert isinstance(info.value, (OverflowError, TypeError, RuntimeError, ValueError))
 
+
+
+# -- Buffer.from_handle(stream=), is_mapped, the buffer protocol -------------------------------
+
+
+class HostBytesResource(HostIntResource):
+    """A user-written resource handing out real host memory (ctypes buffers it keeps alive)."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks: dict[int, ctypes.Array] = {}
+
+    def allocate(self, size, *, stream=None):
+        block = ctypes.create_string_buffer(max(size, 1))
+        ptr = ctypes.addressof(block)
+        self.blocks[ptr] = block
+        self.live[ptr] = size
+        return Buffer.from_handle(ptr, size, mr=self, stream=stream)
+
+    def deallocate(self, ptr, size, *, stream=None):
+        super().deallocate(ptr, size, stream=stream)
+        del self.blocks[ptr]
+
+    @property
+    def is_device_accessible(self):
+        return False
+
+    @property
+    def is_host_accessible(self):
+        return True
+
+    @property
+    def device_id(self):
+        return -1
+
+
+def test_from_handle_stream_is_the_deallocation_stream():
+    mr = HostIntResource()
+    s = LEGACY_DEFAULT_STREAM
+    b = Buffer.from_handle(0x5000, 32, mr=mr, stream=s)
+    mr.live[0x5000] = 32
+    b.close()
+    assert mr.freed == [(0x5000, 32, s)]
+    # also when collected
+    c = Buffer.from_handle(0x6000, 8, mr=mr, stream=s)
+    mr.live[0x6000] = 8
+    del c
+    gc.collect()
+    assert mr.freed[-1] == (0x6000, 8, s)
+
+
+def test_from_handle_stream_checked_and_unused_without_mr():
+    with pytest.raises(TypeError, match="stream must be a Stream"):
+        Buffer.from_handle(0x5000, 32, mr=HostIntResource(), stream="s")
+    with pytest.raises(TypeError, match="stream must be a Stream"):
+        Buffer.from_handle(0x5000, 32, owner=b"x", stream=3.0)
+    b = Buffer.from_handle(0x5000, 32, owner=b"x", stream=LEGACY_DEFAULT_STREAM)
+    assert b.owner == b"x"
+    b.close()
+
+
+def test_is_mapped_false_for_local_memory():
+    mr = HostIntResource()
+    b = mr.allocate(8)
+    assert b.is_mapped is False
+    b.close()
+    assert Buffer.from_handle(0x7000, 4, owner=b"x").is_mapped is False
+
+
+def test_buffer_protocol_on_host_accessible_memory():
+    mr = HostBytesResource()
+    b = mr.allocate(16)
+    view = b.__buffer__(0)
+    assert isinstance(view, memoryview)
+    assert view.format == "B" and view.shape == (16,) and not view.readonly
+    view[:4] = b"\x01\x02\x03\x04"
+    assert mr.blocks[b.handle].raw[:4] == b"\x01\x02\x03\x04"
+    assert np.frombuffer(view, np.uint8)[:4].tolist() == [1, 2, 3, 4]
+    if sys.version_info >= (3, 12):
+        assert bytes(memoryview(b)[:4]) == b"\x01\x02\x03\x04"  # type: ignore[arg-type]
+    del view
+    b.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        b.__buffer__(0)
+    empty = mr.allocate(0)
+    assert empty.__buffer__(0).nbytes == 0
+
+
+def test_buffer_protocol_keeps_buffer_alive():
+    mr = HostBytesResource()
+    b = mr.allocate(8)
+    view = b.__buffer__(0)
+    del b
+    gc.collect()
+    assert mr.freed == []  # the view still holds the Buffer
+    view[0] = 9
+    del view
+    gc.collect()
+    assert len(mr.freed) == 1
+
+
+def test_buffer_protocol_refuses_device_memory():
+    b = HostIntResource().allocate(8)  # device-accessible only
+    with pytest.raises(BufferError, match="not host-accessible"):
+        b.__buffer__(0)
+    with pytest.raises(TypeError, match="flags must be an int"):
+        b.__buffer__("0")  # type: ignore[arg-type]
+    b.close()
+
+
+# -- the function-based lifetime tracking that owning buffers use ------------------------------
+
+
+class _Owner:
+    pass
+
+
+class _EqualOwner:
+    """Owners that compare equal: their tracked releases must stay separate."""
+
+    def __eq__(self, other):
+        return isinstance(other, _EqualOwner)
+
+    def __hash__(self):
+        return 1
+
+
+def test_track_runs_once_on_collection_or_release():
+    calls: list[object] = []
+    o = _Owner()
+    t = lifetime.track(o, calls.append, "gc")
+    assert lifetime.is_tracked(t)
+    del o
+    gc.collect()
+    assert calls == ["gc"] and not lifetime.is_tracked(t)
+    assert lifetime.release(t) is False
+    o2 = _Owner()
+    t2 = lifetime.track(o2, calls.append, "now")
+    assert lifetime.release(t2) is True
+    assert lifetime.release(t2) is False
+    del o2
+    gc.collect()
+    assert calls == ["gc", "now"]
+
+
+def test_untrack_forgets_and_returns_entry():
+    calls: list[object] = []
+    o = _Owner()
+    t = lifetime.track(o, calls.append, 1)
+    assert lifetime.untrack(t) == (calls.append, 1)
+    assert lifetime.untrack(t) is None
+    del o
+    gc.collect()
+    assert calls == []
+
+
+def test_track_equal_owners_are_separate():
+    calls: list[object] = []
+    a, b = _EqualOwner(), _EqualOwner()
+    ta = lifetime.track(a, calls.append, "a")
+    tb = lifetime.track(b, calls.append, "b")
+    assert ta is not tb and lifetime.is_tracked(ta) and lifetime.is_tracked(tb)
+    del a
+    gc.collect()
+    assert calls == ["a"] and lifetime.is_tracked(tb)
+    del b
+    gc.collect()
+    assert calls == ["a", "b"]
+
+
+def test_track_failure_warns_never_raises():
+    def boom():
+        raise RuntimeError("dead context")
+
+    o = _Owner()
+    lifetime.track(o, boom)
+    with pytest.warns(ResourceWarning, match="dead context"):
+        del o
+        gc.collect()
+    o2 = _Owner()
+    t = lifetime.track(o2, boom)
+    with pytest.warns(ResourceWarning, match="dead context"):
+        assert lifetime.release(t) is True
+
+
+def test_track_collected_on_another_thread_runs_once():
+    calls: list[object] = []
+    box = [_Owner()]
+    t = lifetime.track(box[0], calls.append, "thread")
+
+    def drop():
+        box.clear()
+        gc.collect()
+
+    th = threading.Thread(target=drop)
+    th.start()
+    th.join()
+    assert calls == ["thread"]
+    assert lifetime.release(t) is False
+
+
+def test_buffer_closed_then_collected_leaves_no_entry():
+    mr = HostIntResource()
+    before = len(lifetime._tracked)
+    bufs = [mr.allocate(4) for _ in range(10)]
+    assert len(lifetime._tracked) == before + 10
+    for b in bufs[:5]:
+        b.close()
+    del bufs
+    gc.collect()
+    assert len(lifetime._tracked) == before
+    assert len(mr.freed) == 10 and mr.live == {}

@@ -18,6 +18,7 @@ from cuda_core import (
     DeviceMemoryResourceOptions,
     LegacyPinnedMemoryResource,
     ManagedMemoryResource,
+    ManagedMemoryResourceOptions,
     MemoryResource,
     PinnedMemoryResource,
     SynchronousMemoryResource,
@@ -136,26 +137,67 @@ def test_host_accessible_flags(dev, stream):
         b.close()
 
 
-def test_numpy_dlpack_round_trip_pinned_and_managed(dev, stream):
-    for mr in (PinnedMemoryResource(), ManagedMemoryResource(), LegacyPinnedMemoryResource()):
-        buf = mr.allocate(256, stream=stream)
-        buf.fill(9, stream=stream)
-        if buf.is_managed:
-            # Managed pool memory reused after device-only use read stale zeros on the host
-            # on driver 580 unless migrated to the host first (the Memory page says so).
-            buf.prefetch("host", stream=stream)
-        stream.sync()
-        arr = np.from_dlpack(buf)
-        assert arr.dtype == np.uint8 and arr.shape == (256,)
-        assert arr.ctypes.data == buf.handle  # a view, not a copy
-        assert (arr == 9).all(), (mr, hex(buf.handle), arr[:8])
-        arr[:] = np.arange(256, dtype=np.uint8)  # written through the view, no copy
-        dbuf = dev.allocate(256, stream=stream)
-        dbuf.copy_from(buf, stream=stream)
-        assert _host(dbuf, stream) == bytes(range(256))
-        del arr
-        dbuf.close()
-        buf.close()
+# Observed on the H100 (driver 580, Firecracker VM): host reads of memory from the *current*
+# managed pool that was reused after device-only use return zeros, even after
+# buf.prefetch("host") and a stream synchronisation (docs/memory.rst, "Known issue").
+_MANAGED_REUSE_XFAIL = pytest.mark.xfail(
+    strict=False,
+    reason=(
+        "driver 580 (H100, Firecracker VM): host reads of current-managed-pool memory reused after "
+        "device-only use return zeros even after prefetch('host') + sync"
+    ),
+)
+
+
+def _round_trip_resource(kind, dev):
+    if kind == "pinned":
+        return PinnedMemoryResource()
+    if kind == "legacy-pinned":
+        return LegacyPinnedMemoryResource()
+    if kind == "managed-owned":
+        # A fresh pool owned by the resource: its memory has no device-only history. (A device
+        # as the preferred location: the pool location cuMemPoolCreate surely accepts.)
+        return ManagedMemoryResource(ManagedMemoryResourceOptions(preferred_location=dev.device_id))
+    return ManagedMemoryResource()  # the driver's current managed pool
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "pinned",
+        "legacy-pinned",
+        "managed-owned",
+        pytest.param("managed-current", marks=_MANAGED_REUSE_XFAIL),
+    ],
+)
+def test_numpy_dlpack_round_trip_host_accessible(dev, stream, kind):
+    mr = _round_trip_resource(kind, dev)
+    if kind == "managed-current":
+        # Reproduce the observed pattern: device-only use of pool memory, freed, then reused.
+        warm = mr.allocate(256, stream=stream)
+        warm.fill(1, stream=stream)
+        warm.close()
+    buf = mr.allocate(256, stream=stream)
+    assert buf.is_host_accessible
+    buf.fill(9, stream=stream)
+    if buf.is_managed:
+        buf.prefetch("host", stream=stream)  # migrate ahead of the host read
+    stream.sync()
+    arr = np.from_dlpack(buf)
+    assert arr.dtype == np.uint8 and arr.shape == (256,)
+    assert arr.ctypes.data == buf.handle  # a view, not a copy
+    assert (arr == 9).all(), (kind, hex(buf.handle), arr[:8])
+    arr[:] = np.arange(256, dtype=np.uint8)  # written through the view, no copy
+    dbuf = dev.allocate(256, stream=stream)
+    dbuf.copy_from(buf, stream=stream)
+    assert _host(dbuf, stream) == bytes(range(256))
+    del arr
+    dbuf.close()
+    buf.close()
+    stream.sync()
+    if kind == "managed-owned":
+        assert mr.is_handle_owned and mr.preferred_location == ("device", dev.device_id)
+        mr.close()
 
 
 def test_cupy_dlpack_round_trip(dev, stream):
@@ -312,6 +354,7 @@ def test_pool_attributes(dev, stream):
 
 def test_managed_prefetch(dev, stream):
     mr = ManagedMemoryResource()
+    assert mr.preferred_location is None and not mr.is_handle_owned
     b = mr.allocate(1 << 16, stream=stream)
     b.fill(7, stream=stream)
     b.prefetch(dev, stream=stream)
@@ -412,3 +455,37 @@ def test_peer_accessible_by(dev, stream):
     assert mr.peer_accessible_by == ()
     b.close()
     mr.close()
+
+
+def test_buffer_protocol_on_pinned_memory(dev, stream):
+    buf = PinnedMemoryResource().allocate(64, stream=stream)
+    buf.fill(3, stream=stream)
+    stream.sync()
+    view = buf.__buffer__(0)
+    assert bytes(view) == b"\x03" * 64
+    view[:2] = b"\x07\x08"  # written straight into the pinned memory
+    d = dev.allocate(64, stream=stream)
+    d.copy_from(buf, stream=stream)
+    assert _host(d, stream)[:3] == b"\x07\x08\x03"
+    del view
+    with pytest.raises(BufferError, match="not host-accessible"):
+        d.__buffer__(0)
+    d.close()
+    buf.close()
+
+
+def test_from_handle_pool_memory_freed_on_given_stream(dev, stream):
+    from cuda.bindings import driver
+
+    mr = dev.memory_resource
+    gc.collect()  # no stray frees of earlier tests' garbage while we count
+    dev.sync()
+    used = mr.attributes.used_mem_current
+    err, ptr = driver.cuMemAllocAsync(4096, stream.handle)  # from the device's current pool
+    assert err == driver.CUresult.CUDA_SUCCESS
+    buf = Buffer.from_handle(ptr, 4096, mr=mr, stream=stream)
+    assert buf.memory_resource is mr and not buf.is_mapped
+    buf.fill(1, stream=stream)
+    buf.close()  # mr.deallocate(ptr, 4096, stream=stream)
+    stream.sync()
+    assert mr.attributes.used_mem_current == used

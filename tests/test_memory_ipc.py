@@ -29,7 +29,7 @@ def _child(handle, desc, results, mode):
         buf = Buffer.from_ipc_descriptor(mr, desc, stream=s)
         out = bytearray(buf.size)
         buf.copy_to(out, stream=s)
-        ok = bytes(out) == b"\x5a" * N
+        ok = bytes(out) == b"\x5a" * N and buf.is_mapped
         buf.fill(0x33, stream=s)
         s.sync()
         buf.close()
@@ -51,6 +51,7 @@ def test_ipc_between_processes(mode):
     mr = DeviceMemoryResource(dev, DeviceMemoryResourceOptions(ipc_enabled=True, max_size=1 << 26))
     assert mr.is_ipc_enabled and not mr.is_mapped
     buf = mr.allocate(N, stream=s)
+    assert not buf.is_mapped
     buf.fill(0x5A, stream=s)
     s.sync()
     desc = buf.get_ipc_descriptor()

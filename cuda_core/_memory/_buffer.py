@@ -2,36 +2,37 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from cuda.bindings import driver
 
-from .. import _dlpack, _fast
-from .._utils import arg_error, handle_return, raise_status
+from .. import _fast
+from .._lifetime import _tracked
+from .._utils import arg_error
+from ._buffer_export import dlpack, dlpack_device, host_view, query_pointer_attrs
 from ._buffer_support import (
     _LAST_TOKEN,
+    PoolFree,
     Stream,
     UserFree,
-    _cuMemcpyAsync,
-    _cuMemcpyDtoHAsync,
-    _cuMemcpyHtoDAsync,
-    _cuMemsetD8Async,
-    _cuMemsetD16Async,
-    _cuMemsetD32Async,
     arm,
     as_stream,
     closed_error,
+    copy_between,
     disarm,
+    fill,
     host_address,
-    live_handle,
-    on_stream,
+    host_copy,
+    host_copy_fast,
     stream_context,
-    sync_stream,
 )
 from ._resource import MemoryResource, check_size
 
 __all__ = ["Buffer"]
+
+_claim = _tracked.pop
+_new = object.__new__
+
 
 class Buffer:
     """A span of memory allocated by a :class:`MemoryResource` (or wrapped by :meth:`from_handle`).
@@ -52,13 +53,14 @@ class Buffer:
 
     # ``_ptr`` is the address while the buffer is open and ``None`` once it is closed: the
     # closed state itself, so that nothing (the kernel-argument packer included) can pass on
-    # a freed address.
+    # a freed address. ``_owner`` and ``_attrs`` are left unset until needed (fewer writes on
+    # the allocation hot path): read them with getattr or via _pointer_attrs.
     _ptr: int | None
     _size: int
     _mr: MemoryResource | None
     _owner: Any
-    _fin: Any  # the finalizer of an owning buffer (see _buffer_support.arm), else None
-    _attrs: tuple[int, bool, bool, bool] | None
+    _fin: Any  # the lifetime token of an owning buffer (see _buffer_support.arm), else None
+    _attrs: tuple[int, bool, bool, bool]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
@@ -75,8 +77,6 @@ class Buffer:
         self._ptr = ptr
         self._size = size
         self._mr = mr
-        self._owner = None
-        self._attrs = None
         # zero-size: nothing to give back
         self._fin = arm(self, free, ptr, size, stream, ctx) if ptr else None
         return self
@@ -88,6 +88,8 @@ class Buffer:
         size: int,
         mr: MemoryResource | None = None,
         owner: object | None = None,
+        *,
+        stream: Any = None,
     ) -> Buffer:
         """Wrap memory that was allocated elsewhere.
 
@@ -100,11 +102,14 @@ class Buffer:
         mr : MemoryResource, optional
             The resource that owns the memory: the buffer frees it through
             ``mr.deallocate(ptr, size, stream=...)`` on close or collection (stream: the one
-            given to :meth:`close` or :meth:`set_deallocation_stream`, else ``None``, which the
-            resource resolves to its default).
+            given to :meth:`close` or :meth:`set_deallocation_stream`, else ``stream``, else
+            ``None``, which the resource resolves to its default).
         owner : object, optional
             An object kept alive while the buffer is open; the memory is never freed by the
             buffer. Use it to view memory that another object owns.
+        stream : Stream, optional
+            Keyword-only. The deallocation stream when ``mr`` owns the memory (see
+            :meth:`set_deallocation_stream`); checked but unused by a non-owning buffer.
 
         Returns
         -------
@@ -115,7 +120,7 @@ class Buffer:
         ValueError
             Both ``mr`` and ``owner`` are given, or ``size`` is negative.
         TypeError
-            ``ptr``, ``size`` or ``mr`` has the wrong type.
+            ``ptr``, ``size``, ``mr`` or ``stream`` has the wrong type.
         """
         if mr is not None and owner is not None:
             raise ValueError("mr and owner cannot both be given: mr frees the memory, owner only keeps an object alive")
@@ -128,14 +133,17 @@ class Buffer:
         size = check_size(size)
         if mr is not None and not isinstance(mr, MemoryResource):
             raise arg_error("mr", "a MemoryResource or None", mr, exc=TypeError)
+        s = None if stream is None else as_stream(stream)
         if mr is not None:
-            return cls._owned(ptr, size, mr, None, None, UserFree(mr))
+            # A default-stream token means the current context's stream at free time: no context
+            # is recorded for it (nor for None, which mr.deallocate resolves itself).
+            ctx = None if s is None or s._int <= _LAST_TOKEN else stream_context(s)
+            return cls._owned(ptr, size, mr, s, ctx, UserFree(mr))
         self = _new(cls)
         self._ptr = ptr
         self._size = size
         self._mr = None
         self._owner = owner
-        self._attrs = None
         self._fin = None
         return self
 
@@ -167,16 +175,27 @@ class Buffer:
             return
         if stream is not None and type(stream) is not Stream:
             stream = as_stream(stream)
-        fin = self._fin
         self._ptr = None
-        self._owner = None
-        if fin is not None:
-            self._fin = None
-            if fin.detach():  # else: already freed (a concurrent close)
-                free, ptr, size, s, ctx = fin._args
-                if stream is not None:
-                    s, ctx = stream, stream_context(stream)
-                free(ptr, size, s, ctx)
+        token = self._fin
+        if token is None:  # non-owning (or zero-size): nothing to free
+            self._owner = None
+            return
+        self._fin = None
+        item = _claim(token, None)
+        del token  # dropped before ``self``: no weak-reference callback when the buffer dies
+        if item is None:  # already freed (a concurrent close)
+            return
+        _, free, ptr, size, s, ctx = item
+        if stream is not None:
+            s = stream
+            ctx = None
+        # The common case inline: a pool's int address freed on a real, open stream.
+        if type(free) is PoolFree and s._int > _LAST_TOKEN and s._handle is not None:
+            if not _fast.mem_free_async(ptr, s._int):
+                return
+        if stream is not None:
+            ctx = stream_context(stream)
+        free(ptr, size, s, ctx)
 
     def set_deallocation_stream(self, stream: Any) -> None:
         """Order the eventual free (by :meth:`close` or collection) on ``stream``.
@@ -245,42 +264,32 @@ class Buffer:
     @property
     def owner(self) -> object | None:
         """The object kept alive by :meth:`from_handle` (``None`` otherwise or after close)."""
-        return self._owner
+        return getattr(self, "_owner", None)
+
+    @property
+    def is_mapped(self) -> bool:
+        """Whether the memory was mapped in from another process (:meth:`from_ipc_descriptor`)."""
+        from ._pool import _PoolResource
+
+        mr = self._mr
+        return isinstance(mr, _PoolResource) and mr._mapped
 
     def _pointer_attrs(self) -> tuple[int, bool, bool, bool]:
         # (device_id, device accessible, host accessible, managed), cached: from the resource,
         # or, for memory without one, from the driver's pointer attributes.
-        attrs = self._attrs
-        if attrs is None:
-            ptr = self._ptr
-            if ptr is None:
-                raise closed_error()
-            mr = self._mr
-            if mr is not None:
-                attrs = (mr.device_id, mr.is_device_accessible, mr.is_host_accessible, mr.is_managed)
-                self._attrs = attrs
-                return attrs
-            PA = driver.CUpointer_attribute
-            keys = [
-                PA.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                PA.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                PA.CU_POINTER_ATTRIBUTE_IS_MANAGED,
-            ]
-            from .._utils import ensure_driver
-
-            ensure_driver()
-            values = handle_return(driver.cuPointerGetAttributes(len(keys), keys, ptr), "cuPointerGetAttributes")
-            mtype, ordinal, managed = (int(getattr(v, "value", v) or 0) for v in values)
-            MT = driver.CUmemorytype
-            if managed:
-                attrs = (int(ordinal), True, True, True)
-            elif mtype == int(MT.CU_MEMORYTYPE_DEVICE):
-                attrs = (int(ordinal), True, False, False)
-            elif mtype == int(MT.CU_MEMORYTYPE_HOST):
-                attrs = (-1, True, True, False)
-            else:  # memory CUDA does not know: pageable host memory
-                attrs = (-1, False, True, False)
-            self._attrs = attrs
+        try:
+            return self._attrs
+        except AttributeError:
+            pass
+        ptr = self._ptr
+        if ptr is None:
+            raise closed_error()
+        mr = self._mr
+        if mr is not None:
+            attrs = (mr.device_id, mr.is_device_accessible, mr.is_host_accessible, mr.is_managed)
+        else:
+            attrs = query_pointer_attrs(ptr)
+        self._attrs = attrs
         return attrs
 
     @property
@@ -365,26 +374,12 @@ class Buffer:
                 raise ValueError("dst must be given: this buffer has no memory resource to allocate a copy from")
             dst = self._mr.allocate(self._size, stream=s)
         if isinstance(dst, Buffer):
-            return _copy_between(dst, self, s)
+            return copy_between(dst, self, s)
         addr, n, keep = host_address(dst, "dst", True)
         if n != self._size:
             raise ValueError(f"dst must have the size of the source ({self._size} bytes) (got {n} bytes)")
-        if n and not _host_copy_fast(addr, ptr, n, s):
-            h = live_handle(s)
-            ctx = s._ctx
-            if ctx is None:
-                ctx = stream_context(s)
-            attrs = self._attrs
-            if attrs is None:
-                attrs = self._pointer_attrs()
-            if attrs[2]:  # pinned or managed: a unified-address copy
-                fn, api = _cuMemcpyAsync, "cuMemcpyAsync"
-            else:
-                fn, api = _cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync"
-            r = on_stream(s, ctx, fn, addr, ptr, n, h)
-            if r[0]:
-                raise_status(r[0], api)
-            sync_stream(s, ctx)
+        if n and not host_copy_fast(addr, ptr, n, s):
+            host_copy(self._pointer_attrs()[2], True, addr, ptr, n, s)
         del keep
         return dst
 
@@ -419,27 +414,13 @@ class Buffer:
             raise closed_error()
         s = stream if type(stream) is Stream else as_stream(stream)
         if isinstance(src, Buffer):
-            _copy_between(self, src, s)
+            copy_between(self, src, s)
             return
         addr, n, keep = host_address(src, "src", False)
         if n != self._size:
             raise ValueError(f"src must have the size of the destination ({self._size} bytes) (got {n} bytes)")
-        if n and not _host_copy_fast(ptr, addr, n, s):
-            h = live_handle(s)
-            ctx = s._ctx
-            if ctx is None:
-                ctx = stream_context(s)
-            attrs = self._attrs
-            if attrs is None:
-                attrs = self._pointer_attrs()
-            if attrs[2]:  # pinned or managed: a unified-address copy
-                fn, api = _cuMemcpyAsync, "cuMemcpyAsync"
-            else:
-                fn, api = _cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync"
-            r = on_stream(s, ctx, fn, ptr, addr, n, h)
-            if r[0]:
-                raise_status(r[0], api)
-            sync_stream(s, ctx)
+        if n and not host_copy_fast(ptr, addr, n, s):
+            host_copy(self._pointer_attrs()[2], False, ptr, addr, n, s)
         del keep
 
     def fill(self, value: Any, *, stream: Any) -> None:
@@ -466,40 +447,7 @@ class Buffer:
         ptr = self._ptr
         if ptr is None:
             raise closed_error()
-        s = stream if type(stream) is Stream else as_stream(stream)
-        if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
-            if not 0 <= value < 256:
-                raise arg_error("value", "an int in [0, 256) or a 1-, 2- or 4-byte buffer", value)
-            width, pattern = 1, int(value)
-        else:
-            try:
-                raw = memoryview(value).tobytes()
-            except TypeError:
-                raise arg_error(
-                    "value", "an int in [0, 256) or a 1-, 2- or 4-byte buffer", value, exc=TypeError
-                ) from None
-            width = len(raw)
-            if width not in (1, 2, 4):
-                raise arg_error("value", "an int in [0, 256) or a 1-, 2- or 4-byte buffer", value)
-            pattern = int.from_bytes(raw, sys.byteorder)
-        size = self._size
-        if size % width:
-            raise ValueError(f"the buffer size ({size} bytes) must be a multiple of the {width}-byte fill pattern")
-        if not size:
-            return
-        if width == 1:
-            fn, api = _cuMemsetD8Async, "cuMemsetD8Async"
-        elif width == 2:
-            fn, api = _cuMemsetD16Async, "cuMemsetD16Async"
-        else:
-            fn, api = _cuMemsetD32Async, "cuMemsetD32Async"
-        h = live_handle(s)
-        ctx = s._ctx
-        if ctx is None:
-            ctx = stream_context(s)
-        r = on_stream(s, ctx, fn, ptr, pattern, size // width, h)
-        if r[0]:
-            raise_status(r[0], api)
+        fill(ptr, self._size, value, stream if type(stream) is Stream else as_stream(stream))
 
     def prefetch(self, location: Any, *, stream: Any) -> None:
         """Migrate managed memory to a device or to the host ahead of use (``cuMemPrefetchAsync``).
@@ -529,18 +477,7 @@ class Buffer:
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack device: ``(kDLCUDA=2, id)``, ``(kDLCUDAHost=3, 0)``, ``(kDLCUDAManaged=13, id)``
         or ``(kDLCPU=1, 0)`` for pageable host memory."""
-        if self._ptr is None:
-            raise closed_error()
-        if self.is_managed:
-            dev = self.device_id
-            return (_dlpack.kDLCUDAManaged, dev if dev >= 0 else 0)
-        dev_ok = self.is_device_accessible
-        host_ok = self.is_host_accessible
-        if dev_ok and not host_ok:
-            return (_dlpack.kDLCUDA, self.device_id)
-        if dev_ok and host_ok:
-            return (_dlpack.kDLCUDAHost, 0)
-        return (_dlpack.kDLCPU, 0)
+        return dlpack_device(self)
 
     def __dlpack__(
         self,
@@ -579,29 +516,30 @@ class Buffer:
         RuntimeError
             The buffer is closed.
         """
-        ptr = self._ptr
-        if ptr is None:
-            raise closed_error()
-        if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)):
-            raise arg_error("stream", "None or an int", stream, exc=TypeError)
-        if copy:
-            raise BufferError("Buffer.__dlpack__ cannot copy (copy=True was requested)")
-        dev_type, dev_id = self.__dlpack_device__()
-        if dl_device is not None:
-            want = (int(dl_device[0]), int(dl_device[1]))
-            if want == (_dlpack.kDLCPU, 0) and self.is_host_accessible:
-                dev_type, dev_id = want
-            elif want != (dev_type, dev_id):
-                raise BufferError(f"the buffer lives on DLPack device {(dev_type, dev_id)}, not on {want}")
-        versioned = max_version is not None and int(max_version[0]) >= 1
-        return _dlpack.make_capsule(
-            ptr,
-            self._size,
-            device_type=dev_type,
-            device_id=dev_id,
-            owner=self,
-            versioned=versioned,
-        )
+        return dlpack(self, stream, max_version, dl_device, copy)
+
+    def __buffer__(self, flags: int, /) -> memoryview:
+        """The Python buffer protocol (``memoryview(buf)`` on Python 3.12+) for host-accessible memory.
+
+        Parameters
+        ----------
+        flags : int
+            The ``inspect.BufferFlags`` of the request.
+
+        Returns
+        -------
+        memoryview
+            A writable 1-D ``uint8`` view of the memory that keeps the Buffer object alive.
+            Closing the buffer frees the memory under the view: do not use it after close.
+
+        Raises
+        ------
+        BufferError
+            The memory is not host-accessible (plain device memory).
+        RuntimeError
+            The buffer is closed.
+        """
+        return host_view(self, flags)
 
     # -- IPC --------------------------------------------------------------------------------------
 
@@ -660,44 +598,3 @@ class Buffer:
         from ._ipc import import_buffer
 
         return import_buffer(mr, ipc_descriptor, stream)  # type: ignore[no-any-return]
-
-
-def _copy_between(dst: Buffer, src: Buffer, s: Any) -> Buffer:
-    """Queue a copy of ``src`` into ``dst`` (open buffers of the same size) on stream ``s``."""
-    dptr = dst._ptr
-    sptr = src._ptr
-    if dptr is None or sptr is None:
-        raise closed_error()
-    n = src._size
-    if dst._size != n:
-        raise ValueError(f"dst must have the size of the source ({n} bytes) (got {dst._size} bytes)")
-    if n:
-        h = live_handle(s)
-        ctx = s._ctx
-        if ctx is None:
-            ctx = stream_context(s)
-        r = on_stream(s, ctx, _cuMemcpyAsync, dptr, sptr, n, h)
-        if r[0]:
-            raise_status(r[0], "cuMemcpyAsync")
-    return dst
-
-
-_new = object.__new__
-
-
-def _host_copy_fast(dst: int, src: int, n: int, s: Any) -> bool:
-    """Copy ``n`` bytes between host and device on a real stream and wait for it.
-
-    The hot path of the host copies (one unified-address ``cuMemcpyAsync`` and a stream
-    synchronisation through :mod:`cuda_core._fast`). Returns ``False`` when the caller should
-    take the context-aware path instead: a default-stream token, or a copy the driver refused
-    (the slow path then reports the error with its context made current).
-    """
-    if s._int <= _LAST_TOKEN or s._handle is None:
-        return False
-    if _fast.memcpy_async(dst, src, n, s._int):
-        return False
-    status = _fast.stream_sync(s._int)
-    if status:
-        raise_status(status, "cuStreamSynchronize")
-    return True

@@ -10,9 +10,10 @@ from typing import Any
 import numpy
 from cuda.bindings import driver
 
+from .. import _fast
 from .. import _stream as _stream_mod
-from .._lifetime import Finalizer
-from .._utils import arg_error, handle_return
+from .._lifetime import Token, _collected, _tracked
+from .._utils import arg_error, handle_return, raise_status
 from ._resource import MemoryResource, in_context
 
 __all__: list[str] = []  # private module
@@ -74,26 +75,32 @@ def sync_stream(s: Any, ctx: Any) -> None:
     handle_return(on_stream(s, ctx, _cuStreamSynchronize, live_handle(s)), "cuStreamSynchronize")
 
 
-def arm(buf: Any, free: Any, ptr: int, size: int, stream: Any, ctx: Any) -> Any:
-    """The finalizer of an owning buffer: ``free(ptr, size, stream, ctx)`` when it is collected.
+def arm(buf: Any, free: Any, ptr: int, size: int, stream: Any, ctx: Any) -> Token:
+    """Track an owning buffer: ``free(ptr, size, stream, ctx)`` runs when it is collected.
 
-    The finalizer holds the raw address (an ``int``, or the driver's ``CUdeviceptr`` where the
+    The entry holds the raw address (an ``int``, or the driver's ``CUdeviceptr`` where the
     resource's release function takes it), the size, the stream, the context and the resource's
     release function, never the Buffer. :func:`disarm` takes them back for an explicit close.
+    (``_lifetime.track`` inlined: the hot paths build the same entry.)
     """
-    return Finalizer(buf, _gc_free, free, ptr, size, stream, ctx)
+    token = Token(buf, _collected)
+    _tracked[token] = (_gc_free, free, ptr, size, stream, ctx)
+    return token
 
 
-def disarm(fin: Finalizer) -> tuple[Any, ...] | None:
-    """Stop ``fin`` and return its ``(free, ptr, size, stream, ctx)``; ``None`` if it already ran."""
-    if fin.detach():
-        return fin._args
-    return None
+def disarm(token: Token) -> tuple[Any, ...] | None:
+    """Claim ``token``'s entry: its ``(free, ptr, size, stream, ctx)``; ``None`` if it already ran."""
+    item = _tracked.pop(token, None)
+    return None if item is None else item[1:]
 
 
 def _gc_free(free: Any, ptr: int, size: int, stream: Any, ctx: Any) -> None:
     # The garbage-collection path: may run on any thread, late in interpreter shutdown.
     try:
+        # The common case inline (as in Buffer.close): a pool's address on a real, open stream.
+        if type(free) is PoolFree and stream._int > _LAST_TOKEN and stream._handle is not None:
+            if not _fast.mem_free_async(ptr, stream._int):
+                return
         free(ptr, size, stream, ctx)
     except Exception as exc:  # never raise from a finalizer
         if not sys.is_finalizing():
@@ -102,6 +109,22 @@ def _gc_free(free: Any, ptr: int, size: int, stream: Any, ctx: Any) -> None:
                 ResourceWarning,
                 stacklevel=1,
             )
+
+
+class PoolFree:
+    """The release function of a pool resource's buffers (``mr._free``).
+
+    Its type marks the common case that :meth:`Buffer.close` frees inline: an ``int`` address
+    from a stream-ordered pool, freed with ``cuMemFreeAsync`` on a real stream.
+    """
+
+    __slots__ = ("mr",)
+
+    def __init__(self, mr: Any) -> None:
+        self.mr = mr
+
+    def __call__(self, ptr: int, size: int, stream: Any, ctx: Any) -> None:
+        self.mr._free(ptr, size, stream, ctx)
 
 
 class UserFree:
@@ -155,3 +178,107 @@ def host_address(obj: Any, name: str, writable: bool) -> tuple[int, int, Any]:
         raise arg_error(name, "writable", f"read-only {type(obj).__name__}")
     arr = numpy.frombuffer(mv, dtype=numpy.uint8)
     return int(arr.__array_interface__["data"][0]), n, arr
+
+
+def host_copy_fast(dst: int, src: int, n: int, s: Any) -> bool:
+    """Copy ``n`` bytes (unified addressing, any direction) on a real stream and wait for it.
+
+    The hot path of the host copies (one ``cuMemcpyAsync`` and a stream synchronisation through
+    :mod:`cuda_core._fast`). Returns ``False`` when the caller should take :func:`host_copy`
+    instead: a default-stream token, a closed stream, or a copy the driver refused (the slow
+    path then reports the error with its context made current).
+    """
+    if s._int <= _LAST_TOKEN or s._handle is None:
+        return False
+    if _fast.memcpy_async(dst, src, n, s._int):
+        return False
+    status = _fast.stream_sync(s._int)
+    if status:
+        raise_status(status, "cuStreamSynchronize")
+    return True
+
+
+def host_copy(unified: bool, to_host: bool, dst: int, src: int, n: int, s: Any) -> None:
+    """The context-aware host copy (after :func:`host_copy_fast` declined): queue it and wait.
+
+    ``unified``: the device side is host-accessible (pinned or managed), so a unified-address
+    ``cuMemcpyAsync`` is used; otherwise ``cuMemcpyDtoHAsync`` / ``cuMemcpyHtoDAsync``.
+    """
+    h = live_handle(s)
+    ctx = s._ctx
+    if ctx is None:
+        ctx = stream_context(s)
+    if unified:
+        fn, api = _cuMemcpyAsync, "cuMemcpyAsync"
+    elif to_host:
+        fn, api = _cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync"
+    else:
+        fn, api = _cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync"
+    r = on_stream(s, ctx, fn, dst, src, n, h)
+    if r[0]:
+        raise_status(r[0], api)
+    sync_stream(s, ctx)
+
+
+def copy_between(dst: Any, src: Any, s: Any) -> Any:
+    """Queue a copy of Buffer ``src`` into Buffer ``dst`` (open, same size) on stream ``s``."""
+    dptr = dst._ptr
+    sptr = src._ptr
+    if dptr is None or sptr is None:
+        raise closed_error()
+    n = src._size
+    if dst._size != n:
+        raise ValueError(f"dst must have the size of the source ({n} bytes) (got {dst._size} bytes)")
+    if n:
+        device_copy(dptr, sptr, n, s)
+    return dst
+
+
+def device_copy(dst: int, src: int, n: int, s: Any) -> None:
+    """Queue a copy of ``n`` bytes between two buffers on stream ``s`` (no wait)."""
+    if s._int > _LAST_TOKEN and s._handle is not None and not _fast.memcpy_async(dst, src, n, s._int):
+        return
+    h = live_handle(s)
+    ctx = s._ctx
+    if ctx is None:
+        ctx = stream_context(s)
+    r = on_stream(s, ctx, _cuMemcpyAsync, dst, src, n, h)
+    if r[0]:
+        raise_status(r[0], "cuMemcpyAsync")
+
+
+_PATTERN_RULE = "an int in [0, 256) or a 1-, 2- or 4-byte buffer"
+_MEMSET = {
+    1: (_cuMemsetD8Async, "cuMemsetD8Async"),
+    2: (_cuMemsetD16Async, "cuMemsetD16Async"),
+    4: (_cuMemsetD32Async, "cuMemsetD32Async"),
+}
+
+
+def fill(ptr: int, size: int, value: Any, s: Any) -> None:
+    """Queue a fill of ``size`` bytes at ``ptr`` with the 1-, 2- or 4-byte pattern ``value``."""
+    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        if not 0 <= value < 256:
+            raise arg_error("value", _PATTERN_RULE, value)
+        width, pattern = 1, int(value)
+    else:
+        try:
+            raw = memoryview(value).tobytes()
+        except TypeError:
+            raise arg_error("value", _PATTERN_RULE, value, exc=TypeError) from None
+        width = len(raw)
+        if width not in _MEMSET:
+            raise arg_error("value", _PATTERN_RULE, value)
+        pattern = int.from_bytes(raw, sys.byteorder)
+    if size % width:
+        raise ValueError(f"the buffer size ({size} bytes) must be a multiple of the {width}-byte fill pattern")
+    if not size:
+        return
+    fn, api = _MEMSET[width]
+    h = live_handle(s)
+    ctx = s._ctx
+    if ctx is None:
+        ctx = stream_context(s)
+    r = on_stream(s, ctx, fn, ptr, pattern, size // width, h)
+    if r[0]:
+        raise_status(r[0], api)

@@ -217,7 +217,7 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     ctypes.memmove(data.getPtr(), desc.payload, _EXPORT_BYTES)
     ctx = stream_context(s)
     ptr = handle_return(_import_pointer(ctx, pool, data), "cuMemPoolImportPointer")
-    return Buffer._owned(int(ptr), desc.size, mr, s, ctx, mr._free)
+    return Buffer._owned(int(ptr), desc.size, mr, s, ctx, mr._free_fn)
 
 
 def _import_pointer(ctx: Any, pool: Any, data: Any) -> Any:

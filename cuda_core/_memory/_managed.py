@@ -23,6 +23,11 @@ _LOC_HOST = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST)
 _LOC_HOST_NUMA = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST_NUMA)
 _MANAGED = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_MANAGED
 _LOCATION_TYPES = {"device": _LOC_DEVICE, "host": _LOC_HOST, "host_numa": _LOC_HOST_NUMA}
+_PREFERRED = {
+    _LOC_DEVICE: lambda i: ("device", i),
+    _LOC_HOST: lambda i: ("host", None),
+    _LOC_HOST_NUMA: lambda i: ("host_numa", i),
+}
 
 
 @dataclass
@@ -91,12 +96,23 @@ class ManagedMemoryResource(_PoolResource):
             except CUDAError:  # no current managed pool: the default one
                 loc = make_location(_LOC_NONE, 0)
                 pool = handle_return(driver.cuMemGetDefaultMemPool(loc, _MANAGED), "cuMemGetDefaultMemPool")
+            self._preferred: tuple[str, int | None] | None = None
             self._init_pool(pool, False, Device()._id)
             return
         opts = check_or_create_options(ManagedMemoryResourceOptions, options, "options")
         loc_type, loc_id = opts._location()
         pool = create_pool(_MANAGED, loc_type, loc_id, 0, False)
+        self._preferred = _PREFERRED[loc_type](loc_id) if loc_type in _PREFERRED else None
         self._init_pool(pool, True, loc_id if loc_type == _LOC_DEVICE else Device()._id)
+
+    @property
+    def preferred_location(self) -> tuple[str, int | None] | None:
+        """The preferred location of the pool's memory, from the options.
+
+        ``None``: no preference (the driver decides; also for the driver's current pool);
+        else ``("device", ordinal)``, ``("host", None)`` or ``("host_numa", node)``.
+        """
+        return self._preferred
 
     @property
     def is_device_accessible(self) -> bool:

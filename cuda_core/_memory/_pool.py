@@ -8,10 +8,18 @@ from typing import Any
 from cuda.bindings import driver
 
 from .. import _fast
-from .._lifetime import Finalizer
+from .._lifetime import Token, _collected, _tracked
 from .._utils import arg_error, check_int, ensure_driver, handle_return, make_error
 from ._buffer import Buffer
-from ._buffer_support import _LAST_TOKEN, Stream, _gc_free, as_stream, live_handle, stream_context
+from ._buffer_support import (
+    _LAST_TOKEN,
+    PoolFree,
+    Stream,
+    _gc_free,
+    as_stream,
+    live_handle,
+    stream_context,
+)
 from ._resource import MemoryResource, check_size, in_context
 
 __all__ = ["MemoryPoolAttributes"]
@@ -20,6 +28,7 @@ _cuMemAllocFromPoolAsync = driver.cuMemAllocFromPoolAsync
 _cuMemFreeAsync = driver.cuMemFreeAsync
 _owned_buffer = Buffer._owned
 _new = object.__new__
+_Token = Token
 _PA = driver.CUmemPool_attribute
 
 
@@ -140,6 +149,7 @@ class _PoolResource(MemoryResource):
     _fin: weakref.finalize | None
     _alloc_handle: Any
     _free_fn: Any
+    _alloc_pool: int  # the pool's address while it can allocate; 0 when closed or mapped
 
     def _init_pool(self, pool: Any, owned: bool, dev_id: int, *, ipc: bool = False, mapped: bool = False) -> None:
         self._pool = pool
@@ -149,7 +159,8 @@ class _PoolResource(MemoryResource):
         self._ipc_enabled = ipc
         self._dev_id = dev_id
         self._alloc_handle = None
-        self._free_fn = self._free  # bound once: every buffer's finalizer holds it
+        self._free_fn = PoolFree(self)  # made once: every buffer's lifetime entry holds it
+        self._alloc_pool = 0 if mapped else self._pool_int
         if owned:
             self._fin = weakref.finalize(self, _PoolHolder(pool))
             self._fin.atexit = False
@@ -201,6 +212,30 @@ class _PoolResource(MemoryResource):
             The pool cannot provide the memory (the message names the requested size).
         """
         s = stream if type(stream) is Stream else as_stream(stream)
+        pool = self._alloc_pool
+        if type(size) is int and size > 0 and pool and s._int > _LAST_TOKEN and s._handle is not None:
+            # The hot path: a real stream carries its context, so no context switch is needed.
+            ptr = _fast.mem_alloc_async(size, pool, s._int)
+            if ptr > 0:
+                ctx = s._ctx
+                if ctx is None:
+                    ctx = stream_context(s)
+                # Buffer._owned and _buffer_support.arm, inlined.
+                buf = _new(Buffer)
+                buf._ptr = ptr
+                buf._size = size
+                buf._mr = self
+                token = _Token(buf, _collected)
+                _tracked[token] = (_gc_free, self._free_fn, ptr, size, s, ctx)
+                buf._fin = token
+                return buf
+            return self._allocate_slow(size, s, ptr)
+        return self._allocate_slow(size, s, 0)
+
+    def _allocate_slow(self, size: Any, s: Any, status: int) -> Buffer:
+        # Everything but the hot path: size checks, a closed or mapped resource, a default-stream
+        # token, and a retry of a failed allocation with the stream's context made current
+        # (``status``: the hot path's negative status, 0 when it was not tried).
         if type(size) is not int or size < 0:
             size = check_size(size)
         pool = self._pool
@@ -214,29 +249,15 @@ class _PoolResource(MemoryResource):
         if ctx is None:
             ctx = stream_context(s)
         if not size:
-            return _owned_buffer(0, 0, self, s, ctx, self._free)
-        h = s._handle
-        ptr = -1
-        if s._int > _LAST_TOKEN and h is not None:
-            # A real stream carries its context: no context switch unless the call fails.
-            ptr = _fast.mem_alloc_async(size, self._pool_int, s._int)
-            if ptr < 0 and ctx is not None:
-                err, dptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, h)
-                ptr = -int(err) if err else int(dptr)
-        else:
-            err, dptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, live_handle(s))
+            return _owned_buffer(0, 0, self, s, ctx, self._free_fn)
+        h = live_handle(s)
+        ptr = status
+        if not status or ctx is not None:
+            err, dptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, h)
             ptr = -int(err) if err else int(dptr)
-        if ptr < 0:
+        if ptr <= 0:
             raise make_error(-ptr, "cuMemAllocFromPoolAsync", f"allocating {size} bytes failed")
-        # Buffer._owned, inlined (the hot path).
-        buf = _new(Buffer)
-        buf._ptr = ptr
-        buf._size = size
-        buf._mr = self
-        buf._owner = None
-        buf._attrs = None
-        buf._fin = Finalizer(buf, _gc_free, self._free_fn, ptr, size, s, ctx)
-        return buf
+        return _owned_buffer(ptr, size, self, s, ctx, self._free_fn)
 
     def _default_stream(self) -> Any:
         from .._device import Device
@@ -253,7 +274,7 @@ class _PoolResource(MemoryResource):
             ctx = stream_context(stream)
         h = stream._handle
         if h is not None and stream._int > _LAST_TOKEN:
-            if not _fast.mem_free_async(int(ptr), stream._int):
+            if not _fast.mem_free_async(ptr if type(ptr) is int else int(ptr), stream._int):
                 return
         elif h is None:
             # The deallocation stream was closed since: free on the legacy default stream of
@@ -336,6 +357,7 @@ class _PoolResource(MemoryResource):
             h.close()
         fin = self._fin
         self._pool = None
+        self._alloc_pool = 0
         if fin is not None:
             self._fin = None
             fin()

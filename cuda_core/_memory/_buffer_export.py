@@ -1,0 +1,103 @@
+"""How a Buffer shows itself to others: DLPack export, the buffer protocol, pointer attributes."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from cuda.bindings import driver
+
+from .. import _dlpack
+from .._utils import arg_error, ensure_driver, handle_return
+from ._buffer_support import closed_error
+
+__all__: list[str] = []  # private module
+
+_c_char = ctypes.c_char
+
+
+def query_pointer_attrs(ptr: int) -> tuple[int, bool, bool, bool]:
+    """(device_id, device accessible, host accessible, managed) of memory that has no resource,
+    from the driver's pointer attributes."""
+    PA = driver.CUpointer_attribute
+    keys = [
+        PA.CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        PA.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        PA.CU_POINTER_ATTRIBUTE_IS_MANAGED,
+    ]
+    ensure_driver()
+    values = handle_return(driver.cuPointerGetAttributes(len(keys), keys, ptr), "cuPointerGetAttributes")
+    mtype, ordinal, managed = (int(getattr(v, "value", v) or 0) for v in values)
+    MT = driver.CUmemorytype
+    if managed:
+        return (int(ordinal), True, True, True)
+    if mtype == int(MT.CU_MEMORYTYPE_DEVICE):
+        return (int(ordinal), True, False, False)
+    if mtype == int(MT.CU_MEMORYTYPE_HOST):
+        return (-1, True, True, False)
+    return (-1, False, True, False)  # memory CUDA does not know: pageable host memory
+
+
+def dlpack_device(buf: Any) -> tuple[int, int]:
+    """``Buffer.__dlpack_device__``."""
+    if buf._ptr is None:
+        raise closed_error()
+    dev, dev_ok, host_ok, managed = buf._pointer_attrs()
+    if managed:
+        return (_dlpack.kDLCUDAManaged, dev if dev >= 0 else 0)
+    if dev_ok and not host_ok:
+        return (_dlpack.kDLCUDA, dev)
+    if dev_ok and host_ok:
+        return (_dlpack.kDLCUDAHost, 0)
+    return (_dlpack.kDLCPU, 0)
+
+
+def dlpack(buf: Any, stream: Any, max_version: Any, dl_device: Any, copy: Any) -> Any:
+    """``Buffer.__dlpack__``: a capsule of a 1-D ``uint8`` tensor that keeps ``buf`` alive."""
+    ptr = buf._ptr
+    if ptr is None:
+        raise closed_error()
+    if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)):
+        raise arg_error("stream", "None or an int", stream, exc=TypeError)
+    if copy:
+        raise BufferError("Buffer.__dlpack__ cannot copy (copy=True was requested)")
+    dev_type, dev_id = dlpack_device(buf)
+    if dl_device is not None:
+        want = (int(dl_device[0]), int(dl_device[1]))
+        if want == (_dlpack.kDLCPU, 0) and buf._pointer_attrs()[2]:
+            dev_type, dev_id = want
+        elif want != (dev_type, dev_id):
+            raise BufferError(f"the buffer lives on DLPack device {(dev_type, dev_id)}, not on {want}")
+    versioned = max_version is not None and int(max_version[0]) >= 1
+    return _dlpack.make_capsule(
+        ptr,
+        buf._size,
+        device_type=dev_type,
+        device_id=dev_id,
+        owner=buf,
+        versioned=versioned,
+    )
+
+
+def host_view(buf: Any, flags: int) -> memoryview:
+    """``Buffer.__buffer__``: a writable 1-D byte memoryview of host-accessible memory.
+
+    The view keeps ``buf`` alive (through the ctypes array it is made from); it does not keep
+    the memory from being freed by an explicit :meth:`Buffer.close`.
+    """
+    if type(flags) is not int:
+        raise arg_error("flags", "an int", flags, exc=TypeError)
+    ptr = buf._ptr
+    if ptr is None:
+        raise closed_error()
+    if not buf._pointer_attrs()[2]:
+        raise BufferError(
+            "the buffer's memory is not host-accessible; copy it to the host (copy_to) or export "
+            "it through DLPack to a device library"
+        )
+    size = buf._size
+    if not size:
+        return memoryview(bytearray())
+    arr = (_c_char * size).from_address(ptr)
+    arr._cuda_core_buffer = buf  # type: ignore[attr-defined]  # keep the Buffer alive
+    return memoryview(arr).cast("B")
