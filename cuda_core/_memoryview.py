@@ -12,11 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy
-from cuda.bindings import driver
 
 from . import _array_bridge as _bridge
+from . import _array_interface as _ai
 from . import _dlpack as _dl
-from ._utils import arg_error, handle_return
+from ._utils import arg_error
 
 __all__: list[str] = []  # the public names live in cuda_core.utils (see _UTILS_EXPORTS)
 
@@ -32,8 +32,6 @@ _torch_view = _bridge.torch_view
 _cupy_view = _bridge.cupy_view
 _UNSET: Any = object()  # marks a lazily computed slot not computed yet
 _new_view = object.__new__
-_KDLCPU = _dl.kDLCPU
-_typestr_dtypes: dict[str, numpy.dtype[Any]] = {}  # typestr -> dtype (bounded cache)
 _DTYPE_BY_WORD = _dl.DTYPE_BY_WORD
 _read_capsule = _dl.read_capsule
 # DLPack device type -> (needs a stream, device memory, host memory with a device id, accessible)
@@ -275,11 +273,7 @@ class StridedMemoryView:
         BufferError
             The interface is malformed or masked.
         """
-        try:
-            iface = obj.__array_interface__  # type: ignore[attr-defined]
-        except AttributeError:
-            raise BufferError(f"{type(obj).__name__} has no __array_interface__") from None
-        return _from_interface_dict(obj, iface, -1, False, _dl.kDLCPU)
+        return _from_fields(obj, _ai.read_array_interface(obj))
 
     @classmethod
     def from_any_interface(cls, obj: object, stream_ptr: int | None = None) -> StridedMemoryView:
@@ -509,100 +503,18 @@ def _classify(tp: type) -> int:
     return kind
 
 
-def _from_cai(obj: Any, stream_ptr: int | None) -> StridedMemoryView:
-    try:
-        iface = obj.__cuda_array_interface__
-    except AttributeError:
-        raise BufferError(f"{type(obj).__name__} has no __cuda_array_interface__") from None
-    if stream_ptr is None:
-        raise BufferError(_AMBIGUOUS)
-    ptr = iface["data"][0] or 0
-    device_id = _pointer_device(ptr)
-    producer = iface.get("stream")
-    if stream_ptr != -1 and producer is not None and producer != stream_ptr:
-        _order_streams(int(producer), int(stream_ptr), device_id)
-    return _from_interface_dict(obj, iface, device_id, True, _dl.kDLCUDA)
-
-
-def _typestr_dtype(typestr: str) -> numpy.dtype[Any]:
-    dt = _typestr_dtypes.get(typestr)
-    if dt is None:
-        dt = numpy.dtype(typestr)
-        if len(_typestr_dtypes) < 256:
-            _typestr_dtypes[typestr] = dt
-    return dt
-
-
-def _from_interface_dict(obj: Any, iface: dict[str, Any], device_id: int, accessible: bool, dev_type: int) -> StridedMemoryView:
-    get = iface.get
-    if get("mask") is not None:
-        raise BufferError("masked arrays are not supported")
-    shape = tuple(iface["shape"])
-    descr = get("descr")
-    if descr and (len(descr) > 1 or descr[0][0]):  # a structured dtype
-        dt = numpy.dtype(descr)
-    else:
-        typestr = iface["typestr"]
-        dt = _typestr_dtypes.get(typestr)
-        if dt is None:
-            dt = _typestr_dtype(typestr)
-    ptr, ro = iface["data"]
-    offset = get("offset", 0) if dev_type == _KDLCPU else 0
-    byte_strides = get("strides")
-    strides = None
-    if byte_strides is not None:
-        item = dt.itemsize
-        if any(map(item.__rmod__, byte_strides)):
-            raise BufferError(f"strides {tuple(byte_strides)} (bytes) are not multiples of the item size {item}")
-        strides = tuple(map(item.__rfloordiv__, byte_strides))
+def _from_fields(obj: Any, fields: _ai.Fields) -> StridedMemoryView:
     view = _new_view(StridedMemoryView)
-    view.ptr = (ptr or 0) + offset
-    view.shape = shape
-    view._raw_strides = strides
+    (view.ptr, view.shape, view._raw_strides, view._dtype, view.device_id, view.is_device_accessible, view.readonly,
+     view._dl_device_type) = fields
     view._strides = _UNSET
-    view._dtype = dt
-    view.device_id = device_id
-    view.is_device_accessible = accessible
-    view.readonly = bool(ro)
     view.exporting_obj = obj
     view._capsule = None
-    view._dl_device_type = dev_type
     return view
 
 
-_ATTR_ORDINAL = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-
-
-def _pointer_device(ptr: int) -> int:
-    """The ordinal of the device owning ``ptr`` (the current device for a null pointer)."""
-    if ptr:
-        return int(handle_return(driver.cuPointerGetAttribute(_ATTR_ORDINAL, ptr), "cuPointerGetAttribute"))
-    err, dev = driver.cuCtxGetDevice()
-    return int(dev) if err == driver.CUresult.CUDA_SUCCESS else 0
-
-
-_EV_FLAGS = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
-
-
-def _order_streams(producer: int, consumer: int, device_id: int) -> None:
-    """Make ``consumer`` wait, on the device, for the work queued so far on ``producer``."""
-    ctx = handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    pushed = None
-    if not int(ctx):  # no context current in this thread: use the device's primary context
-        dev = handle_return(driver.cuDeviceGet(device_id), "cuDeviceGet")
-        pushed = handle_return(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-        handle_return(driver.cuCtxPushCurrent(pushed), "cuCtxPushCurrent")
-    try:
-        ev = handle_return(driver.cuEventCreate(_EV_FLAGS), "cuEventCreate")
-        try:
-            handle_return(driver.cuEventRecord(ev, driver.CUstream(producer)), "cuEventRecord")
-            handle_return(driver.cuStreamWaitEvent(driver.CUstream(consumer), ev, 0), "cuStreamWaitEvent")
-        finally:
-            driver.cuEventDestroy(ev)  # released once the wait no longer needs it
-    finally:
-        if pushed is not None:
-            driver.cuCtxPopCurrent()
-            driver.cuDevicePrimaryCtxRelease(dev)
+def _from_cai(obj: Any, stream_ptr: int | None) -> StridedMemoryView:
+    return _from_fields(obj, _ai.read_cuda_array_interface(obj, stream_ptr))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,7 @@
-"""Test tiers: everything not marked ``gpu`` runs anywhere; ``gpu`` tests skip without a GPU."""
+"""Test tiers: everything not marked ``gpu`` runs anywhere; ``gpu`` tests skip without a GPU.
+
+Shared GPU fixtures live here too; they reach the driver only when a (GPU) test requests them.
+"""
 
 from __future__ import annotations
 
@@ -15,3 +18,13 @@ def pytest_collection_modifyitems(config, items):
                 reason = gpu_skip_reason() or ""
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="module")
+def dev():
+    """The current device (``Device()``), made current once per test module."""
+    from cuda_core import Device
+
+    d = Device()
+    d.set_current()
+    return d

@@ -87,15 +87,6 @@ SCALAR_CASES = [
 
 
 @pytest.fixture(scope="module")
-def dev():
-    from cuda_core import Device
-
-    d = Device()
-    d.set_current()
-    return d
-
-
-@pytest.fixture(scope="module")
 def stream(dev):
     s = dev.create_stream()
     yield s

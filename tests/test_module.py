@@ -142,15 +142,6 @@ def test_loading_without_driver_is_a_clear_error():
 
 
 @pytest.fixture(scope="module")
-def dev():
-    from cuda_core import Device
-
-    d = Device()
-    d.set_current()
-    return d
-
-
-@pytest.fixture(scope="module")
 def mod(dev):
     return Program(SRC, options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin", name_expressions=NAMES, cache=False)
 
