@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from cuda.bindings import driver
 
 from . import _fast
-from ._lifetime import Finalizer
+from ._lifetime import Token, release, track
 from ._utils import arg_error, check_or_create_options, handle_return, raise_status
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class Event:
     _ipc: bool
     _busy_wait: bool
     _recorded: bool
-    _finalizer: Finalizer | None
+    _finalizer: Token | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("Event cannot be constructed directly; use Device.create_event() or Stream.record()")
@@ -161,7 +161,7 @@ class Event:
         self._int = address
         self._device = device
         self._recorded = False
-        self._finalizer = Finalizer(self, _release_event, handle, address, key)
+        self._finalizer = track(self, _release_event, handle, address, key)
         return self
 
     @property
@@ -279,15 +279,15 @@ class Event:
         self._ipc = True
         self._busy_wait = ipc_descriptor._busy_wait
         self._recorded = True
-        self._finalizer = Finalizer(self, _release_event, handle, self._int, None)
+        self._finalizer = track(self, _release_event, handle, self._int, None)
         return self
 
     def close(self) -> None:
         """Destroy the event (idempotent)."""
-        fin = self._finalizer
-        if fin is not None:
+        token = self._finalizer
+        if token is not None:
             self._finalizer = None
-            fin()
+            release(token)
         self._handle = None
 
     def __enter__(self) -> Event:

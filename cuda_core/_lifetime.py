@@ -1,22 +1,17 @@
-"""Finalizer: the safety net that releases a raw handle when its owner is collected.
+"""Releasing raw handles when their owner is closed or collected, once, never raising.
 
-It does what ``weakref.finalize`` does for cuda_core's owners at a third of the cost (a weak
-reference with a callback, kept alive in a module set): owners are created and closed on hot
-paths (streams, events, buffers), where ``weakref.finalize``'s registry costs about 1 us.
+The owners created and closed on hot paths (streams, events, buffers) use this instead of
+``weakref.finalize``, whose registry costs about 1 us per owner; here the cost is one weak
+reference and one dict entry. Owners off the hot paths (programs, modules, graphs) keep
+``weakref.finalize`` on a small holder, as STYLE.md describes.
 
-- ``Finalizer(owner, fn, *args)`` arranges ``fn(*args)`` to run once: at the first explicit
-  call (``close()``), or when ``owner`` is garbage collected, on whichever thread drops it.
+- ``token = track(owner, fn, *args)`` arranges ``fn(*args)`` to run once: at
+  ``release(token)`` (``close()``), or when ``owner`` is garbage collected, on whichever
+  thread drops it. ``untrack(token)`` forgets it and returns the entry ``(fn, *args)``
+  (``None`` when it already ran). Whoever pops the entry runs it (a thread-safe claim).
 - ``args`` must not reference ``owner`` (else it is never collected): pass raw handles only.
 - It never raises: an exception from ``fn`` (a dead context, interpreter exit) becomes a
   ``ResourceWarning`` at most.
-
-The function-based form, for the hottest owners (buffers), gives the same guarantees at about a
-third of a Finalizer's cost (no Python object of its own, one dict entry):
-
-- ``token = track(owner, fn, *args)`` arranges ``fn(*args)`` to run once, when ``owner`` is
-  collected or at ``release(token)``; ``untrack(token)`` forgets it and returns the entry
-  ``(fn, *args)`` (``None`` when it already ran). Whoever pops the entry runs it (thread-safe
-  claim).
 - Hot paths may inline ``track``: ``token = Token(owner, _collected)`` then
   ``_tracked[token] = (fn, *args)`` (one flat tuple).
 """
@@ -29,11 +24,6 @@ from collections.abc import Callable
 from typing import Any
 
 __all__: list[str] = []  # private module
-
-# Pending finalizers. Membership is the claim to run: whoever removes an entry runs it, so a
-# close() racing a collection on another thread cannot release a handle twice.
-_pending: set[Finalizer] = set()
-
 
 class Token(weakref.ref):  # type: ignore[type-arg]
     """A weak reference to a tracked owner, compared and hashed by identity (a ``_tracked`` key).
@@ -48,7 +38,8 @@ class Token(weakref.ref):  # type: ignore[type-arg]
     __ne__ = object.__ne__  # type: ignore[assignment]
 
 
-# Pending tracked releases, token -> (fn, *args). As for _pending, popping an entry is the claim.
+# Pending releases, token -> (fn, *args). Popping an entry is the claim to run it, so a close()
+# racing a collection on another thread cannot release a handle twice.
 _tracked: dict[Token, tuple[Any, ...]] = {}
 
 
@@ -117,47 +108,3 @@ def untrack(token: Token) -> tuple[Any, ...] | None:
 def is_tracked(token: Token) -> bool:
     """Whether the tracked release is still pending."""
     return token in _tracked
-
-
-class Finalizer:
-    """Run ``fn(*args)`` once: when called, or when ``owner`` is collected."""
-
-    __slots__ = ("_args", "_fn", "_ref")
-
-    def __init__(self, owner: object, fn: Callable[..., Any], *args: Any) -> None:
-        self._fn = fn
-        self._args = args
-        self._ref: weakref.ref[Any] | None = weakref.ref(owner, self._collected)
-        _pending.add(self)
-
-    def _collected(self, _ref: object) -> None:
-        self()
-
-    def __call__(self) -> None:
-        try:
-            _pending.remove(self)
-        except KeyError:  # already ran (or is running on another thread)
-            return
-        fn, args = self._fn, self._args
-        self._ref = None  # break the finalizer <-> weakref cycle
-        try:
-            fn(*args)
-        except Exception as exc:  # a dead context, interpreter exit: warn, never raise
-            try:
-                warnings.warn(f"cuda_core could not release a handle: {exc}", ResourceWarning, stacklevel=2)
-            except Exception:
-                pass
-
-    def detach(self) -> bool:
-        """Forget the release without running it; returns whether it was still pending."""
-        try:
-            _pending.remove(self)
-        except KeyError:
-            return False
-        self._ref = None
-        return True
-
-    @property
-    def alive(self) -> bool:
-        """Whether the release has not run yet."""
-        return self in _pending

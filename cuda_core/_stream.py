@@ -10,7 +10,7 @@ from cuda.bindings import driver
 from . import _fast
 from ._context import Context
 from ._event import Event
-from ._lifetime import Finalizer
+from ._lifetime import Token, release, track
 from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return, raise_status
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class Stream:
     _borrowed: bool
     _nonblocking: bool | None
     _priority: int | None
-    _finalizer: Finalizer | None
+    _finalizer: Token | None
 
     def __new__(cls, obj: Any = None, options: StreamOptions | dict | None = None) -> Stream:
         from ._device import Device
@@ -196,7 +196,7 @@ class Stream:
         self._priority = priority
         if key is None:
             key = (int(ctx), flags, priority)
-        self._finalizer = Finalizer(self, _release_stream, handle, self._int, key)
+        self._finalizer = track(self, _release_stream, handle, self._int, key)
         return self
 
     @classmethod
@@ -399,10 +399,10 @@ class Stream:
 
         Work already queued on the stream still completes.
         """
-        fin = self._finalizer
-        if fin is not None:
+        token = self._finalizer
+        if token is not None:
             self._finalizer = None
-            fin()
+            release(token)
         self._handle = None
         self._owner = None
 
