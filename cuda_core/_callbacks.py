@@ -30,6 +30,7 @@ from typing import Any
 from cuda.bindings import driver
 
 from . import _fast
+from ._lifetime import immortal
 from ._utils import arg_error, ensure_driver, handle_return, raise_status
 
 __all__: list[str] = []  # private module; Stream.launch_host_func and GraphBuilder.callback are public
@@ -57,6 +58,7 @@ def _invoke(entry: tuple[Callable[..., Any], tuple[Any, ...]] | None) -> None:
         raise
 
 
+@immortal
 @_HostFn
 def _run_once(key: int | None) -> None:
     with _lock:
@@ -64,11 +66,13 @@ def _run_once(key: int | None) -> None:
     _invoke(entry)
 
 
+@immortal
 @_HostFn
 def _run_kept(key: int | None) -> None:
     _invoke(_kept.get(key or 0))
 
 
+@immortal
 @_HostFn
 def _drop_kept(key: int | None) -> None:
     with _lock:

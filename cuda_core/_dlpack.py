@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy
 
+from ._lifetime import immortal
+
 __all__: list[str] = []  # private module
 
 # --------------------------------------------------------------------------------------------
@@ -161,6 +163,7 @@ def _release(addr: int | None) -> None:
             _exports.pop(addr, None)
 
 
+@immortal
 @_Deleter
 def _managed_deleter(addr: int | None) -> None:
     # Called by the consumer (any thread; ctypes takes the GIL) once it is done with the tensor.
@@ -177,8 +180,8 @@ def _make_destructor(name: bytes) -> Any:
     return destructor
 
 
-_destroy_unversioned = _make_destructor(NAME_UNVERSIONED)
-_destroy_versioned = _make_destructor(NAME_VERSIONED)
+_destroy_unversioned = immortal(_make_destructor(NAME_UNVERSIONED))
+_destroy_versioned = immortal(_make_destructor(NAME_VERSIONED))
 
 
 def make_capsule(

@@ -18,6 +18,8 @@ reference and one dict entry. Owners off the hot paths (programs, modules, graph
 
 from __future__ import annotations
 
+import ctypes
+import sys
 import warnings
 import weakref
 from collections.abc import Callable
@@ -57,11 +59,15 @@ def _run(item: tuple[Any, ...]) -> None:
         _warn_release(exc)
 
 
-def _collected(token: Token, _pop: Any = _tracked.pop, _warn: Any = _warn_release) -> None:
+def _collected(
+    token: Token, _pop: Any = _tracked.pop, _warn: Any = _warn_release, _finalizing: Any = sys.is_finalizing
+) -> None:
     # The weak reference's callback, on whichever thread drops the owner; the defaults keep
-    # working while the module is torn down at interpreter exit.
+    # working while the module is torn down at interpreter exit. During that teardown nothing
+    # is released: other libraries (PyTorch, CuPy) may already have destroyed the streams and
+    # contexts a release would name, and the process exit frees everything anyway.
     item = _pop(token, None)
-    if item is not None:
+    if item is not None and not _finalizing():
         try:
             item[0](*item[1:])
         except Exception as exc:  # never raise from a callback
@@ -108,3 +114,18 @@ def untrack(token: Token) -> tuple[Any, ...] | None:
 def is_tracked(token: Token) -> bool:
     """Whether the tracked release is still pending."""
     return token in _tracked
+
+
+_incref = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("Py_IncRef", ctypes.pythonapi))
+
+
+def immortal(callback: Any) -> Any:
+    """Keep a ctypes callback alive until the process ends, and return it.
+
+    Foreign code holds the addresses of some callbacks (DLPack deleters and capsule
+    destructors, driver host functions) and may call them during interpreter teardown, after
+    this module's globals are gone: a freed ctypes thunk would then be a jump into freed memory.
+    One reference that is never dropped keeps the thunk valid for the life of the process.
+    """
+    _incref(callback)
+    return callback

@@ -224,3 +224,54 @@ def test_dtype_word_table_covers_every_registered_dtype():
         assert dl.dtype_key(dl._pack_dtype(*key)) == key
     with pytest.raises(BufferError):
         dl.dtype_from_word(dl._pack_dtype(dl.kDLFloat, 8, 1))
+
+
+_EXIT_SCRIPT = """
+import numpy as np
+from cuda_core import _dlpack
+
+host = np.arange(64, dtype=np.uint8)
+
+
+class Producer:
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        return _dlpack.make_capsule(
+            host.ctypes.data, 64, device_type=1, device_id=0, owner=host, versioned=bool(max_version)
+        )
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+class Cycle:
+    pass
+
+
+c = Cycle()
+c.me = c  # collected only by the interpreter's last garbage collection
+c.arr = np.from_dlpack(Producer())  # NumPy calls our deleter when the array dies
+c.cap = Producer().__dlpack__()  # never consumed: our capsule destructor runs
+print("done")
+"""
+
+
+def test_exported_tensors_alive_at_interpreter_exit_do_not_crash():
+    # Our deleters are ctypes callbacks that NumPy/PyTorch/CuPy call when they are done, which
+    # may be during the interpreter's teardown: they must still be valid then.
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    for _ in range(3):
+        out = subprocess.run(
+            [sys.executable, "-X", "faulthandler", "-c", _EXIT_SCRIPT],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        assert "Fatal Python error" not in out.stderr
+        assert out.stdout.strip() == "done"
