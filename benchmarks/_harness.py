@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["Row", "Suite", "time_op"]
+__all__ = ["Row", "Suite", "environment_line", "time_op"]
 
 
 def time_op(fn: Callable[[], object], *, number: int = 1000, repeat: int = 15, warmup: int = 200) -> float:
@@ -53,6 +53,7 @@ class Suite:
         self.impls = impls
         self.baseline = baseline
         self.rows: list[Row] = []
+        self._pending: dict[str, dict[str, Callable[[], object] | None]] = {}
 
     def run(self, op: str, impl: str, fn: Callable[[], object] | None, **kw: int) -> None:
         """Time ``fn`` for ``impl`` under the operation ``op``; ``None`` records "n/a"."""
@@ -68,6 +69,56 @@ class Suite:
         except Exception as exc:  # a peer that cannot do the operation is reported, not fatal
             row.results[impl] = f"error: {type(exc).__name__}: {exc}"[:60]
             print(f"[{op} / {impl}] {row.results[impl]}", file=sys.stderr)
+
+    def run_group(
+        self, op: str, fns: dict[str, Callable[[], object] | None], *, number: int = 1000, repeat: int = 15, warmup: int = 200
+    ) -> None:
+        """Time several implementations of ``op`` round-robin: each round times every one once.
+
+        A noisy host then slows all of them alike instead of whichever ran during a slow spell,
+        so the ratios hold better than with one implementation timed after another.
+        """
+        row = next((r for r in self.rows if r.op == op), None)
+        if row is None:
+            row = Row(op)
+            self.rows.append(row)
+        live = {}
+        for impl, fn in fns.items():
+            if fn is None:
+                row.results[impl] = "n/a"
+                continue
+            try:
+                for _ in range(warmup):
+                    fn()
+                live[impl] = fn
+            except Exception as exc:
+                row.results[impl] = f"error: {type(exc).__name__}: {exc}"[:60]
+                print(f"[{op} / {impl}] {row.results[impl]}", file=sys.stderr)
+        rounds: dict[str, list[float]] = {impl: [] for impl in live}
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for _ in range(repeat):
+                for impl, fn in live.items():
+                    t0 = time.perf_counter()
+                    for _ in range(number):
+                        fn()
+                    rounds[impl].append((time.perf_counter() - t0) / number)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        for impl, times in rounds.items():
+            row.results[impl] = statistics.median(times)
+
+    def add(self, op: str, impl: str, fn: Callable[[], object] | None) -> None:
+        """Register ``fn`` for a later :meth:`measure` (which times each operation round-robin)."""
+        self._pending.setdefault(op, {})[impl] = fn
+
+    def measure(self, **kw: int) -> None:
+        """Time everything registered with :meth:`add`, one :meth:`run_group` per operation."""
+        pending, self._pending = self._pending, {}
+        for op, fns in pending.items():
+            self.run_group(op, fns, **kw)
 
     def table(self, ratios_to: list[str] | None = None) -> str:
         """The table: one column of medians (microseconds) per implementation, then ratios."""
@@ -105,6 +156,7 @@ def environment_line() -> str:
     try:
         from cuda.bindings import driver
 
+        driver.cuInit(0)
         _, ver = driver.cuDriverGetVersion()
         parts.append(f"driver CUDA {ver // 1000}.{ver % 1000 // 10}")
         _, dev = driver.cuDeviceGet(0)

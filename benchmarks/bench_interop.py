@@ -143,7 +143,7 @@ def main() -> None:
         mod = impls.get(name)
         if mod is None:
             for op in ("from_dlpack(torch tensor)", "from_dlpack(cupy array)", "wrap torch stream", "wrap cupy stream"):
-                suite.run(op, name, None)
+                suite.add(op, name, None)
             continue
         dev = mod.Device()
         dev.set_current()
@@ -152,20 +152,20 @@ def main() -> None:
         sp = int(s.handle)
         if torch is not None:
             t = torch.ones(1024, device="cuda")
-            suite.run("from_dlpack(torch tensor)", name, lambda V=V, t=t, sp=sp: V.from_dlpack(t, sp))
+            suite.add("from_dlpack(torch tensor)", name, lambda V=V, t=t, sp=sp: V.from_dlpack(t, sp))
             ts = torch.cuda.Stream()
-            suite.run("wrap torch stream", name, lambda dev=dev, ts=ts: dev.create_stream(ts))
+            suite.add("wrap torch stream", name, lambda dev=dev, ts=ts: dev.create_stream(ts))
         else:
-            suite.run("from_dlpack(torch tensor)", name, None)
-            suite.run("wrap torch stream", name, None)
+            suite.add("from_dlpack(torch tensor)", name, None)
+            suite.add("wrap torch stream", name, None)
         if cp is not None:
             a = cp.ones(1024, dtype=cp.float32)
-            suite.run("from_dlpack(cupy array)", name, lambda V=V, a=a, sp=sp: V.from_dlpack(a, sp))
+            suite.add("from_dlpack(cupy array)", name, lambda V=V, a=a, sp=sp: V.from_dlpack(a, sp))
             cs = cp.cuda.Stream(non_blocking=True)
-            suite.run("wrap cupy stream", name, lambda dev=dev, cs=cs: dev.create_stream(cs))
+            suite.add("wrap cupy stream", name, lambda dev=dev, cs=cs: dev.create_stream(cs))
         else:
-            suite.run("from_dlpack(cupy array)", name, None)
-            suite.run("wrap cupy stream", name, None)
+            suite.add("from_dlpack(cupy array)", name, None)
+            suite.add("wrap cupy stream", name, None)
         # graph replay vs direct launches
         prog = mod.Program(EMPTY, code_type="c++", options=mod.ProgramOptions(arch=f"sm_{dev.arch}"))
         kern = prog.compile("cubin").get_kernel("empty_kernel")
@@ -189,6 +189,7 @@ def main() -> None:
             s.sync()
 
         graph_rows[name] = {"direct": _per_kernel(direct), "graph": _per_kernel(replay)}
+    suite.measure()
     print(suite.table())
     print()
     print(f"## graph of {KERNELS} empty kernels: microseconds per kernel (host + device, median)")

@@ -96,9 +96,9 @@ def main() -> int:
             print(f"[{impl}] unavailable: {type(exc).__name__}: {exc}", file=sys.stderr)
             ops_by_impl[impl] = {}
     for op in OP_NAMES:
-        for impl in impls:
-            number = 20000 if op == "Device() lookup" else 2000
-            suite.run(op, impl, ops_by_impl[impl].get(op), number=number, repeat=9, warmup=200)
+        number = 20000 if op == "Device() lookup" else 2000
+        fns = {impl: ops_by_impl[impl].get(op) for impl in impls}
+        suite.run_group(op, fns, number=number, repeat=15, warmup=200)
     print(suite.table())
     return 0
 
