@@ -264,6 +264,42 @@ def make_capsule(
         raise
 
 
+def export_args(
+    what: str, here: tuple[int, int], max_version: Any, dl_device: Any, copy: Any, host_ok: bool = False
+) -> tuple[int, int, bool]:
+    """Check the ``copy``/``dl_device``/``max_version`` arguments of a ``__dlpack__`` export.
+
+    Parameters
+    ----------
+    what : str
+        The exporter's name for messages (``"Buffer"``, ``"StridedMemoryView"``).
+    here : (int, int)
+        The exporter's own DLPack ``(device_type, device_id)``.
+    max_version, dl_device, copy
+        The ``__dlpack__`` arguments.
+    host_ok : bool
+        The memory is host-accessible, so ``dl_device=(kDLCPU, 0)`` is accepted too.
+
+    Returns
+    -------
+    (int, int, bool)
+        The device type and id to put in the capsule, and whether to make it versioned.
+
+    Raises
+    ------
+    BufferError
+        A copy or another device was requested.
+    """
+    if copy:
+        raise BufferError(f"{what}.__dlpack__ cannot copy (copy=True was requested)")
+    if dl_device is not None:
+        want = (int(dl_device[0]), int(dl_device[1]))
+        if want != here and not (host_ok and want == (kDLCPU, 0)):
+            raise BufferError(f"dl_device must be the {what}'s DLPack device {here} (got {dl_device!r})")
+        here = want
+    return here[0], here[1], max_version is not None and int(max_version[0]) >= 1
+
+
 def live_exports() -> int:
     """How many exported tensors are still held by consumers (for tests)."""
     return len(_exports)

@@ -468,12 +468,9 @@ class StridedMemoryView:
         BufferError
             A copy or another device was requested.
         """
-        if copy:
-            raise BufferError("StridedMemoryView exports without copying; copy=True is not supported")
-        here = self.__dlpack_device__()
-        if dl_device is not None and tuple(dl_device) != here:
-            raise BufferError(f"dl_device must be this view's device {here} (got {dl_device!r})")
-        versioned = max_version is not None and max_version[0] >= 1
+        dev_type, dev_id, versioned = _dl.export_args(
+            "StridedMemoryView", self.__dlpack_device__(), max_version, dl_device, copy
+        )
         dt = self.dtype
         if dt is None:
             raise BufferError("this view has no dtype (from_buffer with only itemsize): create it with dtype= to export it")
@@ -481,8 +478,8 @@ class StridedMemoryView:
             self.ptr,
             self.shape,
             _dl.dtype_to_dlpack(dt),
-            here[0],
-            here[1],
+            dev_type,
+            dev_id,
             owner=self,
             versioned=versioned,
             readonly=self.readonly,

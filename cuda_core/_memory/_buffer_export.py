@@ -59,16 +59,11 @@ def dlpack(buf: Any, stream: Any, max_version: Any, dl_device: Any, copy: Any) -
         raise closed_error()
     if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)):
         raise arg_error("stream", "None or an int", stream, exc=TypeError)
-    if copy:
+    if copy:  # refused before the driver is asked where the memory lives (export_args says the same)
         raise BufferError("Buffer.__dlpack__ cannot copy (copy=True was requested)")
-    dev_type, dev_id = dlpack_device(buf)
-    if dl_device is not None:
-        want = (int(dl_device[0]), int(dl_device[1]))
-        if want == (_dlpack.kDLCPU, 0) and buf._pointer_attrs()[2]:
-            dev_type, dev_id = want
-        elif want != (dev_type, dev_id):
-            raise BufferError(f"the buffer lives on DLPack device {(dev_type, dev_id)}, not on {want}")
-    versioned = max_version is not None and int(max_version[0]) >= 1
+    here = dlpack_device(buf)
+    host_ok = dl_device is not None and buf._pointer_attrs()[2]
+    dev_type, dev_id, versioned = _dlpack.export_args("Buffer", here, max_version, dl_device, copy, host_ok)
     return _dlpack.make_capsule(
         ptr,
         buf._size,

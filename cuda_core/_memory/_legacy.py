@@ -6,11 +6,10 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from .. import _stream as _stream_mod
 from .._errors import CUDAError
-from .._utils import SET_CURRENT_HINT, ensure_driver, handle_return, make_error
-from ._buffer import Buffer, stream_context
-from ._resource import MemoryResource, check_size, in_context
+from .._utils import SET_CURRENT_HINT, ensure_driver
+from ._buffer import stream_context
+from ._sync import _SyncResource
 
 __all__ = ["LegacyPinnedMemoryResource"]
 
@@ -26,7 +25,7 @@ def current_context(api: str) -> Any:
     return ctx
 
 
-class LegacyPinnedMemoryResource(MemoryResource):
+class LegacyPinnedMemoryResource(_SyncResource):
     """Page-locked host memory from ``cuMemAllocHost``; allocation and free are synchronous.
 
     ``stream`` is optional for :meth:`allocate`. When a buffer has a deallocation stream, it is
@@ -35,62 +34,18 @@ class LegacyPinnedMemoryResource(MemoryResource):
     ``device_id`` is ``-1``.
     """
 
-    def allocate(self, size: int, *, stream: Any = None) -> Buffer:
-        """Allocate ``size`` bytes of pinned host memory.
+    _alloc_fn = staticmethod(driver.cuMemAllocHost)
+    _alloc_name = "cuMemAllocHost"
+    _free_fn = staticmethod(driver.cuMemFreeHost)
+    _free_name = "cuMemFreeHost"
 
-        Parameters
-        ----------
-        size : int
-            Number of bytes (``>= 0``).
-        stream : Stream, optional
-            Becomes the buffer's deallocation stream (synchronised before the free).
+    def _alloc_ctx(self, s: Any) -> Any:
+        if s is None:
+            return current_context("cuMemAllocHost")
+        return stream_context(s) or current_context("cuMemAllocHost")
 
-        Returns
-        -------
-        Buffer
-
-        Raises
-        ------
-        TypeError, ValueError
-            Bad ``size`` or ``stream``.
-        CUDAError
-            No current context, or the driver cannot allocate (the message names the size).
-        """
-        s = None if stream is None else _stream_mod.as_stream(stream)
-        size = check_size(size)
-        ctx = current_context("cuMemAllocHost") if s is None else (stream_context(s) or current_context("cuMemAllocHost"))
-        if not size:
-            return Buffer._owned(0, 0, self, s, ctx, self._free)
-        err, ptr = in_context(ctx, driver.cuMemAllocHost, size)
-        if err:
-            raise make_error(err, "cuMemAllocHost", f"allocating {size} bytes failed")
-        return Buffer._owned(int(ptr), size, self, s, ctx, self._free)
-
-    def _free(self, ptr: int, size: int, stream: Any, ctx: Any) -> None:
-        if stream is not None:
-            handle_return(driver.cuStreamSynchronize(stream._handle), "cuStreamSynchronize")
-        handle_return(in_context(ctx, driver.cuMemFreeHost, ptr), "cuMemFreeHost")
-
-    def deallocate(self, ptr: int, size: int, *, stream: Any = None) -> None:
-        """Free memory from :meth:`allocate` (after synchronising ``stream``, if given).
-
-        Parameters
-        ----------
-        ptr : int
-            The address.
-        size : int
-            The size that was allocated.
-        stream : Stream, optional
-            Synchronised before the free.
-
-        Raises
-        ------
-        CUDAError
-            The driver failed to free the memory.
-        """
-        s = None if stream is None else _stream_mod.as_stream(stream)
-        ctx = stream_context(s) if s is not None else None
-        self._free(int(ptr), size, s, ctx)
+    def _dealloc_ctx(self, s: Any) -> Any:
+        return stream_context(s) if s is not None else None
 
     @property
     def is_device_accessible(self) -> bool:

@@ -14,30 +14,28 @@ from ._resource import MemoryResource, check_size, in_context
 __all__ = ["SynchronousMemoryResource"]
 
 
-class SynchronousMemoryResource(MemoryResource):
-    """Device memory from ``cuMemAlloc``; allocation and free are synchronous.
+class _SyncResource(MemoryResource):
+    """What the synchronous resources share: ``allocate`` through ``_alloc_fn``, free through
+    ``_free_fn`` after synchronising the buffer's deallocation stream (if it has one).
 
-    :func:`Device.memory_resource` uses it on devices without memory-pool support. ``stream``
-    is optional: a buffer's deallocation stream, when it has one, is synchronised before the
-    memory is freed with ``cuMemFree``. Work runs in the device's primary context (call
-    ``Device.set_current()`` first).
-
-    Parameters
-    ----------
-    device_id : Device or int
-        The device whose memory is allocated.
+    A subclass sets the two driver functions (and their names, for messages) and says which
+    context an allocation (:meth:`_alloc_ctx`) and an explicit :meth:`deallocate`
+    (:meth:`_dealloc_ctx`) run in.
     """
 
-    def __init__(self, device_id: Any) -> None:
-        from .._device import Device
+    _alloc_fn: Any
+    _alloc_name: str
+    _free_fn: Any
+    _free_name: str
 
-        if isinstance(device_id, bool) or not isinstance(device_id, (int, Device)):
-            raise arg_error("device_id", "a Device or an int ordinal", device_id, exc=TypeError)
-        self._device = Device(device_id)
-        self._dev_id = self._device._id
+    def _alloc_ctx(self, s: Any) -> Any:
+        raise NotImplementedError
+
+    def _dealloc_ctx(self, s: Any) -> Any:
+        raise NotImplementedError
 
     def allocate(self, size: int, *, stream: Any = None) -> Buffer:
-        """Allocate ``size`` bytes of device memory (``cuMemAlloc``).
+        """Allocate ``size`` bytes (``cuMemAlloc``: device memory; ``cuMemAllocHost``: pinned host memory).
 
         Parameters
         ----------
@@ -55,23 +53,23 @@ class SynchronousMemoryResource(MemoryResource):
         TypeError, ValueError
             Bad ``size`` or ``stream``.
         CUDAError
-            No context (call ``Device.set_current()``), or the device is out of memory (the
-            message names the requested size).
+            No current context (call ``Device.set_current()``), or the driver cannot allocate
+            (the message names the requested size).
         """
         s = None if stream is None else _stream_mod.as_stream(stream)
         size = check_size(size)
-        ctx = self._device._require_ctx("cuMemAlloc")
+        ctx = self._alloc_ctx(s)
         if not size:
             return Buffer._owned(0, 0, self, s, ctx, self._free)
-        err, ptr = in_context(ctx, driver.cuMemAlloc, size)
+        err, ptr = in_context(ctx, self._alloc_fn, size)
         if err:
-            raise make_error(err, "cuMemAlloc", f"allocating {size} bytes failed")
+            raise make_error(err, self._alloc_name, f"allocating {size} bytes failed")
         return Buffer._owned(int(ptr), size, self, s, ctx, self._free)
 
     def _free(self, ptr: int, size: int, stream: Any, ctx: Any) -> None:
         if stream is not None:
             handle_return(driver.cuStreamSynchronize(stream._handle), "cuStreamSynchronize")
-        handle_return(in_context(ctx, driver.cuMemFree, ptr), "cuMemFree")
+        handle_return(in_context(ctx, self._free_fn, ptr), self._free_name)
 
     def deallocate(self, ptr: int, size: int, *, stream: Any = None) -> None:
         """Free memory from :meth:`allocate` (after synchronising ``stream``, if given).
@@ -91,7 +89,41 @@ class SynchronousMemoryResource(MemoryResource):
             The driver failed to free the memory.
         """
         s = None if stream is None else _stream_mod.as_stream(stream)
-        self._free(int(ptr), size, s, self._device._ctx)
+        self._free(int(ptr), size, s, self._dealloc_ctx(s))
+
+
+class SynchronousMemoryResource(_SyncResource):
+    """Device memory from ``cuMemAlloc``; allocation and free are synchronous.
+
+    :func:`Device.memory_resource` uses it on devices without memory-pool support. ``stream``
+    is optional: a buffer's deallocation stream, when it has one, is synchronised before the
+    memory is freed with ``cuMemFree``. Work runs in the device's primary context (call
+    ``Device.set_current()`` first).
+
+    Parameters
+    ----------
+    device_id : Device or int
+        The device whose memory is allocated.
+    """
+
+    _alloc_fn = staticmethod(driver.cuMemAlloc)
+    _alloc_name = "cuMemAlloc"
+    _free_fn = staticmethod(driver.cuMemFree)
+    _free_name = "cuMemFree"
+
+    def __init__(self, device_id: Any) -> None:
+        from .._device import Device
+
+        if isinstance(device_id, bool) or not isinstance(device_id, (int, Device)):
+            raise arg_error("device_id", "a Device or an int ordinal", device_id, exc=TypeError)
+        self._device = Device(device_id)
+        self._dev_id = self._device._id
+
+    def _alloc_ctx(self, s: Any) -> Any:
+        return self._device._require_ctx("cuMemAlloc")
+
+    def _dealloc_ctx(self, s: Any) -> Any:
+        return self._device._ctx
 
     @property
     def is_device_accessible(self) -> bool:
