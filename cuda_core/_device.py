@@ -232,6 +232,9 @@ class Device:
 
     def __new__(cls, device_id: int | Device | None = None) -> Device:
         if device_id is None:
+            dev = _fast.current_device(_tls)
+            if dev is not None:
+                return dev  # type: ignore[no-any-return]
             try:
                 device_id = _fast.ctx_get_device()
             except RuntimeError:  # no libcuda: ensure_driver() raises the clear error

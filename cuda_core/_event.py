@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from cuda.bindings import driver
 
 from . import _fast
-from ._lifetime import Token, release, track
 from ._utils import arg_error, check_or_create_options, handle_return, raise_status
 
 if TYPE_CHECKING:
@@ -22,12 +21,14 @@ _NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
 _DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 _BLOCKING_SYNC = int(driver.CUevent_flags.CU_EVENT_BLOCKING_SYNC)
 _INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
-_cuEventDestroy = driver.cuEventDestroy
 _cuEventCreate = driver.cuEventCreate
+_EVENT = _fast.EVENT
+_new_object = object.__new__
 
-# Idle event handles kept for reuse, per (context, flags): creating an event then costs no
-# driver call. Only events whose recorded work has completed are kept (so a recycled handle
-# behaves as a new one), at most _POOL_CAP per key; IPC events are never kept.
+# Idle event handles kept for reuse, per (context, flags), as (handle, address) entries: creating
+# an event then costs no driver call. Only events whose recorded work has completed are given
+# back (so a recycled handle behaves as a new one), at most _POOL_CAP per key (_fast.own);
+# IPC events are never kept.
 _POOL_CAP = 64
 _pool: dict[tuple[int, int], list[tuple[driver.CUevent, int]]] = {}
 
@@ -95,15 +96,6 @@ class IPCEventDescriptor:
         return f"<IPCEventDescriptor {self._reserved[:8].hex()}...>"
 
 
-def _release_event(handle: driver.CUevent, address: int, key: tuple[int, int] | None) -> None:
-    if key is not None:
-        pool = _pool.setdefault(key, [])
-        if len(pool) < _POOL_CAP and _fast.event_query(address) == 0:
-            pool.append((handle, address))
-            return
-    _cuEventDestroy(handle)
-
-
 class Event:
     """A CUDA event: records a point in a stream's work.
 
@@ -112,56 +104,43 @@ class Event:
     ``EventOptions(timing_enabled=True)``.
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_busy_wait",
-        "_device",
-        "_finalizer",
-        "_handle",
-        "_int",
-        "_ipc",
-        "_recorded",
-        "_timing",
-    )
+    __slots__ = ("__weakref__", "_device", "_flags", "_handle", "_int", "_own", "_recorded")
 
-    _handle: driver.CUevent | None
+    _handle: driver.CUevent | None  # None once closed
     _int: int
     _device: Device
-    _timing: bool
-    _ipc: bool
-    _busy_wait: bool
-    _recorded: bool
-    _finalizer: Token | None
+    _flags: int  # the CUevent_flags it was created with
+    _recorded: bool  # it may have been recorded: by Stream.record, or by anyone given .handle
+    _own: _fast.Releaser
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("Event cannot be constructed directly; use Device.create_event() or Stream.record()")
 
     @classmethod
     def _create(cls, device: Device, options: Any) -> Event:
-        self = object.__new__(cls)
         if options is None:
             flags = _DISABLE_TIMING
-            self._timing = self._ipc = False
-            self._busy_wait = True
         else:
-            opts = check_or_create_options(EventOptions, options, "options")
-            flags = opts._flags()
-            self._timing = opts.timing_enabled
-            self._ipc = opts.ipc_enabled
-            self._busy_wait = not opts.blocking_sync
-        key = None if self._ipc else (device._ctx_int, flags)
-        pool = _pool.get(key) if key is not None else None
+            flags = check_or_create_options(EventOptions, options, "options")._flags()
+        if flags & _INTERPROCESS:
+            pool = None
+        else:
+            key = (device._ctx_int, flags)
+            pool = _pool.get(key)
+            if pool is None:
+                pool = _pool.setdefault(key, [])
         try:
-            handle, address = pool.pop()  # type: ignore[union-attr]
-        except (AttributeError, IndexError):
+            entry = pool.pop()  # type: ignore[union-attr]
+        except (AttributeError, IndexError):  # no pool (IPC), or none idle
             with device._scope():
                 handle = handle_return(_cuEventCreate(flags), "cuEventCreate")
-            address = int(handle)
-        self._handle = handle
-        self._int = address
+            entry = (handle, int(handle))
+        self = _new_object(cls)
+        self._handle, self._int = entry
         self._device = device
+        self._flags = flags
         self._recorded = False
-        self._finalizer = track(self, _release_event, handle, address, key)
+        self._own = _fast.own(self, _EVENT, entry, pool, _POOL_CAP)
         return self
 
     @property
@@ -169,6 +148,7 @@ class Event:
         """The driver handle (``cuda.bindings.driver.CUevent``)."""
         if self._handle is None:
             raise RuntimeError("the event is closed")
+        self._recorded = True  # whoever holds the handle may record it: query before pooling
         return self._handle
 
     @property
@@ -184,27 +164,27 @@ class Event:
     @property
     def is_timing_enabled(self) -> bool:
         """Whether the event records timestamps (``EventOptions(timing_enabled=True)``)."""
-        return self._timing
+        return not self._flags & _DISABLE_TIMING
 
     @property
     def is_blocking_sync(self) -> bool:
         """Whether :meth:`sync` blocks the thread instead of spinning."""
-        return not self._busy_wait
+        return bool(self._flags & _BLOCKING_SYNC)
 
     @property
     def is_timing_disabled(self) -> bool:
         """Whether the event records no timestamps."""
-        return not self._timing
+        return bool(self._flags & _DISABLE_TIMING)
 
     @property
     def is_sync_busy_waited(self) -> bool:
         """Whether :meth:`sync` spins (``True``) or blocks the thread."""
-        return self._busy_wait
+        return not self._flags & _BLOCKING_SYNC
 
     @property
     def is_ipc_enabled(self) -> bool:
         """Whether the event can be shared with another process."""
-        return self._ipc
+        return bool(self._flags & _INTERPROCESS)
 
     @property
     def is_closed(self) -> bool:
@@ -235,7 +215,7 @@ class Event:
         for ev, role in ((other, "start"), (self, "end")):
             if ev._handle is None:
                 raise RuntimeError(f"cannot time events: the {role} event is closed")
-            if not ev._timing:
+            if ev._flags & _DISABLE_TIMING:
                 raise RuntimeError(
                     f"cannot time events: the {role} event was created without timing; "
                     "create both with EventOptions(timing_enabled=True)"
@@ -250,10 +230,10 @@ class Event:
     @property
     def ipc_descriptor(self) -> IPCEventDescriptor:
         """A picklable descriptor another process opens with :meth:`from_ipc_descriptor`."""
-        if not self._ipc:
+        if not self._flags & _INTERPROCESS:
             raise RuntimeError("the event is not IPC-enabled; create it with EventOptions(ipc_enabled=True)")
         ipc = handle_return(driver.cuIpcGetEventHandle(self.handle), "cuIpcGetEventHandle")
-        return IPCEventDescriptor(bytes(ipc.reserved), self._busy_wait)
+        return IPCEventDescriptor(bytes(ipc.reserved), self.is_sync_busy_waited)
 
     @classmethod
     def from_ipc_descriptor(cls, ipc_descriptor: IPCEventDescriptor) -> Event:
@@ -271,23 +251,18 @@ class Event:
         ipc.reserved = ipc_descriptor._reserved
         with dev._scope():
             handle = handle_return(driver.cuIpcOpenEventHandle(ipc), "cuIpcOpenEventHandle")
-        self = object.__new__(cls)
-        self._handle = handle
-        self._int = int(handle)
+        entry = (handle, int(handle))
+        self = _new_object(cls)
+        self._handle, self._int = entry
         self._device = dev
-        self._timing = False
-        self._ipc = True
-        self._busy_wait = ipc_descriptor._busy_wait
+        self._flags = _DISABLE_TIMING | _INTERPROCESS | (0 if ipc_descriptor._busy_wait else _BLOCKING_SYNC)
         self._recorded = True
-        self._finalizer = track(self, _release_event, handle, self._int, None)
+        self._own = _fast.own(self, _EVENT, entry, None, 0)
         return self
 
     def close(self) -> None:
         """Destroy the event (idempotent)."""
-        token = self._finalizer
-        if token is not None:
-            self._finalizer = None
-            release(token)
+        self._own.release(self._recorded)
         self._handle = None
 
     def __enter__(self) -> Event:

@@ -12,9 +12,10 @@ functions call ``cuda.bindings``. Both paths are covered by the GPU tier.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from cuda.bindings import driver
 
@@ -84,7 +85,7 @@ def entry_point(name: str, stream_semantics: bool = True) -> int:
 def bind() -> None:
     """Resolve the entry points once the driver is initialised (called by ``ensure_driver``)."""
     global ENABLED, ctx_get_device, event_record, event_query, stream_query, launch_ex
-    global mem_alloc_async, mem_free_async, memcpy_async, stream_sync
+    global mem_alloc_async, mem_free_async, memcpy_async, stream_sync, own, current_device
     if _c is None:
         return
     table = {}
@@ -99,6 +100,8 @@ def bind() -> None:
         ("cuMemFreeAsync", True),
         ("cuMemcpyAsync", True),
         ("cuStreamSynchronize", True),
+        ("cuEventDestroy", False),
+        ("cuStreamDestroy", False),
     ):
         pfn = entry_point(name, takes_stream)
         if not pfn:
@@ -115,6 +118,8 @@ def bind() -> None:
     mem_free_async = _c.mem_free_async
     memcpy_async = _c.memcpy_async
     stream_sync = _c.stream_sync
+    own = _c.Owned
+    current_device = _c.current_device
     ENABLED = True
 
 
@@ -126,6 +131,11 @@ def _py_ctx_get_device() -> int:
     """The current context's device ordinal (>= 0), or ``-status`` when there is none."""
     err, dev = driver.cuCtxGetDevice()
     return -int(err) if err else int(dev)
+
+
+def _py_current_device(tls: Any) -> Any:
+    """Always ``None``: ``Device()`` then takes its general path (see ``current_device``)."""
+    return None
 
 
 def _py_event_record(event: int, stream: int) -> int:
@@ -164,7 +174,79 @@ def _py_stream_sync(stream: int) -> int:
     return int(driver.cuStreamSynchronize(_CUstream(stream))[0])
 
 
+def stream_record_method(stream_cls: type, event_cls: type, slow: Callable[..., Any]) -> Any:
+    """What to install as ``Stream.record``: the compiled method (``_fastpath.make_record``)
+    that records an exact ``Event`` on an exact ``Stream`` itself and hands every other call to
+    ``slow`` (the Python method, which has the full behaviour), or ``slow`` itself without the
+    accelerator. The compiled method keeps ``slow``'s docstring and signature."""
+    if _c is None:
+        return slow
+    sig = inspect.signature(slow)
+    # A text signature takes no annotations: names and defaults only.
+    params = ", ".join(
+        ["$self"]
+        + [p.name if p.default is p.empty else f"{p.name}={p.default!r}" for p in list(sig.parameters.values())[1:]]
+    )
+    doc = f"record({params})\n--\n\n{inspect.getdoc(slow) or ''}"
+    return _c.make_record(stream_cls, event_cls, slow, doc)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pooled event and stream handles.
+
+EVENT, STREAM = 0, 1
+"""The ``kind`` of a pooled handle for :func:`own`."""
+
+_query = {EVENT: "cuEventQuery", STREAM: "cuStreamQuery"}
+_destroy = {EVENT: "cuEventDestroy", STREAM: "cuStreamDestroy"}
+
+
+class Releaser(Protocol):
+    """What :func:`own` returns: ``release()`` gives the handle back once (``True`` when it did
+    so now); ``release(False)`` vouches that the handle has no pending work (an event never
+    recorded), so it is pooled without asking the driver; ``pending`` says whether the release
+    is still to happen."""
+
+    def release(self, check: bool = True) -> bool: ...
+
+    @property
+    def pending(self) -> bool: ...
+
+
+def _py_release_pooled(kind: int, entry: tuple[Any, int], pool: list[Any] | None, cap: int) -> None:
+    handle, address = entry
+    if pool is not None and len(pool) < cap and (stream_query if kind else event_query)(address) == 0:
+        pool.append(entry)  # idle: the next create reuses it with no driver call
+        return
+    name = _destroy[kind]
+    (err,) = getattr(driver, name)(handle)
+    if err:
+        raise RuntimeError(f"{name} failed with status {int(err)}")
+
+
+def _py_own(owner: object, kind: int, entry: tuple[Any, int], pool: list[Any] | None, cap: int) -> Releaser:
+    """The pure-Python :func:`own`: a ``_lifetime`` token on *owner*."""
+    from ._lifetime import track
+
+    return track(owner, _py_release_pooled, kind, entry, pool, cap)
+
+
+own: Callable[[object, int, tuple[Any, int], list[Any] | None, int], Releaser] = _py_own
+"""``own(owner, kind, entry, pool, cap)``: take charge of the event (``kind`` :data:`EVENT`) or
+stream (:data:`STREAM`) handle in ``entry``, a ``(handle, address)`` tuple, for *owner*. The
+handle is given back once, at ``release()`` or when *owner* is collected: appended to ``pool``
+(a list, or ``None`` for no pooling) when that holds fewer than ``cap`` entries and the
+handle's work has completed, else destroyed. Releasing never raises (a failure is a
+``ResourceWarning``) and does nothing while the interpreter shuts down. The compiled
+``_fastpath.Owned`` (bound by :func:`bind`) is a holder that *owner* keeps in a slot and that
+releases when it is deallocated with *owner*: no weak reference or registry entry; the
+pure-Python path uses ``_lifetime.track``."""
+
 ctx_get_device: Callable[[], int] = _py_ctx_get_device
+current_device: Callable[[Any], Any] = _py_current_device
+"""``current_device(tls)``: ``tls.devices[ordinal]`` for the current context's device, or
+``None`` (no current context, not bound yet, no such entry): ``Device()``'s cache hit in one
+compiled call."""
 event_record: Callable[[int, int], int] = _py_event_record
 event_query: Callable[[int], int] = _py_event_query
 stream_query: Callable[[int], int] = _py_stream_query

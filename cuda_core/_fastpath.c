@@ -14,6 +14,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
+#include <structmember.h>
 
 typedef int (*fn_ctx_get_device)(int *);
 typedef int (*fn_two_ptr)(void *, void *);
@@ -32,6 +34,8 @@ static fn_alloc_pool p_alloc_pool = NULL;
 static fn_free_async p_free_async = NULL;
 static fn_memcpy_async p_memcpy_async = NULL;
 static fn_one_ptr p_stream_sync = NULL;
+static fn_one_ptr p_event_destroy = NULL;
+static fn_one_ptr p_stream_destroy = NULL;
 
 /* Every driver call runs with the GIL released, as cuda.bindings does: a call that blocks
  * (a full launch queue, a pool that grows, a synchronisation) must not stop other Python
@@ -74,10 +78,11 @@ entry(PyObject *table, const char *name, void **out)
 static PyObject *
 set_entry_points(PyObject *self, PyObject *table)
 {
-    void *a[10];
-    static const char *names[10] = {
+    void *a[12];
+    static const char *names[12] = {
         "cuCtxGetDevice", "cuEventRecord", "cuEventQuery", "cuStreamQuery", "cuLaunchKernelEx",
-        "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemcpyAsync", "cuStreamSynchronize", NULL,
+        "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemcpyAsync", "cuStreamSynchronize",
+        "cuEventDestroy", "cuStreamDestroy", NULL,
     };
     if (!PyDict_Check(table)) {
         PyErr_SetString(PyExc_TypeError, "set_entry_points takes a dict of name -> address");
@@ -97,6 +102,8 @@ set_entry_points(PyObject *self, PyObject *table)
     p_free_async = (fn_free_async)a[6];
     p_memcpy_async = (fn_memcpy_async)a[7];
     p_stream_sync = (fn_one_ptr)a[8];
+    p_event_destroy = (fn_one_ptr)a[9];
+    p_stream_destroy = (fn_one_ptr)a[10];
     Py_RETURN_NONE;
 }
 
@@ -111,6 +118,39 @@ ctx_get_device(PyObject *self, PyObject *unused)
     int status;
     CALL(p_ctx_get_device(&dev));
     return PyLong_FromLong(status ? -status : dev);
+}
+
+/* current_device(tls) -> tls.devices[the current context's device ordinal], or None when
+ * there is no current context, the entry points are not bound yet, or tls has no such entry.
+ * Device()'s lookup in one call. cuCtxGetDevice only reads the calling thread's current
+ * context (it never blocks), so here it runs without releasing the GIL. */
+static PyObject *devices_name = NULL;
+
+static PyObject *
+current_device(PyObject *self, PyObject *tls)
+{
+    int dev = 0;
+    if (p_ctx_get_device == NULL || p_ctx_get_device(&dev) != 0) {
+        Py_RETURN_NONE;
+    }
+    PyObject *devices = PyObject_GetAttr(tls, devices_name);
+    if (devices == NULL) {
+        PyErr_Clear(); /* this thread has made no Device yet */
+        Py_RETURN_NONE;
+    }
+    PyObject *found = NULL;
+    PyObject *key = PyLong_FromLong(dev);
+    if (key != NULL && PyDict_CheckExact(devices)) {
+        found = PyDict_GetItemWithError(devices, key); /* borrowed */
+    }
+    Py_XDECREF(key);
+    Py_XINCREF(found);
+    Py_DECREF(devices);
+    if (found == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return found;
 }
 
 /* event_record(event, stream) -> status */
@@ -283,9 +323,317 @@ types_match(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_TRUE;
 }
 
+
+/* ---------------------------------------------------------------------------------------------
+ * Owned: the holder of one pooled event or stream handle, released exactly once.
+ *
+ * Owned(owner, kind, entry, pool, cap): owner is not referenced (the argument only keeps the
+ * signature of the pure-Python path, _fast._py_own); kind 0 is an event, 1 a stream; entry is the (handle, address)
+ * tuple the handle travels in; pool is the list of idle entries of its (context, flags) or
+ * None. release() (close()) gives the handle back once: into the pool when the pool holds fewer
+ * than cap entries and the handle's work has completed (cuEventQuery/cuStreamQuery say so, or
+ * the caller vouches for it: release(False) for an event that was never recorded),
+ * else to the driver (cuEventDestroy/cuStreamDestroy). The owner (an Event or Stream) keeps
+ * its Owned in a slot and nothing else references it, so when the owner is collected the
+ * Owned is deallocated with it and releases the handle then: the weakref and registry entry
+ * that _lifetime.track() costs (about 1 us a create+close) are not needed. Releasing never
+ * raises: a failed destroy is a ResourceWarning. While the interpreter shuts down nothing is
+ * released (as _lifetime does): other libraries may already have torn the contexts down.
+ */
+typedef struct {
+    PyObject_HEAD
+    void *addr;
+    PyObject *entry; /* NULL once released */
+    PyObject *pool;  /* a list, or NULL */
+    Py_ssize_t cap;
+    int kind;
+} Owned;
+
+static int
+is_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
+/* Returns 1 when the handle was released here, 0 when it already had been. Never raises.
+ * check == 0: the caller knows the handle has no pending work (an event never recorded), so
+ * the query before pooling is skipped. */
+static int
+owned_release(Owned *o, int check)
+{
+    PyObject *entry = o->entry, *pool = o->pool;
+    if (entry == NULL) {
+        return 0;
+    }
+    o->entry = NULL; /* the claim: whoever clears entry (with the GIL held) releases */
+    o->pool = NULL;
+    if (!is_finalizing()) {
+        fn_one_ptr query = o->kind ? p_stream_query : p_event_query;
+        fn_one_ptr destroy = o->kind ? p_stream_destroy : p_event_destroy;
+        int status = 1, kept = 0;
+        if (pool != NULL && PyList_GET_SIZE(pool) < o->cap && query != NULL) {
+            status = 0;
+            if (check) {
+                CALL(query(o->addr));
+            }
+            if (status == 0) {
+                kept = PyList_Append(pool, entry) == 0;
+                if (!kept) {
+                    PyErr_Clear();
+                }
+            }
+        }
+        if (!kept && destroy != NULL) {
+            CALL(destroy(o->addr));
+            if (status != 0) {
+                PyObject *et, *ev, *tb;
+                PyErr_Fetch(&et, &ev, &tb);
+                if (PyErr_WarnFormat(PyExc_ResourceWarning, 1, "cuda_core could not release a handle: %s failed with status %d",
+                                     o->kind ? "cuStreamDestroy" : "cuEventDestroy", status) < 0) {
+                    PyErr_Clear(); /* warnings turned into errors: still never raise */
+                }
+                PyErr_Restore(et, ev, tb);
+            }
+        }
+    }
+    Py_DECREF(entry);
+    Py_XDECREF(pool);
+    return 1;
+}
+
+/* Owned(owner, kind, entry, pool, cap), called through vectorcall (no argument tuple). */
+static PyObject *
+owned_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 5 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "Owned(owner, kind, entry, pool, cap) takes 5 positional arguments");
+        return NULL;
+    }
+    PyObject *entry = args[2], *pool = args[3];
+    int kind = PyLong_AsLong(args[1]);
+    if (kind != 0 && kind != 1) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "Owned: kind must be 0 (event) or 1 (stream)");
+        }
+        return NULL;
+    }
+    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) {
+        PyErr_SetString(PyExc_TypeError, "Owned: entry must be a (handle, address) tuple");
+        return NULL;
+    }
+    if (pool != Py_None && !PyList_CheckExact(pool)) {
+        PyErr_SetString(PyExc_TypeError, "Owned: pool must be a list or None");
+        return NULL;
+    }
+    Py_ssize_t cap = PyLong_AsSsize_t(args[4]);
+    if (cap == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    void *addr;
+    if (as_address(PyTuple_GET_ITEM(entry, 1), &addr)) {
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)type;
+    Owned *o = (Owned *)tp->tp_alloc(tp, 0);
+    if (o == NULL) {
+        return NULL;
+    }
+    o->addr = addr;
+    o->kind = kind;
+    o->cap = cap;
+    Py_INCREF(entry);
+    o->entry = entry;
+    o->pool = NULL;
+    if (pool != Py_None) {
+        Py_INCREF(pool);
+        o->pool = pool;
+    }
+    return (PyObject *)o;
+}
+
+static PyObject *
+owned_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Owned(owner, kind, entry, pool, cap) takes no keyword arguments");
+        return NULL;
+    }
+    return owned_vectorcall((PyObject *)type, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), NULL);
+}
+
+static void
+owned_dealloc(Owned *o)
+{
+    owned_release(o, 1);
+    Py_TYPE(o)->tp_free((PyObject *)o);
+}
+
+/* release(check=True) */
+static PyObject *
+owned_release_method(Owned *o, PyObject *const *args, Py_ssize_t nargs)
+{
+    int check = 1;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "release(check=True) takes at most 1 argument");
+        return NULL;
+    }
+    if (nargs == 1 && (check = PyObject_IsTrue(args[0])) < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(owned_release(o, check));
+}
+
+static PyObject *
+owned_pending(Owned *o, void *closure)
+{
+    return PyBool_FromLong(o->entry != NULL);
+}
+
+static PyMethodDef owned_methods[] = {
+    {"release", (PyCFunction)(void (*)(void))owned_release_method, METH_FASTCALL,
+     "release(check=True) -> whether the handle was released now (False when it already was);\n"
+     "check=False: the handle has no pending work, pool it without asking the driver"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef owned_getset[] = {
+    {"pending", (getter)owned_pending, NULL, "whether the handle is still to be released", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject OwnedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cuda_core._fastpath.Owned",
+    .tp_basicsize = sizeof(Owned),
+    .tp_dealloc = (destructor)owned_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Owned(owner, kind, entry, pool, cap): one pooled event (0) or stream (1) handle, released once",
+    .tp_methods = owned_methods,
+    .tp_getset = owned_getset,
+    .tp_new = owned_new,
+    .tp_vectorcall = owned_vectorcall,
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Stream.record(event) in one compiled call.
+ *
+ * make_record(Stream, Event, slow, doc) returns a method descriptor that cuda_core installs as
+ * Stream.record. For the common call, stream.record(event) with an exact Stream and an exact
+ * Event, both open, it calls cuEventRecord (GIL released, as everywhere here) and marks the
+ * event recorded, reading and writing their __slots__ at the offsets their member descriptors
+ * give. Every other call (no event, options, keywords, subclasses, a closed object, a driver
+ * error, entry points not bound) goes to slow(self, *args, **kwargs), the Python method, which
+ * holds the full behaviour and raises the errors. A Python method call alone costs about as
+ * much as NVIDIA's compiled Stream.record adds on top of cuEventRecord. */
+static PyTypeObject *rec_stream_type = NULL, *rec_event_type = NULL;
+static PyObject *rec_slow = NULL;
+static Py_ssize_t off_s_handle, off_s_int, off_e_handle, off_e_int, off_e_recorded;
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+static int
+slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *out)
+{
+    PyObject *d = PyDict_GetItemString(type->tp_dict, name); /* borrowed */
+    if (d == NULL || !PyObject_TypeCheck(d, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "make_record: %s.%s is not a __slots__ member", type->tp_name, name);
+        return -1;
+    }
+    *out = ((PyMemberDescrObject *)d)->d_member->offset;
+    return 0;
+}
+
+static PyObject *
+stream_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (nargs == 1 && kwnames == NULL && Py_TYPE(self) == rec_stream_type && Py_TYPE(args[0]) == rec_event_type &&
+        p_event_record != NULL) {
+        PyObject *ev = args[0];
+        PyObject *sh = SLOT(self, off_s_handle), *eh = SLOT(ev, off_e_handle);
+        PyObject *si = SLOT(self, off_s_int), *ei = SLOT(ev, off_e_int);
+        void *e, *st;
+        if (sh != NULL && sh != Py_None && eh != NULL && eh != Py_None && si != NULL && ei != NULL &&
+            PyLong_CheckExact(si) && PyLong_CheckExact(ei)) {
+            if (as_address(ei, &e) || as_address(si, &st)) {
+                return NULL;
+            }
+            int status;
+            CALL(p_event_record(e, st));
+            if (status == 0) {
+                PyObject *old = SLOT(ev, off_e_recorded);
+                Py_INCREF(Py_True);
+                SLOT(ev, off_e_recorded) = Py_True;
+                Py_XDECREF(old);
+                Py_INCREF(ev);
+                return ev;
+            }
+        }
+    }
+    /* The general path: slow(self, *args, **kwargs). */
+    Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[8];
+    PyObject **stack = total + 1 <= 8 ? small : PyMem_Malloc((total + 1) * sizeof(PyObject *));
+    if (stack == NULL) {
+        return PyErr_NoMemory();
+    }
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < total; i++) {
+        stack[i + 1] = args[i];
+    }
+    PyObject *result = PyObject_Vectorcall(rec_slow, stack, nargs + 1, kwnames);
+    if (stack != small) {
+        PyMem_Free(stack);
+    }
+    return result;
+}
+
+static PyMethodDef record_def = {"record", (PyCFunction)(void (*)(void))stream_record, METH_FASTCALL | METH_KEYWORDS, NULL};
+
+/* make_record(Stream, Event, slow, doc) -> the method descriptor for Stream.record */
+static PyObject *
+make_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyType_Check(args[0]) || !PyType_Check(args[1]) || !PyCallable_Check(args[2]) ||
+        !PyUnicode_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "make_record(Stream, Event, slow, doc)");
+        return NULL;
+    }
+    PyTypeObject *st = (PyTypeObject *)args[0], *et = (PyTypeObject *)args[1];
+    if (slot_offset(st, "_handle", &off_s_handle) || slot_offset(st, "_int", &off_s_int) ||
+        slot_offset(et, "_handle", &off_e_handle) || slot_offset(et, "_int", &off_e_int) ||
+        slot_offset(et, "_recorded", &off_e_recorded)) {
+        return NULL;
+    }
+    /* The descriptor's doc (with its text signature) lives as long as the process. */
+    const char *doc = PyUnicode_AsUTF8(args[3]);
+    if (doc == NULL) {
+        return NULL;
+    }
+    char *kept = PyMem_RawMalloc(strlen(doc) + 1);
+    if (kept == NULL) {
+        return PyErr_NoMemory();
+    }
+    strcpy(kept, doc);
+    record_def.ml_doc = kept;
+    Py_INCREF(st);
+    Py_INCREF(et);
+    Py_INCREF(args[2]);
+    Py_XSETREF(rec_stream_type, st);
+    Py_XSETREF(rec_event_type, et);
+    Py_XSETREF(rec_slow, args[2]);
+    /* Subclasses of Stream pass the descriptor's type check and take the general path. */
+    return PyDescr_NewMethod(st, &record_def);
+}
+
 static PyMethodDef methods[] = {
     {"set_entry_points", set_entry_points, METH_O, "set_entry_points({name: address, ...})"},
     {"ctx_get_device", ctx_get_device, METH_NOARGS, "ctx_get_device() -> ordinal, or -status"},
+    {"current_device", current_device, METH_O, "current_device(tls) -> tls.devices[current ordinal], or None"},
     {"event_record", (PyCFunction)(void (*)(void))event_record, METH_FASTCALL, "event_record(event, stream) -> status"},
     {"event_query", event_query, METH_O, "event_query(event) -> status"},
     {"stream_query", stream_query, METH_O, "stream_query(stream) -> status"},
@@ -298,6 +646,8 @@ static PyMethodDef methods[] = {
     {"memcpy_async", (PyCFunction)(void (*)(void))memcpy_async, METH_FASTCALL,
      "memcpy_async(dst, src, nbytes, stream) -> status"},
     {"stream_sync", stream_sync, METH_O, "stream_sync(stream) -> status"},
+    {"make_record", (PyCFunction)(void (*)(void))make_record, METH_FASTCALL,
+     "make_record(Stream, Event, slow, doc) -> the compiled Stream.record"},
     {"types_match", (PyCFunction)(void (*)(void))types_match, METH_FASTCALL,
      "types_match(args, types) -> whether each argument's type is the one given"},
     {NULL, NULL, 0, NULL},
@@ -311,5 +661,19 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__fastpath(void)
 {
-    return PyModule_Create(&module);
+    devices_name = PyUnicode_InternFromString("devices");
+    if (devices_name == NULL || PyType_Ready(&OwnedType) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&OwnedType);
+    if (PyModule_AddObject(m, "Owned", (PyObject *)&OwnedType) < 0) {
+        Py_DECREF(&OwnedType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -39,6 +39,16 @@ class Token(weakref.ref):  # type: ignore[type-arg]
     __eq__ = object.__eq__  # type: ignore[assignment]
     __ne__ = object.__ne__  # type: ignore[assignment]
 
+    def release(self, check: bool = True) -> bool:
+        """:func:`release` of this token (the interface ``_fast.own``'s holders share; the
+        tracked function does its own checks, so ``check`` changes nothing here)."""
+        return release(self)
+
+    @property
+    def pending(self) -> bool:
+        """:func:`is_tracked` of this token."""
+        return self in _tracked
+
 
 # Pending releases, token -> (fn, *args). Popping an entry is the claim to run it, so a close()
 # racing a collection on another thread cannot release a handle twice.

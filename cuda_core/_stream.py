@@ -10,7 +10,6 @@ from cuda.bindings import driver
 from . import _fast
 from ._context import Context
 from ._event import Event
-from ._lifetime import Token, release, track
 from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return, raise_status
 
 if TYPE_CHECKING:
@@ -22,13 +21,14 @@ __all__ = ["LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "Stre
 
 _NON_BLOCKING = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
 _DEFAULT_FLAGS = int(driver.CUstream_flags.CU_STREAM_DEFAULT)
-_cuStreamDestroy = driver.cuStreamDestroy
+_STREAM = _fast.STREAM
 
-# Idle stream handles kept for reuse, per (context, flags, priority): creating a stream then
-# costs no driver call. Only streams with no pending work are kept (a recycled stream carries
-# no dependency on its last user's work), at most _POOL_CAP per key.
+# Idle stream handles kept for reuse, per (context, flags, priority), as (handle, address)
+# entries: creating a stream then costs no driver call. Only streams with no pending work are
+# given back (a recycled stream carries no dependency on its last user's work), at most
+# _POOL_CAP per key (_fast.own).
 _POOL_CAP = 32
-_pool: dict[tuple[int, int, int | None], list[driver.CUstream]] = {}
+_pool: dict[tuple[int, int, int | None], list[tuple[driver.CUstream, int]]] = {}
 
 
 @dataclass
@@ -54,14 +54,6 @@ class StreamOptions:
             raise arg_error("priority", "None or an int", self.priority, exc=TypeError)
 
 
-def _release_stream(handle: driver.CUstream, address: int, key: tuple[int, int, int | None]) -> None:
-    pool = _pool.setdefault(key, [])
-    if len(pool) < _POOL_CAP and _fast.stream_query(address) == 0:
-        pool.append(handle)
-        return
-    _cuStreamDestroy(handle)
-
-
 class Stream:
     """A CUDA stream: an ordered queue of work on one device.
 
@@ -84,10 +76,10 @@ class Stream:
         "_borrowed",
         "_ctx",
         "_device",
-        "_finalizer",
         "_handle",
         "_int",
         "_nonblocking",
+        "_own",
         "_owner",
         "_priority",
     )
@@ -100,7 +92,7 @@ class Stream:
     _borrowed: bool
     _nonblocking: bool | None
     _priority: int | None
-    _finalizer: Token | None
+    _own: _fast.Releaser | None  # None for a borrowed or default stream
 
     def __new__(cls, obj: Any = None, options: StreamOptions | dict | None = None) -> Stream:
         from ._device import Device
@@ -140,7 +132,7 @@ class Stream:
         self._borrowed = borrowed
         self._nonblocking = None
         self._priority = None
-        self._finalizer = None
+        self._own = None
         return self
 
     @classmethod
@@ -154,11 +146,10 @@ class Stream:
         if use_current:
             ctx = handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
             return cls._create_in_current(device, ctx, flags, priority)
-        key = (device._ctx_int, flags, priority)
-        pool = _pool.get(key)
+        pool = _pool.get((device._ctx_int, flags, priority))
         if pool:
             try:
-                return cls._own(pool.pop(), device, device._ctx, flags, priority, key)
+                return cls._adopt(pool.pop(), device, device._ctx, flags, priority, pool)
             except IndexError:  # emptied by another thread meanwhile
                 pass
         with device._scope():
@@ -179,24 +170,30 @@ class Stream:
             handle = handle_return(
                 driver.cuStreamCreateWithPriority(flags, priority), "cuStreamCreateWithPriority"
             )
-        return cls._own(handle, device, ctx, flags, priority)
+        pool = _pool.setdefault((int(ctx), flags, priority), [])
+        return cls._adopt((handle, int(handle)), device, ctx, flags, priority, pool)
 
     @classmethod
-    def _own(
+    def _adopt(
         cls,
-        handle: driver.CUstream,
+        entry: tuple[driver.CUstream, int],
         device: Device,
         ctx: Any,
         flags: int,
         priority: int | None,
-        key: tuple[int, int, int | None] | None = None,
+        pool: list[tuple[driver.CUstream, int]],
     ) -> Stream:
-        self = cls._wrap(handle, device, ctx, borrowed=False)
+        """An owned stream over ``entry`` (``(handle, address)``), given back to ``pool`` or
+        destroyed when closed or collected."""
+        self = _new_stream(cls)
+        self._handle, self._int = entry
+        self._device = device
+        self._ctx = ctx
+        self._owner = None
+        self._borrowed = False
         self._nonblocking = flags == _NON_BLOCKING
         self._priority = priority
-        if key is None:
-            key = (int(ctx), flags, priority)
-        self._finalizer = track(self, _release_stream, handle, self._int, key)
+        self._own = _fast.own(self, _STREAM, entry, pool, _POOL_CAP)
         return self
 
     @classmethod
@@ -399,10 +396,9 @@ class Stream:
 
         Work already queued on the stream still completes.
         """
-        token = self._finalizer
-        if token is not None:
-            self._finalizer = None
-            release(token)
+        own = self._own
+        if own is not None:
+            own.release()
         self._handle = None
         self._owner = None
 
@@ -435,7 +431,7 @@ def _borrow(cls: type[Stream], raw: int, owner: Any) -> Stream:
     self._borrowed = True
     self._nonblocking = None
     self._priority = None
-    self._finalizer = None
+    self._own = None
     return self
 
 
@@ -480,6 +476,8 @@ def as_stream(obj: Any, name: str = "stream") -> Stream:
         exc=TypeError,
     )
 
+
+Stream.record = _fast.stream_record_method(Stream, Event, Stream.record)  # type: ignore[method-assign]
 
 LEGACY_DEFAULT_STREAM: Stream = Stream._wrap(driver.CUstream(driver.CU_STREAM_LEGACY), None, None)
 """The legacy default stream of the current context (synchronises with blocking streams)."""

@@ -112,6 +112,164 @@ def test_busy_stream_is_not_recycled():
     h = int(s.handle)
     spin.launch(s, 1, 1, ctypes.c_uint64(100_000_000))
     s.close()  # work still running: the handle is destroyed (after the work), not pooled
-    pooled = [int(x) for pool in _stream._pool.values() for x in pool]
+    pooled = [address for pool in _stream._pool.values() for _, address in pool]
     assert h not in pooled, "a stream with pending work must not be recycled"
     dev.sync()
+
+
+@pytest.mark.gpu
+def test_busy_event_is_not_recycled():
+    import ctypes
+
+    from cuda_core import Device, _event
+    from tests.helpers.kernels import timing_kernel
+
+    dev = Device()
+    dev.set_current()
+    spin = timing_kernel("sleep_ns", dev.arch)
+    s = dev.create_stream()
+
+    def pooled() -> list[int]:
+        return [address for pool in _event._pool.values() for _, address in pool]
+
+    # Recorded by Stream.record behind a sleeping kernel.
+    e = dev.create_event()
+    spin.launch(s, 1, 1, ctypes.c_uint64(100_000_000))
+    s.record(e)
+    h = e._int
+    e.close()
+    assert h not in pooled(), "an event with pending work must not be recycled"
+    # Recorded by someone given .handle (cuda.bindings directly): still checked before pooling.
+    e2 = dev.create_event()
+    spin.launch(s, 1, 1, ctypes.c_uint64(100_000_000))
+    assert driver.cuEventRecord(e2.handle, s.handle)[0] == driver.CUresult.CUDA_SUCCESS
+    h2 = e2._int
+    e2.close()
+    assert h2 not in pooled()
+    s.sync()
+    # Never recorded: pooled without asking the driver, and it behaves as a new event.
+    e3 = dev.create_event()
+    h3 = e3._int
+    e3.close()
+    assert h3 in pooled()
+    e4 = dev.create_event()
+    assert e4._int == h3 and e4.is_done
+    e4.close()
+    s.close()
+
+
+@pytest.mark.gpu
+def test_collected_owners_give_their_handles_back():
+    import gc
+
+    from cuda_core import Device, _event, _stream
+
+    dev = Device()
+    dev.set_current()
+    e = dev.create_event()
+    s = dev.create_stream()
+    eh, sh = e._int, s._int
+    del e, s  # no close(): the holder releases with its owner
+    gc.collect()
+    assert eh in [a for pool in _event._pool.values() for _, a in pool]
+    assert sh in [a for pool in _stream._pool.values() for _, a in pool]
+
+
+RECORD_CHECK = """
+import cuda_core as cc, cuda_core._fast as f, inspect
+dev = cc.Device(); dev.set_current()
+s = dev.create_stream()
+timed = {"timing_enabled": True}
+a, b = dev.create_event(timed), dev.create_event(timed)
+assert s.record(a) is a and s.record(event=b) is b
+b.sync()
+assert b - a >= 0.0
+class MyStream(cc.Stream):
+    __slots__ = ()
+m = MyStream()
+assert type(m) is MyStream and m.record(a) is a  # a subclass takes the general path
+m.close()
+for bad, exc in ((42, TypeError), (s, TypeError)):
+    try:
+        s.record(bad)
+    except exc as err:
+        assert "event" in str(err), err
+    else:
+        raise AssertionError(bad)
+try:
+    s.record(a, options=timed)
+except ValueError:
+    pass
+else:
+    raise AssertionError("options with an event")
+c = dev.create_event()
+c.close()
+try:
+    s.record(c)
+except RuntimeError as err:
+    assert "event is closed" in str(err)
+else:
+    raise AssertionError("closed event")
+s2 = dev.create_stream()
+s2.close()
+try:
+    s2.record(a)
+except RuntimeError as err:
+    assert "stream is closed" in str(err)
+else:
+    raise AssertionError("closed stream")
+assert list(inspect.signature(cc.Stream.record).parameters) == ["self", "event", "options"]
+assert "Record" in cc.Stream.record.__doc__
+print("ENABLED", f.ENABLED, type(cc.Stream.__dict__["record"]).__name__)
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("off", ["0", "1"])
+def test_stream_record_on_both_paths(off):
+    out = _run(RECORD_CHECK, CUDA_CORE_NO_FASTPATH=off)
+    if off == "1":
+        assert "ENABLED False function" in out
+    else:
+        try:
+            from cuda_core import _fastpath  # noqa: F401
+        except ImportError:
+            pytest.skip("cuda_core._fastpath was not built")
+        assert "ENABLED True method_descriptor" in out
+
+
+def test_owned_holder_releases_once():
+    try:
+        from cuda_core._fastpath import Owned
+    except ImportError:
+        pytest.skip("cuda_core._fastpath was not built")
+    pool: list = []
+    o = Owned(None, 0, (None, 0), pool, 4)
+    assert o.pending
+    assert o.release() is True and not o.pending
+    assert o.release() is False
+    for args, exc in (
+        ((None, 2, (None, 0), pool, 4), ValueError),
+        ((None, 0, (None,), pool, 4), TypeError),
+        ((None, 0, (None, 0), (), 4), TypeError),
+        ((None, 0, (None, 0), pool), TypeError),
+    ):
+        with pytest.raises(exc):
+            Owned(*args)
+
+
+def test_python_holder_has_the_same_interface():
+    from cuda_core import _fast
+
+    class Owner:
+        pass
+
+    owner = Owner()
+    calls = []
+    from cuda_core._lifetime import track
+
+    token = track(owner, calls.append, "released")
+    assert token.pending
+    assert token.release(False) is True and calls == ["released"]
+    assert not token.pending and token.release() is False
+    assert callable(_fast._py_own)

@@ -1,36 +1,63 @@
-"""Micro-timings of the pieces behind Device()/Stream/Event host costs (developer tool)."""
-import ctypes
+"""Micro-timings of the pieces behind the Device()/Stream/Event/Buffer host costs (developer tool).
+
+Run on a GPU machine from the repository root: ``PYTHONPATH=$PWD python3 tools/micro_objects.py``.
+Prints best-of-5 microseconds per call for cuda_core's public operations, the raw driver calls
+under them, and NVIDIA cuda.core's public operations where it is installed.
+"""
+
+import os
 import timeit
-import weakref
 
 from cuda.bindings import driver
 
 import cuda_core as cc
-
-dev = cc.Device()
-dev.set_current()
-s = dev.create_stream()
+from cuda_core import _fast
 
 
 def t(label, fn, n=100000):
     for _ in range(1000):
         fn()
     best = min(timeit.repeat(fn, number=n, repeat=5)) / n * 1e6
-    print(f"{label:45s} {best:.3f} us")
+    print(f"{label:45s} {best:.3f} us", flush=True)
 
 
-t("bindings cuCtxGetDevice", driver.cuCtxGetDevice)
-t("bindings cuCtxGetCurrent", driver.cuCtxGetCurrent)
-err, pfn, _ = driver.cuGetProcAddress(b"cuCtxGetDevice", 12000, 0)
-proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int))
-f = proto(int(pfn))
-out = ctypes.c_int()
-ref = ctypes.byref(out)
-t("ctypes cuCtxGetDevice(byref)", lambda: f(ref))
-ptr = ctypes.pointer(out)
-t("ctypes cuCtxGetDevice(pointer)", lambda: f(ptr))
-t("Device()", cc.Device)
-t("Device(0)", lambda: cc.Device(0))
+# MICRO_PRELOAD="cupy torch": import (and start) those first, as the benchmark scripts do.
+for mod in os.environ.get("MICRO_PRELOAD", "").split():
+    m = __import__(mod)
+    if mod == "cupy":
+        m.cuda.Stream(non_blocking=True)
+    if mod == "torch":
+        m.zeros(1, device="cuda")
+dev = cc.Device()
+dev.set_current()
+s = dev.create_stream()
+ev = dev.create_event()
+print("fastpath", _fast.ENABLED)
+t("raw ctx_get_device", _fast.ctx_get_device)
+t("raw event_record", lambda: _fast.event_record(ev._int, s._int))
+t("raw event_query", lambda: _fast.event_query(ev._int))
+t("cc Device()", cc.Device)
+t("cc Device(0)", lambda: cc.Device(0))
+t("cc Stream.record(ev)", lambda: s.record(ev))
+t("cc event create+close", lambda: dev.create_event().close())
+t("cc event create (dropped)", lambda: dev.create_event())
+t("cc stream create+close", lambda: dev.create_stream().close(), n=20000)
+t("cc allocate(1 MiB)+close", lambda: dev.allocate(1 << 20, stream=s).close(), n=20000)
+try:
+    from cuda.core import Device as NDevice
+except ImportError:
+    NDevice = None
+if NDevice is not None:
+    nd = NDevice(0)
+    nd.set_current()
+    ns = nd.create_stream()
+    ne = nd.create_event()
+    t("nv Device()", NDevice)
+    t("nv Device(0)", lambda: NDevice(0))
+    t("nv Stream.record(ev)", lambda: ns.record(ne))
+    t("nv event create+close", lambda: nd.create_event().close())
+    t("nv stream create+close", lambda: nd.create_stream().close(), n=20000)
+    t("nv allocate(1 MiB)+close", lambda: nd.allocate(1 << 20, stream=ns).close(), n=20000)
 flags = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 
 
@@ -40,49 +67,4 @@ def ev_bind():
 
 
 t("bindings cuEventCreate+Destroy", ev_bind)
-err, pc, _ = driver.cuGetProcAddress(b"cuEventCreate", 12000, 0)
-err, pd, _ = driver.cuGetProcAddress(b"cuEventDestroy", 12000, 0)
-err, pr, _ = driver.cuGetProcAddress(b"cuEventRecord", 12000, 0)
-fc = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_uint)(int(pc))
-fd = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(int(pd))
-fr = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(int(pr))
-h = ctypes.c_void_p()
-hb = ctypes.byref(h)
-
-
-def ev_ct():
-    fc(hb, flags)
-    fd(h.value)
-
-
-t("ctypes cuEventCreate+Destroy", ev_ct)
-e = driver.cuEventCreate(flags)[1]
-t("bindings cuEventRecord", lambda: driver.cuEventRecord(e, s.handle))
-ei, si = int(e), int(s.handle)
-t("ctypes cuEventRecord", lambda: fr(ei, si))
-t("cc event create+close", lambda: dev.create_event().close())
-ev = dev.create_event()
-t("cc Stream.record(ev)", lambda: s.record(ev))
-
-
-class Owner:
-    __slots__ = ("__weakref__",)
-
-
-def fin():
-    o = Owner()
-    f = weakref.finalize(o, int, 1)
-    f()
-
-
-t("weakref.finalize create+call", fin)
-t("cc stream create+close", lambda: dev.create_stream().close(), n=20000)
-
-
-def st_bind():
-    h = driver.cuStreamCreate(1)[1]
-    driver.cuStreamDestroy(h)
-
-
-t("bindings cuStreamCreate+Destroy", st_bind, n=20000)
-t("dev._scope() enter/exit", lambda: dev._scope().__enter__().__exit__())
+s.sync()
