@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 
 import numpy as np
 
@@ -30,7 +31,7 @@ OPS = (
 )
 
 
-def bench_cuda_core(suite: Suite) -> None:
+def bench_cuda_core(suite: Suite) -> Callable[[], None] | None:
     from cuda_core import Device, LegacyPinnedMemoryResource
 
     dev = Device()
@@ -42,7 +43,7 @@ def bench_cuda_core(suite: Suite) -> None:
     def alloc_close() -> None:
         alloc(MIB, stream=s).close()
 
-    suite.run(OPS[0], "cuda_core", alloc_close)
+    suite.add(OPS[0], "cuda_core", alloc_close)
     pinned = LegacyPinnedMemoryResource().allocate(KIB4, stream=s)
     buf = alloc(KIB4, stream=s)
 
@@ -54,18 +55,21 @@ def bench_cuda_core(suite: Suite) -> None:
         buf.copy_to(pinned, stream=s)
         s.sync()
 
-    suite.run(OPS[1], "cuda_core", h2d)
-    suite.run(OPS[2], "cuda_core", d2h)
+    suite.add(OPS[1], "cuda_core", h2d)
+    suite.add(OPS[2], "cuda_core", d2h)
     host = np.ones(KIB4, np.uint8)
     out = np.empty(KIB4, np.uint8)
-    suite.run(OPS[3], "cuda_core", lambda: buf.copy_from(host, stream=s))  # synchronises
-    suite.run(OPS[4], "cuda_core", lambda: buf.copy_to(out, stream=s))
-    buf.close()
-    pinned.close()
-    s.sync()
+    suite.add(OPS[3], "cuda_core", lambda: buf.copy_from(host, stream=s))  # synchronises
+    suite.add(OPS[4], "cuda_core", lambda: buf.copy_to(out, stream=s))
+    def cleanup() -> None:
+        buf.close()
+        pinned.close()
+        s.sync()
+
+    return cleanup
 
 
-def bench_nvidia(suite: Suite) -> None:
+def bench_nvidia(suite: Suite) -> Callable[[], None] | None:
     try:
         from cuda.core import Device, LegacyPinnedMemoryResource  # type: ignore[import-not-found]
     except Exception:
@@ -73,8 +77,8 @@ def bench_nvidia(suite: Suite) -> None:
             from cuda.core.experimental import Device, LegacyPinnedMemoryResource  # type: ignore[import-not-found]
         except Exception:
             for op in OPS:
-                suite.run(op, "cuda.core", None)
-            return
+                suite.add(op, "cuda.core", None)
+            return None
     dev = Device()
     dev.set_current()
     s = dev.create_stream()
@@ -83,7 +87,7 @@ def bench_nvidia(suite: Suite) -> None:
     def alloc_close() -> None:
         mr.allocate(MIB, stream=s).close()
 
-    suite.run(OPS[0], "cuda.core", alloc_close)
+    suite.add(OPS[0], "cuda.core", alloc_close)
     # cuda.core copies between Buffers only: the host side is a pinned buffer.
     pinned = LegacyPinnedMemoryResource().allocate(KIB4, stream=s)
     buf = mr.allocate(KIB4, stream=s)
@@ -96,60 +100,76 @@ def bench_nvidia(suite: Suite) -> None:
         buf.copy_to(pinned, stream=s)
         s.sync()
 
-    suite.run(OPS[1], "cuda.core", h2d)
-    suite.run(OPS[2], "cuda.core", d2h)
-    suite.run(OPS[3], "cuda.core", None)  # no copies from host objects
-    suite.run(OPS[4], "cuda.core", None)
-    buf.close()
-    pinned.close()
-    s.sync()
+    suite.add(OPS[1], "cuda.core", h2d)
+    suite.add(OPS[2], "cuda.core", d2h)
+    suite.add(OPS[3], "cuda.core", None)  # no copies from host objects
+    suite.add(OPS[4], "cuda.core", None)
+
+    def cleanup() -> None:
+        buf.close()
+        pinned.close()
+        s.sync()
+
+    return cleanup
 
 
-def bench_cupy(suite: Suite) -> None:
+def bench_cupy(suite: Suite) -> Callable[[], None] | None:
     try:
         import cupy as cp
     except Exception:
         for op in OPS:
-            suite.run(op, "cupy", None)
-        return
+            suite.add(op, "cupy", None)
+        return None
     s = cp.cuda.Stream(non_blocking=False)
-    with s:
+    s.use()  # current for this thread while the operations are timed (round-robin, later)
 
-        def alloc_close() -> None:
-            cp.cuda.alloc(MIB)  # default pool; freed when the pointer object dies
+    def alloc_close() -> None:
+        cp.cuda.alloc(MIB)  # default pool; freed when the pointer object dies
 
-        suite.run(OPS[0], "cupy", alloc_close)
-        d = cp.empty(KIB4, cp.uint8)
-        mem = cp.cuda.alloc_pinned_memory(KIB4)
-        pinned = np.frombuffer(mem, np.uint8, KIB4)
-        pinned[:] = 1
+    suite.add(OPS[0], "cupy", alloc_close)
+    d = cp.empty(KIB4, cp.uint8)
+    mem = cp.cuda.alloc_pinned_memory(KIB4)
+    pinned = np.frombuffer(mem, np.uint8, KIB4)
+    pinned[:] = 1
 
-        def copy_in(src: np.ndarray) -> None:
-            d.set(src, stream=s)
-            s.synchronize()
+    def copy_in(src: np.ndarray) -> None:
+        d.set(src, stream=s)
+        s.synchronize()
 
-        def copy_out(dst: np.ndarray) -> None:
-            d.get(stream=s, out=dst)
-            s.synchronize()
+    def copy_out(dst: np.ndarray) -> None:
+        d.get(stream=s, out=dst)
+        s.synchronize()
 
-        suite.run(OPS[1], "cupy", lambda: copy_in(pinned))
-        suite.run(OPS[2], "cupy", lambda: copy_out(pinned))
-        host = np.ones(KIB4, np.uint8)
-        out = np.empty(KIB4, np.uint8)
-        suite.run(OPS[3], "cupy", lambda: copy_in(host))
-        suite.run(OPS[4], "cupy", lambda: copy_out(out))
-    s.synchronize()
+    suite.add(OPS[1], "cupy", lambda: copy_in(pinned))
+    suite.add(OPS[2], "cupy", lambda: copy_out(pinned))
+    host = np.ones(KIB4, np.uint8)
+    out = np.empty(KIB4, np.uint8)
+    suite.add(OPS[3], "cupy", lambda: copy_in(host))
+    suite.add(OPS[4], "cupy", lambda: copy_out(out))
+
+    def cleanup() -> None:
+        s.synchronize()
+        cp.cuda.Stream.null.use()
+
+    return cleanup
 
 
 def main() -> int:
     impls = ["cuda_core", "cuda.core", "cupy"]
     suite = Suite("Memory", impls, baseline="cuda.core")
     print(environment_line())
+    cleanups = []
     for fn in (bench_cuda_core, bench_nvidia, bench_cupy):
         try:
-            fn(suite)
+            cleanup = fn(suite)
         except Exception as exc:  # a broken peer is reported, the others still run
             print(f"{fn.__name__} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            continue
+        if cleanup is not None:
+            cleanups.append(cleanup)
+    suite.measure()  # round-robin: a noisy spell slows every column alike
+    for cleanup in cleanups:
+        cleanup()
     print(suite.table(ratios_to=["cuda.core", "cupy"]))
     return 0
 

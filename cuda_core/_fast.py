@@ -242,6 +242,36 @@ handle's work has completed, else destroyed. Releasing never raises (a failure i
 releases when it is deallocated with *owner*: no weak reference or registry entry; the
 pure-Python path uses ``_lifetime.track``."""
 
+# ---------------------------------------------------------------------------------------------
+# Deferred calls (no driver involved: usable before bind()).
+
+
+class Deferrable(Protocol):
+    """What :func:`defer` returns: ``release()`` makes the call now unless it already ran
+    (``True`` when made here); ``cancel()`` takes the entry ``(fn, *args)`` back uncalled
+    (``None`` when it already ran or was taken); ``pending`` says whether the call is due."""
+
+    def release(self) -> bool: ...
+
+    def cancel(self) -> tuple[Any, ...] | None: ...
+
+    @property
+    def pending(self) -> bool: ...
+
+
+def _py_defer(owner: object, fn: Callable[..., Any], *args: Any) -> Deferrable:
+    """The pure-Python :func:`defer`: ``_lifetime.track``."""
+    from ._lifetime import track
+
+    return track(owner, fn, *args)
+
+
+defer: Callable[..., Deferrable] = _c.Deferred if _c is not None else _py_defer
+"""``defer(owner, fn, *args)``: ``_lifetime.track``'s contract (``fn(*args)`` runs once: at
+``release()`` or when *owner* is collected; never raises; skipped at interpreter exit), for an
+owner that keeps the result in a slot. The compiled ``_fastpath.Deferred`` is a holder that is
+deallocated with *owner* and makes the call then: no weak reference or registry entry."""
+
 ctx_get_device: Callable[[], int] = _py_ctx_get_device
 current_device: Callable[[Any], Any] = _py_current_device
 """``current_device(tls)``: ``tls.devices[ordinal]`` for the current context's device, or

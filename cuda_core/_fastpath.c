@@ -630,6 +630,141 @@ make_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyDescr_NewMethod(st, &record_def);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * Deferred: a call fn(*args) made once, by release() or when the holder is deallocated.
+ *
+ * Deferred(owner, fn, *args) is _lifetime.track() without the weak reference and registry
+ * entry: the owner (a Buffer) keeps the holder in a slot and nothing else references it, so
+ * the holder is deallocated with its owner and makes the call then. owner is not referenced
+ * (the argument keeps track()'s signature). cancel() takes the entry (fn, *args) back without
+ * calling it (None when it already ran or was taken): whoever takes it runs it, with the GIL
+ * held, so a close() racing a collection cannot free twice. The call never raises out of the
+ * holder (an exception goes to sys.unraisablehook, as a weakref callback's would) and is
+ * skipped while the interpreter shuts down, as _lifetime's is. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *item; /* (fn, *args), NULL once run or taken */
+} Deferred;
+
+static void
+deferred_run(PyObject *item)
+{
+    PyObject *fn = PyTuple_GET_ITEM(item, 0);
+    PyObject *r = PyObject_Vectorcall(fn, &PyTuple_GET_ITEM(item, 1), PyTuple_GET_SIZE(item) - 1, NULL);
+    if (r == NULL) {
+        PyErr_WriteUnraisable(fn);
+    }
+    Py_XDECREF(r);
+}
+
+static PyObject *
+deferred_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 2 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames)) || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "Deferred(owner, fn, *args): fn must be callable; no keywords");
+        return NULL;
+    }
+    PyObject *item = PyTuple_New(nargs - 1);
+    if (item == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 1; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(item, i - 1, args[i]);
+    }
+    PyTypeObject *tp = (PyTypeObject *)type;
+    Deferred *d = (Deferred *)tp->tp_alloc(tp, 0);
+    if (d == NULL) {
+        Py_DECREF(item);
+        return NULL;
+    }
+    d->item = item;
+    return (PyObject *)d;
+}
+
+static PyObject *
+deferred_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "Deferred(owner, fn, *args) takes no keyword arguments");
+        return NULL;
+    }
+    return deferred_vectorcall((PyObject *)type, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), NULL);
+}
+
+static void
+deferred_dealloc(Deferred *d)
+{
+    PyObject *item = d->item;
+    d->item = NULL;
+    if (item != NULL) {
+        if (!is_finalizing()) {
+            PyObject *et, *ev, *tb;
+            PyErr_Fetch(&et, &ev, &tb);
+            deferred_run(item);
+            PyErr_Restore(et, ev, tb);
+        }
+        Py_DECREF(item);
+    }
+    Py_TYPE(d)->tp_free((PyObject *)d);
+}
+
+static PyObject *
+deferred_release(Deferred *d, PyObject *unused)
+{
+    PyObject *item = d->item;
+    if (item == NULL) {
+        Py_RETURN_FALSE;
+    }
+    d->item = NULL;
+    deferred_run(item);
+    Py_DECREF(item);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+deferred_cancel(Deferred *d, PyObject *unused)
+{
+    PyObject *item = d->item;
+    if (item == NULL) {
+        Py_RETURN_NONE;
+    }
+    d->item = NULL;
+    return item; /* the holder's reference passes to the caller */
+}
+
+static PyObject *
+deferred_pending(Deferred *d, void *closure)
+{
+    return PyBool_FromLong(d->item != NULL);
+}
+
+static PyMethodDef deferred_methods[] = {
+    {"release", (PyCFunction)deferred_release, METH_NOARGS, "release() -> whether the call was made now"},
+    {"cancel", (PyCFunction)deferred_cancel, METH_NOARGS,
+     "cancel() -> the entry (fn, *args), not called, or None when it already ran or was taken"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef deferred_getset[] = {
+    {"pending", (getter)deferred_pending, NULL, "whether the call is still to be made", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject DeferredType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cuda_core._fastpath.Deferred",
+    .tp_basicsize = sizeof(Deferred),
+    .tp_dealloc = (destructor)deferred_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Deferred(owner, fn, *args): fn(*args) made once, at release() or with the holder's end",
+    .tp_methods = deferred_methods,
+    .tp_getset = deferred_getset,
+    .tp_new = deferred_new,
+    .tp_vectorcall = deferred_vectorcall,
+};
+
 static PyMethodDef methods[] = {
     {"set_entry_points", set_entry_points, METH_O, "set_entry_points({name: address, ...})"},
     {"ctx_get_device", ctx_get_device, METH_NOARGS, "ctx_get_device() -> ordinal, or -status"},
@@ -662,7 +797,7 @@ PyMODINIT_FUNC
 PyInit__fastpath(void)
 {
     devices_name = PyUnicode_InternFromString("devices");
-    if (devices_name == NULL || PyType_Ready(&OwnedType) < 0) {
+    if (devices_name == NULL || PyType_Ready(&OwnedType) < 0 || PyType_Ready(&DeferredType) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);
@@ -672,6 +807,12 @@ PyInit__fastpath(void)
     Py_INCREF(&OwnedType);
     if (PyModule_AddObject(m, "Owned", (PyObject *)&OwnedType) < 0) {
         Py_DECREF(&OwnedType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&DeferredType);
+    if (PyModule_AddObject(m, "Deferred", (PyObject *)&DeferredType) < 0) {
+        Py_DECREF(&DeferredType);
         Py_DECREF(m);
         return NULL;
     }

@@ -44,6 +44,10 @@ class Token(weakref.ref):  # type: ignore[type-arg]
         tracked function does its own checks, so ``check`` changes nothing here)."""
         return release(self)
 
+    def cancel(self) -> tuple[Any, ...] | None:
+        """:func:`untrack` of this token."""
+        return _tracked.pop(self, None)
+
     @property
     def pending(self) -> bool:
         """:func:`is_tracked` of this token."""

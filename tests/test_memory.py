@@ -545,10 +545,29 @@ def test_buffer_closed_then_collected_leaves_no_entry():
     mr = HostIntResource()
     before = len(lifetime._tracked)
     bufs = [mr.allocate(4) for _ in range(10)]
-    assert len(lifetime._tracked) == before + 10
+    assert all(b._fin.pending for b in bufs)
     for b in bufs[:5]:
         b.close()
-    del bufs
+    assert len(mr.freed) == 5 and [b._fin is None for b in bufs] == [True] * 5 + [False] * 5
+    del bufs, b
     gc.collect()
-    assert len(lifetime._tracked) == before
+    assert len(lifetime._tracked) == before  # nothing left behind on either path
     assert len(mr.freed) == 10 and mr.live == {}
+
+
+def test_deferred_holder_contract():
+    # The compiled holder (or the pure-Python token) behind Buffer lifetimes: one call, at
+    # release() or when the owner goes; cancel() takes the entry back uncalled.
+    from cuda_core import _fast
+
+    calls: list[object] = []
+    o = _Owner()
+    d = _fast.defer(o, calls.append, "now")
+    assert d.pending and d.release() is True and not d.pending and d.release() is False
+    d2 = _fast.defer(o, calls.append, "never")
+    assert d2.cancel() == (calls.append, "never") and d2.cancel() is None
+    box = [_Owner()]
+    box.append(_fast.defer(box[0], calls.append, "gc"))
+    box.clear()
+    gc.collect()
+    assert calls == ["now", "gc"]

@@ -7,7 +7,6 @@ from typing import Any
 from cuda.bindings import driver
 
 from .. import _fast
-from .._lifetime import _tracked
 from .._utils import arg_error
 from ._buffer_export import dlpack, dlpack_device, host_view, query_pointer_attrs
 from ._buffer_support import (
@@ -30,7 +29,6 @@ from ._resource import MemoryResource, check_size
 
 __all__ = ["Buffer"]
 
-_claim = _tracked.pop
 _new = object.__new__
 
 
@@ -181,7 +179,7 @@ class Buffer:
             self._owner = None
             return
         self._fin = None
-        item = _claim(token, None)
+        item = token.cancel()
         del token  # dropped before ``self``: no weak-reference callback when the buffer dies
         if item is None:  # already freed (a concurrent close)
             return

@@ -12,7 +12,6 @@ from cuda.bindings import driver
 
 from .. import _fast
 from .. import _stream as _stream_mod
-from .._lifetime import Token, _collected, _tracked
 from .._utils import arg_error, handle_return, raise_status
 from ._resource import MemoryResource, in_context
 
@@ -29,6 +28,7 @@ _cuCtxGetCurrent = driver.cuCtxGetCurrent
 _DEFAULT_TOKENS = frozenset({0, int(driver.CU_STREAM_LEGACY), int(driver.CU_STREAM_PER_THREAD)})
 # Streams whose address is above this are real streams (not the 0 / legacy / per-thread tokens).
 _LAST_TOKEN = max(_DEFAULT_TOKENS)
+_defer = _fast.defer
 _c_char_from_buffer = ctypes.c_char.from_buffer
 _addressof = ctypes.addressof
 _ndarray = numpy.ndarray
@@ -75,22 +75,20 @@ def sync_stream(s: Any, ctx: Any) -> None:
     handle_return(on_stream(s, ctx, _cuStreamSynchronize, live_handle(s)), "cuStreamSynchronize")
 
 
-def arm(buf: Any, free: Any, ptr: int, size: int, stream: Any, ctx: Any) -> Token:
+def arm(buf: Any, free: Any, ptr: int, size: int, stream: Any, ctx: Any) -> _fast.Deferrable:
     """Track an owning buffer: ``free(ptr, size, stream, ctx)`` runs when it is collected.
 
     The entry holds the raw address (an ``int``, or the driver's ``CUdeviceptr`` where the
     resource's release function takes it), the size, the stream, the context and the resource's
     release function, never the Buffer. :func:`disarm` takes them back for an explicit close.
-    (``_lifetime.track`` inlined: the hot paths build the same entry.)
+    (``_fast.defer``: the pool's allocate makes the same call inline.)
     """
-    token = Token(buf, _collected)
-    _tracked[token] = (_gc_free, free, ptr, size, stream, ctx)
-    return token
+    return _defer(buf, _gc_free, free, ptr, size, stream, ctx)
 
 
-def disarm(token: Token) -> tuple[Any, ...] | None:
+def disarm(token: _fast.Deferrable) -> tuple[Any, ...] | None:
     """Claim ``token``'s entry: its ``(free, ptr, size, stream, ctx)``; ``None`` if it already ran."""
-    item = _tracked.pop(token, None)
+    item = token.cancel()
     return None if item is None else item[1:]
 
 

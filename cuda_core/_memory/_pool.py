@@ -8,7 +8,6 @@ from typing import Any
 from cuda.bindings import driver
 
 from .. import _fast
-from .._lifetime import Token, _collected, _tracked
 from .._utils import arg_error, check_int, ensure_driver, handle_return, make_error
 from ._buffer import Buffer
 from ._buffer_support import (
@@ -28,7 +27,7 @@ _cuMemAllocFromPoolAsync = driver.cuMemAllocFromPoolAsync
 _cuMemFreeAsync = driver.cuMemFreeAsync
 _owned_buffer = Buffer._owned
 _new = object.__new__
-_Token = Token
+_defer = _fast.defer
 _PA = driver.CUmemPool_attribute
 
 
@@ -225,9 +224,7 @@ class _PoolResource(MemoryResource):
                 buf._ptr = ptr
                 buf._size = size
                 buf._mr = self
-                token = _Token(buf, _collected)
-                _tracked[token] = (_gc_free, self._free_fn, ptr, size, s, ctx)
-                buf._fin = token
+                buf._fin = _defer(buf, _gc_free, self._free_fn, ptr, size, s, ctx)
                 return buf
             return self._allocate_slow(size, s, ptr)
         return self._allocate_slow(size, s, 0)
