@@ -28,7 +28,7 @@ from cuda.bindings import driver
 
 from . import _dlpack as _dl
 from . import _fast
-from ._utils import ensure_driver, handle_return
+from ._utils import ensure_driver, handle_return, raise_status
 
 __all__: list[str] = []  # private module
 
@@ -49,7 +49,6 @@ _LEGACY_STREAM = 1  # DLPack's name for the legacy default stream (CU_STREAM_LEG
 _events: dict[int, tuple[Any, int]] = {}  # device ordinal -> (CUevent, its address)
 _order_lock = threading.Lock()  # one record + wait at a time: the event is shared
 _EV_FLAGS = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
-_stream_wait_event = driver.cuStreamWaitEvent
 
 
 def _device_event(device_id: int) -> tuple[Any, int]:
@@ -84,10 +83,11 @@ def order_after(producer: int, consumer: int, device_id: int) -> bool:
     if producer == _LEGACY_STREAM and _fast.ctx_get_device() != device_id:
         return False  # the legacy stream would be another device's
     with _order_lock:
-        if _fast.event_record(ev[1], producer):
-            return False
-        status = _stream_wait_event(consumer, ev[0], 0)
-    handle_return(status, "cuStreamWaitEvent")
+        status = _fast.record_wait(ev[1], producer, consumer)
+    if status < 0:  # the record failed: nothing was ordered
+        return False
+    if status:
+        raise_status(status, "cuStreamWaitEvent")
     return True
 
 
@@ -152,7 +152,105 @@ def _bind_torch(torch: Any) -> bool:
             )
         except Exception:  # an unfamiliar torch: stay on DLPack
             return False
+        try:
+            _torch["aoti"] = _bind_torch_aoti(torch)
+        except Exception:  # no shim, an unfamiliar layout: the attribute reads below
+            _torch["aoti"] = None
     return True
+
+
+def _torch_offset(version: str) -> int | None:
+    """Where a Python tensor holds its ``at::Tensor`` after the object header, by PyTorch
+    version: directly from 2.10, after an 8-byte ``MaybeOwned`` flag from 2.3 to 2.9."""
+    try:
+        major, minor = (int(x) for x in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        return None
+    if (major, minor) >= (2, 10):
+        return 0
+    if (major, minor) >= (2, 3):
+        return 8
+    return None
+
+
+def _bind_torch_aoti(torch: Any) -> dict[str, Any] | None:
+    """Set up ``_fastpath.torch_meta`` (PyTorch's stable C shim) and check it against PyTorch's
+    own attributes on probe tensors; the codes it reports, or ``None`` to keep the attribute
+    reads (no accelerator, no shim, an unknown version, any disagreement)."""
+    import ctypes
+    import os
+
+    c = _fast.compiled()
+    offset = _torch_offset(str(torch.__version__))
+    if c is None or offset is None or not hasattr(c, "torch_meta"):
+        return None
+    libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
+    mode = os.RTLD_NOLOAD | os.RTLD_LAZY  # only libraries PyTorch has loaded already
+
+    def lib(name: str) -> Any:
+        try:
+            return ctypes.CDLL(os.path.join(libdir, name), mode=mode)
+        except OSError:
+            return None
+
+    cpu, cuda = lib("libtorch_cpu.so"), lib("libtorch_cuda.so")
+    if cpu is None:
+        return None
+
+    def addr(library: Any, name: str) -> int:
+        return ctypes.cast(getattr(library, name), ctypes.c_void_p).value or 0
+
+    def code(name: str) -> int:
+        return int(ctypes.CFUNCTYPE(ctypes.c_int32)(addr(cpu, name))())
+
+    getters = ("data_ptr", "dim", "sizes", "strides", "dtype", "device_type", "device_index", "layout")
+    table = {f"aoti_torch_get_{g}": addr(cpu, f"aoti_torch_get_{g}") for g in getters}
+    if cuda is not None and hasattr(cuda, "aoti_torch_get_current_cuda_stream"):
+        table["aoti_torch_get_current_cuda_stream"] = addr(cuda, "aoti_torch_get_current_cuda_stream")
+    codes = {}
+    for name in _TORCH_DTYPE_NAMES:
+        tdt = getattr(torch, name, None)
+        if tdt in _torch["dtypes"] and hasattr(cpu, f"aoti_torch_dtype_{name}"):
+            codes[code(f"aoti_torch_dtype_{name}")] = _torch["dtypes"][tdt]
+    cpu_code, cuda_code = code("aoti_torch_device_type_cpu"), code("aoti_torch_device_type_cuda")
+    c.set_torch_entry_points(table, offset, code("aoti_torch_layout_strided"), cuda_code)
+    # The probe: what the shim reads must be what PyTorch says, on a plain and a strided,
+    # offset view; else switch it off.
+    base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    for t in (base, base[1:, ::2]):
+        meta = c.torch_meta(t)
+        expected = (t.data_ptr(), tuple(t.shape), t.stride(), cpu_code)
+        if meta is None or (meta[0], meta[1], meta[2], meta[4]) != expected or codes.get(meta[3]) != numpy.float32:
+            c.set_torch_entry_points(table, -1, 0, 0)
+            return None
+    checked: dict[int, bool] = {}
+
+    def stream_ok(device_id: int) -> bool:
+        """Whether the shim's current stream is PyTorch's: checked once per device, on the
+        current stream and on a side stream made current (a non-zero handle)."""
+        ok = checked.get(device_id)
+        if ok is None:
+            raw = _torch["raw_stream"]
+            try:
+                probe = torch.empty(1, device=f"cuda:{device_id}")
+                ok = c.torch_meta(probe)[6] == raw(device_id)
+                side = torch.cuda.Stream(device_id)
+                with torch.cuda.stream(side):
+                    ok = ok and c.torch_meta(probe)[6] == raw(device_id) == side.cuda_stream != 0
+            except Exception:  # no CUDA in this torch, a shim error: read it the usual way
+                ok = False
+            checked[device_id] = ok
+        return ok
+
+    return {
+        "meta": c.torch_meta,
+        "codes": codes,
+        "complex": frozenset(k for k, v in codes.items() if v.kind == "c"),
+        "cpu": cpu_code,
+        "cuda": cuda_code,
+        "stream_ok": stream_ok,
+        "streams_ok": checked,
+    }
 
 
 def _bind_cupy(cupy: Any) -> bool:
@@ -188,23 +286,37 @@ Fields = tuple[int, tuple[int, ...], tuple[int, ...] | None, Any, int, bool, int
 def torch_view(t: Any, stream_ptr: int | None) -> Fields | None:
     """Read an exact ``torch.Tensor``; order PyTorch's current stream before ``stream_ptr``."""
     tt = _torch
+    aoti = tt["aoti"]
+    meta = aoti["meta"](t) if aoti is not None else None
+    producer = -1  # PyTorch's current stream, when the shim read it
     try:
-        tdt = t.dtype
-        dt = tt["dtypes"].get(tdt)
-        if dt is None or t.layout is not tt["strided"] or t.is_neg() or (tdt in tt["complex"] and t.is_conj()):
-            return None
-        if t.is_cuda:
-            dev_type, device_id, accessible = _KDLCUDA, t.get_device(), True
-        elif t.is_cpu:
-            if t.is_pinned():
-                dev_type, device_id, accessible = _KDLCUDAHOST, -1, True
-            else:
-                dev_type, device_id, accessible = _KDLCPU, -1, False
-        else:  # meta, xpu, mps, ...
-            return None
-        ptr = t.data_ptr()
-        shape = tuple(t.shape)
-        strides = t.stride()
+        if meta is not None:
+            # PyTorch's stable C shim read the fields (strided layout checked there).
+            ptr, shape, strides, code, device_type, device_id, producer = meta
+            dt = aoti["codes"].get(code)
+            if dt is None or t.is_neg() or (code in aoti["complex"] and t.is_conj()):
+                return None
+            is_cuda = device_type == aoti["cuda"]
+            if not is_cuda and device_type != aoti["cpu"]:
+                return None
+        else:
+            tdt = t.dtype
+            dt = tt["dtypes"].get(tdt)
+            if dt is None or t.layout is not tt["strided"] or t.is_neg() or (tdt in tt["complex"] and t.is_conj()):
+                return None
+            is_cuda = t.is_cuda
+            if not is_cuda and not t.is_cpu:  # meta, xpu, mps, ...
+                return None
+            device_id = t.get_device() if is_cuda else -1
+            ptr = t.data_ptr()
+            shape = tuple(t.shape)
+            strides = t.stride()
+        if is_cuda:
+            dev_type, accessible = _KDLCUDA, True
+        elif t.is_pinned():
+            dev_type, device_id, accessible = _KDLCUDAHOST, -1, True
+        else:
+            dev_type, device_id, accessible = _KDLCPU, -1, False
     except RuntimeError:  # no storage (functorch wrappers, ...), no strides (nested)
         return None
     if dev_type == _KDLCUDA:
@@ -214,7 +326,9 @@ def torch_view(t: Any, stream_ptr: int | None) -> Fields | None:
             consumer = _LEGACY_STREAM if stream_ptr == 0 else stream_ptr
             if consumer < -1 or consumer == 2:  # refused by PyTorch: let it say so
                 return None
-            producer = tt["raw_stream"](device_id) or _LEGACY_STREAM
+            if producer < 0 or not (aoti["streams_ok"].get(device_id) or aoti["stream_ok"](device_id)):
+                producer = tt["raw_stream"](device_id)
+            producer = producer or _LEGACY_STREAM
             if producer != consumer and not order_after(producer, consumer, device_id):
                 return None
     # Host memory (pinned included): PyTorch orders nothing for CPU tensors.

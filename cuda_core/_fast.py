@@ -32,6 +32,11 @@ if os.environ.get("CUDA_CORE_NO_FASTPATH", "0").lower() not in ("", "0", "false"
 ENABLED = _c is not None
 """Whether the compiled accelerator is in use."""
 
+
+def compiled() -> Any:
+    """The compiled accelerator module, or ``None`` (not built, or switched off)."""
+    return _c
+
 _CUevent = driver.CUevent
 _CUstream = driver.CUstream
 _NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
@@ -85,7 +90,7 @@ def entry_point(name: str, stream_semantics: bool = True) -> int:
 def bind() -> None:
     """Resolve the entry points once the driver is initialised (called by ``ensure_driver``)."""
     global ENABLED, ctx_get_device, event_record, event_query, stream_query, launch_ex
-    global mem_alloc_async, mem_free_async, memcpy_async, stream_sync, own, current_device
+    global mem_alloc_async, mem_free_async, memcpy_async, stream_sync, own, current_device, record_wait
     if _c is None:
         return
     table = {}
@@ -102,6 +107,7 @@ def bind() -> None:
         ("cuStreamSynchronize", True),
         ("cuEventDestroy", False),
         ("cuStreamDestroy", False),
+        ("cuStreamWaitEvent", True),
     ):
         pfn = entry_point(name, takes_stream)
         if not pfn:
@@ -120,6 +126,7 @@ def bind() -> None:
     stream_sync = _c.stream_sync
     own = _c.Owned
     current_device = _c.current_device
+    record_wait = _c.record_wait
     ENABLED = True
 
 
@@ -141,6 +148,15 @@ def _py_current_device(tls: Any) -> Any:
 def _py_event_record(event: int, stream: int) -> int:
     """``cuEventRecord(event, stream)``; returns the status."""
     return int(driver.cuEventRecord(_CUevent(event), _CUstream(stream))[0])
+
+
+def _py_record_wait(event: int, producer: int, consumer: int) -> int:
+    """``cuEventRecord(event, producer)`` then ``cuStreamWaitEvent(consumer, event, 0)``: 0, or
+    ``-status`` when the record failed (nothing ordered), ``+status`` when the wait failed."""
+    err = int(driver.cuEventRecord(_CUevent(event), _CUstream(producer))[0])
+    if err:
+        return -err
+    return int(driver.cuStreamWaitEvent(_CUstream(consumer), _CUevent(event), 0)[0])
 
 
 def _py_event_query(event: int) -> int:
@@ -279,6 +295,7 @@ current_device: Callable[[Any], Any] = _py_current_device
 compiled call."""
 event_record: Callable[[int, int], int] = _py_event_record
 event_query: Callable[[int], int] = _py_event_query
+record_wait: Callable[[int, int, int], int] = _py_record_wait
 stream_query: Callable[[int], int] = _py_stream_query
 mem_alloc_async: Callable[[int, int, int], int] = _py_mem_alloc_async
 mem_free_async: Callable[[int, int], int] = _py_mem_free_async

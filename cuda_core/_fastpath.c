@@ -36,6 +36,8 @@ static fn_memcpy_async p_memcpy_async = NULL;
 static fn_one_ptr p_stream_sync = NULL;
 static fn_one_ptr p_event_destroy = NULL;
 static fn_one_ptr p_stream_destroy = NULL;
+typedef int (*fn_wait_event)(void *, void *, unsigned int);
+static fn_wait_event p_stream_wait_event = NULL;
 
 /* Every driver call runs with the GIL released, as cuda.bindings does: a call that blocks
  * (a full launch queue, a pool that grows, a synchronisation) must not stop other Python
@@ -78,11 +80,11 @@ entry(PyObject *table, const char *name, void **out)
 static PyObject *
 set_entry_points(PyObject *self, PyObject *table)
 {
-    void *a[12];
-    static const char *names[12] = {
+    void *a[13];
+    static const char *names[13] = {
         "cuCtxGetDevice", "cuEventRecord", "cuEventQuery", "cuStreamQuery", "cuLaunchKernelEx",
         "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemcpyAsync", "cuStreamSynchronize",
-        "cuEventDestroy", "cuStreamDestroy", NULL,
+        "cuEventDestroy", "cuStreamDestroy", "cuStreamWaitEvent", NULL,
     };
     if (!PyDict_Check(table)) {
         PyErr_SetString(PyExc_TypeError, "set_entry_points takes a dict of name -> address");
@@ -104,6 +106,7 @@ set_entry_points(PyObject *self, PyObject *table)
     p_stream_sync = (fn_one_ptr)a[8];
     p_event_destroy = (fn_one_ptr)a[9];
     p_stream_destroy = (fn_one_ptr)a[10];
+    p_stream_wait_event = (fn_wait_event)a[11];
     Py_RETURN_NONE;
 }
 
@@ -200,6 +203,35 @@ static PyObject *
 stream_query(PyObject *self, PyObject *arg)
 {
     return query(p_stream_query, arg);
+}
+
+/* record_wait(event, producer, consumer) -> 0, -status when cuEventRecord(event, producer)
+ * failed (nothing was ordered), or +status when cuStreamWaitEvent(consumer, event) failed.
+ * Orders the consumer stream after the work queued so far on the producer, on the device. */
+static PyObject *
+record_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    void *ev, *producer, *consumer;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "record_wait(event, producer, consumer) takes 3 arguments");
+        return NULL;
+    }
+    if (as_address(args[0], &ev) || as_address(args[1], &producer) || as_address(args[2], &consumer)) {
+        return NULL;
+    }
+    if (p_event_record == NULL || p_stream_wait_event == NULL) {
+        return PyLong_FromLong(-NOT_READY_STATUS);
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = p_event_record(ev, producer);
+    if (status != 0) {
+        status = -status;
+    } else {
+        status = p_stream_wait_event(consumer, ev, 0);
+    }
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(status);
 }
 
 /* launch_ex(config_address, function, params_address) -> status
@@ -765,12 +797,145 @@ static PyTypeObject DeferredType = {
     .tp_vectorcall = deferred_vectorcall,
 };
 
+/* ---------------------------------------------------------------------------------------------
+ * torch_meta(tensor): an exact torch.Tensor's metadata through PyTorch's stable C ABI (AOTI).
+ *
+ * Reading seven attributes of a tensor from Python costs about a microsecond (each goes through
+ * PyTorch's argument parser); the AOTI shim functions (torch/csrc/inductor/aoti_torch/c/shim.h,
+ * a C ABI PyTorch keeps stable) read the same fields in nanoseconds. They take an
+ * AtenTensorHandle, the address of an at::Tensor. A Python tensor (THPVariable) holds its
+ * at::Tensor right after the object header (PyTorch >= 2.10; 8 bytes further before 2.10), so
+ * the handle is (char *)tensor + sizeof(PyObject) + offset. cuda_core resolves the functions
+ * from PyTorch's own libraries, picks the offset from PyTorch's version, and enables this only
+ * after the values read here match PyTorch's Python attributes on probe tensors
+ * (_array_bridge._bind_torch_aoti); anything unexpected returns None (the Python path). */
+typedef int32_t (*fn_t_get_ptr)(void *, void **);
+typedef int32_t (*fn_t_get_i64)(void *, int64_t *);
+typedef int32_t (*fn_t_get_arr)(void *, int64_t **);
+typedef int32_t (*fn_t_get_i32)(void *, int32_t *);
+typedef int32_t (*fn_t_stream)(int32_t, void **);
+
+static fn_t_get_ptr t_data_ptr = NULL;
+static fn_t_get_i64 t_dim = NULL;
+static fn_t_get_arr t_sizes = NULL, t_strides = NULL;
+static fn_t_get_i32 t_dtype = NULL, t_device_type = NULL, t_device_index = NULL, t_layout = NULL;
+static fn_t_stream t_stream = NULL;
+static Py_ssize_t t_offset = -1; /* -1: not set up */
+static int32_t t_strided = 0, t_cuda = 1;
+
+/* set_torch_entry_points({name: address}, offset, strided_layout_code, cuda_device_code) */
+static PyObject *
+set_torch_entry_points(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    void *a[9];
+    static const char *names[9] = {
+        "aoti_torch_get_data_ptr", "aoti_torch_get_dim", "aoti_torch_get_sizes", "aoti_torch_get_strides",
+        "aoti_torch_get_dtype", "aoti_torch_get_device_type", "aoti_torch_get_device_index", "aoti_torch_get_layout",
+        NULL,
+    };
+    if (nargs != 4 || !PyDict_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "set_torch_entry_points(table, offset, strided, cuda)");
+        return NULL;
+    }
+    Py_ssize_t offset = PyLong_AsSsize_t(args[1]);
+    long strided = PyLong_AsLong(args[2]), cuda = PyLong_AsLong(args[3]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    for (int i = 0; names[i] != NULL; i++) {
+        if (entry(args[0], names[i], &a[i])) {
+            return NULL;
+        }
+        if (a[i] == NULL) {
+            PyErr_Format(PyExc_ValueError, "set_torch_entry_points: no address for %s", names[i]);
+            return NULL;
+        }
+    }
+    void *st = NULL;
+    PyObject *v = PyDict_GetItemString(args[0], "aoti_torch_get_current_cuda_stream"); /* optional */
+    if (v != NULL && as_address(v, &st)) {
+        return NULL;
+    }
+    t_data_ptr = (fn_t_get_ptr)a[0];
+    t_dim = (fn_t_get_i64)a[1];
+    t_sizes = (fn_t_get_arr)a[2];
+    t_strides = (fn_t_get_arr)a[3];
+    t_dtype = (fn_t_get_i32)a[4];
+    t_device_type = (fn_t_get_i32)a[5];
+    t_device_index = (fn_t_get_i32)a[6];
+    t_layout = (fn_t_get_i32)a[7];
+    t_stream = (fn_t_stream)st;
+    t_strided = (int32_t)strided;
+    t_cuda = (int32_t)cuda;
+    t_offset = offset;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+int64_tuple(const int64_t *v, int64_t n)
+{
+    PyObject *t = PyTuple_New((Py_ssize_t)n);
+    if (t == NULL) {
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (x == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, (Py_ssize_t)i, x);
+    }
+    return t;
+}
+
+/* torch_meta(tensor) -> (ptr, shape, strides, dtype_code, device_type, device_index, stream)
+ * or None (not set up, not strided, a shim error). stream is PyTorch's current stream on a
+ * CUDA tensor's device (0 for the legacy default stream), or -1 when unknown or not CUDA. */
+static PyObject *
+torch_meta(PyObject *self, PyObject *tensor)
+{
+    if (t_offset < 0) {
+        Py_RETURN_NONE;
+    }
+    void *h = (char *)tensor + sizeof(PyObject) + t_offset;
+    void *impl = *(void **)h; /* the at::Tensor's TensorImpl pointer */
+    if ((uintptr_t)impl < 4096) {
+        Py_RETURN_NONE;
+    }
+    int32_t layout, dtype, dev_type, dev_index;
+    int64_t dim, *sizes, *strides;
+    void *data;
+    if (t_layout(h, &layout) || layout != t_strided || t_dim(h, &dim) || dim < 0 || t_sizes(h, &sizes) ||
+        t_strides(h, &strides) || t_dtype(h, &dtype) || t_device_type(h, &dev_type) ||
+        t_device_index(h, &dev_index) || t_data_ptr(h, &data)) {
+        Py_RETURN_NONE;
+    }
+    long long stream = -1;
+    if (dev_type == t_cuda && t_stream != NULL) {
+        void *st = NULL;
+        if (t_stream(dev_index, &st) == 0) {
+            stream = (long long)(uintptr_t)st;
+        }
+    }
+    PyObject *shape = int64_tuple(sizes, dim);
+    PyObject *strd = shape ? int64_tuple(strides, dim) : NULL;
+    if (strd == NULL) {
+        Py_XDECREF(shape);
+        return NULL;
+    }
+    return Py_BuildValue("(KNNiiiL)", (unsigned long long)(uintptr_t)data, shape, strd, (int)dtype, (int)dev_type,
+                         (int)dev_index, stream);
+}
+
 static PyMethodDef methods[] = {
     {"set_entry_points", set_entry_points, METH_O, "set_entry_points({name: address, ...})"},
     {"ctx_get_device", ctx_get_device, METH_NOARGS, "ctx_get_device() -> ordinal, or -status"},
     {"current_device", current_device, METH_O, "current_device(tls) -> tls.devices[current ordinal], or None"},
     {"event_record", (PyCFunction)(void (*)(void))event_record, METH_FASTCALL, "event_record(event, stream) -> status"},
     {"event_query", event_query, METH_O, "event_query(event) -> status"},
+    {"record_wait", (PyCFunction)(void (*)(void))record_wait, METH_FASTCALL,
+     "record_wait(event, producer, consumer) -> 0, -record status or +wait status"},
     {"stream_query", stream_query, METH_O, "stream_query(stream) -> status"},
     {"launch_ex", (PyCFunction)(void (*)(void))launch_ex, METH_FASTCALL,
      "launch_ex(config_address, function, params_address) -> status"},
@@ -783,6 +948,10 @@ static PyMethodDef methods[] = {
     {"stream_sync", stream_sync, METH_O, "stream_sync(stream) -> status"},
     {"make_record", (PyCFunction)(void (*)(void))make_record, METH_FASTCALL,
      "make_record(Stream, Event, slow, doc) -> the compiled Stream.record"},
+    {"set_torch_entry_points", (PyCFunction)(void (*)(void))set_torch_entry_points, METH_FASTCALL,
+     "set_torch_entry_points({name: address}, offset, strided_code, cuda_code)"},
+    {"torch_meta", torch_meta, METH_O,
+     "torch_meta(tensor) -> (ptr, shape, strides, dtype, device_type, device_index, stream) or None"},
     {"types_match", (PyCFunction)(void (*)(void))types_match, METH_FASTCALL,
      "types_match(args, types) -> whether each argument's type is the one given"},
     {NULL, NULL, 0, NULL},

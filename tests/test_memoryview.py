@@ -706,3 +706,54 @@ def test_gpu_from_buffer_itemsize_only_and_foreign_allocation():
     assert v3.shape == (8,) and v3.exporting_obj is ext
     buf.close(s)
     s.close()
+
+
+def test_torch_stable_shim_reads_what_torch_says():
+    # With the accelerator, exact tensors are read through PyTorch's stable C shim (AOTI); it
+    # is enabled only after agreeing with PyTorch on probes, and must agree on every layout.
+    torch = pytest.importorskip("torch")
+    from cuda_core import _fast
+
+    if _fast.compiled() is None:
+        pytest.skip("cuda_core._fastpath was not built")
+    assert bridge._bind_torch(torch)
+    aoti = bridge._torch["aoti"]
+    assert aoti is not None, f"the shim should be set up on torch {torch.__version__}"
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for device in devices:
+        for dtype in (torch.float32, torch.int64, torch.bfloat16, torch.bool, torch.complex64):
+            for t in _torch_layouts(torch, dtype, device):
+                meta = aoti["meta"](t)
+                assert meta is not None
+                ptr, shape, strides, code, _, index, stream = meta
+                assert (ptr, shape, strides) == (t.data_ptr(), tuple(t.shape), t.stride())
+                assert aoti["codes"][code] == bridge._torch["dtypes"][dtype]
+                if device == "cuda":
+                    assert index == t.get_device()
+                    assert stream == torch.cuda.current_stream(index).cuda_stream
+    assert aoti["meta"](torch.eye(3).to_sparse()) is None  # not strided
+
+
+@pytest.mark.gpu
+def test_torch_shim_stream_follows_torch_current_stream():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("this torch has no CUDA")
+    from cuda_core import Device
+
+    dev = Device()
+    dev.set_current()
+    s = dev.create_stream()
+    t = torch.ones(1 << 20, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        u = t * 2  # queued on the side stream: the view must order it before s
+        view = StridedMemoryView.from_dlpack(u, int(s.handle))
+    assert view._capsule is None
+    assert bridge._torch["aoti"] is None or bridge._torch["aoti"]["streams_ok"].get(u.get_device()) is True
+    out = np.empty(1 << 20, np.float32)
+    from cuda_core._memory import Buffer
+
+    buf = Buffer.from_handle(view.ptr, out.nbytes, owner=u)
+    buf.copy_to(out, stream=s)
+    assert (out == 2).all()
