@@ -190,6 +190,17 @@ def _py_stream_sync(stream: int) -> int:
     return int(driver.cuStreamSynchronize(_CUstream(stream))[0])
 
 
+def _text_signature(name: str, method: Callable[..., Any]) -> str:
+    """``method``'s docstring headed by the text signature a compiled method carries (names,
+    defaults and ``*``; no annotations), so that ``inspect`` and the docs see the same API."""
+    sig = inspect.signature(method)
+    sig = sig.replace(
+        parameters=[p.replace(annotation=p.empty) for p in sig.parameters.values()], return_annotation=sig.empty
+    )
+    text = str(sig).replace("(self", "($self", 1)
+    return f"{name}{text}\n--\n\n{inspect.getdoc(method) or ''}"
+
+
 def stream_record_method(stream_cls: type, event_cls: type, slow: Callable[..., Any]) -> Any:
     """What to install as ``Stream.record``: the compiled method (``_fastpath.make_record``)
     that records an exact ``Event`` on an exact ``Stream`` itself and hands every other call to
@@ -197,14 +208,23 @@ def stream_record_method(stream_cls: type, event_cls: type, slow: Callable[..., 
     accelerator. The compiled method keeps ``slow``'s docstring and signature."""
     if _c is None:
         return slow
-    sig = inspect.signature(slow)
-    # A text signature takes no annotations: names and defaults only.
-    params = ", ".join(
-        ["$self"]
-        + [p.name if p.default is p.empty else f"{p.name}={p.default!r}" for p in list(sig.parameters.values())[1:]]
-    )
-    doc = f"record({params})\n--\n\n{inspect.getdoc(slow) or ''}"
-    return _c.make_record(stream_cls, event_cls, slow, doc)
+    return _c.make_record(stream_cls, event_cls, slow, _text_signature("record", slow))
+
+
+def buffer_methods(
+    resource_cls: type, buffer_cls: type, stream_cls: type, pool_free_cls: type, gc_free: Callable[..., Any]
+) -> tuple[Any, Any]:
+    """What to install as ``resource_cls.allocate`` and ``Buffer.close``: compiled methods
+    (``_fastpath.make_buffer_methods``) that run the Python methods' hot paths (a pool
+    allocation on an open stream, and its close) and hand every other call to the Python
+    methods; or the Python methods themselves without the accelerator."""
+    allocate, close = resource_cls.allocate, buffer_cls.close  # type: ignore[attr-defined]
+    if _c is None:
+        return allocate, close
+    return _c.make_buffer_methods(  # type: ignore[no-any-return]
+        resource_cls, buffer_cls, stream_cls, pool_free_cls, gc_free, allocate, close,
+        _text_signature("allocate", allocate), _text_signature("close", close),
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

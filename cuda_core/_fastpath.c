@@ -568,6 +568,55 @@ static Py_ssize_t off_s_handle, off_s_int, off_e_handle, off_e_int, off_e_record
 
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
+/* Store value (a new reference is taken) in the __slots__ member at off of obj. */
+static void
+set_slot(PyObject *obj, Py_ssize_t off, PyObject *value)
+{
+    PyObject *old = SLOT(obj, off);
+    Py_XINCREF(value);
+    SLOT(obj, off) = value;
+    Py_XDECREF(old);
+}
+
+/* The general path of a compiled method: slow(self, *args, **kwargs), the Python method. */
+static PyObject *
+call_slow(PyObject *slow, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    PyObject *small[8];
+    PyObject **stack = total + 1 <= 8 ? small : PyMem_Malloc((total + 1) * sizeof(PyObject *));
+    if (stack == NULL) {
+        return PyErr_NoMemory();
+    }
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < total; i++) {
+        stack[i + 1] = args[i];
+    }
+    PyObject *result = PyObject_Vectorcall(slow, stack, nargs + 1, kwnames);
+    if (stack != small) {
+        PyMem_Free(stack);
+    }
+    return result;
+}
+
+/* A method descriptor of type for def, whose doc (with its text signature) is kept for the
+ * life of the process. */
+static PyObject *
+make_method(PyTypeObject *type, PyMethodDef *def, PyObject *doc)
+{
+    const char *text = PyUnicode_AsUTF8(doc);
+    if (text == NULL) {
+        return NULL;
+    }
+    char *kept = PyMem_RawMalloc(strlen(text) + 1);
+    if (kept == NULL) {
+        return PyErr_NoMemory();
+    }
+    strcpy(kept, text);
+    def->ml_doc = kept;
+    return PyDescr_NewMethod(type, def);
+}
+
 static int
 slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *out)
 {
@@ -606,22 +655,7 @@ stream_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject 
             }
         }
     }
-    /* The general path: slow(self, *args, **kwargs). */
-    Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
-    PyObject *small[8];
-    PyObject **stack = total + 1 <= 8 ? small : PyMem_Malloc((total + 1) * sizeof(PyObject *));
-    if (stack == NULL) {
-        return PyErr_NoMemory();
-    }
-    stack[0] = self;
-    for (Py_ssize_t i = 0; i < total; i++) {
-        stack[i + 1] = args[i];
-    }
-    PyObject *result = PyObject_Vectorcall(rec_slow, stack, nargs + 1, kwnames);
-    if (stack != small) {
-        PyMem_Free(stack);
-    }
-    return result;
+    return call_slow(rec_slow, self, args, nargs, kwnames);
 }
 
 static PyMethodDef record_def = {"record", (PyCFunction)(void (*)(void))stream_record, METH_FASTCALL | METH_KEYWORDS, NULL};
@@ -641,17 +675,6 @@ make_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         slot_offset(et, "_recorded", &off_e_recorded)) {
         return NULL;
     }
-    /* The descriptor's doc (with its text signature) lives as long as the process. */
-    const char *doc = PyUnicode_AsUTF8(args[3]);
-    if (doc == NULL) {
-        return NULL;
-    }
-    char *kept = PyMem_RawMalloc(strlen(doc) + 1);
-    if (kept == NULL) {
-        return PyErr_NoMemory();
-    }
-    strcpy(kept, doc);
-    record_def.ml_doc = kept;
     Py_INCREF(st);
     Py_INCREF(et);
     Py_INCREF(args[2]);
@@ -659,7 +682,7 @@ make_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_XSETREF(rec_event_type, et);
     Py_XSETREF(rec_slow, args[2]);
     /* Subclasses of Stream pass the descriptor's type check and take the general path. */
-    return PyDescr_NewMethod(st, &record_def);
+    return make_method(st, &record_def, args[3]);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -928,6 +951,193 @@ torch_meta(PyObject *self, PyObject *tensor)
                          (int)dev_index, stream);
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * A pool resource's allocate(size, stream=s) and Buffer.close() in one compiled call each.
+ *
+ * make_buffer_methods(PoolResource, Buffer, Stream, PoolFree, gc_free, slow_allocate,
+ * slow_close, allocate_doc, close_doc) returns (allocate, close) method descriptors that
+ * cuda_core installs on its pool resource base class and on Buffer. The fast paths are the
+ * Python methods' own hot paths: an int size > 0 on an open, real Stream (one whose context is
+ * known) from a resource that can allocate, and the close of such a buffer with no stream given.
+ * The buffer's pending free is a Deferred holding (gc_free, free, ptr, size, stream, ctx), what
+ * _fast.defer builds. Every other call, and a failed driver call, goes to the Python method
+ * (which retries where it should and raises the errors). */
+static PyTypeObject *buf_type = NULL, *pool_free_type = NULL, *buf_stream_type = NULL;
+static PyObject *gc_free_fn = NULL, *alloc_slow = NULL, *close_slow = NULL;
+static PyObject *name_alloc_pool = NULL, *name_free_fn = NULL, *name_allocate_slow = NULL;
+static Py_ssize_t off_b_ptr, off_b_size, off_b_mr, off_b_fin, off_bs_int, off_bs_handle, off_bs_ctx;
+
+static PyObject *
+pool_allocate(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *size, *s;
+    if (nargs != 1 || kwnames == NULL || PyTuple_GET_SIZE(kwnames) != 1 || p_alloc_pool == NULL) {
+        return call_slow(alloc_slow, self, args, nargs, kwnames);
+    }
+    size = args[0];
+    s = args[1];
+    if (!PyUnicode_Check(PyTuple_GET_ITEM(kwnames, 0)) ||
+        PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "stream") != 0 || Py_TYPE(s) != buf_stream_type ||
+        !PyLong_CheckExact(size)) {
+        return call_slow(alloc_slow, self, args, nargs, kwnames);
+    }
+    PyObject *si = SLOT(s, off_bs_int), *sh = SLOT(s, off_bs_handle), *ctx = SLOT(s, off_bs_ctx);
+    long long nbytes = PyLong_AsLongLong(size);
+    if (nbytes <= 0 || si == NULL || !PyLong_CheckExact(si) || sh == NULL || sh == Py_None || ctx == NULL ||
+        ctx == Py_None) {
+        PyErr_Clear(); /* an overflowing size: the Python method says so */
+        return call_slow(alloc_slow, self, args, nargs, kwnames);
+    }
+    unsigned long long st = PyLong_AsUnsignedLongLong(si);
+    if (st <= 2) { /* the default-stream tokens */
+        return call_slow(alloc_slow, self, args, nargs, kwnames);
+    }
+    PyObject *pool_obj = PyObject_GetAttr(self, name_alloc_pool);
+    if (pool_obj == NULL) {
+        return NULL;
+    }
+    void *pool;
+    int bad = !PyLong_CheckExact(pool_obj) || as_address(pool_obj, &pool) || pool == NULL;
+    Py_DECREF(pool_obj);
+    if (bad) { /* closed or mapped: the Python method raises */
+        PyErr_Clear();
+        return call_slow(alloc_slow, self, args, nargs, kwnames);
+    }
+    unsigned long long ptr = 0;
+    int status;
+    CALL(p_alloc_pool(&ptr, (size_t)nbytes, pool, (void *)(uintptr_t)st));
+    if (status != 0 || ptr == 0) {
+        /* self._allocate_slow(size, s, -status): retries in the stream's context, or raises */
+        PyObject *neg = PyLong_FromLong(status ? -status : 0);
+        if (neg == NULL) {
+            return NULL;
+        }
+        PyObject *r = PyObject_CallMethodObjArgs(self, name_allocate_slow, size, s, neg, NULL);
+        Py_DECREF(neg);
+        return r;
+    }
+    PyObject *free_fn = NULL, *p = NULL, *item = NULL, *buf = NULL;
+    Deferred *fin = NULL;
+    free_fn = PyObject_GetAttr(self, name_free_fn);
+    p = PyLong_FromUnsignedLongLong(ptr);
+    buf = free_fn && p ? buf_type->tp_alloc(buf_type, 0) : NULL;
+    item = buf ? PyTuple_Pack(6, gc_free_fn, free_fn, p, size, s, ctx) : NULL;
+    fin = item ? (Deferred *)DeferredType.tp_alloc(&DeferredType, 0) : NULL;
+    if (fin == NULL) {
+        /* give the memory back; the error (no memory) is raised */
+        CALL(p_free_async(ptr, (void *)(uintptr_t)st));
+        Py_XDECREF(free_fn);
+        Py_XDECREF(p);
+        Py_XDECREF(item);
+        Py_XDECREF(buf);
+        return NULL;
+    }
+    fin->item = item;
+    set_slot(buf, off_b_ptr, p);
+    set_slot(buf, off_b_size, size);
+    set_slot(buf, off_b_mr, self);
+    set_slot(buf, off_b_fin, (PyObject *)fin);
+    Py_DECREF(fin);
+    Py_DECREF(p);
+    Py_DECREF(free_fn);
+    return buf;
+}
+
+static PyObject *
+buffer_close(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (nargs != 0 || kwnames != NULL || Py_TYPE(self) != buf_type || p_free_async == NULL) {
+        return call_slow(close_slow, self, args, nargs, kwnames);
+    }
+    PyObject *ptr = SLOT(self, off_b_ptr), *fin = SLOT(self, off_b_fin);
+    if (ptr == NULL || ptr == Py_None) {
+        Py_RETURN_NONE; /* closed already */
+    }
+    if (fin == NULL || Py_TYPE(fin) != &DeferredType || ((Deferred *)fin)->item == NULL || !PyLong_CheckExact(ptr)) {
+        return call_slow(close_slow, self, args, nargs, kwnames);
+    }
+    PyObject *item = ((Deferred *)fin)->item;
+    if (PyTuple_GET_SIZE(item) != 6 || Py_TYPE(PyTuple_GET_ITEM(item, 1)) != pool_free_type ||
+        Py_TYPE(PyTuple_GET_ITEM(item, 4)) != buf_stream_type) {
+        return call_slow(close_slow, self, args, nargs, kwnames);
+    }
+    PyObject *s = PyTuple_GET_ITEM(item, 4);
+    PyObject *si = SLOT(s, off_bs_int), *sh = SLOT(s, off_bs_handle);
+    if (si == NULL || !PyLong_CheckExact(si) || sh == NULL || sh == Py_None) {
+        return call_slow(close_slow, self, args, nargs, kwnames);
+    }
+    unsigned long long st = PyLong_AsUnsignedLongLong(si), addr = PyLong_AsUnsignedLongLong(ptr);
+    if (PyErr_Occurred() || st <= 2) {
+        PyErr_Clear();
+        return call_slow(close_slow, self, args, nargs, kwnames);
+    }
+    /* The claim: the entry leaves the holder, the buffer reads as closed. */
+    ((Deferred *)fin)->item = NULL;
+    set_slot(self, off_b_ptr, Py_None);
+    set_slot(self, off_b_fin, Py_None);
+    int status;
+    CALL(p_free_async(addr, (void *)(uintptr_t)st));
+    PyObject *r = Py_None;
+    Py_INCREF(r);
+    if (status != 0) { /* free(ptr, size, stream, ctx): retries in the context, or raises */
+        Py_DECREF(r);
+        r = PyObject_Vectorcall(PyTuple_GET_ITEM(item, 1), &PyTuple_GET_ITEM(item, 2), 4, NULL);
+        if (r != NULL) {
+            Py_DECREF(r);
+            r = Py_None;
+            Py_INCREF(r);
+        }
+    }
+    Py_DECREF(item);
+    return r;
+}
+
+static PyMethodDef allocate_def = {"allocate", (PyCFunction)(void (*)(void))pool_allocate, METH_FASTCALL | METH_KEYWORDS, NULL};
+static PyMethodDef close_def = {"close", (PyCFunction)(void (*)(void))buffer_close, METH_FASTCALL | METH_KEYWORDS, NULL};
+
+static PyObject *
+make_buffer_methods(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 9 || !PyType_Check(args[0]) || !PyType_Check(args[1]) || !PyType_Check(args[2]) ||
+        !PyType_Check(args[3]) || !PyCallable_Check(args[4]) || !PyCallable_Check(args[5]) ||
+        !PyCallable_Check(args[6]) || !PyUnicode_Check(args[7]) || !PyUnicode_Check(args[8])) {
+        PyErr_SetString(PyExc_TypeError, "make_buffer_methods(PoolResource, Buffer, Stream, PoolFree, gc_free, "
+                                         "slow_allocate, slow_close, allocate_doc, close_doc)");
+        return NULL;
+    }
+    PyTypeObject *rt = (PyTypeObject *)args[0], *bt = (PyTypeObject *)args[1], *st = (PyTypeObject *)args[2];
+    if (slot_offset(bt, "_ptr", &off_b_ptr) || slot_offset(bt, "_size", &off_b_size) ||
+        slot_offset(bt, "_mr", &off_b_mr) || slot_offset(bt, "_fin", &off_b_fin) ||
+        slot_offset(st, "_int", &off_bs_int) || slot_offset(st, "_handle", &off_bs_handle) ||
+        slot_offset(st, "_ctx", &off_bs_ctx)) {
+        return NULL;
+    }
+    if (name_alloc_pool == NULL) {
+        name_alloc_pool = PyUnicode_InternFromString("_alloc_pool");
+        name_free_fn = PyUnicode_InternFromString("_free_fn");
+        name_allocate_slow = PyUnicode_InternFromString("_allocate_slow");
+        if (name_alloc_pool == NULL || name_free_fn == NULL || name_allocate_slow == NULL) {
+            return NULL;
+        }
+    }
+    for (int i = 1; i < 7; i++) {
+        Py_INCREF(args[i]);
+    }
+    Py_XSETREF(buf_type, bt);
+    Py_XSETREF(buf_stream_type, st);
+    Py_XSETREF(pool_free_type, (PyTypeObject *)args[3]);
+    Py_XSETREF(gc_free_fn, args[4]);
+    Py_XSETREF(alloc_slow, args[5]);
+    Py_XSETREF(close_slow, args[6]);
+    PyObject *a = make_method(rt, &allocate_def, args[7]);
+    PyObject *c = a ? make_method(bt, &close_def, args[8]) : NULL;
+    if (c == NULL) {
+        Py_XDECREF(a);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", a, c);
+}
+
 static PyMethodDef methods[] = {
     {"set_entry_points", set_entry_points, METH_O, "set_entry_points({name: address, ...})"},
     {"ctx_get_device", ctx_get_device, METH_NOARGS, "ctx_get_device() -> ordinal, or -status"},
@@ -952,6 +1162,9 @@ static PyMethodDef methods[] = {
      "set_torch_entry_points({name: address}, offset, strided_code, cuda_code)"},
     {"torch_meta", torch_meta, METH_O,
      "torch_meta(tensor) -> (ptr, shape, strides, dtype, device_type, device_index, stream) or None"},
+    {"make_buffer_methods", (PyCFunction)(void (*)(void))make_buffer_methods, METH_FASTCALL,
+     "make_buffer_methods(PoolResource, Buffer, Stream, PoolFree, gc_free, slow_allocate, slow_close, "
+     "allocate_doc, close_doc) -> (allocate, close)"},
     {"types_match", (PyCFunction)(void (*)(void))types_match, METH_FASTCALL,
      "types_match(args, types) -> whether each argument's type is the one given"},
     {NULL, NULL, 0, NULL},

@@ -273,3 +273,69 @@ def test_python_holder_has_the_same_interface():
     assert token.release(False) is True and calls == ["released"]
     assert not token.pending and token.release() is False
     assert callable(_fast._py_own)
+
+
+BUFFER_CHECK = """
+import gc, cuda_core as cc, cuda_core._fast as f, inspect
+from cuda_core import Buffer, DeviceMemoryResource
+dev = cc.Device(); dev.set_current()
+s = dev.create_stream()
+mr = dev.memory_resource
+free0 = mr.attributes.used_mem_current
+b = mr.allocate(1 << 20, stream=s)
+assert type(b) is Buffer and b.size == 1 << 20 and b.memory_resource is mr and not b.is_closed
+assert mr.attributes.used_mem_current >= free0 + (1 << 20)
+b.close()
+assert b.is_closed
+b.close()  # idempotent
+z = mr.allocate(0, stream=s)
+assert z.size == 0
+z.close()
+for bad, exc in ((-1, ValueError), (1.5, TypeError)):
+    try:
+        mr.allocate(bad, stream=s)
+    except exc:
+        pass
+    else:
+        raise AssertionError(bad)
+try:
+    mr.allocate(16, stream=42)
+except TypeError:
+    pass
+else:
+    raise AssertionError("not a stream")
+s2 = dev.create_stream()
+c = mr.allocate(64, stream=s2)
+c.close(stream=s)  # an explicit stream takes the general path
+s2.close()
+try:
+    mr.allocate(16, stream=s2)
+except RuntimeError as err:
+    assert "closed" in str(err), err
+else:
+    raise AssertionError("closed stream")
+d = mr.allocate(64, stream=dev.default_stream)  # a default-stream token: the general path
+d.close()
+for _ in range(1000):
+    mr.allocate(4096, stream=s)  # dropped: freed by the holder with the buffer
+gc.collect()
+dev.sync()
+assert mr.attributes.used_mem_current <= free0 + (1 << 20), (mr.attributes.used_mem_current, free0)
+assert list(inspect.signature(DeviceMemoryResource.allocate).parameters) == ["self", "size", "stream"]
+assert "Free the memory" in Buffer.close.__doc__
+print("ENABLED", f.ENABLED, type(Buffer.__dict__["close"]).__name__)
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("off", ["0", "1"])
+def test_pool_allocate_and_close_on_both_paths(off):
+    out = _run(BUFFER_CHECK, CUDA_CORE_NO_FASTPATH=off)
+    if off == "1":
+        assert "ENABLED False function" in out
+    else:
+        try:
+            from cuda_core import _fastpath  # noqa: F401
+        except ImportError:
+            pytest.skip("cuda_core._fastpath was not built")
+        assert "ENABLED True method_descriptor" in out

@@ -432,3 +432,8 @@ def device_count() -> int:
     ensure_driver()
     return int(handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount"))
 
+
+# The hot paths of allocate and Buffer.close as compiled methods where the accelerator is built.
+_PoolResource.allocate, Buffer.close = _fast.buffer_methods(  # type: ignore[method-assign]
+    _PoolResource, Buffer, Stream, PoolFree, _gc_free
+)
