@@ -159,6 +159,11 @@ def _py_record_wait(event: int, producer: int, consumer: int) -> int:
     return int(driver.cuStreamWaitEvent(_CUstream(consumer), _CUevent(event), 0)[0])
 
 
+def _py_copy_buffers(dst: Any, src: Any, stream: Any) -> int:
+    """Always 1: the caller takes its general path (see ``copy_buffers``)."""
+    return 1
+
+
 def _py_event_query(event: int) -> int:
     """``cuEventQuery(event)``: 0 when done, ``CUDA_ERROR_NOT_READY`` while pending."""
     return int(driver.cuEventQuery(_CUevent(event))[0])
@@ -201,14 +206,18 @@ def _text_signature(name: str, method: Callable[..., Any]) -> str:
     return f"{name}{text}\n--\n\n{inspect.getdoc(method) or ''}"
 
 
-def stream_record_method(stream_cls: type, event_cls: type, slow: Callable[..., Any]) -> Any:
-    """What to install as ``Stream.record``: the compiled method (``_fastpath.make_record``)
-    that records an exact ``Event`` on an exact ``Stream`` itself and hands every other call to
-    ``slow`` (the Python method, which has the full behaviour), or ``slow`` itself without the
-    accelerator. The compiled method keeps ``slow``'s docstring and signature."""
+def stream_methods(stream_cls: type, event_cls: type) -> tuple[Any, Any]:
+    """What to install as ``Stream.record`` and ``Stream.sync``: compiled methods
+    (``_fastpath.make_stream_methods``) that record an exact ``Event`` on an exact open
+    ``Stream`` and synchronise an exact open ``Stream`` themselves and hand every other call to
+    the Python methods (which have the full behaviour); or the Python methods themselves without
+    the accelerator. The compiled methods keep the Python methods' docstrings and signatures."""
+    record, sync = stream_cls.record, stream_cls.sync  # type: ignore[attr-defined]
     if _c is None:
-        return slow
-    return _c.make_record(stream_cls, event_cls, slow, _text_signature("record", slow))
+        return record, sync
+    return _c.make_stream_methods(  # type: ignore[no-any-return]
+        stream_cls, event_cls, record, sync, _text_signature("record", record), _text_signature("sync", sync)
+    )
 
 
 def buffer_methods(
@@ -316,6 +325,10 @@ compiled call."""
 event_record: Callable[[int, int], int] = _py_event_record
 event_query: Callable[[int], int] = _py_event_query
 record_wait: Callable[[int, int, int], int] = _py_record_wait
+copy_buffers: Callable[[Any, Any, Any], int] = getattr(_c, "copy_buffers", _py_copy_buffers)
+"""``copy_buffers(dst, src, stream)``: 0 when the copy between two open Buffers of one size
+on an open real Stream was queued (compiled, one call); otherwise non-zero and nothing queued:
+the caller takes its general path."""
 stream_query: Callable[[int], int] = _py_stream_query
 mem_alloc_async: Callable[[int, int, int], int] = _py_mem_alloc_async
 mem_free_async: Callable[[int, int], int] = _py_mem_free_async

@@ -552,14 +552,14 @@ static PyTypeObject OwnedType = {
 };
 
 /* ---------------------------------------------------------------------------------------------
- * Stream.record(event) in one compiled call.
+ * Stream.record(event) and Stream.sync() in one compiled call each.
  *
- * make_record(Stream, Event, slow, doc) returns a method descriptor that cuda_core installs as
- * Stream.record. For the common call, stream.record(event) with an exact Stream and an exact
+ * make_stream_methods(...) returns method descriptors that cuda_core installs as Stream.record
+ * and Stream.sync. For the common call, stream.record(event) with an exact Stream and an exact
  * Event, both open, it calls cuEventRecord (GIL released, as everywhere here) and marks the
  * event recorded, reading and writing their __slots__ at the offsets their member descriptors
  * give. Every other call (no event, options, keywords, subclasses, a closed object, a driver
- * error, entry points not bound) goes to slow(self, *args, **kwargs), the Python method, which
+ * error, entry points not bound) goes to the Python method, slow(self, *args, **kwargs), which
  * holds the full behaviour and raises the errors. A Python method call alone costs about as
  * much as NVIDIA's compiled Stream.record adds on top of cuEventRecord. */
 static PyTypeObject *rec_stream_type = NULL, *rec_event_type = NULL;
@@ -622,7 +622,7 @@ slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *out)
 {
     PyObject *d = PyDict_GetItemString(type->tp_dict, name); /* borrowed */
     if (d == NULL || !PyObject_TypeCheck(d, &PyMemberDescr_Type)) {
-        PyErr_Format(PyExc_TypeError, "make_record: %s.%s is not a __slots__ member", type->tp_name, name);
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a __slots__ member", type->tp_name, name);
         return -1;
     }
     *out = ((PyMemberDescrObject *)d)->d_member->offset;
@@ -658,15 +658,39 @@ stream_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject 
     return call_slow(rec_slow, self, args, nargs, kwnames);
 }
 
-static PyMethodDef record_def = {"record", (PyCFunction)(void (*)(void))stream_record, METH_FASTCALL | METH_KEYWORDS, NULL};
+/* Stream.sync(): cuStreamSynchronize on an open exact Stream; else (or on failure) the
+ * Python method, which raises. */
+static PyObject *sync_slow = NULL;
 
-/* make_record(Stream, Event, slow, doc) -> the method descriptor for Stream.record */
 static PyObject *
-make_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+stream_sync_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (nargs != 4 || !PyType_Check(args[0]) || !PyType_Check(args[1]) || !PyCallable_Check(args[2]) ||
-        !PyUnicode_Check(args[3])) {
-        PyErr_SetString(PyExc_TypeError, "make_record(Stream, Event, slow, doc)");
+    if (nargs == 0 && kwnames == NULL && Py_TYPE(self) == rec_stream_type && p_stream_sync != NULL) {
+        PyObject *sh = SLOT(self, off_s_handle), *si = SLOT(self, off_s_int);
+        void *st;
+        if (sh != NULL && sh != Py_None && si != NULL && PyLong_CheckExact(si) && !as_address(si, &st)) {
+            int status;
+            CALL(p_stream_sync(st));
+            if (status == 0) {
+                Py_RETURN_NONE;
+            }
+        }
+        PyErr_Clear();
+    }
+    return call_slow(sync_slow, self, args, nargs, kwnames);
+}
+
+static PyMethodDef record_def = {"record", (PyCFunction)(void (*)(void))stream_record, METH_FASTCALL | METH_KEYWORDS, NULL};
+static PyMethodDef sync_def = {"sync", (PyCFunction)(void (*)(void))stream_sync_method, METH_FASTCALL | METH_KEYWORDS, NULL};
+
+/* make_stream_methods(Stream, Event, slow_record, slow_sync, record_doc, sync_doc)
+ * -> (record, sync) method descriptors for Stream */
+static PyObject *
+make_stream_methods(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6 || !PyType_Check(args[0]) || !PyType_Check(args[1]) || !PyCallable_Check(args[2]) ||
+        !PyCallable_Check(args[3]) || !PyUnicode_Check(args[4]) || !PyUnicode_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "make_stream_methods(Stream, Event, slow_record, slow_sync, record_doc, sync_doc)");
         return NULL;
     }
     PyTypeObject *st = (PyTypeObject *)args[0], *et = (PyTypeObject *)args[1];
@@ -675,14 +699,21 @@ make_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         slot_offset(et, "_recorded", &off_e_recorded)) {
         return NULL;
     }
-    Py_INCREF(st);
-    Py_INCREF(et);
-    Py_INCREF(args[2]);
+    for (int i = 0; i < 4; i++) {
+        Py_INCREF(args[i]);
+    }
     Py_XSETREF(rec_stream_type, st);
     Py_XSETREF(rec_event_type, et);
     Py_XSETREF(rec_slow, args[2]);
-    /* Subclasses of Stream pass the descriptor's type check and take the general path. */
-    return make_method(st, &record_def, args[3]);
+    Py_XSETREF(sync_slow, args[3]);
+    /* Subclasses of Stream pass the descriptors' type check and take the general paths. */
+    PyObject *r = make_method(st, &record_def, args[4]);
+    PyObject *y = r ? make_method(st, &sync_def, args[5]) : NULL;
+    if (y == NULL) {
+        Py_XDECREF(r);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", r, y);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1092,6 +1123,40 @@ buffer_close(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *
     return r;
 }
 
+/* copy_buffers(dst, src, stream) -> 0 when the copy of src's bytes into dst was queued on
+ * stream; non-zero (nothing queued) unless both are open exact Buffers of one size > 0 and
+ * stream an open real exact Stream and cuMemcpyAsync succeeded: the caller then takes its
+ * general path, which says what is wrong. Needs make_buffer_methods first. */
+static PyObject *
+copy_buffers(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || buf_type == NULL || p_memcpy_async == NULL || Py_TYPE(args[0]) != buf_type ||
+        Py_TYPE(args[1]) != buf_type || Py_TYPE(args[2]) != buf_stream_type) {
+        return PyLong_FromLong(1);
+    }
+    PyObject *dp = SLOT(args[0], off_b_ptr), *sp = SLOT(args[1], off_b_ptr);
+    PyObject *dn = SLOT(args[0], off_b_size), *sn = SLOT(args[1], off_b_size);
+    PyObject *si = SLOT(args[2], off_bs_int), *sh = SLOT(args[2], off_bs_handle);
+    if (dp == NULL || sp == NULL || dn == NULL || sn == NULL || si == NULL || sh == NULL || sh == Py_None ||
+        !PyLong_CheckExact(dp) || !PyLong_CheckExact(sp) || !PyLong_CheckExact(dn) || !PyLong_CheckExact(sn) ||
+        !PyLong_CheckExact(si)) {
+        return PyLong_FromLong(1);
+    }
+    unsigned long long d = PyLong_AsUnsignedLongLong(dp), src = PyLong_AsUnsignedLongLong(sp);
+    unsigned long long st = PyLong_AsUnsignedLongLong(si);
+    long long n = PyLong_AsLongLong(dn), m = PyLong_AsLongLong(sn);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return PyLong_FromLong(1);
+    }
+    if (n != m || n <= 0 || st <= 2) {
+        return PyLong_FromLong(1);
+    }
+    int status;
+    CALL(p_memcpy_async(d, src, (size_t)n, (void *)(uintptr_t)st));
+    return PyLong_FromLong(status);
+}
+
 static PyMethodDef allocate_def = {"allocate", (PyCFunction)(void (*)(void))pool_allocate, METH_FASTCALL | METH_KEYWORDS, NULL};
 static PyMethodDef close_def = {"close", (PyCFunction)(void (*)(void))buffer_close, METH_FASTCALL | METH_KEYWORDS, NULL};
 
@@ -1156,8 +1221,8 @@ static PyMethodDef methods[] = {
     {"memcpy_async", (PyCFunction)(void (*)(void))memcpy_async, METH_FASTCALL,
      "memcpy_async(dst, src, nbytes, stream) -> status"},
     {"stream_sync", stream_sync, METH_O, "stream_sync(stream) -> status"},
-    {"make_record", (PyCFunction)(void (*)(void))make_record, METH_FASTCALL,
-     "make_record(Stream, Event, slow, doc) -> the compiled Stream.record"},
+    {"make_stream_methods", (PyCFunction)(void (*)(void))make_stream_methods, METH_FASTCALL,
+     "make_stream_methods(Stream, Event, slow_record, slow_sync, record_doc, sync_doc) -> (record, sync)"},
     {"set_torch_entry_points", (PyCFunction)(void (*)(void))set_torch_entry_points, METH_FASTCALL,
      "set_torch_entry_points({name: address}, offset, strided_code, cuda_code)"},
     {"torch_meta", torch_meta, METH_O,
@@ -1165,6 +1230,8 @@ static PyMethodDef methods[] = {
     {"make_buffer_methods", (PyCFunction)(void (*)(void))make_buffer_methods, METH_FASTCALL,
      "make_buffer_methods(PoolResource, Buffer, Stream, PoolFree, gc_free, slow_allocate, slow_close, "
      "allocate_doc, close_doc) -> (allocate, close)"},
+    {"copy_buffers", (PyCFunction)(void (*)(void))copy_buffers, METH_FASTCALL,
+     "copy_buffers(dst, src, stream) -> 0 when queued, else non-zero (take the general path)"},
     {"types_match", (PyCFunction)(void (*)(void))types_match, METH_FASTCALL,
      "types_match(args, types) -> whether each argument's type is the one given"},
     {NULL, NULL, 0, NULL},

@@ -477,7 +477,8 @@ def as_stream(obj: Any, name: str = "stream") -> Stream:
     )
 
 
-Stream.record = _fast.stream_record_method(Stream, Event, Stream.record)  # type: ignore[method-assign]
+# The hot paths of record and sync as compiled methods where the accelerator is built.
+Stream.record, Stream.sync = _fast.stream_methods(Stream, Event)  # type: ignore[method-assign]
 
 LEGACY_DEFAULT_STREAM: Stream = Stream._wrap(driver.CUstream(driver.CU_STREAM_LEGACY), None, None)
 """The legacy default stream of the current context (synchronises with blocking streams)."""

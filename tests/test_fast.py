@@ -220,7 +220,17 @@ else:
     raise AssertionError("closed stream")
 assert list(inspect.signature(cc.Stream.record).parameters) == ["self", "event", "options"]
 assert "Record" in cc.Stream.record.__doc__
-print("ENABLED", f.ENABLED, type(cc.Stream.__dict__["record"]).__name__)
+s.sync()
+m2 = MyStream()
+m2.sync()  # a subclass: the general path
+m2.close()
+try:
+    s2.sync()
+except RuntimeError as err:
+    assert "stream is closed" in str(err)
+else:
+    raise AssertionError("sync of a closed stream")
+print("ENABLED", f.ENABLED, type(cc.Stream.__dict__["record"]).__name__, type(cc.Stream.__dict__["sync"]).__name__)
 """
 
 
@@ -229,13 +239,13 @@ print("ENABLED", f.ENABLED, type(cc.Stream.__dict__["record"]).__name__)
 def test_stream_record_on_both_paths(off):
     out = _run(RECORD_CHECK, CUDA_CORE_NO_FASTPATH=off)
     if off == "1":
-        assert "ENABLED False function" in out
+        assert "ENABLED False function function" in out
     else:
         try:
             from cuda_core import _fastpath  # noqa: F401
         except ImportError:
             pytest.skip("cuda_core._fastpath was not built")
-        assert "ENABLED True method_descriptor" in out
+        assert "ENABLED True method_descriptor method_descriptor" in out
 
 
 def test_owned_holder_releases_once():
@@ -316,6 +326,31 @@ else:
     raise AssertionError("closed stream")
 d = mr.allocate(64, stream=dev.default_stream)  # a default-stream token: the general path
 d.close()
+import numpy as np
+src = mr.allocate(256, stream=s)
+src.copy_from(np.arange(256, dtype=np.uint8), stream=s)
+dst = mr.allocate(256, stream=s)
+assert dst.copy_from(src, stream=s) is None  # the compiled copy
+out = np.zeros(256, np.uint8)
+assert src.copy_to(dst, stream=s) is dst
+dst.copy_to(out, stream=s)
+assert (out == np.arange(256, dtype=np.uint8)).all()
+small = mr.allocate(128, stream=s)
+for call in (lambda: small.copy_from(src, stream=s), lambda: src.copy_to(small, stream=s)):
+    try:
+        call()
+    except ValueError as err:
+        assert "size" in str(err)
+    else:
+        raise AssertionError("size mismatch")
+dst.close()
+try:
+    src.copy_to(dst, stream=s)
+except RuntimeError:
+    pass
+else:
+    raise AssertionError("closed destination")
+src.close(); small.close()
 for _ in range(1000):
     mr.allocate(4096, stream=s)  # dropped: freed by the holder with the buffer
 gc.collect()

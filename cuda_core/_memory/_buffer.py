@@ -371,6 +371,8 @@ class Buffer:
             if self._mr is None:
                 raise ValueError("dst must be given: this buffer has no memory resource to allocate a copy from")
             dst = self._mr.allocate(self._size, stream=s)
+        if not _fast.copy_buffers(dst, self, s):  # the hot path, queued in one compiled call
+            return dst
         if isinstance(dst, Buffer):
             return copy_between(dst, self, s)
         addr, n, keep = host_address(dst, "dst", True)
@@ -411,6 +413,8 @@ class Buffer:
         if ptr is None:
             raise closed_error()
         s = stream if type(stream) is Stream else as_stream(stream)
+        if not _fast.copy_buffers(self, src, s):  # the hot path, queued in one compiled call
+            return
         if isinstance(src, Buffer):
             copy_between(self, src, s)
             return
