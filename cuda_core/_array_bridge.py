@@ -47,12 +47,12 @@ _LEGACY_STREAM = 1  # DLPack's name for the legacy default stream (CU_STREAM_LEG
 # Device-side ordering with one cached event per device
 
 _events: dict[int, tuple[Any, int]] = {}  # device ordinal -> (CUevent, its address)
-_order_lock = threading.Lock()  # one record + wait at a time: the event is shared
+_create_lock = threading.Lock()  # one event per device (_fast.record_wait serialises its use)
 _EV_FLAGS = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
 
 
 def _device_event(device_id: int) -> tuple[Any, int]:
-    with _order_lock:
+    with _create_lock:
         ev = _events.get(device_id)
         if ev is not None:
             return ev
@@ -82,8 +82,7 @@ def order_after(producer: int, consumer: int, device_id: int) -> bool:
         ev = _device_event(device_id)
     if producer == _LEGACY_STREAM and _fast.ctx_get_device() != device_id:
         return False  # the legacy stream would be another device's
-    with _order_lock:
-        status = _fast.record_wait(ev[1], producer, consumer)
+    status = _fast.record_wait(ev[1], producer, consumer)
     if status < 0:  # the record failed: nothing was ordered
         return False
     if status:
@@ -242,6 +241,11 @@ def _bind_torch_aoti(torch: Any) -> dict[str, Any] | None:
             checked[device_id] = ok
         return ok
 
+    from ._memoryview import _UNSET, StridedMemoryView
+
+    c.set_torch_view(
+        StridedMemoryView, codes, frozenset(k for k, v in codes.items() if v.kind == "c"), checked, _events, _UNSET
+    )
     return {
         "meta": c.torch_meta,
         "codes": codes,

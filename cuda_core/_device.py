@@ -12,7 +12,7 @@ from . import _fast
 from ._context import Context
 from ._errors import CUDAError
 from ._event import Event
-from ._stream import Stream
+from ._stream import Stream, _borrow, _foreign_handle_attrs
 from ._utils import SET_CURRENT_HINT, arg_error, ensure_driver, handle_return
 
 if TYPE_CHECKING:
@@ -474,6 +474,9 @@ class Device:
         if obj is not None:
             if options is not None:
                 raise ValueError("options must be None when obj is given (a borrowed stream keeps its own)")
+            attr = _foreign_handle_attrs.get(obj.__class__)
+            if attr:  # a PyTorch/CuPy stream class seen before (Stream._from_foreign, inlined)
+                return _borrow(Stream, getattr(obj, attr), obj)
             return Stream._from_foreign(obj)
         return Stream._create(self, options)
 

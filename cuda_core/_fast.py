@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -150,13 +151,23 @@ def _py_event_record(event: int, stream: int) -> int:
     return int(driver.cuEventRecord(_CUevent(event), _CUstream(stream))[0])
 
 
+_order_lock = threading.Lock()
+
+
 def _py_record_wait(event: int, producer: int, consumer: int) -> int:
-    """``cuEventRecord(event, producer)`` then ``cuStreamWaitEvent(consumer, event, 0)``: 0, or
-    ``-status`` when the record failed (nothing ordered), ``+status`` when the wait failed."""
-    err = int(driver.cuEventRecord(_CUevent(event), _CUstream(producer))[0])
-    if err:
-        return -err
-    return int(driver.cuStreamWaitEvent(_CUstream(consumer), _CUevent(event), 0)[0])
+    """``cuEventRecord(event, producer)`` then ``cuStreamWaitEvent(consumer, event, 0)``, one
+    pair at a time (the event is shared): 0, or ``-status`` when the record failed (nothing
+    ordered), ``+status`` when the wait failed."""
+    with _order_lock:
+        err = int(driver.cuEventRecord(_CUevent(event), _CUstream(producer))[0])
+        if err:
+            return -err
+        return int(driver.cuStreamWaitEvent(_CUstream(consumer), _CUevent(event), 0)[0])
+
+
+def _py_torch_view(cls: type, tensor: Any, stream_ptr: Any) -> Any:
+    """Always ``None``: the Python path reads the tensor (see ``torch_view``)."""
+    return None
 
 
 def _py_copy_buffers(dst: Any, src: Any, stream: Any) -> int:
@@ -326,6 +337,11 @@ event_record: Callable[[int, int], int] = _py_event_record
 event_query: Callable[[int], int] = _py_event_query
 record_wait: Callable[[int, int, int], int] = _py_record_wait
 copy_buffers: Callable[[Any, Any, Any], int] = getattr(_c, "copy_buffers", _py_copy_buffers)
+torch_view: Callable[[type, Any, Any], Any] = getattr(_c, "torch_view", _py_torch_view)
+"""``torch_view(StridedMemoryView, tensor, stream_ptr)``: the view of an exact CUDA
+``torch.Tensor`` with PyTorch's current stream ordered before ``stream_ptr``, in one compiled
+call once the PyTorch shim is set up and checked (``_array_bridge``); ``None`` for anything
+else (the Python path handles it and raises what must be raised)."""
 """``copy_buffers(dst, src, stream)``: 0 when the copy between two open Buffers of one size
 on an open real Stream was queued (compiled, one call); otherwise non-zero and nothing queued:
 the caller takes its general path."""

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <structmember.h>
+#include <pythread.h>
 
 typedef int (*fn_ctx_get_device)(int *);
 typedef int (*fn_two_ptr)(void *, void *);
@@ -205,9 +206,12 @@ stream_query(PyObject *self, PyObject *arg)
     return query(p_stream_query, arg);
 }
 
+static int order_streams(void *ev, void *producer, void *consumer);
+
 /* record_wait(event, producer, consumer) -> 0, -status when cuEventRecord(event, producer)
  * failed (nothing was ordered), or +status when cuStreamWaitEvent(consumer, event) failed.
- * Orders the consumer stream after the work queued so far on the producer, on the device. */
+ * Orders the consumer stream after the work queued so far on the producer, on the device; one
+ * record+wait at a time (the event is shared), see order_streams. */
 static PyObject *
 record_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -222,16 +226,7 @@ record_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (p_event_record == NULL || p_stream_wait_event == NULL) {
         return PyLong_FromLong(-NOT_READY_STATUS);
     }
-    int status;
-    Py_BEGIN_ALLOW_THREADS
-    status = p_event_record(ev, producer);
-    if (status != 0) {
-        status = -status;
-    } else {
-        status = p_stream_wait_event(consumer, ev, 0);
-    }
-    Py_END_ALLOW_THREADS
-    return PyLong_FromLong(status);
+    return PyLong_FromLong(order_streams(ev, producer, consumer));
 }
 
 /* launch_ex(config_address, function, params_address) -> status
@@ -946,40 +941,228 @@ int64_tuple(const int64_t *v, int64_t n)
 /* torch_meta(tensor) -> (ptr, shape, strides, dtype_code, device_type, device_index, stream)
  * or None (not set up, not strided, a shim error). stream is PyTorch's current stream on a
  * CUDA tensor's device (0 for the legacy default stream), or -1 when unknown or not CUDA. */
-static PyObject *
-torch_meta(PyObject *self, PyObject *tensor)
+typedef struct {
+    void *data;
+    int64_t dim, *sizes, *strides;
+    int32_t dtype, dev_type, dev_index;
+    long long stream; /* PyTorch's current stream on a CUDA tensor's device, or -1 */
+} TorchMeta;
+
+/* Fill m from an exact torch.Tensor; -1 when the shim is not set up, the tensor is not strided
+ * or a shim call fails. */
+static int
+read_torch_meta(PyObject *tensor, TorchMeta *m)
 {
     if (t_offset < 0) {
-        Py_RETURN_NONE;
+        return -1;
     }
     void *h = (char *)tensor + sizeof(PyObject) + t_offset;
     void *impl = *(void **)h; /* the at::Tensor's TensorImpl pointer */
-    if ((uintptr_t)impl < 4096) {
-        Py_RETURN_NONE;
+    int32_t layout;
+    if ((uintptr_t)impl < 4096 || t_layout(h, &layout) || layout != t_strided || t_dim(h, &m->dim) || m->dim < 0 ||
+        t_sizes(h, &m->sizes) || t_strides(h, &m->strides) || t_dtype(h, &m->dtype) ||
+        t_device_type(h, &m->dev_type) || t_device_index(h, &m->dev_index) || t_data_ptr(h, &m->data)) {
+        return -1;
     }
-    int32_t layout, dtype, dev_type, dev_index;
-    int64_t dim, *sizes, *strides;
-    void *data;
-    if (t_layout(h, &layout) || layout != t_strided || t_dim(h, &dim) || dim < 0 || t_sizes(h, &sizes) ||
-        t_strides(h, &strides) || t_dtype(h, &dtype) || t_device_type(h, &dev_type) ||
-        t_device_index(h, &dev_index) || t_data_ptr(h, &data)) {
-        Py_RETURN_NONE;
-    }
-    long long stream = -1;
-    if (dev_type == t_cuda && t_stream != NULL) {
+    m->stream = -1;
+    if (m->dev_type == t_cuda && t_stream != NULL) {
         void *st = NULL;
-        if (t_stream(dev_index, &st) == 0) {
-            stream = (long long)(uintptr_t)st;
+        if (t_stream(m->dev_index, &st) == 0) {
+            m->stream = (long long)(uintptr_t)st;
         }
     }
-    PyObject *shape = int64_tuple(sizes, dim);
-    PyObject *strd = shape ? int64_tuple(strides, dim) : NULL;
+    return 0;
+}
+
+static PyObject *
+torch_meta(PyObject *self, PyObject *tensor)
+{
+    TorchMeta m;
+    if (read_torch_meta(tensor, &m)) {
+        Py_RETURN_NONE;
+    }
+    PyObject *shape = int64_tuple(m.sizes, m.dim);
+    PyObject *strd = shape ? int64_tuple(m.strides, m.dim) : NULL;
     if (strd == NULL) {
         Py_XDECREF(shape);
         return NULL;
     }
-    return Py_BuildValue("(KNNiiiL)", (unsigned long long)(uintptr_t)data, shape, strd, (int)dtype, (int)dev_type,
-                         (int)dev_index, stream);
+    return Py_BuildValue("(KNNiiiL)", (unsigned long long)(uintptr_t)m.data, shape, strd, (int)m.dtype,
+                         (int)m.dev_type, (int)m.dev_index, m.stream);
+}
+
+/* torch_view(cls, tensor, stream_ptr): StridedMemoryView.from_dlpack's hot path for an exact
+ * torch.Tensor on a CUDA device, in one call: the shim's metadata, the negative/conjugate view
+ * checks (PyTorch's is_neg()/is_conj()), PyTorch's current stream ordered before stream_ptr
+ * (record_wait on the device's cached event) and the view itself. None for anything else (a
+ * host tensor, a dtype without a NumPy equivalent, stream_ptr None or special, a stream or
+ * event not checked or cached yet, a failed record or wait): the Python path then handles it
+ * and raises what must be raised. set_torch_view() supplies the tables. */
+static PyTypeObject *tv_type = NULL;
+static PyObject *tv_codes = NULL, *tv_complex = NULL, *tv_streams_ok = NULL, *tv_events = NULL, *tv_unset = NULL;
+static PyObject *name_is_neg = NULL, *name_is_conj = NULL;
+static Py_ssize_t off_v_capsule, off_v_devtype, off_v_dtype, off_v_raw, off_v_strides, off_v_device, off_v_exporting,
+    off_v_accessible, off_v_ptr, off_v_readonly, off_v_shape;
+static PyThread_type_lock order_lock = NULL;
+
+/* The ordering of consumer after producer through event (see record_wait); 0, -record status,
+ * +wait status. The lock keeps one record+wait at a time on the shared event. */
+static int
+order_streams(void *ev, void *producer, void *consumer)
+{
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(order_lock, WAIT_LOCK);
+    status = p_event_record(ev, producer);
+    if (status != 0) {
+        status = -status;
+    } else {
+        status = p_stream_wait_event(consumer, ev, 0);
+    }
+    PyThread_release_lock(order_lock);
+    Py_END_ALLOW_THREADS
+    return status;
+}
+
+/* Whether calling the no-argument method name of t returns exactly True (-1 on an error). */
+static int
+method_true(PyObject *t, PyObject *name)
+{
+    PyObject *r = PyObject_CallMethodNoArgs(t, name);
+    if (r == NULL) {
+        return -1;
+    }
+    int v = r == Py_True;
+    Py_DECREF(r);
+    return v;
+}
+
+static PyObject *
+torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "torch_view(cls, tensor, stream_ptr) takes 3 arguments");
+        return NULL;
+    }
+    PyObject *cls = args[0], *t = args[1], *sp = args[2];
+    TorchMeta m;
+    if (tv_type == NULL || cls != (PyObject *)tv_type || !PyLong_CheckExact(sp) || p_event_record == NULL ||
+        p_stream_wait_event == NULL || read_torch_meta(t, &m) || m.dev_type != t_cuda) {
+        Py_RETURN_NONE;
+    }
+    PyObject *code = PyLong_FromLong(m.dtype);
+    if (code == NULL) {
+        return NULL;
+    }
+    PyObject *dtype = PyDict_GetItemWithError(tv_codes, code); /* borrowed */
+    int complex = dtype != NULL ? PySet_Contains(tv_complex, code) : 0;
+    Py_DECREF(code);
+    if (dtype == NULL || complex < 0 || method_true(t, name_is_neg) != 0 || (complex && method_true(t, name_is_conj) != 0)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    long long stream_ptr = PyLong_AsLongLong(sp);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (stream_ptr != -1) {
+        long long consumer = stream_ptr == 0 ? 1 : stream_ptr;
+        if (consumer < -1 || consumer == 2 || m.stream < 0) {
+            Py_RETURN_NONE;
+        }
+        PyObject *dev = PyLong_FromLong(m.dev_index);
+        if (dev == NULL) {
+            return NULL;
+        }
+        PyObject *ok = PyDict_GetItemWithError(tv_streams_ok, dev); /* borrowed */
+        PyObject *ev = ok == Py_True ? PyDict_GetItemWithError(tv_events, dev) : NULL;
+        Py_DECREF(dev);
+        if (ev == NULL || !PyTuple_CheckExact(ev) || PyTuple_GET_SIZE(ev) != 2) {
+            PyErr_Clear();
+            Py_RETURN_NONE; /* not checked or cached yet: the Python path does it */
+        }
+        long long producer = m.stream ? m.stream : 1;
+        if (producer != consumer) {
+            int cur = -1;
+            if (producer == 1 && (p_ctx_get_device == NULL || p_ctx_get_device(&cur) != 0 || cur != m.dev_index)) {
+                Py_RETURN_NONE; /* the legacy stream would be another device's */
+            }
+            void *e;
+            if (as_address(PyTuple_GET_ITEM(ev, 1), &e)) {
+                PyErr_Clear();
+                Py_RETURN_NONE;
+            }
+            if (order_streams(e, (void *)(uintptr_t)producer, (void *)(uintptr_t)consumer) != 0) {
+                Py_RETURN_NONE;
+            }
+        }
+    }
+    PyObject *ptr = PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)m.data);
+    PyObject *shape = ptr ? int64_tuple(m.sizes, m.dim) : NULL;
+    PyObject *strd = shape ? int64_tuple(m.strides, m.dim) : NULL;
+    PyObject *devid = strd ? PyLong_FromLong(m.dev_index) : NULL;
+    PyObject *devtype = devid ? PyLong_FromLong(2) : NULL; /* kDLCUDA */
+    PyObject *view = devtype ? tv_type->tp_alloc(tv_type, 0) : NULL;
+    if (view != NULL) {
+        set_slot(view, off_v_ptr, ptr);
+        set_slot(view, off_v_shape, shape);
+        set_slot(view, off_v_raw, strd);
+        set_slot(view, off_v_strides, tv_unset);
+        set_slot(view, off_v_dtype, dtype);
+        set_slot(view, off_v_device, devid);
+        set_slot(view, off_v_accessible, Py_True);
+        set_slot(view, off_v_readonly, Py_False);
+        set_slot(view, off_v_exporting, t);
+        set_slot(view, off_v_capsule, Py_None);
+        set_slot(view, off_v_devtype, devtype);
+    }
+    Py_XDECREF(ptr);
+    Py_XDECREF(shape);
+    Py_XDECREF(strd);
+    Py_XDECREF(devid);
+    Py_XDECREF(devtype);
+    return view;
+}
+
+/* set_torch_view(StridedMemoryView, codes, complex_codes, streams_ok, events, unset):
+ * codes maps shim dtype codes to NumPy dtypes, complex_codes is a set, streams_ok maps device
+ * ordinals to whether the shim's current stream was checked against PyTorch's, events maps
+ * ordinals to the cached (CUevent, address) of the ordering; unset marks a lazy slot. */
+static PyObject *
+set_torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6 || !PyType_Check(args[0]) || !PyDict_Check(args[1]) || !PyAnySet_Check(args[2]) ||
+        !PyDict_Check(args[3]) || !PyDict_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "set_torch_view(StridedMemoryView, codes, complex_codes, streams_ok, events, unset)");
+        return NULL;
+    }
+    PyTypeObject *vt = (PyTypeObject *)args[0];
+    if (slot_offset(vt, "_capsule", &off_v_capsule) || slot_offset(vt, "_dl_device_type", &off_v_devtype) ||
+        slot_offset(vt, "_dtype", &off_v_dtype) || slot_offset(vt, "_raw_strides", &off_v_raw) ||
+        slot_offset(vt, "_strides", &off_v_strides) || slot_offset(vt, "device_id", &off_v_device) ||
+        slot_offset(vt, "exporting_obj", &off_v_exporting) || slot_offset(vt, "is_device_accessible", &off_v_accessible) ||
+        slot_offset(vt, "ptr", &off_v_ptr) || slot_offset(vt, "readonly", &off_v_readonly) ||
+        slot_offset(vt, "shape", &off_v_shape)) {
+        return NULL;
+    }
+    if (name_is_neg == NULL) {
+        name_is_neg = PyUnicode_InternFromString("is_neg");
+        name_is_conj = PyUnicode_InternFromString("is_conj");
+        if (name_is_neg == NULL || name_is_conj == NULL) {
+            return NULL;
+        }
+    }
+    for (int i = 0; i < 6; i++) {
+        Py_INCREF(args[i]);
+    }
+    Py_XSETREF(tv_type, vt);
+    Py_XSETREF(tv_codes, args[1]);
+    Py_XSETREF(tv_complex, args[2]);
+    Py_XSETREF(tv_streams_ok, args[3]);
+    Py_XSETREF(tv_events, args[4]);
+    Py_XSETREF(tv_unset, args[5]);
+    Py_RETURN_NONE;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1225,6 +1408,10 @@ static PyMethodDef methods[] = {
      "make_stream_methods(Stream, Event, slow_record, slow_sync, record_doc, sync_doc) -> (record, sync)"},
     {"set_torch_entry_points", (PyCFunction)(void (*)(void))set_torch_entry_points, METH_FASTCALL,
      "set_torch_entry_points({name: address}, offset, strided_code, cuda_code)"},
+    {"torch_view", (PyCFunction)(void (*)(void))torch_view, METH_FASTCALL,
+     "torch_view(cls, tensor, stream_ptr) -> a StridedMemoryView of a CUDA tensor, or None"},
+    {"set_torch_view", (PyCFunction)(void (*)(void))set_torch_view, METH_FASTCALL,
+     "set_torch_view(StridedMemoryView, codes, complex_codes, streams_ok, events, unset)"},
     {"torch_meta", torch_meta, METH_O,
      "torch_meta(tensor) -> (ptr, shape, strides, dtype, device_type, device_index, stream) or None"},
     {"make_buffer_methods", (PyCFunction)(void (*)(void))make_buffer_methods, METH_FASTCALL,
@@ -1245,6 +1432,10 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__fastpath(void)
 {
+    order_lock = PyThread_allocate_lock();
+    if (order_lock == NULL) {
+        return PyErr_NoMemory();
+    }
     devices_name = PyUnicode_InternFromString("devices");
     if (devices_name == NULL || PyType_Ready(&OwnedType) < 0 || PyType_Ready(&DeferredType) < 0) {
         return NULL;

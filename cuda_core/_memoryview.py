@@ -16,6 +16,7 @@ import numpy
 from . import _array_bridge as _bridge
 from . import _array_interface as _ai
 from . import _dlpack as _dl
+from . import _fast
 from ._utils import arg_error
 
 __all__: list[str] = []  # the public names live in cuda_core.utils (see _UTILS_EXPORTS)
@@ -179,6 +180,10 @@ class StridedMemoryView:
         if kind is None:
             kind = _classify(tp)
         if kind >= _KIND_TORCH:
+            if kind == _KIND_TORCH and cls is StridedMemoryView:
+                view = _fast.torch_view(cls, obj, stream_ptr)  # a CUDA tensor, in one compiled call
+                if view is not None:
+                    return view  # type: ignore[no-any-return]
             fields = (_torch_view if kind == _KIND_TORCH else _cupy_view)(obj, stream_ptr)
             if fields is not None:
                 view = _new_view(cls)

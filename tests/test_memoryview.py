@@ -757,3 +757,47 @@ def test_torch_shim_stream_follows_torch_current_stream():
     buf = Buffer.from_handle(view.ptr, out.nbytes, owner=u)
     buf.copy_to(out, stream=s)
     assert (out == 2).all()
+
+
+@pytest.mark.gpu
+def test_torch_compiled_view_equals_python_and_dlpack_paths(monkeypatch):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("this torch has no CUDA")
+    from cuda_core import Device, _fast
+
+    if _fast.compiled() is None:
+        pytest.skip("cuda_core._fastpath was not built")
+    dev = Device()
+    dev.set_current()
+    s = dev.create_stream()
+    sp = int(s.handle)
+    warm = torch.ones(4, device="cuda")
+    StridedMemoryView.from_dlpack(warm, sp)  # checks the shim's stream and caches the event
+    compiled = 0
+    for dtype in (torch.float32, torch.int8, torch.bfloat16, torch.complex64, torch.bool):
+        for t in _torch_layouts(torch, dtype, "cuda"):
+            for stream_ptr in (sp, -1, 0):
+                view = _fast.torch_view(StridedMemoryView, t, stream_ptr)
+                if view is None:
+                    continue
+                compiled += 1
+                assert type(view) is StridedMemoryView and view.exporting_obj is t and view._capsule is None
+                fields = bridge.torch_view(t, stream_ptr)
+                assert fields is not None
+                assert (view.ptr, view.shape, view._raw_strides, view.dtype, view.device_id) == fields[:5]
+                assert _fields(view) == _fields(_via_dlpack(monkeypatch, torch.Tensor, t, stream_ptr))
+    assert compiled > 0, "the compiled path should serve CUDA tensors"
+    base = torch.arange(6, device="cuda").to(torch.complex64)
+    for unusual in (base.conj(), base.conj().imag, torch.ones(3)):  # conjugate, negative, host
+        assert _fast.torch_view(StridedMemoryView, unusual, sp) is None
+    assert _fast.torch_view(StridedMemoryView, warm, None) is None  # the Python path raises
+    with pytest.raises(BufferError):
+        StridedMemoryView.from_dlpack(warm, None)
+
+    class MyView(StridedMemoryView):
+        __slots__ = ()
+
+    assert _fast.torch_view(MyView, warm, sp) is None
+    assert type(MyView.from_dlpack(warm, sp)) is MyView
+    s.sync()
