@@ -9,6 +9,7 @@ stream is: ``launch``, copies, fills, allocations, host callbacks) is recorded i
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -84,34 +85,61 @@ class GraphCompleteOptions:
 class GraphDebugPrintOptions:
     """What :meth:`GraphBuilder.debug_dot_print` writes besides the graph's structure.
 
+    Each field turns on the driver's ``CU_GRAPH_DEBUG_DOT_FLAGS_<FIELD NAME>`` flag (the fields
+    and their order are cuda.core's).
+
     Attributes
     ----------
     verbose : bool
-        Everything (every flag below).
+        Everything, as if every flag below were on.
+    runtime_types : bool
+        CUDA runtime structures instead of driver ones.
     kernel_node_params, memcpy_node_params, memset_node_params, host_node_params : bool
         Parameters of the nodes of each kind.
+    event_node_params, ext_semas_signal_node_params, ext_semas_wait_node_params : bool
+        Parameters of event and external-semaphore nodes.
+    kernel_node_attributes : bool
+        Kernel node attributes.
     handles : bool
-        Node handles.
+        Node handles and kernel function handles.
+    mem_alloc_node_params, mem_free_node_params, batch_mem_op_node_params : bool
+        Parameters of memory allocation, free and batched memory-operation nodes.
+    extra_topo_info : bool
+        Edge numbering.
+    conditional_node_params : bool
+        Parameters of conditional nodes.
     """
 
     verbose: bool = False
+    runtime_types: bool = False
     kernel_node_params: bool = False
     memcpy_node_params: bool = False
     memset_node_params: bool = False
     host_node_params: bool = False
+    event_node_params: bool = False
+    ext_semas_signal_node_params: bool = False
+    ext_semas_wait_node_params: bool = False
+    kernel_node_attributes: bool = False
     handles: bool = False
+    mem_alloc_node_params: bool = False
+    mem_free_node_params: bool = False
+    batch_mem_op_node_params: bool = False
+    extra_topo_info: bool = False
+    conditional_node_params: bool = False
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, bool):
+                raise arg_error(f.name, "a bool", value, exc=TypeError)
 
     def _flags(self) -> int:
-        f = driver.CUgraphDebugDot_flags
-        table = (
-            ("verbose", f.CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE),
-            ("kernel_node_params", f.CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS),
-            ("memcpy_node_params", f.CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS),
-            ("memset_node_params", f.CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS),
-            ("host_node_params", f.CU_GRAPH_DEBUG_DOT_FLAGS_HOST_NODE_PARAMS),
-            ("handles", f.CU_GRAPH_DEBUG_DOT_FLAGS_HANDLES),
+        flags = driver.CUgraphDebugDot_flags
+        return sum(
+            int(getattr(flags, f"CU_GRAPH_DEBUG_DOT_FLAGS_{f.name.upper()}"))
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name)
         )
-        return sum(int(flag) for name, flag in table if getattr(self, name))
 
 
 class GraphBuilder:

@@ -394,6 +394,13 @@ def test_debug_dot_print(env, tmp_path):
     path = tmp_path / "g.dot"
     b.debug_dot_print(str(path), {"verbose": True})
     assert "digraph" in path.read_text()
+    # Every flag cuda.core exposes is one this driver accepts.
+    every = {f: True for f in ("runtime_types", "kernel_node_params", "event_node_params", "kernel_node_attributes",
+                               "handles", "mem_alloc_node_params", "mem_free_node_params",
+                               "batch_mem_op_node_params", "extra_topo_info", "conditional_node_params")}
+    path2 = tmp_path / "g2.dot"
+    b.debug_dot_print(str(path2), every)
+    assert "digraph" in path2.read_text()
     b.close()
     s.close()
 
@@ -434,3 +441,23 @@ def test_trampolines_run_graph_entries_every_time_and_one_shot_entries_once(monk
     run_once(key)
     assert len(reported) == 1 and isinstance(reported[0], ValueError)
     assert "host callback" in "".join(reported[0].__notes__)
+
+
+def test_debug_print_options_map_each_field_to_its_driver_flag():
+    import dataclasses
+
+    from cuda.bindings import driver
+
+    from cuda_core import GraphDebugPrintOptions
+
+    flags = driver.CUgraphDebugDot_flags
+    assert GraphDebugPrintOptions()._flags() == 0
+    names = [f.name for f in dataclasses.fields(GraphDebugPrintOptions)]
+    assert len(names) == 16
+    for name in names:
+        expected = int(getattr(flags, f"CU_GRAPH_DEBUG_DOT_FLAGS_{name.upper()}"))
+        assert GraphDebugPrintOptions(**{name: True})._flags() == expected
+    everything = GraphDebugPrintOptions(**dict.fromkeys(names, True))._flags()
+    assert everything == sum(int(getattr(flags, f"CU_GRAPH_DEBUG_DOT_FLAGS_{n.upper()}")) for n in names)
+    with pytest.raises(TypeError, match="handles"):
+        GraphDebugPrintOptions(handles=1)
