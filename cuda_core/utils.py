@@ -2,6 +2,8 @@
 
 - :class:`StridedMemoryView` and :func:`args_viewable_as_strided_memory`: zero-copy views of
   arrays from NumPy, CuPy, PyTorch and any DLPack or ``__cuda_array_interface__`` producer.
+- Copies with transfer hints: :func:`copy_batch`, :class:`CopyOptions`,
+  :class:`MemcpySrcAccessOrder`, :class:`MemcpyOverlapMode`.
 - The explicit compile caches: :class:`InMemoryProgramCache`, :class:`FileStreamProgramCache`,
   :func:`make_program_cache_key`, and the default cache that ``Program.compile`` uses.
 """
@@ -16,15 +18,20 @@ from ._cache import (
     get_default_program_cache,
     make_program_cache_key,
 )
+from ._memory._copy import CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch
 from ._memoryview import StridedMemoryView, args_viewable_as_strided_memory
 
 __all__ = [
+    "CopyOptions",
     "FileStreamProgramCache",
     "InMemoryProgramCache",
+    "MemcpyOverlapMode",
+    "MemcpySrcAccessOrder",
     "ProgramCache",
     "ProgramCacheResource",
     "StridedMemoryView",
     "args_viewable_as_strided_memory",
+    "copy_batch",
     "get_default_program_cache",
     "make_program_cache_key",
 ]

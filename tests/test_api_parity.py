@@ -195,7 +195,6 @@ KNOWN_GAPS: frozenset[str] = frozenset(
         "name:cuda.core.DeviceResources",
         "name:cuda.core.GraphMemoryResource",
         "name:cuda.core.GraphicsResource",
-        "name:cuda.core.Host",
         "name:cuda.core.ManagedBuffer",
         "name:cuda.core.SMResource",
         "name:cuda.core.SMResourceOptions",
@@ -231,10 +230,6 @@ KNOWN_GAPS: frozenset[str] = frozenset(
         "name:cuda.core.graph.MemsetNode",
         "name:cuda.core.graph.SwitchNode",
         "name:cuda.core.graph.WhileNode",
-        "name:cuda.core.utils.CopyOptions",
-        "name:cuda.core.utils.MemcpyOverlapMode",
-        "name:cuda.core.utils.MemcpySrcAccessOrder",
-        "name:cuda.core.utils.copy_batch",
         "name:cuda.core.utils.discard_batch",
         "name:cuda.core.utils.discard_prefetch_batch",
         "name:cuda.core.utils.prefetch_batch",
@@ -317,8 +312,6 @@ KNOWN_GAPS: frozenset[str] = frozenset(
         "StridedMemoryView.copy_from",
         "StridedMemoryView.copy_to",
         "StridedMemoryView.view",
-        "sig:Buffer.copy_from:missing-arg:options",
-        "sig:Buffer.copy_to:missing-arg:options",
     }
 )
 

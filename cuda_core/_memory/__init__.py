@@ -5,8 +5,20 @@
 
 from __future__ import annotations
 
-from . import _buffer, _device_resource, _ipc, _legacy, _managed, _pinned, _pool, _resource, _sync
+from . import (
+    _buffer,
+    _copy,
+    _device_resource,
+    _ipc,
+    _legacy,
+    _managed,
+    _pinned,
+    _pool,
+    _resource,
+    _sync,
+)
 from ._buffer import *  # noqa: F403
+from ._copy import *  # noqa: F403
 from ._device_resource import *  # noqa: F403
 from ._device_resource import default_memory_resource
 from ._ipc import *  # noqa: F403
@@ -20,6 +32,7 @@ from ._sync import *  # noqa: F403
 __all__ = sorted(
     {
         *_buffer.__all__,
+        *_copy.__all__,
         *_device_resource.__all__,
         *_ipc.__all__,
         *_legacy.__all__,

@@ -25,6 +25,7 @@ from ._buffer_support import (
     host_copy_fast,
     stream_context,
 )
+from ._copy import copy_with_options
 from ._resource import MemoryResource, check_size
 
 __all__ = ["Buffer"]
@@ -330,7 +331,7 @@ class Buffer:
 
     # -- copies and fill ------------------------------------------------------------------------
 
-    def copy_to(self, dst: Any = None, *, stream: Any) -> Any:
+    def copy_to(self, dst: Any = None, *, stream: Any, options: Any = None) -> Any:
         """Copy this buffer's bytes into ``dst``, ordered on ``stream``.
 
         Parameters
@@ -342,6 +343,10 @@ class Buffer:
             ``stream``.
         stream : Stream
             Keyword-only. The stream the copy is ordered on.
+        options : CopyOptions, optional
+            Keyword-only. Transfer hints (:class:`~cuda_core.utils.CopyOptions`), for a copy
+            between buffers; queued with ``cuMemcpyBatchAsync``, which refuses the legacy
+            default stream and capturing streams (``TypeError``).
 
         Returns
         -------
@@ -371,6 +376,9 @@ class Buffer:
             if self._mr is None:
                 raise ValueError("dst must be given: this buffer has no memory resource to allocate a copy from")
             dst = self._mr.allocate(self._size, stream=s)
+        if options is not None:
+            copy_with_options(dst, self, s, options, "Buffer.copy_to")
+            return dst
         if not _fast.copy_buffers(dst, self, s):  # the hot path, queued in one compiled call
             return dst
         if isinstance(dst, Buffer):
@@ -383,7 +391,7 @@ class Buffer:
         del keep
         return dst
 
-    def copy_from(self, src: Any, *, stream: Any) -> None:
+    def copy_from(self, src: Any, *, stream: Any, options: Any = None) -> None:
         """Copy ``src``'s bytes into this buffer, ordered on ``stream``.
 
         Parameters
@@ -393,6 +401,8 @@ class Buffer:
             protocol (NumPy array, ``bytes``, ``bytearray``) of the same number of bytes.
         stream : Stream
             Keyword-only. The stream the copy is ordered on.
+        options : CopyOptions, optional
+            Keyword-only. Transfer hints, as in :meth:`copy_to`.
 
         Raises
         ------
@@ -413,6 +423,9 @@ class Buffer:
         if ptr is None:
             raise closed_error()
         s = stream if type(stream) is Stream else as_stream(stream)
+        if options is not None:
+            copy_with_options(self, src, s, options, "Buffer.copy_from")
+            return
         if not _fast.copy_buffers(self, src, s):  # the hot path, queued in one compiled call
             return
         if isinstance(src, Buffer):

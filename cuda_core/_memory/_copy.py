@@ -1,0 +1,291 @@
+"""Copies with transfer hints: Host, CopyOptions, copy_batch, and Buffer copies with options.
+
+``cuMemcpyBatchAsync`` (CUDA 12.8+, bound by ``cuda.bindings`` 13 in its CUDA 13.0 form) queues
+any number of pointer-to-pointer copies on a stream, each with attributes: how the source may
+be read (in stream order, during the call, or at any time) and location hints for managed
+memory, plus a request to overlap with compute. ``copy_batch`` and ``Buffer.copy_to/copy_from``
+with ``options`` use it, so the attributes are honoured on any CUDA 13 driver. The driver
+refuses the legacy default stream and streams in graph capture: both are refused here first
+with a ``TypeError`` that says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import threading
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from cuda.bindings import driver
+
+from .._utils import arg_error, handle_return
+from ._buffer_support import as_stream, closed_error, on_stream, stream_context
+
+__all__ = ["Host"]  # CopyOptions, the enums and copy_batch are public in cuda_core.utils
+
+_LEGACY = int(driver.CU_STREAM_LEGACY)
+_CAPTURE_NONE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+_LOC = driver.CUmemLocationType
+
+
+class Host:
+    """The host (CPU) as a memory location, for location hints (the counterpart of a Device).
+
+    ``Host()`` is any host memory; ``Host(numa_id=N)`` NUMA node ``N``; ``Host.numa_current()``
+    (``Host(is_numa_current=True)``) the NUMA node of the calling thread. Like ``Device``,
+    equal arguments give the same object: ``Host() is Host()``.
+    """
+
+    __slots__ = ("_is_numa_current", "_numa_id")
+    _instances: ClassVar[dict[tuple[int | None, bool], Host]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    _numa_id: int | None
+    _is_numa_current: bool
+
+    def __new__(cls, numa_id: int | None = None, is_numa_current: bool = False) -> Host:
+        if numa_id is not None and (isinstance(numa_id, bool) or not isinstance(numa_id, int) or numa_id < 0):
+            raise arg_error("numa_id", "None or a non-negative int", numa_id, exc=TypeError)
+        if not isinstance(is_numa_current, bool):
+            raise arg_error("is_numa_current", "a bool", is_numa_current, exc=TypeError)
+        if numa_id is not None and is_numa_current:
+            raise ValueError("numa_id and is_numa_current are mutually exclusive: give one of them")
+        key = (numa_id, is_numa_current)
+        with cls._lock:
+            host = cls._instances.get(key)
+            if host is None:
+                host = object.__new__(cls)
+                host._numa_id = numa_id
+                host._is_numa_current = is_numa_current
+                cls._instances[key] = host
+        return host
+
+    @classmethod
+    def numa_current(cls) -> Host:
+        """The NUMA node of the calling thread (resolved by the driver at each use)."""
+        return cls(is_numa_current=True)
+
+    @property
+    def numa_id(self) -> int | None:
+        """The NUMA node, or ``None`` (any host memory, or the current node)."""
+        return self._numa_id
+
+    @property
+    def is_numa_current(self) -> bool:
+        """Whether this is the calling thread's NUMA node."""
+        return self._is_numa_current
+
+    def __repr__(self) -> str:
+        if self._is_numa_current:
+            return "Host.numa_current()"
+        return "Host()" if self._numa_id is None else f"Host(numa_id={self._numa_id})"
+
+    def _location(self) -> driver.CUmemLocation:
+        loc = driver.CUmemLocation()
+        if self._is_numa_current:
+            loc.type = _LOC.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT
+        elif self._numa_id is not None:
+            loc.type = _LOC.CU_MEM_LOCATION_TYPE_HOST_NUMA
+            loc.id = self._numa_id
+        else:
+            loc.type = _LOC.CU_MEM_LOCATION_TYPE_HOST
+        return loc
+
+
+class MemcpySrcAccessOrder(enum.StrEnum):
+    """How a copy may read its source (``CUmemcpySrcAccessOrder``)."""
+
+    STREAM = "stream"
+    """In stream order (the default)."""
+    DURING_API_CALL = "during_api_call"
+    """Out of stream order, all reads done when the call returns (ephemeral sources)."""
+    ANY = "any"
+    """Out of stream order, at any time (the source is not written by earlier work)."""
+
+
+class MemcpyOverlapMode(enum.StrEnum):
+    """Whether a copy asks to overlap with compute work (``CUmemcpyFlags``)."""
+
+    DEFAULT = "default"
+    PREFER_OVERLAP_WITH_COMPUTE = "prefer_overlap_with_compute"
+
+
+_ORDER = {
+    MemcpySrcAccessOrder.STREAM: driver.CUmemcpySrcAccessOrder.CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+    MemcpySrcAccessOrder.DURING_API_CALL: driver.CUmemcpySrcAccessOrder.CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL,
+    MemcpySrcAccessOrder.ANY: driver.CUmemcpySrcAccessOrder.CU_MEMCPY_SRC_ACCESS_ORDER_ANY,
+}
+
+
+def _enum_value(enum_cls: Any, value: Any, field: str) -> Any:
+    try:
+        return enum_cls(value)
+    except ValueError:
+        choices = ", ".join(repr(m.value) for m in enum_cls)
+        raise arg_error(field, f"a {enum_cls.__name__} or one of {choices}", value) from None
+
+
+@dataclasses.dataclass
+class CopyOptions:
+    """Transfer hints for one copy (``copy_batch``, ``Buffer.copy_to/copy_from(options=...)``).
+
+    Attributes
+    ----------
+    src_access_order : MemcpySrcAccessOrder or str
+        How the source may be read; default ``"stream"`` (in stream order).
+    src_location_hint, dst_location_hint : Device, Host or None
+        Where the source / destination memory is expected to be. Honoured by the driver only
+        for managed memory (on devices with concurrent managed access) and for pageable
+        memory on devices that access it directly; ignored otherwise. ``None``: no hint.
+    overlap_mode : MemcpyOverlapMode or str
+        ``"prefer_overlap_with_compute"`` asks the driver to overlap the copy with compute
+        work where the device can; default ``"default"``.
+    """
+
+    src_access_order: MemcpySrcAccessOrder | str = MemcpySrcAccessOrder.STREAM
+    src_location_hint: Any = None
+    dst_location_hint: Any = None
+    overlap_mode: MemcpyOverlapMode | str = MemcpyOverlapMode.DEFAULT
+
+    def __post_init__(self) -> None:
+        from .._device import Device
+
+        self.src_access_order = _enum_value(MemcpySrcAccessOrder, self.src_access_order, "src_access_order")
+        self.overlap_mode = _enum_value(MemcpyOverlapMode, self.overlap_mode, "overlap_mode")
+        for field in ("src_location_hint", "dst_location_hint"):
+            value = getattr(self, field)
+            if value is not None and not isinstance(value, (Device, Host)):
+                raise arg_error(field, "a Device, a Host or None", value, exc=TypeError)
+
+    def _attributes(self) -> driver.CUmemcpyAttributes:
+        attrs = driver.CUmemcpyAttributes()
+        attrs.srcAccessOrder = _ORDER[MemcpySrcAccessOrder(self.src_access_order)]
+        for field, hint in (("srcLocHint", self.src_location_hint), ("dstLocHint", self.dst_location_hint)):
+            if hint is not None:
+                setattr(attrs, field, _location_of(hint))
+        if self.overlap_mode == MemcpyOverlapMode.PREFER_OVERLAP_WITH_COMPUTE:
+            attrs.flags = int(driver.CUmemcpyFlags.CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE)
+        return attrs
+
+
+def _location_of(where: Any) -> driver.CUmemLocation:
+    if isinstance(where, Host):
+        return where._location()
+    loc = driver.CUmemLocation()
+    loc.type = _LOC.CU_MEM_LOCATION_TYPE_DEVICE
+    loc.id = int(where)
+    return loc
+
+
+def _batch_stream(stream: Any, api: str) -> Any:
+    """The stream of an attributed copy; ``TypeError`` for what ``cuMemcpyBatchAsync`` refuses."""
+    from .._graph import GraphBuilder
+
+    if isinstance(stream, GraphBuilder):
+        raise TypeError(
+            f"{api}: a graph builder cannot take attributed or batched copies (a graph has no node "
+            "for them); copy with Buffer.copy_to/copy_from without options instead"
+        )
+    s = as_stream(stream)
+    if s._handle is None:
+        raise RuntimeError("the stream is closed; stream-ordered work cannot be queued on it")
+    if s._int in (0, _LEGACY):
+        raise TypeError(
+            f"{api}: the legacy default stream cannot take attributed or batched copies "
+            "(cuMemcpyBatchAsync refuses it); use PER_THREAD_DEFAULT_STREAM or a created stream"
+        )
+    status = handle_return(driver.cuStreamIsCapturing(s._handle), "cuStreamIsCapturing")
+    if status != _CAPTURE_NONE:
+        raise TypeError(f"{api}: the stream is capturing a graph, which cannot take attributed or batched copies")
+    return s
+
+
+def _open_pair(dst: Any, src: Any, index: str) -> tuple[int, int, int]:
+    if dst._ptr is None or src._ptr is None:
+        raise closed_error()
+    if dst._size != src._size:
+        raise ValueError(f"copy {index}: the destination has {dst._size} bytes, the source {src._size}")
+    return dst._ptr, src._ptr, src._size
+
+
+def batch_copy(s: Any, pairs: list[tuple[int, int, int]], options: list[CopyOptions]) -> None:
+    """Queue the copies ``(dst, src, nbytes)`` with one ``CopyOptions`` each (``len(options)``
+    is 1 for all, or ``len(pairs)``) on stream ``s`` in one ``cuMemcpyBatchAsync``."""
+    live = [p for p in pairs if p[2]]
+    if not live:
+        return
+    if len(options) == 1:
+        attrs, idxs = [options[0]._attributes()], [0]
+    else:
+        kept = [o for p, o in zip(pairs, options) if p[2]]
+        attrs, idxs = [o._attributes() for o in kept], list(range(len(live)))
+    dsts = [driver.CUdeviceptr(d) for d, _, _ in live]
+    srcs = [driver.CUdeviceptr(src) for _, src, _ in live]
+    sizes = [n for _, _, n in live]
+    ctx = stream_context(s)
+    r = on_stream(s, ctx, driver.cuMemcpyBatchAsync, dsts, srcs, sizes, len(live), attrs, idxs, len(attrs), s._handle)
+    handle_return(r, "cuMemcpyBatchAsync")
+
+
+def copy_batch(stream: Any, srcs: Sequence[Any], dsts: Sequence[Any], *, options: Any = None) -> None:
+    """Copy each ``srcs[i]`` into ``dsts[i]`` (Buffers of equal size), asynchronously, on ``stream``.
+
+    One ``cuMemcpyBatchAsync``: the batch as a whole is stream-ordered; the copies in it may
+    run concurrently and in any order, so no copy may write memory another one reads.
+
+    Parameters
+    ----------
+    stream : Stream
+        First and required. Not the legacy default stream (use ``PER_THREAD_DEFAULT_STREAM``)
+        and not a stream capturing a graph (the driver refuses both).
+    srcs, dsts : sequence of Buffer
+        Sources and destinations, paired by index; equal lengths, equal sizes per pair.
+    options : CopyOptions, sequence of CopyOptions, or None
+        One for every copy, one per copy (paired by index), or ``None`` for the defaults.
+
+    Raises
+    ------
+    TypeError
+        A Buffer instead of a sequence, an element that is not a Buffer, a refused stream, or
+        ``options`` of another type.
+    ValueError
+        The lengths or a pair's sizes differ.
+    RuntimeError
+        A buffer or the stream is closed.
+    """
+    from ._buffer import Buffer
+
+    for name, seq in (("srcs", srcs), ("dsts", dsts)):
+        if isinstance(seq, Buffer) or not isinstance(seq, Sequence) or isinstance(seq, (str, bytes)):
+            raise arg_error(name, "a sequence of Buffers", seq, "for one buffer use Buffer.copy_to", exc=TypeError)
+        for i, b in enumerate(seq):
+            if not isinstance(b, Buffer):
+                raise arg_error(f"{name}[{i}]", "a Buffer", b, exc=TypeError)
+    if len(srcs) != len(dsts):
+        raise ValueError(f"srcs and dsts must have the same length (got {len(srcs)} and {len(dsts)})")
+    if options is None:
+        opts = [CopyOptions()]
+    elif isinstance(options, CopyOptions):
+        opts = [options]
+    elif isinstance(options, Sequence) and all(isinstance(o, CopyOptions) for o in options):
+        if len(options) != len(srcs):
+            raise ValueError(f"options must have one CopyOptions per copy ({len(srcs)}) (got {len(options)})")
+        opts = list(options)
+    else:
+        raise arg_error("options", "a CopyOptions, a sequence of them, or None", options, exc=TypeError)
+    s = _batch_stream(stream, "copy_batch")
+    pairs = [_open_pair(d, src, str(i)) for i, (d, src) in enumerate(zip(dsts, srcs))]
+    batch_copy(s, pairs, opts)
+
+
+def copy_with_options(dst: Any, src: Any, stream: Any, options: Any, api: str) -> None:
+    """``Buffer.copy_to/copy_from(..., options=...)``: one attributed copy between buffers."""
+    from ._buffer import Buffer
+
+    if not isinstance(options, CopyOptions):
+        raise arg_error("options", "a CopyOptions or None", options, exc=TypeError)
+    if not isinstance(dst, Buffer) or not isinstance(src, Buffer):
+        raise TypeError(f"{api}: options apply to copies between Buffers only")
+    s = _batch_stream(stream, api)
+    batch_copy(s, [_open_pair(dst, src, "")], [options])
