@@ -2,8 +2,9 @@
 
 - :class:`StridedMemoryView` and :func:`args_viewable_as_strided_memory`: zero-copy views of
   arrays from NumPy, CuPy, PyTorch and any DLPack or ``__cuda_array_interface__`` producer.
-- Copies with transfer hints: :func:`copy_batch`, :class:`CopyOptions`,
-  :class:`MemcpySrcAccessOrder`, :class:`MemcpyOverlapMode`.
+- Batched memory operations: :func:`copy_batch` with :class:`CopyOptions`,
+  :class:`MemcpySrcAccessOrder`, :class:`MemcpyOverlapMode`; :func:`prefetch_batch`,
+  :func:`discard_batch`, :func:`discard_prefetch_batch` on managed memory.
 - The explicit compile caches: :class:`InMemoryProgramCache`, :class:`FileStreamProgramCache`,
   :func:`make_program_cache_key`, and the default cache that ``Program.compile`` uses.
 """
@@ -18,7 +19,15 @@ from ._cache import (
     get_default_program_cache,
     make_program_cache_key,
 )
-from ._memory._copy import CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch
+from ._memory._copy import (
+    CopyOptions,
+    MemcpyOverlapMode,
+    MemcpySrcAccessOrder,
+    copy_batch,
+    discard_batch,
+    discard_prefetch_batch,
+    prefetch_batch,
+)
 from ._memoryview import StridedMemoryView, args_viewable_as_strided_memory
 
 __all__ = [
@@ -32,6 +41,9 @@ __all__ = [
     "StridedMemoryView",
     "args_viewable_as_strided_memory",
     "copy_batch",
+    "discard_batch",
+    "discard_prefetch_batch",
     "get_default_program_cache",
     "make_program_cache_key",
+    "prefetch_batch",
 ]

@@ -230,9 +230,6 @@ KNOWN_GAPS: frozenset[str] = frozenset(
         "name:cuda.core.graph.MemsetNode",
         "name:cuda.core.graph.SwitchNode",
         "name:cuda.core.graph.WhileNode",
-        "name:cuda.core.utils.discard_batch",
-        "name:cuda.core.utils.discard_prefetch_batch",
-        "name:cuda.core.utils.prefetch_batch",
         # cuda.core.system (NVML-based in 1.x)
         "name:cuda.core.system.AlreadyInitializedError",
         "name:cuda.core.system.ArgumentVersionMismatchError",
@@ -304,7 +301,6 @@ KNOWN_GAPS: frozenset[str] = frozenset(
         "PinnedMemoryResource.allocation_handle",
         "PinnedMemoryResource.from_allocation_handle",
         "PinnedMemoryResource.from_registry",
-        "PinnedMemoryResource.numa_id",
         "PinnedMemoryResource.register",
         "PinnedMemoryResource.uuid",
         "Stream.resources",

@@ -172,3 +172,54 @@ def test_buffer_copies_with_options(gpu):
     b.close()
     for x in (src, dst, made):
         x.close(s)
+
+
+def test_batch_memory_operations_check_their_arguments_first():
+    from cuda_core.utils import discard_batch, discard_prefetch_batch, prefetch_batch
+
+    mr = HostIntResource()
+    a, b = mr.allocate(8), mr.allocate(8)
+    with pytest.raises(TypeError, match="sequence of Buffers"):
+        prefetch_batch(LEGACY_DEFAULT_STREAM, a, Host())
+    with pytest.raises(TypeError, match=r"buffers\[1\]"):
+        discard_batch(LEGACY_DEFAULT_STREAM, [a, "b"])
+    with pytest.raises(ValueError, match="one Device or Host per buffer"):
+        discard_prefetch_batch(LEGACY_DEFAULT_STREAM, [a, b], [Host()])
+    with pytest.raises(TypeError, match=r"locations\[0\]"):
+        prefetch_batch(LEGACY_DEFAULT_STREAM, [a], [0])
+    with pytest.raises(TypeError, match="legacy default stream"):
+        prefetch_batch(LEGACY_DEFAULT_STREAM, [a, b], Host())
+    b.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        discard_batch(LEGACY_DEFAULT_STREAM, [a, b])
+
+
+@pytest.mark.gpu
+def test_prefetch_and_discard_batches_on_managed_memory(gpu):
+    from cuda_core import ManagedMemoryResource, ManagedMemoryResourceOptions
+    from cuda_core.utils import discard_batch, discard_prefetch_batch, prefetch_batch
+
+    dev, s = gpu
+    if not dev.properties.concurrent_managed_access:
+        pytest.skip("the device has no concurrent managed access")
+    mr = ManagedMemoryResource(ManagedMemoryResourceOptions(preferred_location=dev.device_id))
+    datas = [np.arange(n, dtype=np.uint8) for n in (4096, 1 << 20)]
+    bufs = [mr.allocate(d.nbytes, stream=s) for d in datas]
+    for d, b in zip(datas, bufs):
+        b.copy_from(d, stream=s)
+    prefetch_batch(s, bufs, dev)  # to the device, one location for all
+    prefetch_batch(s, bufs, [Host(), dev])  # one per buffer
+    prefetch_batch(s, bufs, Host())
+    s.sync()
+    for d, b in zip(datas, bufs):  # prefetching moves pages, never contents
+        np.testing.assert_array_equal(_read(b, s), d)
+    discard_prefetch_batch(s, bufs, dev)
+    discard_batch(s, bufs)
+    for d, b in zip(datas, bufs):  # discarded pages hold anything until written: write, read back
+        b.copy_from(d[::-1].copy(), stream=s)
+        np.testing.assert_array_equal(_read(b, s), d[::-1])
+    prefetch_batch(s, [], dev)  # nothing to do
+    with pytest.raises(TypeError, match="legacy default stream"):
+        discard_batch(dev.default_stream, bufs)
+    for x in bufs:
+        x.close(s)

@@ -1,4 +1,5 @@
-"""Copies with transfer hints: Host, CopyOptions, copy_batch, and Buffer copies with options.
+"""Batched memory operations: copies with transfer hints (Host, CopyOptions, copy_batch, Buffer
+copies with options) and managed-memory prefetch/discard batches.
 
 ``cuMemcpyBatchAsync`` (CUDA 12.8+, bound by ``cuda.bindings`` 13 in its CUDA 13.0 form) queues
 any number of pointer-to-pointer copies on a stream, each with attributes: how the source may
@@ -6,7 +7,9 @@ be read (in stream order, during the call, or at any time) and location hints fo
 memory, plus a request to overlap with compute. ``copy_batch`` and ``Buffer.copy_to/copy_from``
 with ``options`` use it, so the attributes are honoured on any CUDA 13 driver. The driver
 refuses the legacy default stream and streams in graph capture: both are refused here first
-with a ``TypeError`` that says so.
+with a ``TypeError`` that says so. ``prefetch_batch``, ``discard_batch`` and
+``discard_prefetch_batch`` are the CUDA 13 ``cuMem*BatchAsync`` calls on managed memory (the
+legacy default stream is refused; capture is left to the driver).
 """
 
 from __future__ import annotations
@@ -178,11 +181,12 @@ def _location_of(where: Any) -> driver.CUmemLocation:
     return loc
 
 
-def _batch_stream(stream: Any, api: str) -> Any:
-    """The stream of an attributed copy; ``TypeError`` for what ``cuMemcpyBatchAsync`` refuses."""
+def _batch_stream(stream: Any, api: str, capture: bool = False) -> Any:
+    """The stream of a batched operation; ``TypeError`` for what the driver refuses: the legacy
+    default stream, and (unless ``capture``) graph builders and capturing streams."""
     from .._graph import GraphBuilder
 
-    if isinstance(stream, GraphBuilder):
+    if isinstance(stream, GraphBuilder) and not capture:
         raise TypeError(
             f"{api}: a graph builder cannot take attributed or batched copies (a graph has no node "
             "for them); copy with Buffer.copy_to/copy_from without options instead"
@@ -192,9 +196,11 @@ def _batch_stream(stream: Any, api: str) -> Any:
         raise RuntimeError("the stream is closed; stream-ordered work cannot be queued on it")
     if s._int in (0, _LEGACY):
         raise TypeError(
-            f"{api}: the legacy default stream cannot take attributed or batched copies "
-            "(cuMemcpyBatchAsync refuses it); use PER_THREAD_DEFAULT_STREAM or a created stream"
+            f"{api}: the legacy default stream cannot take batched operations (the driver refuses "
+            "it); use PER_THREAD_DEFAULT_STREAM or a created stream"
         )
+    if capture:
+        return s
     status = handle_return(driver.cuStreamIsCapturing(s._handle), "cuStreamIsCapturing")
     if status != _CAPTURE_NONE:
         raise TypeError(f"{api}: the stream is capturing a graph, which cannot take attributed or batched copies")
@@ -289,3 +295,97 @@ def copy_with_options(dst: Any, src: Any, stream: Any, options: Any, api: str) -
         raise TypeError(f"{api}: options apply to copies between Buffers only")
     s = _batch_stream(stream, api)
     batch_copy(s, [_open_pair(dst, src, "")], [options])
+
+
+def _buffers(buffers: Any, api: str) -> list[Any]:
+    from ._buffer import Buffer
+
+    if isinstance(buffers, Buffer) or not isinstance(buffers, Sequence) or isinstance(buffers, (str, bytes)):
+        raise arg_error("buffers", "a sequence of Buffers", buffers, exc=TypeError)
+    for i, b in enumerate(buffers):
+        if not isinstance(b, Buffer):
+            raise arg_error(f"buffers[{i}]", "a Buffer", b, exc=TypeError)
+        if b._ptr is None:
+            raise closed_error()
+    return list(buffers)
+
+
+def _locations(locations: Any, count: int) -> tuple[list[driver.CUmemLocation], list[int]]:
+    """The driver's (locations, first-index) arrays: one location for all, or one per buffer."""
+    from .._device import Device
+
+    if isinstance(locations, (Device, Host)):
+        return [_location_of(locations)], [0]
+    if isinstance(locations, Sequence) and not isinstance(locations, (str, bytes)):
+        if len(locations) != count:
+            raise ValueError(f"locations must have one Device or Host per buffer ({count}) (got {len(locations)})")
+        for i, where in enumerate(locations):
+            if not isinstance(where, (Device, Host)):
+                raise arg_error(f"locations[{i}]", "a Device or a Host", where, exc=TypeError)
+        return [_location_of(w) for w in locations], list(range(count))
+    raise arg_error("locations", "a Device, a Host, or a sequence of them", locations, exc=TypeError)
+
+
+def _ranges(bufs: list[Any]) -> tuple[list[driver.CUdeviceptr], list[int]]:
+    return [driver.CUdeviceptr(b._ptr) for b in bufs], [b._size for b in bufs]
+
+
+def prefetch_batch(stream: Any, buffers: Sequence[Any], locations: Any) -> None:
+    """Prefetch managed-memory buffers to a location each, asynchronously, on ``stream``.
+
+    One ``cuMemPrefetchBatchAsync`` (CUDA 13): the batch is stream-ordered; its operations may
+    run in any order.
+
+    Parameters
+    ----------
+    stream : Stream or GraphBuilder
+        First and required; not the legacy default stream.
+    buffers : sequence of Buffer
+        Managed-memory buffers (e.g. from :class:`ManagedMemoryResource`).
+    locations : Device, Host, or a sequence of them
+        One target for every buffer, or one per buffer (paired by index).
+
+    Raises
+    ------
+    TypeError
+        A Buffer instead of a sequence, an element or location of the wrong type, or the
+        legacy default stream.
+    ValueError
+        A sequence of locations of another length.
+    RuntimeError
+        A buffer or the stream is closed.
+    CUDAError
+        The driver refused (memory that is not managed, a device without concurrent managed access).
+    """
+    _prefetching("prefetch_batch", driver.cuMemPrefetchBatchAsync, stream, buffers, locations)
+
+
+def discard_prefetch_batch(stream: Any, buffers: Sequence[Any], locations: Any) -> None:
+    """Discard managed-memory buffers' contents and prefetch them to a location each (no data
+    moves: the pages are populated at the target). Arguments as in :func:`prefetch_batch`; one
+    ``cuMemDiscardAndPrefetchBatchAsync`` (CUDA 13)."""
+    _prefetching("discard_prefetch_batch", driver.cuMemDiscardAndPrefetchBatchAsync, stream, buffers, locations)
+
+
+def _prefetching(api: str, fn: Any, stream: Any, buffers: Sequence[Any], locations: Any) -> None:
+    bufs = _buffers(buffers, api)
+    locs, idxs = _locations(locations, len(bufs))
+    s = _batch_stream(stream, api, capture=True)
+    if not bufs:
+        return
+    dptrs, sizes = _ranges(bufs)
+    r = on_stream(s, stream_context(s), fn, dptrs, sizes, len(bufs), locs, idxs, len(locs), 0, s._handle)
+    handle_return(r, fn.__name__)
+
+
+def discard_batch(stream: Any, buffers: Sequence[Any]) -> None:
+    """Discard managed-memory buffers' contents, asynchronously, on ``stream``: later reads
+    return indeterminate values until written or prefetched. One ``cuMemDiscardBatchAsync``
+    (CUDA 13); arguments and errors as in :func:`prefetch_batch`."""
+    bufs = _buffers(buffers, "discard_batch")
+    s = _batch_stream(stream, "discard_batch", capture=True)
+    if not bufs:
+        return
+    dptrs, sizes = _ranges(bufs)
+    r = on_stream(s, stream_context(s), driver.cuMemDiscardBatchAsync, dptrs, sizes, len(bufs), 0, s._handle)
+    handle_return(r, "cuMemDiscardBatchAsync")

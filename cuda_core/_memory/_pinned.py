@@ -71,6 +71,7 @@ class PinnedMemoryResource(_PoolResource):
     """
 
     def __init__(self, options: PinnedMemoryResourceOptions | dict | None = None) -> None:
+        self._numa_id = -1
         if options is None:
             try:
                 pool = current_pool(_PINNED, _LOC_HOST, 0)
@@ -87,6 +88,7 @@ class PinnedMemoryResource(_PoolResource):
                 numa = _current_device_numa_id()
             if numa is not None:
                 loc_type, loc_id = _LOC_HOST_NUMA, numa
+                self._numa_id = numa
             pool = create_pool(_PINNED, loc_type, loc_id, opts.max_size, opts.ipc_enabled)
             self._init_pool(pool, True, -1, ipc=opts.ipc_enabled)
         # Let every device reach the memory (kernels and copies). Access is granted only where
@@ -98,6 +100,11 @@ class PinnedMemoryResource(_PoolResource):
             if self._owned:
                 raise
             # The driver's own host pool may refuse changes; it is device-accessible already.
+
+    @property
+    def numa_id(self) -> int:
+        """The host NUMA node the pool places its memory on, or ``-1`` for OS placement."""
+        return self._numa_id
 
     @property
     def is_device_accessible(self) -> bool:
