@@ -355,8 +355,8 @@ types_match(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * Owned: the holder of one pooled event or stream handle, released exactly once.
  *
  * Owned(owner, kind, entry, pool, cap): owner is not referenced (the argument only keeps the
- * signature of the pure-Python path, _fast._py_own); kind 0 is an event, 1 a stream; entry is the (handle, address)
- * tuple the handle travels in; pool is the list of idle entries of its (context, flags) or
+ * signature of the pure-Python path, _fast._py_own); kind 0 is an event, 1 a stream; entry is
+ * the (handle, address) tuple the handle travels in; pool is the list of idle entries of its (context, flags) or
  * None. release() (close()) gives the handle back once: into the pool when the pool holds fewer
  * than cap entries and the handle's work has completed (cuEventQuery/cuStreamQuery say so, or
  * the caller vouches for it: release(False) for an event that was never recorded),
@@ -496,7 +496,11 @@ owned_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static void
 owned_dealloc(Owned *o)
 {
+    /* A collection may happen while an exception propagates: keep it intact. */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
     owned_release(o, 1);
+    PyErr_Restore(et, ev, tb);
     Py_TYPE(o)->tp_free((PyObject *)o);
 }
 
