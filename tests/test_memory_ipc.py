@@ -97,3 +97,114 @@ def test_non_ipc_resource_refuses_to_export():
         b.get_ipc_descriptor()
     b.close()
     mr.close()
+
+
+def _pickled_child(mr, a, b, later, results):
+    # Runs in a spawned process: the resource and buffers arrived pickled.
+    try:
+        from cuda_core import Device, DeviceMemoryResource, PinnedMemoryResource
+
+        dev = Device(0)
+        dev.set_current()
+        s = dev.create_stream()
+        assert mr.is_mapped and mr.uuid is not None
+        assert type(mr).from_registry(mr.uuid) is mr
+        if isinstance(mr, DeviceMemoryResource):
+            assert PinnedMemoryResource.from_registry(mr.uuid) is mr  # one registry
+        ok = a.is_mapped and a._mr is mr and b._mr is mr
+        for buf, fill in ((a, 0x11), (b, 0x22)):
+            out = bytearray(buf.size)
+            buf.copy_to(out, stream=s)
+            ok = ok and bytes(out) == bytes([fill]) * buf.size
+        c = later.get(timeout=60)  # pickled on its own: the mapping is found by uuid
+        ok = ok and c._mr is mr
+        c.fill(0x44, stream=s)
+        s.sync()
+        for buf in (a, b, c):
+            buf.close()
+        results.put("ok" if ok else "bad")
+    except BaseException as exc:
+        import traceback
+
+        results.put(f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+
+
+def _share_by_pickling(mr, s):
+    a, b, c = (mr.allocate(N, stream=s) for _ in range(3))
+    a.fill(0x11, stream=s)
+    b.fill(0x22, stream=s)
+    c.fill(0x00, stream=s)
+    s.sync()
+    ctx = mp.get_context("spawn")
+    results, later = ctx.Queue(), ctx.Queue()
+    proc = ctx.Process(target=_pickled_child, args=(mr, a, b, later, results))
+    proc.start()
+    later.put(c)
+    status = results.get(timeout=120)
+    proc.join(timeout=60)
+    assert status == "ok", status
+    assert proc.exitcode == 0
+    out = bytearray(N)
+    c.copy_to(out, stream=s)
+    assert bytes(out) == b"\x44" * N
+    for buf in (a, b, c):
+        buf.close()
+
+
+def test_resource_and_buffers_pickle_to_another_process():
+    from cuda_core import Device, DeviceMemoryResource, DeviceMemoryResourceOptions
+
+    dev = Device(0)
+    dev.set_current()
+    s = dev.create_stream()
+    mr = DeviceMemoryResource(dev, DeviceMemoryResourceOptions(ipc_enabled=True, max_size=1 << 26))
+    _share_by_pickling(mr, s)
+    mr.close()
+
+
+def test_pinned_resource_and_buffers_pickle_to_another_process():
+    from cuda_core import CUDAError, Device, PinnedMemoryResource, PinnedMemoryResourceOptions
+
+    dev = Device(0)
+    dev.set_current()
+    s = dev.create_stream()
+    try:
+        mr = PinnedMemoryResource(PinnedMemoryResourceOptions(ipc_enabled=True, max_size=1 << 26))
+    except CUDAError as exc:
+        pytest.skip(f"this machine cannot make an IPC-enabled pinned pool: {exc}")
+    assert mr.allocation_handle.uuid == mr.uuid is not None
+    _share_by_pickling(mr, s)
+    mr.close()
+
+
+def test_registry_in_one_process():
+    import pickle
+    import uuid
+
+    from cuda_core import Device, DeviceMemoryResource, DeviceMemoryResourceOptions
+
+    dev = Device(0)
+    dev.set_current()
+    s = dev.create_stream()
+    plain = DeviceMemoryResource(dev)
+    assert plain.uuid is None
+    with pytest.raises(TypeError, match="IPC-enabled"):
+        pickle.dumps(plain)
+    mr = DeviceMemoryResource(dev, DeviceMemoryResourceOptions(ipc_enabled=True, max_size=1 << 26))
+    assert isinstance(mr.uuid, uuid.UUID) and mr.get_allocation_handle().uuid == mr.uuid
+    assert DeviceMemoryResource.from_registry(mr.uuid) is mr  # an exporter is found by its uuid
+    assert pickle.loads(pickle.dumps(mr)) is mr  # unpickled where it was made: the same object
+    buf = mr.allocate(64, stream=s)
+    with pytest.raises(RuntimeError, match="another process"):
+        pickle.loads(pickle.dumps(buf))
+    with pytest.raises(RuntimeError, match="mapped resource"):
+        mr.register(uuid.uuid4())
+    with pytest.raises(RuntimeError, match="no open memory resource"):
+        DeviceMemoryResource.from_registry(uuid.uuid4())
+    with pytest.raises(TypeError, match="uuid"):
+        DeviceMemoryResource.from_registry(str(mr.uuid))
+    buf.close()
+    key = mr.uuid
+    mr.close()
+    with pytest.raises(RuntimeError, match="no open memory resource"):
+        DeviceMemoryResource.from_registry(key)

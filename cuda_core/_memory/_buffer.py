@@ -233,9 +233,16 @@ class Buffer:
         self.close()
 
     def __reduce__(self) -> Any:
+        # A buffer of an exporting IPC-enabled pool travels as (its resource, its descriptor):
+        # the receiving process maps the pool once (registered by uuid) and the buffer in it.
+        mr = self._mr
+        if self._ptr is not None and getattr(mr, "_uuid", None) is not None and not mr._mapped:  # type: ignore[union-attr]
+            from ._ipc import rebuild_buffer
+
+            return (rebuild_buffer, (mr, self.get_ipc_descriptor()))
         raise TypeError(
-            "a Buffer cannot be pickled; share device memory between processes with "
-            "Buffer.get_ipc_descriptor() and Buffer.from_ipc_descriptor()"
+            "only an open Buffer of an IPC-enabled pool can be pickled (it is mapped in the "
+            "receiving process); share other memory with get_ipc_descriptor()/from_ipc_descriptor()"
         )
 
     # -- facts --------------------------------------------------------------------------------

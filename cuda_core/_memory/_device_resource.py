@@ -204,6 +204,11 @@ class DeviceMemoryResource(_PoolResource):
 
         return import_pool(cls, _device_of(device_id), alloc_handle)  # type: ignore[no-any-return]
 
+    def __reduce__(self) -> Any:
+        from ._ipc import reduce_resource
+
+        return reduce_resource(self, self._dev_id)
+
     def __repr__(self) -> str:
         kind = "mapped" if self._mapped else ("owned pool" if self._owned else "current pool")
         return f"<DeviceMemoryResource device={self._dev_id} {kind}{' ipc' if self._ipc_enabled else ''}>"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from cuda.bindings import driver
 
@@ -100,6 +101,47 @@ class PinnedMemoryResource(_PoolResource):
             if self._owned:
                 raise
             # The driver's own host pool may refuse changes; it is device-accessible already.
+
+    # -- IPC ------------------------------------------------------------------------------------
+
+    @property
+    def allocation_handle(self) -> Any:
+        """The pool's shareable handle (an :class:`IPCAllocationHandle` owned by the resource).
+
+        Raises
+        ------
+        RuntimeError
+            The pool is not IPC-enabled (``PinnedMemoryResourceOptions(ipc_enabled=True)``),
+            or the resource is closed.
+        """
+        from ._ipc import export_pool
+
+        return export_pool(self)
+
+    @classmethod
+    def from_allocation_handle(cls, alloc_handle: Any) -> PinnedMemoryResource:
+        """Map a pinned host pool exported by another process.
+
+        Parameters
+        ----------
+        alloc_handle : IPCAllocationHandle or int
+            The exporter's allocation handle, or a file descriptor received by other means
+            (the caller keeps ownership of a plain descriptor).
+
+        Returns
+        -------
+        PinnedMemoryResource
+            A mapped resource: it cannot allocate; it maps buffers with
+            :meth:`Buffer.from_ipc_descriptor`.
+        """
+        from ._ipc import import_pool
+
+        return import_pool(cls, None, alloc_handle)  # type: ignore[no-any-return]
+
+    def __reduce__(self) -> Any:
+        from ._ipc import reduce_resource
+
+        return reduce_resource(self)
 
     @property
     def numa_id(self) -> int:

@@ -149,6 +149,7 @@ class _PoolResource(MemoryResource):
     _alloc_handle: Any
     _free_fn: Any
     _alloc_pool: int  # the pool's address while it can allocate; 0 when closed or mapped
+    _uuid: Any  # uuid.UUID of an IPC-enabled resource (see uuid), else None
 
     def _init_pool(self, pool: Any, owned: bool, dev_id: int, *, ipc: bool = False, mapped: bool = False) -> None:
         self._pool = pool
@@ -160,6 +161,11 @@ class _PoolResource(MemoryResource):
         self._alloc_handle = None
         self._free_fn = PoolFree(self)  # made once: every buffer's lifetime entry holds it
         self._alloc_pool = 0 if mapped else self._pool_int
+        self._uuid = None
+        if ipc and not mapped:
+            from ._ipc import new_exporter
+
+            self._uuid = new_exporter(self)
         if owned:
             self._fin = weakref.finalize(self, _PoolHolder(pool))
             self._fin.atexit = False
@@ -175,6 +181,52 @@ class _PoolResource(MemoryResource):
             except BaseException:
                 self.close()
                 raise
+
+    # -- sharing between processes ------------------------------------------------------------
+
+    @property
+    def uuid(self) -> Any:
+        """A ``uuid.UUID`` naming an IPC-enabled resource across processes (the exporter's,
+        for a mapping registered with :meth:`register`); ``None`` otherwise.
+
+        Pickling an IPC-enabled resource (``multiprocessing``) sends its allocation handle and
+        uuid; the receiver maps the pool once and registers the mapping under the uuid, so
+        buffers pickled later find it (:meth:`from_registry`).
+        """
+        return self._uuid
+
+    def register(self, uuid: Any) -> Any:
+        """Register this mapped resource under ``uuid`` (the exporter's :attr:`uuid`).
+
+        Returns
+        -------
+        The resource registered under ``uuid``: this one, or the one registered before.
+
+        Raises
+        ------
+        TypeError
+            ``uuid`` is not a ``uuid.UUID``.
+        RuntimeError
+            The resource is not a mapping (from ``from_allocation_handle``).
+        """
+        from ._ipc import register
+
+        return register(self, uuid)
+
+    @staticmethod
+    def from_registry(uuid: Any) -> Any:
+        """The open resource registered (or exporting) in this process under ``uuid``.
+
+        Raises
+        ------
+        TypeError
+            ``uuid`` is not a ``uuid.UUID``.
+        RuntimeError
+            No open resource is registered under ``uuid``.
+        """
+        from ._ipc import from_registry
+
+        return from_registry(uuid)
 
     def _live_pool(self) -> Any:
         pool = self._pool
