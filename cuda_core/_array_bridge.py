@@ -241,11 +241,7 @@ def _bind_torch_aoti(torch: Any) -> dict[str, Any] | None:
             checked[device_id] = ok
         return ok
 
-    from ._memoryview import _UNSET, StridedMemoryView
-
-    c.set_torch_view(
-        StridedMemoryView, codes, frozenset(k for k, v in codes.items() if v.kind == "c"), checked, _events, _UNSET
-    )
+    c.set_torch_view(codes, frozenset(k for k, v in codes.items() if v.kind == "c"), checked, _events)
     return {
         "meta": c.torch_meta,
         "codes": codes,

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy
 
+from . import _fast
 from ._lifetime import immortal
 
 __all__: list[str] = []  # private module
@@ -430,6 +431,14 @@ def read_capsule(capsule: Any) -> tuple[int, tuple[int, ...], tuple[int, ...] | 
     if ndim:
         return data + offset, ints(_MEM, shape_p), ints(_MEM, strides_p) if strides_p else None, word, readonly
     return data + offset, (), None, word, readonly
+
+
+if _fast.compiled() is not None:
+    # The compiled reader takes ordinary capsules itself and hands anything else (a consumed
+    # capsule, a newer major version, ...) to the Python reader above, which says what is wrong.
+    py_read_capsule = read_capsule
+    _fast.compiled().set_capsule_reader(py_read_capsule)
+    read_capsule = _fast.compiled().read_capsule
 
 
 def parse_capsule(capsule: Any) -> tuple[Any, ...]:

@@ -170,6 +170,11 @@ def _py_torch_view(cls: type, tensor: Any, stream_ptr: Any) -> Any:
     return None
 
 
+def _py_dlpack_view(cls: type, obj: Any, stream_ptr: Any, rules: Any, dtypes: Any, max_version: Any) -> Any:
+    """Always ``None``: the Python path asks the producer (see ``dlpack_view``)."""
+    return None
+
+
 def _py_copy_buffers(dst: Any, src: Any, stream: Any) -> int:
     """Always 1: the caller takes its general path (see ``copy_buffers``)."""
     return 1
@@ -338,6 +343,10 @@ event_query: Callable[[int], int] = _py_event_query
 record_wait: Callable[[int, int, int], int] = _py_record_wait
 copy_buffers: Callable[[Any, Any, Any], int] = getattr(_c, "copy_buffers", _py_copy_buffers)
 torch_view: Callable[[type, Any, Any], Any] = getattr(_c, "torch_view", _py_torch_view)
+dlpack_view: Callable[..., Any] = getattr(_c, "dlpack_view", _py_dlpack_view)
+"""``dlpack_view(StridedMemoryView, obj, stream_ptr, rules, dtypes, max_version)``: the view of a
+DLPack producer (device query, stream rule, ``__dlpack__``, capsule read) in one compiled call;
+``None`` for anything unusual (the Python path handles it and raises what must be raised)."""
 """``torch_view(StridedMemoryView, tensor, stream_ptr)``: the view of an exact CUDA
 ``torch.Tensor`` with PyTorch's current stream ordered before ``stream_ptr``, in one compiled
 call once the PyTorch shim is set up and checked (``_array_bridge``); ``None`` for anything

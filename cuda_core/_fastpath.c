@@ -1008,6 +1008,9 @@ static PyObject *name_is_neg = NULL, *name_is_conj = NULL;
 static Py_ssize_t off_v_capsule, off_v_devtype, off_v_dtype, off_v_raw, off_v_strides, off_v_device, off_v_exporting,
     off_v_accessible, off_v_ptr, off_v_readonly, off_v_shape;
 static PyThread_type_lock order_lock = NULL;
+static int tv_ready = 0; /* set_torch_view() ran */
+static PyObject *new_view(PyObject *, PyObject *, PyObject *, PyObject *, PyObject *, PyObject *, PyObject *,
+                          PyObject *, PyObject *, PyObject *);
 
 /* The ordering of consumer after producer through event (see record_wait); 0, -record status,
  * +wait status. The lock keeps one record+wait at a time on the shared event. */
@@ -1050,7 +1053,7 @@ torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *cls = args[0], *t = args[1], *sp = args[2];
     TorchMeta m;
-    if (tv_type == NULL || cls != (PyObject *)tv_type || !PyLong_CheckExact(sp) || p_event_record == NULL ||
+    if (!tv_ready || tv_type == NULL || cls != (PyObject *)tv_type || !PyLong_CheckExact(sp) || p_event_record == NULL ||
         p_stream_wait_event == NULL || read_torch_meta(t, &m) || m.dev_type != t_cuda) {
         Py_RETURN_NONE;
     }
@@ -1107,20 +1110,7 @@ torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     PyObject *strd = shape ? int64_tuple(m.strides, m.dim) : NULL;
     PyObject *devid = strd ? PyLong_FromLong(m.dev_index) : NULL;
     PyObject *devtype = devid ? PyLong_FromLong(2) : NULL; /* kDLCUDA */
-    PyObject *view = devtype ? tv_type->tp_alloc(tv_type, 0) : NULL;
-    if (view != NULL) {
-        set_slot(view, off_v_ptr, ptr);
-        set_slot(view, off_v_shape, shape);
-        set_slot(view, off_v_raw, strd);
-        set_slot(view, off_v_strides, tv_unset);
-        set_slot(view, off_v_dtype, dtype);
-        set_slot(view, off_v_device, devid);
-        set_slot(view, off_v_accessible, Py_True);
-        set_slot(view, off_v_readonly, Py_False);
-        set_slot(view, off_v_exporting, t);
-        set_slot(view, off_v_capsule, Py_None);
-        set_slot(view, off_v_devtype, devtype);
-    }
+    PyObject *view = devtype ? new_view(ptr, shape, strd, dtype, devid, Py_True, Py_False, t, Py_None, devtype) : NULL;
     Py_XDECREF(ptr);
     Py_XDECREF(shape);
     Py_XDECREF(strd);
@@ -1129,16 +1119,13 @@ torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return view;
 }
 
-/* set_torch_view(StridedMemoryView, codes, complex_codes, streams_ok, events, unset):
- * codes maps shim dtype codes to NumPy dtypes, complex_codes is a set, streams_ok maps device
- * ordinals to whether the shim's current stream was checked against PyTorch's, events maps
- * ordinals to the cached (CUevent, address) of the ordering; unset marks a lazy slot. */
+/* set_view_type(StridedMemoryView, unset): the view class the compiled paths build (its slot
+ * offsets) and the marker of a lazily computed slot. */
 static PyObject *
-set_torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+set_view_type(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6 || !PyType_Check(args[0]) || !PyDict_Check(args[1]) || !PyAnySet_Check(args[2]) ||
-        !PyDict_Check(args[3]) || !PyDict_Check(args[4])) {
-        PyErr_SetString(PyExc_TypeError, "set_torch_view(StridedMemoryView, codes, complex_codes, streams_ok, events, unset)");
+    if (nargs != 2 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "set_view_type(StridedMemoryView, unset)");
         return NULL;
     }
     PyTypeObject *vt = (PyTypeObject *)args[0];
@@ -1150,6 +1137,25 @@ set_torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         slot_offset(vt, "shape", &off_v_shape)) {
         return NULL;
     }
+    Py_INCREF(args[0]);
+    Py_INCREF(args[1]);
+    Py_XSETREF(tv_type, vt);
+    Py_XSETREF(tv_unset, args[1]);
+    Py_RETURN_NONE;
+}
+
+/* set_torch_view(codes, complex_codes, streams_ok, events): codes maps shim dtype codes to
+ * NumPy dtypes, complex_codes is a set, streams_ok maps device ordinals to whether the shim's
+ * current stream was checked against PyTorch's, events maps ordinals to the cached
+ * (CUevent, address) of the ordering. */
+static PyObject *
+set_torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyDict_Check(args[0]) || !PyAnySet_Check(args[1]) || !PyDict_Check(args[2]) ||
+        !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "set_torch_view(codes, complex_codes, streams_ok, events)");
+        return NULL;
+    }
     if (name_is_neg == NULL) {
         name_is_neg = PyUnicode_InternFromString("is_neg");
         name_is_conj = PyUnicode_InternFromString("is_conj");
@@ -1157,16 +1163,236 @@ set_torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     }
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 4; i++) {
         Py_INCREF(args[i]);
     }
-    Py_XSETREF(tv_type, vt);
-    Py_XSETREF(tv_codes, args[1]);
-    Py_XSETREF(tv_complex, args[2]);
-    Py_XSETREF(tv_streams_ok, args[3]);
-    Py_XSETREF(tv_events, args[4]);
-    Py_XSETREF(tv_unset, args[5]);
+    Py_XSETREF(tv_codes, args[0]);
+    Py_XSETREF(tv_complex, args[1]);
+    Py_XSETREF(tv_streams_ok, args[2]);
+    Py_XSETREF(tv_events, args[3]);
+    tv_ready = 1;
     Py_RETURN_NONE;
+}
+
+/* A new view of tv_type with every slot set (references are taken, not stolen). */
+static PyObject *
+new_view(PyObject *ptr, PyObject *shape, PyObject *raw_strides, PyObject *dtype, PyObject *device_id,
+         PyObject *accessible, PyObject *readonly, PyObject *exporting, PyObject *capsule, PyObject *devtype)
+{
+    PyObject *view = tv_type->tp_alloc(tv_type, 0);
+    if (view != NULL) {
+        set_slot(view, off_v_ptr, ptr);
+        set_slot(view, off_v_shape, shape);
+        set_slot(view, off_v_raw, raw_strides);
+        set_slot(view, off_v_strides, tv_unset);
+        set_slot(view, off_v_dtype, dtype);
+        set_slot(view, off_v_device, device_id);
+        set_slot(view, off_v_accessible, accessible);
+        set_slot(view, off_v_readonly, readonly);
+        set_slot(view, off_v_exporting, exporting);
+        set_slot(view, off_v_capsule, capsule);
+        set_slot(view, off_v_devtype, devtype);
+    }
+    return view;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * DLPack capsules (https://dmlc.github.io/dlpack): the structures of the stable ABI. */
+typedef struct {
+    void *data;
+    int32_t device_type, device_id;
+    int32_t ndim;
+    uint8_t code, bits;
+    uint16_t lanes;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+} DLTensorABI;
+
+typedef struct {
+    DLTensorABI dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(void *);
+} DLManagedTensorABI;
+
+typedef struct {
+    uint32_t major, minor;
+    void *manager_ctx;
+    void (*deleter)(void *);
+    uint64_t flags;
+    DLTensorABI dl_tensor;
+} DLManagedTensorVersionedABI;
+
+#define DLPACK_MAJOR 1
+#define DLPACK_READ_ONLY 1ULL
+
+/* The fields of an unconsumed capsule: 0, or -1 (not one, a consumed one, a newer major
+ * version, more than 32 dimensions) with no exception set: the caller's Python path then says
+ * what is wrong. */
+static int
+capsule_fields(PyObject *capsule, DLTensorABI **t, int *readonly)
+{
+    if (!PyCapsule_CheckExact(capsule)) {
+        return -1;
+    }
+    const char *name = PyCapsule_GetName(capsule);
+    if (name == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (strcmp(name, "dltensor_versioned") == 0) {
+        DLManagedTensorVersionedABI *m = PyCapsule_GetPointer(capsule, name);
+        if (m == NULL || m->major > DLPACK_MAJOR) {
+            PyErr_Clear();
+            return -1;
+        }
+        *t = &m->dl_tensor;
+        *readonly = (m->flags & DLPACK_READ_ONLY) != 0;
+    } else if (strcmp(name, "dltensor") == 0) {
+        DLManagedTensorABI *m = PyCapsule_GetPointer(capsule, name);
+        if (m == NULL) {
+            PyErr_Clear();
+            return -1;
+        }
+        *t = &m->dl_tensor;
+        *readonly = 0;
+    } else {
+        return -1;
+    }
+    return (*t)->ndim < 0 || (*t)->ndim > 32 ? -1 : 0; /* the Python reader's limit too */
+}
+
+static uint32_t
+dtype_word(const DLTensorABI *t)
+{
+    uint32_t word;
+    memcpy(&word, &t->code, sizeof word); /* code, bits, lanes as one native uint32 */
+    return word;
+}
+
+/* read_capsule(capsule) -> (ptr, shape, strides or None, dtype_word, readonly), or the Python
+ * reader's answer (capsule_slow) for anything capsule_fields does not take. */
+static PyObject *capsule_slow = NULL;
+
+static PyObject *
+read_capsule(PyObject *self, PyObject *capsule)
+{
+    DLTensorABI *t;
+    int readonly;
+    if (capsule_fields(capsule, &t, &readonly)) {
+        if (capsule_slow == NULL) {
+            PyErr_SetString(PyExc_BufferError, "not an unconsumed DLPack capsule");
+            return NULL;
+        }
+        return PyObject_CallOneArg(capsule_slow, capsule);
+    }
+    PyObject *shape = int64_tuple(t->shape, t->ndim);
+    PyObject *strides = shape == NULL ? NULL : (t->ndim && t->strides ? int64_tuple(t->strides, t->ndim) : Py_NewRef(Py_None));
+    if (strides == NULL) {
+        Py_XDECREF(shape);
+        return NULL;
+    }
+    return Py_BuildValue("(KNNkO)", (unsigned long long)((uintptr_t)t->data + t->byte_offset), shape, strides,
+                         (unsigned long)dtype_word(t), readonly ? Py_True : Py_False);
+}
+
+/* set_capsule_reader(slow): the Python reader read_capsule hands unusual capsules to. */
+static PyObject *
+set_capsule_reader(PyObject *self, PyObject *slow)
+{
+    Py_INCREF(slow);
+    Py_XSETREF(capsule_slow, slow);
+    Py_RETURN_NONE;
+}
+
+/* dlpack_view(cls, obj, stream_ptr, rules, dtypes, max_version): StridedMemoryView.from_dlpack's
+ * general path for a DLPack producer in one call: __dlpack_device__(), the stream rule of the
+ * device type (rules: type -> (needs_stream, has_device, accessible)), __dlpack__(stream=...,
+ * max_version=...), the capsule read and the view (dtype: dtypes.get(word, word)). None for
+ * anything else (a subclass of the view, a device type without a rule, a missing stream, an
+ * error from the producer, an unusual capsule): the Python path redoes it and raises. */
+static PyObject *name_dlpack = NULL, *name_dlpack_device = NULL, *kw_stream_max = NULL;
+
+static PyObject *
+dlpack_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6 || tv_type == NULL || args[0] != (PyObject *)tv_type || !PyDict_Check(args[3]) ||
+        !PyDict_Check(args[4])) {
+        Py_RETURN_NONE;
+    }
+    PyObject *obj = args[1], *sp = args[2];
+    PyObject *dev = PyObject_CallMethodNoArgs(obj, name_dlpack_device);
+    if (dev == NULL || !PyTuple_Check(dev) || PyTuple_GET_SIZE(dev) != 2) {
+        PyErr_Clear();
+        Py_XDECREF(dev);
+        Py_RETURN_NONE;
+    }
+    PyObject *devtype = PyTuple_GET_ITEM(dev, 0), *devid = PyTuple_GET_ITEM(dev, 1);
+    PyObject *rule = PyDict_GetItemWithError(args[3], devtype); /* borrowed */
+    if (rule == NULL || !PyTuple_Check(rule) || PyTuple_GET_SIZE(rule) != 3 || !PyLong_CheckExact(devtype)) {
+        PyErr_Clear();
+        Py_DECREF(dev);
+        Py_RETURN_NONE;
+    }
+    int needs_stream = PyTuple_GET_ITEM(rule, 0) == Py_True;
+    int has_device = PyTuple_GET_ITEM(rule, 1) == Py_True;
+    PyObject *accessible = PyTuple_GET_ITEM(rule, 2) == Py_True ? Py_True : Py_False;
+    PyObject *stream;
+    if (needs_stream) {
+        if (sp == Py_None) { /* ambiguous: the Python path raises */
+            Py_DECREF(dev);
+            Py_RETURN_NONE;
+        }
+        stream = sp;
+    } else {
+        stream = accessible == Py_True ? sp : Py_None;
+    }
+    PyObject *one = NULL;
+    if (PyLong_CheckExact(stream) && PyLong_AsLongLong(stream) == 0) { /* 0 is the legacy stream: 1 */
+        one = PyLong_FromLong(1);
+        stream = one;
+    }
+    PyErr_Clear();
+    PyObject *call[3] = {obj, stream, args[5]};
+    PyObject *capsule = stream == NULL ? NULL : PyObject_VectorcallMethod(name_dlpack, call, 1, kw_stream_max);
+    Py_XDECREF(one);
+    DLTensorABI *t;
+    int readonly;
+    if (capsule == NULL || capsule_fields(capsule, &t, &readonly)) {
+        PyErr_Clear();
+        Py_XDECREF(capsule);
+        Py_DECREF(dev);
+        Py_RETURN_NONE;
+    }
+    PyObject *ptr = PyLong_FromUnsignedLongLong((unsigned long long)((uintptr_t)t->data + t->byte_offset));
+    PyObject *shape = ptr ? int64_tuple(t->shape, t->ndim) : NULL;
+    PyObject *strides = shape ? (t->ndim && t->strides ? int64_tuple(t->strides, t->ndim) : Py_NewRef(Py_None)) : NULL;
+    PyObject *word = strides ? PyLong_FromUnsignedLong(dtype_word(t)) : NULL;
+    PyObject *dtype = word ? PyDict_GetItemWithError(args[4], word) : NULL; /* borrowed */
+    if (dtype == NULL && word != NULL && !PyErr_Occurred()) {
+        dtype = word;
+    }
+    PyObject *device_id = dtype ? (has_device ? Py_NewRef(devid) : PyLong_FromLong(-1)) : NULL;
+    PyObject *view = device_id ? new_view(ptr, shape, strides, dtype, device_id, accessible, readonly ? Py_True : Py_False,
+                                          obj, capsule, devtype)
+                               : NULL;
+    Py_XDECREF(ptr);
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    Py_XDECREF(word);
+    Py_XDECREF(device_id);
+    Py_DECREF(capsule);
+    Py_DECREF(dev);
+    return view;
+}
+
+/* set_dlpack_names(): the interned names dlpack_view calls. */
+static int
+set_dlpack_names(void)
+{
+    name_dlpack = PyUnicode_InternFromString("__dlpack__");
+    name_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
+    kw_stream_max = Py_BuildValue("(ss)", "stream", "max_version");
+    return name_dlpack && name_dlpack_device && kw_stream_max ? 0 : -1;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1415,7 +1641,12 @@ static PyMethodDef methods[] = {
     {"torch_view", (PyCFunction)(void (*)(void))torch_view, METH_FASTCALL,
      "torch_view(cls, tensor, stream_ptr) -> a StridedMemoryView of a CUDA tensor, or None"},
     {"set_torch_view", (PyCFunction)(void (*)(void))set_torch_view, METH_FASTCALL,
-     "set_torch_view(StridedMemoryView, codes, complex_codes, streams_ok, events, unset)"},
+     "set_torch_view(codes, complex_codes, streams_ok, events)"},
+    {"set_view_type", (PyCFunction)(void (*)(void))set_view_type, METH_FASTCALL, "set_view_type(StridedMemoryView, unset)"},
+    {"read_capsule", read_capsule, METH_O, "read_capsule(capsule) -> (ptr, shape, strides, dtype_word, readonly)"},
+    {"set_capsule_reader", set_capsule_reader, METH_O, "set_capsule_reader(python_reader)"},
+    {"dlpack_view", (PyCFunction)(void (*)(void))dlpack_view, METH_FASTCALL,
+     "dlpack_view(cls, obj, stream_ptr, rules, dtypes, max_version) -> a StridedMemoryView, or None"},
     {"torch_meta", torch_meta, METH_O,
      "torch_meta(tensor) -> (ptr, shape, strides, dtype, device_type, device_index, stream) or None"},
     {"make_buffer_methods", (PyCFunction)(void (*)(void))make_buffer_methods, METH_FASTCALL,
@@ -1439,6 +1670,9 @@ PyInit__fastpath(void)
     order_lock = PyThread_allocate_lock();
     if (order_lock == NULL) {
         return PyErr_NoMemory();
+    }
+    if (set_dlpack_names()) {
+        return NULL;
     }
     devices_name = PyUnicode_InternFromString("devices");
     if (devices_name == NULL || PyType_Ready(&OwnedType) < 0 || PyType_Ready(&DeferredType) < 0) {

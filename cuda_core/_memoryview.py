@@ -27,6 +27,7 @@ _AMBIGUOUS = _bridge.AMBIGUOUS
 _MAX_VERSION = (_dl.DLPACK_MAJOR_VERSION, 0)
 # producer type -> kind (_bridge.KIND_*): DLPack, DLPack without max_version, torch, cupy
 _kinds: dict[type, int] = {}
+_KIND_DLPACK = _bridge.KIND_DLPACK
 _KIND_LEGACY = _bridge.KIND_LEGACY
 _KIND_TORCH = _bridge.KIND_TORCH
 _torch_view = _bridge.torch_view
@@ -179,6 +180,10 @@ class StridedMemoryView:
         kind = _kinds.get(tp)
         if kind is None:
             kind = _classify(tp)
+        if kind == _KIND_DLPACK and cls is StridedMemoryView:
+            view = _fast.dlpack_view(cls, obj, stream_ptr, _DEVICE_RULES, _DTYPE_BY_WORD, _MAX_VERSION)
+            if view is not None:  # the whole path below, in one compiled call
+                return view  # type: ignore[no-any-return]
         if kind >= _KIND_TORCH:
             if kind == _KIND_TORCH and cls is StridedMemoryView:
                 view = _fast.torch_view(cls, obj, stream_ptr)  # a CUDA tensor, in one compiled call
@@ -496,6 +501,8 @@ class StridedMemoryView:
 # Builders
 
 _from_dlpack = StridedMemoryView.from_dlpack
+if _fast.compiled() is not None:  # the class the compiled view paths build
+    _fast.compiled().set_view_type(StridedMemoryView, _UNSET)
 
 
 def _classify(tp: type) -> int:

@@ -801,3 +801,41 @@ def test_torch_compiled_view_equals_python_and_dlpack_paths(monkeypatch):
     assert _fast.torch_view(MyView, warm, sp) is None
     assert type(MyView.from_dlpack(warm, sp)) is MyView
     s.sync()
+
+
+def test_compiled_dlpack_view_equals_python_path(monkeypatch):
+    from cuda_core import _fast
+
+    if _fast.compiled() is None:
+        pytest.skip("cuda_core._fastpath was not built")
+    ro = np.arange(6, dtype=np.int16)
+    ro.setflags(write=False)
+    arrays = [np.arange(12.0).reshape(3, 4), np.arange(32, dtype=np.int32).reshape(4, 8)[:, ::2],
+              np.array(3.5, dtype=np.float32), np.zeros((0, 3)), ro, np.ones(5, dtype=np.complex64),
+              np.zeros((2, 1, 3), dtype=bool), np.arange(24, dtype=np.uint8).reshape(2, 3, 4).transpose(2, 0, 1)]
+    args = (mv._DEVICE_RULES, mv._DTYPE_BY_WORD, mv._MAX_VERSION)
+    for a in arrays:
+        fast = _fast.dlpack_view(StridedMemoryView, a, -1, *args)
+        assert fast is not None and fast._capsule is not None and fast.exporting_obj is a
+        with monkeypatch.context() as m:
+            m.setattr(_fast, "dlpack_view", _fast._py_dlpack_view)
+            slow = StridedMemoryView.from_dlpack(a, -1)
+        assert _fields(fast) == _fields(slow) and fast.readonly == slow.readonly
+        assert fast._raw_strides == slow._raw_strides and fast._dl_device_type == slow._dl_device_type
+        # the compiled capsule reader agrees with the Python one
+        capsule = a.__dlpack__(max_version=mv._MAX_VERSION)
+        assert dl.read_capsule(capsule) == dl.py_read_capsule(capsule)
+    assert StridedMemoryView.from_dlpack(arrays[0], -1)._capsule is not None
+
+    class MyView(StridedMemoryView):
+        __slots__ = ()
+
+    assert _fast.dlpack_view(MyView, arrays[0], -1, *args) is None  # a subclass: the Python path
+    assert type(MyView.from_dlpack(arrays[0], -1)) is MyView
+    assert _fast.dlpack_view(StridedMemoryView, object(), -1, *args) is None
+    with pytest.raises(BufferError, match="DLPack"):
+        StridedMemoryView.from_dlpack(object(), -1)
+    used = arrays[0].__dlpack__()
+    dl.read_capsule(used)  # readable more than once: it is not consumed
+    with pytest.raises(BufferError):
+        dl.read_capsule(object())
