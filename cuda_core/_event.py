@@ -206,7 +206,10 @@ class Event:
 
     def sync(self) -> None:
         """Block the calling thread until the event has completed."""
-        handle_return(driver.cuEventSynchronize(self.handle), "cuEventSynchronize")
+        h = self._handle  # not .handle: waiting records nothing (see _recorded)
+        if h is None:
+            raise RuntimeError("the event is closed")
+        handle_return(driver.cuEventSynchronize(h), "cuEventSynchronize")
 
     def __sub__(self, other: Event) -> float:
         """Milliseconds elapsed from *other* (the start) to this event (the end)."""

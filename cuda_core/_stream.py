@@ -353,7 +353,10 @@ class Stream:
         Waiting is done on the device; the calling thread does not block.
         """
         if isinstance(event_or_stream, Event):
-            handle_return(driver.cuStreamWaitEvent(self.handle, event_or_stream.handle, 0), "cuStreamWaitEvent")
+            h = event_or_stream._handle  # not .handle: waiting records nothing (see Event._recorded)
+            if h is None:
+                raise RuntimeError("the event is closed")
+            handle_return(driver.cuStreamWaitEvent(self.handle, h, 0), "cuStreamWaitEvent")
             return
         other = as_stream(event_or_stream, "event_or_stream")
         if other._int == self._int:

@@ -84,7 +84,9 @@ def test_timing_errors_say_why(dev):
         never = dev.create_event(_TIMED)
         start = s.record(options=_TIMED)
         s.sync()
-        with pytest.raises(RuntimeError, match="record"):
+        never.sync()  # waiting on an event records nothing
+        s.wait(never)
+        with pytest.raises(RuntimeError, match="never recorded"):
             never - start
         _sleep(dev, s, 0)
         s.sync()
