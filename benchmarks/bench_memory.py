@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -31,20 +32,20 @@ OPS = (
 )
 
 
-def bench_cuda_core(suite: Suite) -> Callable[[], None] | None:
-    from cuda_core import Device, LegacyPinnedMemoryResource
-
-    dev = Device()
+def _add_pool_and_pinned_ops(suite: Suite, impl: str, device_cls: Any, pinned_cls: Any) -> tuple[Any, Any, Any]:
+    """Register the rows both cuda_core and cuda.core run through the same API: allocate+close
+    from the device's resource, and 4 KiB copies between a device buffer and a pinned buffer
+    (with the stream synchronised). Returns ``(stream, device buffer, pinned buffer)``."""
+    dev = device_cls()
     dev.set_current()
     s = dev.create_stream()
-    mr = dev.memory_resource
-    alloc = mr.allocate
+    alloc = dev.memory_resource.allocate
 
     def alloc_close() -> None:
         alloc(MIB, stream=s).close()
 
-    suite.add(OPS[0], "cuda_core", alloc_close)
-    pinned = LegacyPinnedMemoryResource().allocate(KIB4, stream=s)
+    suite.add(OPS[0], impl, alloc_close)
+    pinned = pinned_cls().allocate(KIB4, stream=s)
     buf = alloc(KIB4, stream=s)
 
     def h2d() -> None:
@@ -55,18 +56,29 @@ def bench_cuda_core(suite: Suite) -> Callable[[], None] | None:
         buf.copy_to(pinned, stream=s)
         s.sync()
 
-    suite.add(OPS[1], "cuda_core", h2d)
-    suite.add(OPS[2], "cuda_core", d2h)
+    suite.add(OPS[1], impl, h2d)
+    suite.add(OPS[2], impl, d2h)
+    return s, buf, pinned
+
+
+def _closer(s: Any, *bufs: Any) -> Callable[[], None]:
+    def cleanup() -> None:
+        for b in bufs:
+            b.close()
+        s.sync()
+
+    return cleanup
+
+
+def bench_cuda_core(suite: Suite) -> Callable[[], None] | None:
+    from cuda_core import Device, LegacyPinnedMemoryResource
+
+    s, buf, pinned = _add_pool_and_pinned_ops(suite, "cuda_core", Device, LegacyPinnedMemoryResource)
     host = np.ones(KIB4, np.uint8)
     out = np.empty(KIB4, np.uint8)
     suite.add(OPS[3], "cuda_core", lambda: buf.copy_from(host, stream=s))  # synchronises
     suite.add(OPS[4], "cuda_core", lambda: buf.copy_to(out, stream=s))
-    def cleanup() -> None:
-        buf.close()
-        pinned.close()
-        s.sync()
-
-    return cleanup
+    return _closer(s, buf, pinned)
 
 
 def bench_nvidia(suite: Suite) -> Callable[[], None] | None:
@@ -79,38 +91,11 @@ def bench_nvidia(suite: Suite) -> Callable[[], None] | None:
             for op in OPS:
                 suite.add(op, "cuda.core", None)
             return None
-    dev = Device()
-    dev.set_current()
-    s = dev.create_stream()
-    mr = dev.memory_resource
-
-    def alloc_close() -> None:
-        mr.allocate(MIB, stream=s).close()
-
-    suite.add(OPS[0], "cuda.core", alloc_close)
     # cuda.core copies between Buffers only: the host side is a pinned buffer.
-    pinned = LegacyPinnedMemoryResource().allocate(KIB4, stream=s)
-    buf = mr.allocate(KIB4, stream=s)
-
-    def h2d() -> None:
-        buf.copy_from(pinned, stream=s)
-        s.sync()
-
-    def d2h() -> None:
-        buf.copy_to(pinned, stream=s)
-        s.sync()
-
-    suite.add(OPS[1], "cuda.core", h2d)
-    suite.add(OPS[2], "cuda.core", d2h)
+    s, buf, pinned = _add_pool_and_pinned_ops(suite, "cuda.core", Device, LegacyPinnedMemoryResource)
     suite.add(OPS[3], "cuda.core", None)  # no copies from host objects
     suite.add(OPS[4], "cuda.core", None)
-
-    def cleanup() -> None:
-        buf.close()
-        pinned.close()
-        s.sync()
-
-    return cleanup
+    return _closer(s, buf, pinned)
 
 
 def bench_cupy(suite: Suite) -> Callable[[], None] | None:
