@@ -1,14 +1,27 @@
-"""Build hook for the optional compiled accelerator (everything else is in pyproject.toml).
+"""Build hook for the optional native backend (everything else is in pyproject.toml).
 
-``cuda_core._fastpath`` is a small C module that calls a few driver entry points directly
-(see its source for why). It is optional: where no C compiler or Python headers are found the
-build warns and cuda_core runs on its pure Python path.
+``cuda_core._native`` is the native backend of cuda_core's handle layer, built from the C files
+in ``cuda_core/_csrc`` (see ``native.h`` there). It is optional: where no C compiler or Python
+headers are found the build warns and cuda_core runs its pure-Python backend
+(``cuda_core/_handles.py``). Set ``CUDA_CORE_REQUIRE_NATIVE=1`` to make a failed build an error
+(CI does, so a broken accelerator cannot pass unnoticed).
 """
+
+import glob
+import os
 
 from setuptools import Extension, setup
 
+_required = os.environ.get("CUDA_CORE_REQUIRE_NATIVE", "0").strip().lower() not in ("", "0", "false", "no")
+
 setup(
     ext_modules=[
-        Extension("cuda_core._fastpath", ["cuda_core/_fastpath.c"], optional=True),
+        Extension(
+            "cuda_core._native",
+            sorted(glob.glob(os.path.join("cuda_core", "_csrc", "*.c"))),
+            depends=[os.path.join("cuda_core", "_csrc", "native.h")],
+            extra_compile_args=["-std=c11", "-Wall", "-Wno-missing-field-initializers"],
+            optional=not _required,
+        ),
     ]
 )
