@@ -13,9 +13,12 @@ in the tree) is not used, and one warning names the rebuild command.
 
 from __future__ import annotations
 
+import importlib
 import os
 import warnings
 from typing import Any
+
+from cuda.bindings import driver
 
 __all__: list[str] = []  # private module
 
@@ -33,7 +36,7 @@ def _select() -> tuple[Any, bool, str]:
     if _switched_off():
         return _handles, False, "switched off (CUDA_CORE_NO_FASTPATH is set)"
     try:
-        from . import _native  # type: ignore[attr-defined]
+        _native = importlib.import_module("cuda_core._native")
     except ImportError as exc:
         return _handles, False, f"not built ({exc})"
     version = getattr(_native, "ABI_VERSION", None)
@@ -66,12 +69,13 @@ def per_thread_default_stream() -> bool:
 # The ABI every entry point is resolved at: the signatures the native code and ctypes callers use.
 ABI = 12000
 _entry_points: dict[tuple[str, int], int] = {}
+_get_proc_address = driver.cuGetProcAddress
 # Entry points that take a stream: resolved with per-thread default stream semantics when asked.
 _TAKES_STREAM = frozenset(
     {
         "cuStreamCreate", "cuStreamCreateWithPriority", "cuStreamDestroy", "cuStreamQuery",
         "cuStreamSynchronize", "cuStreamWaitEvent", "cuEventRecord", "cuLaunchKernelEx",
-        "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemcpyAsync",
+        "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemcpyAsync", "cuLaunchHostFunc",
     }
 )  # fmt: skip
 
@@ -84,8 +88,6 @@ def entry_point(name: str, stream_semantics: bool | None = None) -> int:
     ``cuda.bindings`` honours them. Addresses found are cached; 0 (no driver, an error, a
     symbol the driver lacks) is not, so a later call can succeed once the driver loads.
     """
-    from cuda.bindings import driver
-
     if stream_semantics is None:
         stream_semantics = name in _TAKES_STREAM
     flags = driver.CUdriverProcAddress_flags
@@ -99,7 +101,7 @@ def entry_point(name: str, stream_semantics: bool | None = None) -> int:
     if addr:
         return addr
     try:
-        err, pfn, status = driver.cuGetProcAddress(name.encode(), ABI, flag)
+        err, pfn, status = _get_proc_address(name.encode(), ABI, flag)
     except Exception:  # no driver, or an old or broken cuda.bindings: callers fall back
         return 0
     ok = driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS

@@ -9,7 +9,7 @@ from it, or updated from it) drops the entry when the driver releases the last o
 replay that finds no entry does nothing: the table is looked up, never a raw pointer.
 
 ``cuLaunchHostFunc`` is called through ctypes at the driver entry point that
-``cuda_core._fast.entry_point`` resolves (per-thread default stream semantics honoured, as for
+``cuda_core._backend.entry_point`` resolves (per-thread default stream semantics honoured, as for
 every stream call), with our trampoline as the function and the key as ``userData``. ``cuda.bindings``' own ``cuLaunchHostFunc`` is not
 used: it wraps the pair in a heap block that its wrapper frees after the first call, so a
 captured callback crashes on the second replay of its graph (NVIDIA/cuda-python#790).
@@ -29,7 +29,7 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from . import _fast
+from . import _backend
 from ._lifetime import immortal
 from ._utils import arg_error, ensure_driver, handle_return, raise_status
 
@@ -100,7 +100,7 @@ def _launch_host_func_c() -> Any:
     global _launch_fn
     if _launch_fn is None:
         ensure_driver()
-        addr = _fast.entry_point("cuLaunchHostFunc")
+        addr = _backend.entry_point("cuLaunchHostFunc")
         if not addr:
             raise RuntimeError("the CUDA driver has no cuLaunchHostFunc entry point (CUDA 12.0 ABI)")
         _launch_fn = _LaunchHostFunc(addr)

@@ -6,12 +6,27 @@ from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver
 
+from ._backend import backend
 from ._utils import handle_return
 
 if TYPE_CHECKING:
     from ._device import Device
 
 __all__ = ["Context"]
+
+# ContextHandle by context address: one handle per live context, so that every stream, event
+# and allocation of a context shares its idle pools and generation. A handle that fails its
+# check (the context was destroyed, its address reused) is replaced.
+_handles: dict[int, Any] = {}
+
+
+def context_handle(address: int, device: int = -1) -> Any:
+    """The ContextHandle of the context at ``address`` (``device >= 0``: the primary context
+    of that device, which the handle re-initialises when it finds it reset)."""
+    h = _handles.get(address)
+    if h is None or (device >= 0 and h.device < 0) or not h.check():
+        h = _handles[address] = backend.ContextHandle(address, device)
+    return h
 
 
 class Context:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver
 
-from . import _fast
-from ._context import Context
+from ._backend import backend
+from ._context import Context, context_handle
 from ._errors import CUDAError
 from ._event import Event
 from ._stream import Stream, _borrow, _foreign_handle_attrs
@@ -32,6 +32,7 @@ _NEG_INVALID_CONTEXT = -int(_INVALID_CONTEXT)
 _cuCtxGetCurrent = driver.cuCtxGetCurrent
 _cuCtxPushCurrent = driver.cuCtxPushCurrent
 _cuCtxPopCurrent = driver.cuCtxPopCurrent
+_ctx_get_device = backend.ctx_get_device
 
 _tls = threading.local()
 _count_lock = threading.Lock()
@@ -212,10 +213,12 @@ class Device:
         "_cc",
         "_ctx",
         "_ctx_int",
+        "_ctxh",
         "_cu_device",
         "_default_stream",
         "_id",
         "_mr",
+        "_mr_gen",
         "_name",
         "_props",
     )
@@ -224,28 +227,29 @@ class Device:
     _cu_device: driver.CUdevice
     _ctx: driver.CUcontext | None
     _ctx_int: int
+    _ctxh: Any  # the primary context's ContextHandle (idle streams and events hang off it)
     _props: DeviceProperties | None
     _name: str | None
     _cc: ComputeCapability | None
     _default_stream: Stream | None
     _mr: MemoryResource | None
+    _mr_gen: int  # the context generation the default resource was made in (0: set by the user)
 
     def __new__(cls, device_id: int | Device | None = None) -> Device:
         if device_id is None:
-            dev = _fast.current_device(_tls)
-            if dev is not None:
-                return dev  # type: ignore[no-any-return]
+            ordinal: int
             try:
-                device_id = _fast.ctx_get_device()
+                ordinal = _ctx_get_device()
             except RuntimeError:  # no libcuda: ensure_driver() raises the clear error
                 ensure_driver()
                 raise
-            if device_id < 0:  # -status: no current context (device 0), or driver not started
-                if device_id != _NEG_INVALID_CONTEXT:
+            if ordinal < 0:  # -status: no current context (device 0), or driver not started
+                if ordinal != _NEG_INVALID_CONTEXT:
                     ensure_driver()
-                    device_id = _fast.ctx_get_device()
-                if device_id < 0:
-                    device_id = 0
+                    ordinal = _ctx_get_device()
+                if ordinal < 0:
+                    ordinal = 0
+            device_id = ordinal
         elif type(device_id) is Device:
             return device_id
         try:
@@ -273,11 +277,13 @@ class Device:
             dev._cu_device = handle_return(driver.cuDeviceGet(device_id), "cuDeviceGet")
             dev._ctx = None
             dev._ctx_int = 0
+            dev._ctxh = None
             dev._props = None
             dev._name = None
             dev._cc = None
             dev._default_stream = None
             dev._mr = None
+            dev._mr_gen = 0
             devices[device_id] = dev
         return dev
 
@@ -398,7 +404,9 @@ class Device:
             prev = handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent") if self._has_current() else None
             handle_return(driver.cuCtxPushCurrent(ctx.handle), "cuCtxPushCurrent")
             return None if prev is None else Context._from_ctx(prev)
-        handle_return(driver.cuCtxSetCurrent(self._primary_ctx()), "cuCtxSetCurrent")
+        self._primary_ctx()
+        self._ctxh.check()  # re-initialised by the handle if another library reset it
+        handle_return(driver.cuCtxSetCurrent(self._scope()._ctx), "cuCtxSetCurrent")
         return None
 
     @staticmethod
@@ -410,9 +418,18 @@ class Device:
         """Retain (once per Device object) and return this device's primary context."""
         if self._ctx is None:
             ctx = handle_return(driver.cuDevicePrimaryCtxRetain(self._cu_device), "cuDevicePrimaryCtxRetain")
+            self._ctxh = context_handle(int(ctx), self._id)
             self._ctx_int = int(ctx)
             self._ctx = ctx
         return self._ctx
+
+    def _context_handle(self) -> Any:
+        """The primary context's ContextHandle (needs :meth:`set_current` first); a context
+        reset by another library is found and re-initialised by the handle itself."""
+        h = self._ctxh
+        if h is None:
+            self._require_ctx()
+        return h
 
     def _require_ctx(self, api: str = "") -> driver.CUcontext:
         """The primary context, or a CUDAError telling the user to call set_current() first."""
@@ -429,8 +446,11 @@ class Device:
 
     def _scope(self) -> _CtxScope:
         """A context manager that makes this device's context current for a block."""
-        if self._ctx is None:
+        h = self._ctxh
+        if h is None:
             self._require_ctx()
+        elif h.address != self._ctx_int:  # re-initialised after a reset, at a new address
+            self._ctx, self._ctx_int = driver.CUcontext(h.address), h.address
         return _CtxScope(self._ctx, self._ctx_int)
 
     @property
@@ -495,11 +515,15 @@ class Device:
     @property
     def memory_resource(self) -> MemoryResource:
         """The resource :meth:`allocate` uses (default: the device's stream-ordered memory pool)."""
-        if self._mr is None:
+        mr = self._mr
+        h = self._ctxh
+        if mr is None or (self._mr_gen and h is not None and h.generation != self._mr_gen):
+            # (Re)made when the context was reset since: its pool died with the context.
             from ._memory import default_memory_resource
 
-            self._mr = default_memory_resource(self)
-        return self._mr
+            mr = self._mr = default_memory_resource(self)
+            self._mr_gen = h.generation if h is not None else 0
+        return mr
 
     @memory_resource.setter
     def memory_resource(self, mr: MemoryResource) -> None:
@@ -508,6 +532,7 @@ class Device:
         if not isinstance(mr, MemoryResource):
             raise arg_error("memory_resource", "a MemoryResource", mr, exc=TypeError)
         self._mr = mr
+        self._mr_gen = 0
 
     def allocate(self, size: int, *, stream: Any = None) -> Buffer:
         """Allocate *size* bytes from :attr:`memory_resource`, ordered on *stream*.
@@ -516,4 +541,6 @@ class Device:
         """
         if self._ctx is None:
             self._require_ctx("Device.allocate")
+        if self._mr_gen:
+            self._ctxh.check()  # a context reset by another library is found (and its pool remade)
         return self.memory_resource.allocate(size, stream=self.default_stream if stream is None else stream)

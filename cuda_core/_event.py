@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver
 
-from . import _fast
-from ._utils import arg_error, check_or_create_options, handle_return, raise_status
+from ._backend import backend
+from ._utils import arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -21,16 +21,8 @@ _NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
 _DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 _BLOCKING_SYNC = int(driver.CUevent_flags.CU_EVENT_BLOCKING_SYNC)
 _INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
-_cuEventCreate = driver.cuEventCreate
-_EVENT = _fast.EVENT
 _new_object = object.__new__
-
-# Idle event handles kept for reuse, per (context, flags), as (handle, address) entries: creating
-# an event then costs no driver call. Only events whose recorded work has completed are given
-# back (so a recycled handle behaves as a new one), at most _POOL_CAP per key (_fast.own);
-# IPC events are never kept.
-_POOL_CAP = 64
-_pool: dict[tuple[int, int], list[tuple[driver.CUevent, int]]] = {}
+_UNSET: Any = driver.CUevent(0)  # Event._handle before .handle was first asked for
 
 
 @dataclass
@@ -101,55 +93,49 @@ class Event:
 
     Created by :meth:`Device.create_event` or :meth:`Stream.record`. ``end - start`` gives the
     elapsed time in milliseconds between two completed events created with
-    ``EventOptions(timing_enabled=True)``.
+    ``EventOptions(timing_enabled=True)``. The event's driver handle is owned by an
+    ``EventHandle`` of the handle layer, which holds the event's context handle; closing the
+    event (or collecting it) gives the handle back to the context's idle pool or destroys it.
     """
 
-    __slots__ = ("__weakref__", "_device", "_flags", "_handle", "_int", "_own", "_recorded")
+    __slots__ = ("__weakref__", "_device", "_flags", "_h", "_handle")
 
-    _handle: driver.CUevent | None  # None once closed
-    _int: int
+    _h: Any  # the EventHandle (released once closed)
+    _handle: driver.CUevent | None  # the binding object, made on first use of .handle; None once closed
     _device: Device
     _flags: int  # the CUevent_flags it was created with
-    _recorded: bool  # it may have been recorded: by Stream.record, or by anyone given .handle
-    _own: _fast.Releaser
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("Event cannot be constructed directly; use Device.create_event() or Stream.record()")
 
     @classmethod
-    def _create(cls, device: Device, options: Any) -> Event:
-        if options is None:
-            flags = _DISABLE_TIMING
-        else:
-            flags = check_or_create_options(EventOptions, options, "options")._flags()
-        if flags & _INTERPROCESS:
-            pool = None
-        else:
-            key = (device._ctx_int, flags)
-            pool = _pool.get(key)
-            if pool is None:
-                pool = _pool.setdefault(key, [])
-        try:
-            entry = pool.pop()  # type: ignore[union-attr]
-        except (AttributeError, IndexError):  # no pool (IPC), or none idle
-            with device._scope():
-                handle = handle_return(_cuEventCreate(flags), "cuEventCreate")
-            entry = (handle, int(handle))
+    def _wrap(cls, h: Any, device: Device) -> Event:
         self = _new_object(cls)
-        self._handle, self._int = entry
+        self._h = h
+        self._handle = _UNSET
         self._device = device
-        self._flags = flags
-        self._recorded = False
-        self._own = _fast.own(self, _EVENT, entry, pool, _POOL_CAP)
+        self._flags = h.flags
         return self
+
+    @classmethod
+    def _create(cls, device: Device, options: Any) -> Event:
+        flags = _DISABLE_TIMING if options is None else check_or_create_options(EventOptions, options, "options")._flags()
+        return cls._wrap(device._context_handle().create_event(flags), device)
 
     @property
     def handle(self) -> driver.CUevent:
         """The driver handle (``cuda.bindings.driver.CUevent``)."""
-        if self._handle is None:
+        h = self._handle
+        if h is None:
             raise RuntimeError("the event is closed")
-        self._recorded = True  # whoever holds the handle may record it: query before pooling
-        return self._handle
+        self._h.expose()  # whoever holds the handle may record it: not pooled as never recorded
+        if h is _UNSET:
+            h = self._handle = driver.CUevent(self._h.address)
+        return h
+
+    @property
+    def _recorded(self) -> bool:
+        return bool(self._h.recorded)
 
     @property
     def device(self) -> Device:
@@ -196,20 +182,13 @@ class Event:
         """Whether all work recorded before the event has completed (never blocks)."""
         if self._handle is None:
             raise RuntimeError("the event is closed")
-        err = _fast.event_query(self._int)
-        if err == 0:
-            return True
-        if err == _NOT_READY:
-            return False
-        raise_status(err, "cuEventQuery")
-        return False  # pragma: no cover
+        return bool(self._h.query())
 
     def sync(self) -> None:
         """Block the calling thread until the event has completed."""
-        h = self._handle  # not .handle: waiting records nothing (see _recorded)
-        if h is None:
+        if self._handle is None:  # not .handle: waiting records nothing (see _recorded)
             raise RuntimeError("the event is closed")
-        handle_return(driver.cuEventSynchronize(h), "cuEventSynchronize")
+        self._h.sync()
 
     def __sub__(self, other: Event) -> float:
         """Milliseconds elapsed from *other* (the start) to this event (the end)."""
@@ -225,7 +204,7 @@ class Event:
                 )
             if not ev._recorded:
                 raise RuntimeError(f"cannot time events: the {role} event was never recorded on a stream")
-        err, ms = driver.cuEventElapsedTime(other._handle, self._handle)
+        err, ms = driver.cuEventElapsedTime(driver.CUevent(other._h.address), driver.CUevent(self._h.address))
         if err == _NOT_READY:
             raise RuntimeError("cannot time events: an event has not completed yet; call sync() on the end event first")
         return float(handle_return((err, ms), "cuEventElapsedTime"))
@@ -254,19 +233,13 @@ class Event:
         ipc.reserved = ipc_descriptor._reserved
         with dev._scope():
             handle = handle_return(driver.cuIpcOpenEventHandle(ipc), "cuIpcOpenEventHandle")
-        entry = (handle, int(handle))
-        self = _new_object(cls)
-        self._handle, self._int = entry
-        self._device = dev
-        self._flags = _DISABLE_TIMING | _INTERPROCESS | (0 if ipc_descriptor._busy_wait else _BLOCKING_SYNC)
-        self._recorded = True
-        self._own = _fast.own(self, _EVENT, entry, None, 0)
-        return self
+        flags = _DISABLE_TIMING | _INTERPROCESS | (0 if ipc_descriptor._busy_wait else _BLOCKING_SYNC)
+        return cls._wrap(backend.EventHandle.adopt(int(handle), dev._context_handle(), flags), dev)
 
     def close(self) -> None:
         """Destroy the event (idempotent)."""
-        self._own.release(self._recorded)
         self._handle = None
+        self._h.release()
 
     def __enter__(self) -> Event:
         return self
@@ -278,7 +251,7 @@ class Event:
         if not isinstance(other, Event):
             return NotImplemented
         return self is other or (
-            self._handle is not None and other._handle is not None and int(self._handle) == int(other._handle)
+            self._handle is not None and other._handle is not None and self._h.address == other._h.address
         )
 
     def __hash__(self) -> int:
@@ -287,4 +260,4 @@ class Event:
     def __repr__(self) -> str:
         if self._handle is None:
             return "<Event closed>"
-        return f"<Event handle=0x{int(self._handle):x}>"
+        return f"<Event handle=0x{self._h.address:x}>"

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from cuda.bindings import driver
 
-from . import _fast
+from ._backend import backend
 
 __all__: list[str] = []  # private: launch() and PreparedLaunch are the public entry points
 
@@ -327,26 +327,25 @@ class Plan:
         exec(compile("\n".join(src), f"<cuda_core packing plan {self.fmt}>", "exec"), ns)
         return tuple(ns[f"set{i}"] for i in range(self.nargs)), ns["pack_all"]
 
-    def bind_launch(self, launch: Any, func: Any, extra: bool) -> None:
-        """Generate ``self.run(cfg, args) -> status`` for launching kernel ``func``.
+    def bind_launch(self, func: int) -> None:
+        """Generate ``self.run(cfg, args) -> status`` for launching kernel ``func`` (the
+        ``CUfunction`` address) with a ``LaunchConfigHandle`` ``cfg``.
 
-        ``launch(cfg, func, params[, None])`` is the driver's ``cuLaunchKernelEx`` as the
-        launcher resolved it (``extra``: it takes the trailing ``extra`` argument). ``run``
-        first checks that ``args`` has this plan's types and returns :data:`MISS` (``-1``, no
-        driver status) when not, so a caller can try a plan without looking it up. Every value
-        is then written with one ``struct.pack_into`` into a slot taken from a pool (threads
-        launching the same plan at once never share a buffer); the driver copies the
-        parameters during the call, so the slot is reusable as soon as it returns.
+        ``run`` first checks that ``args`` has this plan's types and returns :data:`MISS`
+        (``-1``, no driver status) when not, so a caller can try a plan without looking it up.
+        Every value is then written with one ``struct.pack_into`` into a slot taken from a pool
+        (threads launching the same plan at once never share a buffer) and ``cfg.launch(func,
+        params)`` is called; the driver copies the parameters during the call, so the slot is
+        reusable as soon as it returns.
         """
         n = self.nargs
         ns = self._namespace()
-        ns.update(_launch=launch, _func=func, _pop=self._free.pop, _push=self._free.append,
+        ns.update(_func=func, _pop=self._free.pop, _push=self._free.append,
                   _new_slot=self.new_slot, _pack_all=self.pack_all, _type_list=list(self.types), _map=map,
                   _type=type, _list=list)
-        tail = ", None" if extra else ""
         lines = ["def run(_cfg, _args):"]
         if not n:
-            lines += ["    if _args:", f"        return {MISS}", f"    return _launch(_cfg, _func, 0{tail})", ""]
+            lines += ["    if _args:", f"        return {MISS}", "    return _cfg.launch(_func, 0)", ""]
         else:
             names = [f"a{i}" for i in range(n)]
             if n <= _INLINE_CHECKS:
@@ -358,11 +357,8 @@ class Plan:
                           f"        return {MISS}", f"    if {checks}:", f"        return {MISS}"]
                 values = ", ".join(r.fast.format(a=a) for r, a in zip(self.rules, names))
             else:
-                if _fast.types_match is not None:  # one C loop, ~1 ns per argument
-                    ns.update(_types_match=_fast.types_match, _types=self.types)
-                    lines += ["    if not _types_match(_args, _types):", f"        return {MISS}"]
-                else:
-                    lines += ["    if _list(_map(_type, _args)) != _type_list:", f"        return {MISS}"]
+                ns.update(_types_match=backend.types_match, _types=self.types)
+                lines += ["    if not _types_match(_args, _types):", f"        return {MISS}"]
                 fast = [r.fast.format(a=a) for r, a in zip(self.rules, names)]
                 if fast == names:
                     values = "*_args"
@@ -375,7 +371,7 @@ class Plan:
                           "        _pack_all(_s[0], *_args)"]
             else:
                 lines.append(f"    _pack_into(_s[0], 0, {values})")
-            lines += [f"    _r = _launch(_cfg, _func, _s[1]{tail})", "    _push(_s)", "    return _r", ""]
+            lines += ["    _r = _cfg.launch(_func, _s[1])", "    _push(_s)", "    return _r", ""]
         exec(compile("\n".join(lines), f"<cuda_core launch plan {self.fmt}>", "exec"), ns)
         self.run = ns["run"]
 

@@ -2,104 +2,25 @@
 
 A :class:`LaunchConfig` is a small immutable value that needs no GPU to build. At the first
 launch on a device it is checked against that device's limits (once per device), and the
-native ``CUlaunchConfig`` is built once per stream and reused by every later launch.
-
-This module also resolves, once per process, how launches reach the driver
-(:func:`launch_backend`): the compiled accelerator ``cuda_core._fastpath`` where it was built
-(it calls the entry point that ``cuda_core._fast`` resolved), else the same entry point
-(``cuda_core._fast.entry_point``) called through ``ctypes``, else, where that entry point cannot
-be had, ``cuda.bindings.driver.cuLaunchKernelEx``.
+native ``CUlaunchConfig`` is built once per stream, as a ``LaunchConfigHandle`` of the handle
+layer that holds the stream's handle, and reused by every later launch on that stream.
 """
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
-from cuda.bindings import driver
-
-from . import _fast
-from ._utils import arg_error, cast_to_3_tuple, check_int, ensure_driver
+from ._backend import backend
+from ._utils import arg_error, cast_to_3_tuple, check_int
 
 __all__ = ["LaunchConfig"]
 
-# ---------------------------------------------------------------------------------------------
-# How launches reach the driver.
-
-# CUresult cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void** kernelParams, void** extra)
-# (CUDA 12.0 ABI). A CFUNCTYPE function releases the GIL during the call, as cuda.bindings does.
-_LAUNCH_PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-
-
-class LaunchBackend:
-    """How launches call ``cuLaunchKernelEx`` (resolved once; see :func:`launch_backend`).
-
-    ``fn(cfg, func, params[, None]) -> status``: with ``native``, ``cfg`` is the address of a
-    native ``CUlaunchConfig`` and ``func`` the kernel handle's address (ints); otherwise they
-    are ``cuda.bindings`` objects. ``extra``: ``fn`` takes the trailing ``extra`` argument.
-    """
-
-    __slots__ = ("extra", "fn", "name", "native")
-
-    def __init__(self, name: str, fn: Any, native: bool, extra: bool) -> None:
-        self.name, self.fn, self.native, self.extra = name, fn, native, extra
-
-    def __repr__(self) -> str:
-        return f"<LaunchBackend {self.name}>"
-
-
-def _bindings_launch(cfg: Any, func: Any, params: int, _launch: Any = driver.cuLaunchKernelEx) -> Any:
-    return _launch(cfg, func, params, 0)[0]
-
-
-def launch_entry_point() -> int:
-    """The address of ``cuLaunchKernelEx`` (CUDA 12.0 ABI) from ``cuGetProcAddress``, or 0
-    (:func:`cuda_core._fast.entry_point`: per-thread default stream semantics honoured)."""
-    return _fast.entry_point("cuLaunchKernelEx")
-
-
-def resolve_launch_backend(fastpath: bool = True) -> LaunchBackend:
-    """Work out the backend: the compiled accelerator's ``launch_ex`` (with ``fastpath``, where
-    it is built and bound), else ``ctypes`` over the driver entry point, else ``cuda.bindings``."""
-    fast = _fast.launch_ex if fastpath and _fast.ENABLED else None
-    if fast is not None:
-        return LaunchBackend("fastpath", fast, True, False)
-    addr = launch_entry_point()
-    if addr:
-        return LaunchBackend("ctypes", _LAUNCH_PROTO(addr), True, True)
-    return bindings_backend()
-
-
-def bindings_backend() -> LaunchBackend:
-    """The ``cuda.bindings.driver.cuLaunchKernelEx`` backend (the fallback)."""
-    return LaunchBackend("cuda.bindings", _bindings_launch, False, False)
-
-
-_backend: LaunchBackend | None = None
-
-
-def launch_backend() -> LaunchBackend:
-    """The process's launch backend, resolved at the first launch (the driver must load)."""
-    global _backend
-    if _backend is None:
-        ensure_driver()
-        _backend = resolve_launch_backend()
-    return _backend
-
-
-def set_launch_backend(backend: LaunchBackend | None) -> None:
-    """Replace the backend (tests; ``None``: resolve again). Only launch state made afterwards
-    uses it: the launcher's per-kernel caches must be cleared and new LaunchConfigs used."""
-    global _backend
-    _backend = backend
-
+_LaunchConfigHandle = backend.LaunchConfigHandle
 
 _DIM3_RULE = "an int or a tuple of 1 to 3 ints, each >= 1"
 _AXES = ("x", "y", "z")
-_ATTR_CLUSTER = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-_ATTR_COOPERATIVE = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_COOPERATIVE
-_ATTR_PSS = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-# Streams whose native configs one LaunchConfig keeps; past this the cache starts over.
+# Streams whose native configs one LaunchConfig keeps; past this the cache starts over. An
+# evicted LaunchConfigHandle lives on where it is still used (a PreparedLaunch holds its own).
 _MAX_NATIVE = 8
 
 
@@ -187,11 +108,11 @@ class LaunchConfig:
             )
         self._pss = bool(programmatic_stream_serialization)
         self._key = (self._grid, self._cluster, self._block, self._shmem, self._coop, self._pss)
-        # id(stream) -> (stream, stream handle, launch argument, CUlaunchConfig); holding the
-        # stream keeps its id from being reused while the entry lives. ``_last`` is the entry of
-        # the latest stream, which launch() checks first.
-        self._native: dict[int, tuple[Any, Any, Any, Any]] = {}
-        self._last: tuple[Any, Any, Any, Any] = (None, None, None, None)
+        # StreamHandle -> LaunchConfigHandle (which holds that StreamHandle, so the key cannot
+        # die and be reused while the entry lives). ``_last`` is the (StreamHandle,
+        # LaunchConfigHandle) pair of the latest stream, which launch() checks first.
+        self._native: dict[Any, Any] = {}
+        self._last: tuple[Any, Any] = (None, None)
         self._checked: set[int] = set()
 
     # -- the public, read-only fields -----------------------------------------------------
@@ -263,56 +184,26 @@ class LaunchConfig:
     # -- launch-time support (private) ------------------------------------------------------
 
     def _native_for(self, stream: Any) -> Any:
-        """The launch backend's config argument for ``stream`` (the native ``CUlaunchConfig``'s
-        address, or the ``cuda.bindings`` object), built (and the device checked) on first use.
-        """
-        entry = self._native.get(id(stream))
-        if entry is None or entry[0] is not stream or entry[1] is not stream._handle:
-            handle = stream.handle  # raises on a closed stream
+        """The LaunchConfigHandle for ``stream`` (a :class:`Stream`), built (and the device
+        checked) on first use."""
+        if stream._handle is None:
+            raise RuntimeError("the stream is closed")
+        h = stream._h
+        cfg = self._native.get(h)
+        if cfg is None:
             dev = stream._device
             if dev is None:  # the default streams follow the current context
                 dev = stream.device
             if dev._id not in self._checked:
                 self._check_device(dev)
                 self._checked.add(dev._id)
-            native = self._build(handle)
-            # The object owns the native struct (and its attribute array): the entry keeps it.
-            arg = native.getPtr() if launch_backend().native else native
-            entry = (stream, handle, arg, native)
+            cfg = _LaunchConfigHandle(
+                h, self.grid_blocks, self._block, self._shmem, self._cluster, self._coop, self._pss
+            )
             if len(self._native) >= _MAX_NATIVE:
                 self._native.clear()
-            self._native[id(stream)] = entry
-        self._last = entry
-        return entry[2]
-
-    def _build(self, handle: Any) -> Any:
-        cfg = driver.CUlaunchConfig()
-        gx, gy, gz = self.grid_blocks
-        bx, by, bz = self._block
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = gx, gy, gz
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = bx, by, bz
-        cfg.sharedMemBytes = self._shmem
-        cfg.hStream = handle
-        attrs = []
-        if self._cluster is not None:
-            a = driver.CUlaunchAttribute()
-            a.id = _ATTR_CLUSTER
-            dim = a.value.clusterDim
-            dim.x, dim.y, dim.z = self._cluster
-            attrs.append(a)
-        if self._coop:
-            a = driver.CUlaunchAttribute()
-            a.id = _ATTR_COOPERATIVE
-            a.value.cooperative = 1
-            attrs.append(a)
-        if self._pss:
-            a = driver.CUlaunchAttribute()
-            a.id = _ATTR_PSS
-            a.value.programmaticStreamSerializationAllowed = 1
-            attrs.append(a)
-        if attrs:
-            cfg.attrs = attrs
-        cfg.numAttrs = len(attrs)
+            self._native[h] = cfg
+        self._last = (h, cfg)
         return cfg
 
     def _check_device(self, dev: Any) -> None:

@@ -1,10 +1,10 @@
 """Kernel launches: :func:`launch` and :class:`PreparedLaunch`.
 
 The hot path does as little as it can per call: the stream is resolved with a type check, the
-native ``CUlaunchConfig`` comes from the config's last-used entry (else a per-stream cache),
-the packing plan from a per-(kernel, argument types) cache, and one generated function writes
-the values with one ``struct.pack_into`` and calls ``cuLaunchKernelEx`` through its driver
-entry point (``ctypes``; ``cuda.bindings`` where the entry point cannot be had). The stream's
+``LaunchConfigHandle`` (the native ``CUlaunchConfig``, bound to the stream's handle) comes from
+the config's last-used entry (else a per-stream cache), the packing plan from a per-(kernel,
+argument types) cache, and one generated function writes the values with one
+``struct.pack_into`` and calls the handle's ``launch`` (``cuLaunchKernelEx``). The stream's
 context is not looked up per call: when the driver reports a context mismatch, the launch is
 retried once with the stream's context pushed.
 """
@@ -20,7 +20,7 @@ from cuda.bindings import driver
 
 from ._errors import CUDAError
 from ._kernel_arg_handler import MISS, Plan, kernel_label, make_plan, set_arg
-from ._launch_config import LaunchBackend, LaunchConfig, launch_backend, set_launch_backend
+from ._launch_config import LaunchConfig
 from ._stream import Stream, as_stream
 from ._utils import arg_error, handle_return, make_error
 
@@ -58,14 +58,13 @@ def _as_stream(obj: Any) -> Any:
 
 
 class _KernelEntry:
-    __slots__ = ("__weakref__", "backend", "func", "kernel", "key", "layout", "name", "plans", "ref", "run")
+    __slots__ = ("__weakref__", "func", "kernel", "key", "layout", "name", "plans", "ref", "run")
 
     def __init__(self, kernel: Any) -> None:
         handle = getattr(kernel, "_handle", None)
         if handle is None or not hasattr(kernel, "_param_layout"):
             raise arg_error("kernel", "a Kernel (from ObjectCode.get_kernel())", kernel, exc=TypeError)
-        self.backend: LaunchBackend = launch_backend()
-        self.func = int(handle) if self.backend.native else driver.CUfunction(int(handle))
+        self.func = int(handle)
         try:
             self.layout = kernel._param_layout()
         except CUDAError:
@@ -100,7 +99,7 @@ class _KernelEntry:
         plan = self.plans.get(types)
         if plan is None:
             plan = make_plan(types, args, self.layout, self.kernel_name(kernel))
-            plan.bind_launch(self.backend.fn, self.func, self.backend.extra)
+            plan.bind_launch(self.func)
             if len(self.plans) >= _MAX_PLANS_PER_KERNEL:
                 self.plans.clear()
             self.plans[types] = plan
@@ -131,13 +130,6 @@ def _entry(kernel: Any) -> _KernelEntry:
         entry = _KernelEntry(kernel)
         _kernels[id(kernel)] = entry
     return entry
-
-
-def _use_backend(backend: LaunchBackend | None) -> None:
-    """Switch the launch backend (tests): forget every kernel's plans. LaunchConfig objects
-    used before keep their native configs, so use new ones after switching."""
-    set_launch_backend(backend)
-    _kernels.clear()
 
 
 def _device_of(stream: Any) -> Any:
@@ -197,8 +189,8 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     if entry is None:
         entry = _entry(kernel)
     last = config._last
-    if last[0] is stream and last[1] is stream._handle:
-        cfg = last[2]
+    if last[0] is stream._h:  # a closed stream's handle is released: its launch refuses
+        cfg = last[1]
     else:
         cfg = config._native_for(stream)
     run = entry.run
@@ -325,7 +317,7 @@ class PreparedLaunch:
     """
 
     __slots__ = (
-        "_args", "_call", "_cfg", "_config", "_entry", "_handle", "_kernel", "_plan", "_slot", "_stream",
+        "_args", "_call", "_cfg", "_config", "_entry", "_kernel", "_plan", "_slot", "_stream",
     )
 
     def __init__(self, stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) -> None:
@@ -337,8 +329,9 @@ class PreparedLaunch:
         self._config = config
         self._kernel = kernel
         self._entry = _entry(kernel)
+        # Its own LaunchConfigHandle, which holds the stream's handle: whatever happens to the
+        # config's cache later, this launch keeps its grid, block and stream.
         self._cfg = config._native_for(stream)
-        self._handle = stream._handle
         self._plan: Plan | None = None
         self._slot: tuple[Any, ...] = ()
         self._args: tuple[Any, ...] = ()
@@ -363,10 +356,8 @@ class PreparedLaunch:
 
     def _use(self, plan: Plan, slot: tuple[Any, ...]) -> None:
         # Everything the launch passes is fixed now: the call is one driver call.
-        backend = self._entry.backend
-        tail = (None,) if backend.extra else ()
         self._plan, self._slot = plan, slot
-        self._call = functools.partial(backend.fn, self._cfg, self._entry.func, slot[1], *tail)
+        self._call = functools.partial(self._cfg.launch, self._entry.func, slot[1])
 
     def __call__(self, *kernel_args: Any) -> None:
         """Launch, with the bound arguments or with ``kernel_args`` (which are then bound).
@@ -380,9 +371,12 @@ class PreparedLaunch:
         """
         if kernel_args:
             self._bind(kernel_args)
-        if self._stream._handle is not self._handle:
-            raise RuntimeError("the stream of this PreparedLaunch is closed")
-        err = self._call()
+        try:
+            err = self._call()
+        except RuntimeError:
+            if self._stream._handle is None:
+                raise RuntimeError("the stream of this PreparedLaunch is closed") from None
+            raise
         if err:
             _launch_failed(err, self._stream, self._config, self._kernel, self._entry, self._call)
 

@@ -2,33 +2,28 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext as _nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver
 
-from . import _fast
-from ._context import Context
-from ._event import Event
-from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return, raise_status
+from ._backend import backend
+from ._context import Context, context_handle
+from ._event import Event, EventOptions
+from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return
 
 if TYPE_CHECKING:
     from ._device import Device
-    from ._event import EventOptions
     from ._graph import GraphBuilder
 
 __all__ = ["LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "StreamOptions"]
 
 _NON_BLOCKING = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
 _DEFAULT_FLAGS = int(driver.CUstream_flags.CU_STREAM_DEFAULT)
-_STREAM = _fast.STREAM
-
-# Idle stream handles kept for reuse, per (context, flags, priority), as (handle, address)
-# entries: creating a stream then costs no driver call. Only streams with no pending work are
-# given back (a recycled stream carries no dependency on its last user's work), at most
-# _POOL_CAP per key (_fast.own).
-_POOL_CAP = 32
-_pool: dict[tuple[int, int, int | None], list[tuple[driver.CUstream, int]]] = {}
+_StreamHandle = backend.StreamHandle
+_borrow_handle = _StreamHandle.borrow
+_DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 
 
 @dataclass
@@ -71,28 +66,15 @@ class Stream:
     ...     s.sync()
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_borrowed",
-        "_ctx",
-        "_device",
-        "_handle",
-        "_int",
-        "_nonblocking",
-        "_own",
-        "_owner",
-        "_priority",
-    )
+    __slots__ = ("__weakref__", "_ctx", "_device", "_h", "_handle", "_int", "_nonblocking", "_priority")
 
-    _handle: driver.CUstream | None
+    _h: Any  # the StreamHandle: owns (or borrows) the driver stream; released at close()
+    _handle: driver.CUstream | None  # None once closed
     _int: int
     _device: Device | None
     _ctx: driver.CUcontext | None
-    _owner: Any
-    _borrowed: bool
     _nonblocking: bool | None
     _priority: int | None
-    _own: _fast.Releaser | None  # None for a borrowed or default stream
 
     def __new__(cls, obj: Any = None, options: StreamOptions | dict | None = None) -> Stream:
         from ._device import Device
@@ -126,13 +108,11 @@ class Stream:
         self = object.__new__(cls)
         self._handle = handle
         self._int = int(handle)
+        self._h = _borrow_handle(self._int, None, owner)
         self._device = device
         self._ctx = ctx
-        self._owner = owner
-        self._borrowed = borrowed
         self._nonblocking = None
         self._priority = None
-        self._own = None
         return self
 
     @classmethod
@@ -144,56 +124,33 @@ class Stream:
             flags = _NON_BLOCKING if opts.nonblocking else _DEFAULT_FLAGS
             priority = opts.priority
         if use_current:
-            ctx = handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
-            return cls._create_in_current(device, ctx, flags, priority)
-        pool = _pool.get((device._ctx_int, flags, priority))
-        if pool:
-            try:
-                return cls._adopt(pool.pop(), device, device._ctx, flags, priority, pool)
-            except IndexError:  # emptied by another thread meanwhile
-                pass
-        with device._scope():
-            return cls._create_in_current(device, device._ctx, flags, priority)
-
-    @classmethod
-    def _create_in_current(cls, device: Device, ctx: Any, flags: int, priority: int | None) -> Stream:
-        if priority is None:
-            handle = handle_return(driver.cuStreamCreate(flags), "cuStreamCreate")
+            ctxh = _current_context_handle(device)
         else:
-            least, greatest = handle_return(driver.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
+            ctxh = device._context_handle()
+        if priority is not None:
+            with device._scope() if not use_current else _nullcontext():
+                least, greatest = handle_return(driver.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
             if not greatest <= priority <= least:
                 raise arg_error(
                     "priority",
                     f"in [{greatest}, {least}] on {device.name} (lower is higher priority)",
                     priority,
                 )
-            handle = handle_return(
-                driver.cuStreamCreateWithPriority(flags, priority), "cuStreamCreateWithPriority"
-            )
-        pool = _pool.setdefault((int(ctx), flags, priority), [])
-        return cls._adopt((handle, int(handle)), device, ctx, flags, priority, pool)
+        return cls._adopt(ctxh.create_stream(flags, priority), device, flags, priority)
 
     @classmethod
-    def _adopt(
-        cls,
-        entry: tuple[driver.CUstream, int],
-        device: Device,
-        ctx: Any,
-        flags: int,
-        priority: int | None,
-        pool: list[tuple[driver.CUstream, int]],
-    ) -> Stream:
-        """An owned stream over ``entry`` (``(handle, address)``), given back to ``pool`` or
-        destroyed when closed or collected."""
+    def _adopt(cls, h: Any, device: Device, flags: int, priority: int | None) -> Stream:
+        """An owned stream over the StreamHandle ``h`` (pooled or destroyed when closed or
+        collected, by the handle)."""
         self = _new_stream(cls)
-        self._handle, self._int = entry
+        self._h = h
+        self._int = address = h.address
+        self._handle = _CUstream(address)
         self._device = device
-        self._ctx = ctx
-        self._owner = None
-        self._borrowed = False
+        ctx = device._ctx
+        self._ctx = ctx if h.ctx.address == device._ctx_int else driver.CUcontext(h.ctx.address)
         self._nonblocking = flags == _NON_BLOCKING
         self._priority = priority
-        self._own = _fast.own(self, _STREAM, entry, pool, _POOL_CAP)
         return self
 
     @classmethod
@@ -254,6 +211,10 @@ class Stream:
     def is_closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self._handle is None
+
+    @property
+    def _borrowed(self) -> bool:
+        return not self._h.is_owned
 
     @property
     def is_nonblocking(self) -> bool:
@@ -321,9 +282,7 @@ class Stream:
         """Block the calling thread until all work queued on the stream is done."""
         if self._handle is None:
             raise RuntimeError("the stream is closed")
-        status = _fast.stream_sync(self._int)
-        if status:
-            raise_status(status, "cuStreamSynchronize")
+        self._h.sync()
 
     def record(self, event: Event | None = None, options: EventOptions | dict | None = None) -> Event:
         """Record *event* (a new one made with *options* if none is given) on this stream.
@@ -334,17 +293,23 @@ class Stream:
             The recorded event; it completes when all work queued before it has.
         """
         if event is None:
-            event = Event._create(self._owning_device(), options)
-        elif options is not None:
+            if self._handle is None:
+                raise RuntimeError("cannot record: the stream is closed")
+            dev = self._device
+            if dev is None or dev._ctxh is None:
+                dev = self._owning_device()
+            if options is None:
+                flags = _DISABLE_TIMING
+            else:
+                flags = check_or_create_options(EventOptions, options, "options")._flags()
+            return Event._wrap(dev._ctxh.record_event(flags, self._h), dev)
+        if options is not None:
             raise ValueError("options must be None when an event is given")
-        elif type(event) is not Event and not isinstance(event, Event):
+        if type(event) is not Event and not isinstance(event, Event):
             raise arg_error("event", "an Event or None", event, exc=TypeError)
         if self._handle is None or event._handle is None:
             raise RuntimeError(f"cannot record: the {'stream' if self._handle is None else 'event'} is closed")
-        status = _fast.event_record(event._int, self._int)
-        if status:
-            raise_status(status, "cuEventRecord")
-        event._recorded = True
+        event._h.record(self._h)
         return event
 
     def wait(self, event_or_stream: Any) -> None:
@@ -353,10 +318,11 @@ class Stream:
         Waiting is done on the device; the calling thread does not block.
         """
         if isinstance(event_or_stream, Event):
-            h = event_or_stream._handle  # not .handle: waiting records nothing (see Event._recorded)
-            if h is None:
+            if event_or_stream._handle is None:  # not .handle: waiting records nothing
                 raise RuntimeError("the event is closed")
-            handle_return(driver.cuStreamWaitEvent(self.handle, h, 0), "cuStreamWaitEvent")
+            if self._handle is None:
+                raise RuntimeError("the stream is closed")
+            self._h.wait(event_or_stream._h)
             return
         other = as_stream(event_or_stream, "event_or_stream")
         if other._int == self._int:
@@ -399,11 +365,8 @@ class Stream:
 
         Work already queued on the stream still completes.
         """
-        own = self._own
-        if own is not None:
-            own.release()
         self._handle = None
-        self._owner = None
+        self._h.release()
 
     def __enter__(self) -> Stream:
         return self
@@ -428,14 +391,21 @@ def _borrow(cls: type[Stream], raw: int, owner: Any) -> Stream:
     self = _new_stream(cls)
     self._handle = _CUstream(raw)
     self._int = raw
+    self._h = _borrow_handle(raw, None, owner)
     self._device = None
     self._ctx = None
-    self._owner = owner
-    self._borrowed = True
     self._nonblocking = None
     self._priority = None
-    self._own = None
     return self
+
+
+def _current_context_handle(device: Device) -> Any:
+    """The ContextHandle of the context current on this thread (perhaps not the primary one)."""
+    address = int(handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent"))
+    h = device._ctxh
+    if h is not None and h.address == address:
+        return h
+    return context_handle(address)
 
 
 def _foreign_handle_attr(tp: type) -> str:
@@ -479,9 +449,6 @@ def as_stream(obj: Any, name: str = "stream") -> Stream:
         exc=TypeError,
     )
 
-
-# The hot paths of record and sync as compiled methods where the accelerator is built.
-Stream.record, Stream.sync = _fast.stream_methods(Stream, Event)  # type: ignore[method-assign]
 
 LEGACY_DEFAULT_STREAM: Stream = Stream._wrap(driver.CUstream(driver.CU_STREAM_LEGACY), None, None)
 """The legacy default stream of the current context (synchronises with blocking streams)."""

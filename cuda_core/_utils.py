@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from cuda.bindings import driver, nvrtc
 
+from . import _backend
 from ._errors import CUDADriverNotFoundError, CUDAError
 
 __all__: list[str] = []  # private module
@@ -125,9 +126,7 @@ def _init_driver() -> None:
             _driver_error = make_error(result[0], "cuInit", "no CUDA-capable GPU was found")
             raise _driver_error
         handle_return(result, "cuInit")
-        from . import _fast
-
-        _fast.bind()
+        _backend.bind(make_error)
         _driver_ready = True
 
 

@@ -364,17 +364,31 @@ def test_closed_buffer_is_refused_by_name():
         h.set_arg(0, buf)  # same type: the in-place setter path
 
 
-def _recording_launch(calls, nbytes):
-    """A C-callable stand-in for cuLaunchKernelEx that records what it was given (the
-    contract of ``Plan.run``: the config and function as given, the void** of the values)."""
+class _RecordingConfig:
+    """A stand-in for a ``LaunchConfigHandle`` that records what ``launch`` was given (the
+    contract of ``Plan.run``: the function as given, the void** of the packed values)."""
 
-    @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-    def fn(cfg, func, params, extra):
-        ptrs = (ctypes.c_void_p * len(nbytes)).from_address(params) if nbytes else ()
-        calls.append((cfg, func, extra, [ctypes.string_at(p, n) for p, n in zip(ptrs, nbytes)]))
-        return 7 if cfg == 0xBAD else 0
+    def __init__(self, calls, nbytes, status=0):
+        self.calls, self.nbytes, self.status = calls, nbytes, status
 
-    return fn
+    def launch(self, func, params):
+        n = self.nbytes
+        ptrs = (ctypes.c_void_p * len(n)).from_address(params) if n else ()
+        self.calls.append((self, func, [ctypes.string_at(p, k) for p, k in zip(ptrs, n)]))
+        return self.status
+
+
+def _types_match_backends():
+    import importlib
+
+    import cuda_core._handles as pure
+
+    out = [pure]
+    try:
+        out.append(importlib.import_module("cuda_core._native"))
+    except ImportError:
+        pass
+    return out
 
 
 @pytest.mark.parametrize(
@@ -388,48 +402,39 @@ def _recording_launch(calls, nbytes):
     ],
     ids=["none", "mixed", "negative-int", "40-doubles", "40-ints"],
 )
-@pytest.mark.parametrize("check", ["python", "accelerator"])
-def test_plan_run_passes_the_packed_values(monkeypatch, check, args, sizes):
-    from cuda_core import _fast
+def test_plan_run_passes_the_packed_values(args, sizes):
     from cuda_core._kernel_arg_handler import MISS, make_plan
 
-    if check == "python":
-        monkeypatch.setattr(_fast, "types_match", None)  # the list(map(type, args)) comparison
-    elif _fast.types_match is None:
-        pytest.skip("the compiled accelerator (with types_match) is not built here")
     calls: list = []
-    fn = _recording_launch(calls, sizes)
+    cfg, bad = _RecordingConfig(calls, sizes), _RecordingConfig(calls, sizes, status=7)
     plan = make_plan(tuple(map(type, args)), args, None)
-    plan.bind_launch(fn, 0xF00, True)
-    assert plan.run(0xC0F, args) == 0
+    plan.bind_launch(0xF00)
+    assert plan.run(cfg, args) == 0
     expected = ParamHolder(args)
-    (cfg, func, extra, values) = calls[-1]
-    assert (cfg, func, extra) == (0xC0F, 0xF00, None)
+    (got_cfg, func, values) = calls[-1]
+    assert (got_cfg, func) == (cfg, 0xF00)
     assert values == [expected.data[o:o + n] for o, n in zip(expected.offsets, sizes)]
-    assert plan.run(0xBAD, args) == 7  # the driver's status is returned as is
+    assert plan.run(bad, args) == 7  # the driver's status is returned as is
     # Other types or another count: MISS, and the driver is not called.
     n = len(calls)
-    assert plan.run(0xC0F, (*args, 1)) == MISS
+    assert plan.run(cfg, (*args, 1)) == MISS
     if args:
-        assert plan.run(0xC0F, (np.int8(1), *args[1:])) == MISS
-        assert plan.run(0xC0F, args[:-1]) == MISS
+        assert plan.run(cfg, (np.int8(1), *args[1:])) == MISS
+        assert plan.run(cfg, args[:-1]) == MISS
         # A subclass is another type (np.float64 is a float, np.int64 is not an int): MISS too.
         other = np.float64(1.0) if type(args[-1]) is float else np.int64(1)
-        assert plan.run(0xC0F, (*args[:-1], other)) == MISS
+        assert plan.run(cfg, (*args[:-1], other)) == MISS
     assert len(calls) == n
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from([1, 2.0, True, np.float64(2.0), np.int32(1), None, "s", 3j]), max_size=40),
        st.lists(st.sampled_from([int, float, bool, np.float64, np.int32, type(None), str, complex]), max_size=40))
-def test_accelerator_types_match_is_the_exact_type_comparison(values, types):
-    from cuda_core import _fast
-
-    if _fast.types_match is None:
-        pytest.skip("the compiled accelerator (with types_match) is not built here")
+def test_types_match_is_the_exact_type_comparison_in_each_backend(values, types):
     args = tuple(values)
-    for t in (tuple(types), tuple(map(type, args))):
-        assert _fast.types_match(args, t) is (list(map(type, args)) == list(t))
+    for b in _types_match_backends():
+        for t in (tuple(types), tuple(map(type, args))):
+            assert b.types_match(args, t) is (list(map(type, args)) == list(t))
 
 
 def test_plan_run_overflow_raises_and_reuses_no_bad_state():
@@ -437,9 +442,10 @@ def test_plan_run_overflow_raises_and_reuses_no_bad_state():
 
     calls: list = []
     plan = make_plan((int,), (1,), None)
-    plan.bind_launch(_recording_launch(calls, (8,)), 0xF00, True)
+    cfg = _RecordingConfig(calls, (8,))
+    plan.bind_launch(0xF00)
     with pytest.raises(struct.error):
-        plan.run(1, (2**64,))
+        plan.run(cfg, (2**64,))
     assert plan.explain((2**64,), struct.error()).args[0].startswith("argument 0 (int 18446744073709551616) does not fit")
-    assert plan.run(1, (-(2**63),)) == 0
-    assert calls[-1][3] == [struct.pack("<q", -(2**63))]
+    assert plan.run(cfg, (-(2**63),)) == 0
+    assert calls[-1][2] == [struct.pack("<q", -(2**63))]

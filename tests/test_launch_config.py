@@ -203,7 +203,7 @@ def test_cooperative_needs_support():
 
 
 # ---------------------------------------------------------------------------------------------
-# The launch backend: cuLaunchKernelEx's entry point through ctypes, else cuda.bindings.
+# Driver entry points: resolved in one place (cuda_core._backend.entry_point).
 
 _FLAGS = driver.CUdriverProcAddress_flags
 _FOUND = driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS
@@ -211,10 +211,10 @@ _FOUND = driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS
 
 @pytest.fixture
 def fake_get_proc(monkeypatch):
-    """Stand in for ``cuGetProcAddress`` in ``cuda_core._fast`` (with an empty address cache)."""
-    from cuda_core import _fast
+    """Stand in for ``cuGetProcAddress`` in ``cuda_core._backend`` (with an empty address cache)."""
+    from cuda_core import _backend
 
-    monkeypatch.setattr(_fast, "_entry_points", {})
+    monkeypatch.setattr(_backend, "_entry_points", {})
 
     def install(result, seen):
         def get_proc(symbol, version, flags):
@@ -223,7 +223,7 @@ def fake_get_proc(monkeypatch):
                 raise result
             return result
 
-        monkeypatch.setattr(_fast, "_get_proc_address", get_proc)
+        monkeypatch.setattr(_backend, "_get_proc_address", get_proc)
 
     return install
 
@@ -234,29 +234,23 @@ def fake_get_proc(monkeypatch):
      ("1", _FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
      ("true", _FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)],
 )
-def test_backend_uses_the_entry_point_with_stream_semantics(monkeypatch, fake_get_proc, env, flag):
-    import ctypes
-
-    from cuda_core import _fast
-    from cuda_core._launch_config import resolve_launch_backend
+def test_entry_points_honour_per_thread_stream_semantics(monkeypatch, fake_get_proc, env, flag):
+    from cuda_core import _backend
 
     if env is None:
         monkeypatch.delenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", raising=False)
     else:
         monkeypatch.setenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", env)
-    libc = ctypes.CDLL(None)
-    addr = ctypes.cast(libc.abs, ctypes.c_void_p).value  # an address to wrap (never called)
+    addr = 0x7F0012345000
     seen: list = []
     fake_get_proc((driver.CUresult.CUDA_SUCCESS, addr, _FOUND), seen)
-    b = resolve_launch_backend(fastpath=False)
+    assert _backend.entry_point("cuLaunchKernelEx") == addr
     assert seen == [(b"cuLaunchKernelEx", 12000, int(flag))]
-    assert (b.name, b.native, b.extra) == ("ctypes", True, True)
-    assert ctypes.cast(b.fn, ctypes.c_void_p).value == addr
-    # One lookup per symbol and flag: later callers (the accelerator's bind()) get the cache.
-    assert _fast.entry_point("cuLaunchKernelEx") == addr
+    # One lookup per symbol and flag: later callers get the cache.
+    assert _backend.entry_point("cuLaunchKernelEx") == addr
     assert len(seen) == 1
     # Functions without a stream never ask for per-thread semantics.
-    assert _fast.entry_point("cuCtxGetDevice", stream_semantics=False) == addr
+    assert _backend.entry_point("cuCtxGetDevice") == addr
     assert seen[1] == (b"cuCtxGetDevice", 12000, int(_FLAGS.CU_GET_PROC_ADDRESS_DEFAULT))
 
 
@@ -270,16 +264,14 @@ def test_backend_uses_the_entry_point_with_stream_semantics(monkeypatch, fake_ge
     ],
     ids=["raises", "error", "not-found", "null"],
 )
-def test_backend_falls_back_to_cuda_bindings(fake_get_proc, result):
-    from cuda_core import _fast
-    from cuda_core._launch_config import _bindings_launch, resolve_launch_backend
+def test_a_missing_entry_point_is_0_and_not_cached(fake_get_proc, result):
+    from cuda_core import _backend
 
     seen: list = []
     fake_get_proc(result, seen)
-    b = resolve_launch_backend(fastpath=False)
-    assert (b.name, b.native, b.extra, b.fn) == ("cuda.bindings", False, False, _bindings_launch)
-    assert _fast._entry_points == {}  # a failure is not cached: the driver may load later
-    _fast.entry_point("cuLaunchKernelEx")
+    assert _backend.entry_point("cuLaunchKernelEx") == 0
+    assert _backend._entry_points == {}  # a failure is not cached: the driver may load later
+    _backend.entry_point("cuLaunchKernelEx")
     assert len(seen) == 2
 
 

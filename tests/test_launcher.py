@@ -329,11 +329,6 @@ def test_programmatic_dependent_launch(dev, stream):
         launch(stream, LaunchConfig(grid=64, block=256), primary, data, np.int32(n))
         launch(stream, cfg, secondary, data, out, np.int32(n))
         assert np.frombuffer(_read(out, 4 * n, stream), np.int32).tolist() == expected
-    # The native config the launch used carries the attribute.
-    native = cfg._last[3]
-    assert native.numAttrs == 1
-    assert native.attrs[0].id == driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-    assert native.attrs[0].value.programmaticStreamSerializationAllowed == 1
     out.copy_from(np.zeros(n, np.int32), stream=stream)
     PreparedLaunch(stream, LaunchConfig(grid=64, block=256), primary, data, np.int32(n))()
     PreparedLaunch(stream, cfg, secondary, data, out, np.int32(n))()
@@ -445,41 +440,13 @@ def test_packing_matches_the_kernels_layout(dev, struct_kernel):
 
 
 # ---------------------------------------------------------------------------------------------
-# Launch backends (the driver entry point through ctypes; cuda.bindings as the fallback) and
-# closed buffers.
-
-
-@pytest.fixture(params=["fastpath", "ctypes", "cuda.bindings"])
-def backend(request, dev):
-    from cuda_core import _fast, _launcher
-    from cuda_core._launch_config import bindings_backend, launch_backend, resolve_launch_backend
-
-    if request.param == "fastpath" and not _fast.ENABLED:
-        pytest.skip("the compiled accelerator cuda_core._fastpath is not built here")
-    default = launch_backend()
-    chosen = {
-        "fastpath": lambda: resolve_launch_backend(),
-        "ctypes": lambda: resolve_launch_backend(fastpath=False),
-        "cuda.bindings": bindings_backend,
-    }[request.param]()
-    assert chosen.name == request.param  # the H100's driver has the entry point
-    _launcher._use_backend(chosen)
-    yield chosen
-    _launcher._use_backend(default)
+# Launches through the handle layer (whichever backend runs the suite) and closed buffers.
 
 
 @pytest.mark.gpu
-def test_default_backend_calls_the_driver_entry_point(dev):
-    from cuda_core import _fast
-    from cuda_core._launch_config import launch_backend
-
-    assert launch_backend().name == ("fastpath" if _fast.ENABLED else "ctypes")
-
-
-@pytest.mark.gpu
-def test_backends_launch_alike_and_report_failures(dev, stream, iota, backend):
+def test_launch_and_prepared_launch_alike_and_report_failures(dev, stream, iota):
     buf = dev.allocate(4 * N, stream=stream)
-    cfg = _iota_cfg()  # a new config: its native form follows the backend
+    cfg = _iota_cfg()
     launch(stream, cfg, iota, buf, np.int32(N))
     assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA
     buf.copy_from(np.zeros(N, np.int32), stream=stream)

@@ -6,7 +6,6 @@ import ctypes
 import gc
 import pickle
 import sys
-import threading
 
 import numpy as np
 import pytest
@@ -20,7 +19,6 @@ from cuda_core import (
     MemoryResource,
     PinnedMemoryResourceOptions,
 )
-from cuda_core import _lifetime as lifetime
 from cuda_core._memory._resource import check_size
 from cuda_core._stream import LEGACY_DEFAULT_STREAM
 
@@ -450,124 +448,16 @@ def test_buffer_protocol_refuses_device_memory():
     b.close()
 
 
-# -- the function-based lifetime tracking that owning buffers use ------------------------------
+# -- owning buffers of a user-written resource are freed once ------------------------------------
 
 
-class _Owner:
-    pass
-
-
-class _EqualOwner:
-    """Owners that compare equal: their tracked releases must stay separate."""
-
-    def __eq__(self, other):
-        return isinstance(other, _EqualOwner)
-
-    def __hash__(self):
-        return 1
-
-
-def test_track_runs_once_on_collection_or_release():
-    calls: list[object] = []
-    o = _Owner()
-    t = lifetime.track(o, calls.append, "gc")
-    assert lifetime.is_tracked(t)
-    del o
-    gc.collect()
-    assert calls == ["gc"] and not lifetime.is_tracked(t)
-    assert lifetime.release(t) is False
-    o2 = _Owner()
-    t2 = lifetime.track(o2, calls.append, "now")
-    assert lifetime.release(t2) is True
-    assert lifetime.release(t2) is False
-    del o2
-    gc.collect()
-    assert calls == ["gc", "now"]
-
-
-def test_untrack_forgets_and_returns_entry():
-    calls: list[object] = []
-    o = _Owner()
-    t = lifetime.track(o, calls.append, 1)
-    assert lifetime.untrack(t) == (calls.append, 1)
-    assert lifetime.untrack(t) is None
-    del o
-    gc.collect()
-    assert calls == []
-
-
-def test_track_equal_owners_are_separate():
-    calls: list[object] = []
-    a, b = _EqualOwner(), _EqualOwner()
-    ta = lifetime.track(a, calls.append, "a")
-    tb = lifetime.track(b, calls.append, "b")
-    assert ta is not tb and lifetime.is_tracked(ta) and lifetime.is_tracked(tb)
-    del a
-    gc.collect()
-    assert calls == ["a"] and lifetime.is_tracked(tb)
-    del b
-    gc.collect()
-    assert calls == ["a", "b"]
-
-
-def test_track_failure_warns_never_raises():
-    def boom():
-        raise RuntimeError("dead context")
-
-    o = _Owner()
-    lifetime.track(o, boom)
-    with pytest.warns(ResourceWarning, match="dead context"):
-        del o
-        gc.collect()
-    o2 = _Owner()
-    t = lifetime.track(o2, boom)
-    with pytest.warns(ResourceWarning, match="dead context"):
-        assert lifetime.release(t) is True
-
-
-def test_track_collected_on_another_thread_runs_once():
-    calls: list[object] = []
-    box = [_Owner()]
-    t = lifetime.track(box[0], calls.append, "thread")
-
-    def drop():
-        box.clear()
-        gc.collect()
-
-    th = threading.Thread(target=drop)
-    th.start()
-    th.join()
-    assert calls == ["thread"]
-    assert lifetime.release(t) is False
-
-
-def test_buffer_closed_then_collected_leaves_no_entry():
+def test_buffer_closed_then_collected_frees_once():
     mr = HostIntResource()
-    before = len(lifetime._tracked)
     bufs = [mr.allocate(4) for _ in range(10)]
-    assert all(b._fin.pending for b in bufs)
     for b in bufs[:5]:
         b.close()
-    assert len(mr.freed) == 5 and [b._fin is None for b in bufs] == [True] * 5 + [False] * 5
-    del bufs, b
+    del bufs
     gc.collect()
-    assert len(lifetime._tracked) == before  # nothing left behind on either path
     assert len(mr.freed) == 10 and mr.live == {}
 
 
-def test_deferred_holder_contract():
-    # The compiled holder (or the pure-Python token) behind Buffer lifetimes: one call, at
-    # release() or when the owner goes; cancel() takes the entry back uncalled.
-    from cuda_core import _fast
-
-    calls: list[object] = []
-    o = _Owner()
-    d = _fast.defer(o, calls.append, "now")
-    assert d.pending and d.release() is True and not d.pending and d.release() is False
-    d2 = _fast.defer(o, calls.append, "never")
-    assert d2.cancel() == (calls.append, "never") and d2.cancel() is None
-    box = [_Owner()]
-    box.append(_fast.defer(box[0], calls.append, "gc"))
-    box.clear()
-    gc.collect()
-    assert calls == ["now", "gc"]

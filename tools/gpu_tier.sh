@@ -9,7 +9,7 @@ export CUDA_CORE_CACHE_DIR=$(mktemp -d)
 # Build the optional accelerator in place, as `pip install -e .` does (it is optional: a failure
 # leaves the pure Python path).
 python3 setup.py -q build_ext --inplace > "$OUT/build_ext.txt" 2>&1 || tail -5 "$OUT/build_ext.txt"
-python3 -c "import sys, cuda.bindings, cuda_core, cuda_core._utils as u, cuda_core._fast as f; u.ensure_driver(); print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'fastpath', f.ENABLED)" | tee "$OUT/env.txt"
+python3 -c "import sys, cuda.bindings, cuda_core, cuda_core._utils as u, cuda_core._backend as b; u.ensure_driver(); print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'native', b.NATIVE, b.REASON)" | tee "$OUT/env.txt"
 : > "$OUT/summary.txt"
 for f in ${FILES:-tests/test_*.py}; do
   timeout ${FILE_TIMEOUT:-240} python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider "$f" > "$OUT/log_$(basename "$f" .py).txt" 2>&1

@@ -6,24 +6,21 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from .. import _fast
+from .._backend import backend
 from .._utils import arg_error
 from ._buffer_export import dlpack, dlpack_device, host_view, query_pointer_attrs
 from ._buffer_support import (
-    _LAST_TOKEN,
-    PoolFree,
     Stream,
     UserFree,
-    arm,
     as_stream,
     closed_error,
     copy_between,
-    disarm,
     fill,
     host_address,
     host_copy,
     host_copy_fast,
-    stream_context,
+    is_pool_allocation,
+    pool_allocation,
 )
 from ._copy import copy_with_options
 from ._resource import MemoryResource, check_size
@@ -31,6 +28,7 @@ from ._resource import MemoryResource, check_size
 __all__ = ["Buffer"]
 
 _new = object.__new__
+_adopt = backend.Allocation.adopt
 
 
 class Buffer:
@@ -48,7 +46,7 @@ class Buffer:
     raises ``RuntimeError``.
     """
 
-    __slots__ = ("__weakref__", "_attrs", "_fin", "_mr", "_owner", "_ptr", "_size")
+    __slots__ = ("__weakref__", "_attrs", "_h", "_mr", "_owner", "_ptr", "_size")
 
     # ``_ptr`` is the address while the buffer is open and ``None`` once it is closed: the
     # closed state itself, so that nothing (the kernel-argument packer included) can pass on
@@ -58,7 +56,7 @@ class Buffer:
     _size: int
     _mr: MemoryResource | None
     _owner: Any
-    _fin: Any  # the lifetime token of an owning buffer (see _buffer_support.arm), else None
+    _h: Any  # the handle layer's Allocation of an owning buffer (it frees the memory), else None
     _attrs: tuple[int, bool, bool, bool]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -70,14 +68,19 @@ class Buffer:
     # -- construction -------------------------------------------------------------------------
 
     @classmethod
-    def _owned(cls, ptr: int, size: int, mr: MemoryResource, stream: Any, ctx: Any, free: Any) -> Buffer:
-        """An owning buffer (used by resources): freed by ``free`` or ``mr.deallocate``."""
+    def _owned(cls, ptr: int, size: int, mr: MemoryResource, stream: Any, free: Any) -> Buffer:
+        """An owning buffer (used by resources): pool memory freed with ``cuMemFreeAsync`` on
+        ``stream`` (``free`` is ``None``), or memory freed by ``free(ptr, size, stream)``."""
         self = _new(cls)
         self._ptr = ptr
         self._size = size
         self._mr = mr
-        # zero-size: nothing to give back
-        self._fin = arm(self, free, ptr, size, stream, ctx) if ptr else None
+        if not ptr:  # zero-size: nothing to give back
+            self._h = None
+        elif free is None:
+            self._h = pool_allocation(ptr, size, stream)
+        else:
+            self._h = _adopt(ptr, size, free, stream, None)
         return self
 
     @classmethod
@@ -134,16 +137,13 @@ class Buffer:
             raise arg_error("mr", "a MemoryResource or None", mr, exc=TypeError)
         s = None if stream is None else as_stream(stream)
         if mr is not None:
-            # A default-stream token means the current context's stream at free time: no context
-            # is recorded for it (nor for None, which mr.deallocate resolves itself).
-            ctx = None if s is None or s._int <= _LAST_TOKEN else stream_context(s)
-            return cls._owned(ptr, size, mr, s, ctx, UserFree(mr))
+            return cls._owned(ptr, size, mr, s, UserFree(mr))
         self = _new(cls)
         self._ptr = ptr
         self._size = size
         self._mr = None
         self._owner = owner
-        self._fin = None
+        self._h = None
         return self
 
     # -- lifetime -----------------------------------------------------------------------------
@@ -175,26 +175,15 @@ class Buffer:
         if stream is not None and type(stream) is not Stream:
             stream = as_stream(stream)
         self._ptr = None
-        token = self._fin
-        if token is None:  # non-owning (or zero-size): nothing to free
+        h = self._h
+        if h is None:  # non-owning (or zero-size): nothing to free
             self._owner = None
             return
-        self._fin = None
-        item = token.cancel()
-        del token  # dropped before ``self``: no weak-reference callback when the buffer dies
-        if item is None:  # already freed (a concurrent close)
-            return
-        _, free, ptr, size, s, ctx = item
-        if stream is not None:
-            s = stream
-            ctx = None
-        # The common case inline: a pool's int address freed on a real, open stream.
-        if type(free) is PoolFree and s._int > _LAST_TOKEN and s._handle is not None:
-            if not _fast.mem_free_async(ptr, s._int):
-                return
-        if stream is not None:
-            ctx = stream_context(stream)
-        free(ptr, size, s, ctx)
+        self._h = None
+        if stream is None:
+            h.close()
+        else:
+            h.close(stream._h if is_pool_allocation(h) else stream)
 
     def set_deallocation_stream(self, stream: Any) -> None:
         """Order the eventual free (by :meth:`close` or collection) on ``stream``.
@@ -214,12 +203,9 @@ class Buffer:
         if self._ptr is None:
             raise closed_error()
         s = as_stream(stream)
-        fin = self._fin
-        if fin is not None:
-            args = disarm(fin)
-            if args is not None:
-                free, ptr, size = args[:3]
-                self._fin = arm(self, free, ptr, size, s, stream_context(s))
+        h = self._h
+        if h is not None:
+            h.set_stream(s._h if is_pool_allocation(h) else s)
 
     @property
     def is_closed(self) -> bool:
@@ -386,8 +372,6 @@ class Buffer:
         if options is not None:
             copy_with_options(dst, self, s, options, "Buffer.copy_to")
             return dst
-        if not _fast.copy_buffers(dst, self, s):  # the hot path, queued in one compiled call
-            return dst
         if isinstance(dst, Buffer):
             return copy_between(dst, self, s)
         addr, n, keep = host_address(dst, "dst", True)
@@ -432,8 +416,6 @@ class Buffer:
         s = stream if type(stream) is Stream else as_stream(stream)
         if options is not None:
             copy_with_options(self, src, s, options, "Buffer.copy_from")
-            return
-        if not _fast.copy_buffers(self, src, s):  # the hot path, queued in one compiled call
             return
         if isinstance(src, Buffer):
             copy_between(self, src, s)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import warnings
 from typing import Any
 
 import numpy
 from cuda.bindings import driver
 
-from .. import _fast
 from .. import _stream as _stream_mod
+from .._backend import backend
+from .._context import context_handle
+from .._errors import CUDAError
 from .._utils import arg_error, handle_return, raise_status
 from ._resource import MemoryResource, in_context
 
@@ -28,7 +29,8 @@ _cuCtxGetCurrent = driver.cuCtxGetCurrent
 _DEFAULT_TOKENS = frozenset({0, int(driver.CU_STREAM_LEGACY), int(driver.CU_STREAM_PER_THREAD)})
 # Streams whose address is above this are real streams (not the 0 / legacy / per-thread tokens).
 _LAST_TOKEN = max(_DEFAULT_TOKENS)
-_defer = _fast.defer
+_Allocation = backend.Allocation
+_StreamHandle = backend.StreamHandle
 _c_char_from_buffer = ctypes.c_char.from_buffer
 _addressof = ctypes.addressof
 _ndarray = numpy.ndarray
@@ -75,54 +77,25 @@ def sync_stream(s: Any, ctx: Any) -> None:
     handle_return(on_stream(s, ctx, _cuStreamSynchronize, live_handle(s)), "cuStreamSynchronize")
 
 
-def arm(buf: Any, free: Any, ptr: int, size: int, stream: Any, ctx: Any) -> _fast.Deferrable:
-    """Track an owning buffer: ``free(ptr, size, stream, ctx)`` runs when it is collected.
-
-    The entry holds the raw address (an ``int``, or the driver's ``CUdeviceptr`` where the
-    resource's release function takes it), the size, the stream, the context and the resource's
-    release function, never the Buffer. :func:`disarm` takes them back for an explicit close.
-    (``_fast.defer``: the pool's allocate makes the same call inline.)
-    """
-    return _defer(buf, _gc_free, free, ptr, size, stream, ctx)
-
-
-def disarm(token: _fast.Deferrable) -> tuple[Any, ...] | None:
-    """Claim ``token``'s entry: its ``(free, ptr, size, stream, ctx)``; ``None`` if it already ran."""
-    item = token.cancel()
-    return None if item is None else item[1:]
+def context_handle_of(s: Any) -> Any:
+    """The ContextHandle of the context that work on stream ``s`` runs in, or ``None`` (a
+    default-stream token with no current context)."""
+    h = s._h.ctx
+    if h is not None:
+        return h
+    ctx = stream_context(s)
+    return None if ctx is None else context_handle(int(ctx))
 
 
-def _gc_free(free: Any, ptr: int, size: int, stream: Any, ctx: Any) -> None:
-    # The garbage-collection path: may run on any thread, late in interpreter shutdown.
-    try:
-        # The common case inline (as in Buffer.close): a pool's address on a real, open stream.
-        if type(free) is PoolFree and stream._int > _LAST_TOKEN and stream._handle is not None:
-            if not _fast.mem_free_async(ptr, stream._int):
-                return
-        free(ptr, size, stream, ctx)
-    except Exception as exc:  # never raise from a finalizer
-        if not sys.is_finalizing():
-            warnings.warn(
-                f"cuda_core: freeing a garbage-collected Buffer of {size} bytes at 0x{int(ptr):x} failed: {exc}",
-                ResourceWarning,
-                stacklevel=1,
-            )
+def pool_allocation(ptr: int, size: int, s: Any) -> Any:
+    """The Allocation of pool memory at ``ptr``, freed with ``cuMemFreeAsync`` on ``s``."""
+    return _Allocation.adopt(ptr, size, None, s._h, context_handle_of(s))
 
 
-class PoolFree:
-    """The release function of a pool resource's buffers (``mr._free``).
-
-    Its type marks the common case that :meth:`Buffer.close` frees inline: an ``int`` address
-    from a stream-ordered pool, freed with ``cuMemFreeAsync`` on a real stream.
-    """
-
-    __slots__ = ("mr",)
-
-    def __init__(self, mr: Any) -> None:
-        self.mr = mr
-
-    def __call__(self, ptr: int, size: int, stream: Any, ctx: Any) -> None:
-        self.mr._free(ptr, size, stream, ctx)
+def is_pool_allocation(h: Any) -> bool:
+    """Whether the Allocation ``h`` is freed on a stream handle (a pool's memory) rather than
+    by a resource's Python release function (which takes the Stream object)."""
+    return type(h.stream) is _StreamHandle
 
 
 class UserFree:
@@ -133,7 +106,9 @@ class UserFree:
     def __init__(self, mr: MemoryResource) -> None:
         self.mr = mr
 
-    def __call__(self, ptr: int, size: int, stream: Any, ctx: Any) -> None:
+    def __call__(self, ptr: int, size: int, stream: Any) -> None:
+        # A default-stream token means the current context's stream at free time: no context.
+        ctx = None if stream is None or stream._int <= _LAST_TOKEN else stream_context(stream)
         in_context(ctx, _call_deallocate, self.mr, ptr, size, stream)
 
 
@@ -182,17 +157,18 @@ def host_copy_fast(dst: int, src: int, n: int, s: Any) -> bool:
     """Copy ``n`` bytes (unified addressing, any direction) on a real stream and wait for it.
 
     The hot path of the host copies (one ``cuMemcpyAsync`` and a stream synchronisation through
-    :mod:`cuda_core._fast`). Returns ``False`` when the caller should take :func:`host_copy`
+    :mod:`cuda_core._handles`' ``StreamHandle``). Returns ``False`` when the caller should take :func:`host_copy`
     instead: a default-stream token, a closed stream, or a copy the driver refused (the slow
     path then reports the error with its context made current).
     """
     if s._int <= _LAST_TOKEN or s._handle is None:
         return False
-    if _fast.memcpy_async(dst, src, n, s._int):
+    h = s._h
+    try:
+        h.memcpy(dst, src, n)
+    except CUDAError:
         return False
-    status = _fast.stream_sync(s._int)
-    if status:
-        raise_status(status, "cuStreamSynchronize")
+    h.sync()
     return True
 
 
@@ -234,8 +210,12 @@ def copy_between(dst: Any, src: Any, s: Any) -> Any:
 
 def device_copy(dst: int, src: int, n: int, s: Any) -> None:
     """Queue a copy of ``n`` bytes between two buffers on stream ``s`` (no wait)."""
-    if s._int > _LAST_TOKEN and s._handle is not None and not _fast.memcpy_async(dst, src, n, s._int):
-        return
+    if s._int > _LAST_TOKEN and s._handle is not None:
+        try:
+            s._h.memcpy(dst, src, n)
+            return
+        except CUDAError:
+            pass  # retried below with the stream's context current, which reports the error
     h = live_handle(s)
     ctx = s._ctx
     if ctx is None:

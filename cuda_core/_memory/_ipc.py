@@ -13,7 +13,8 @@ from cuda.bindings import driver
 
 from .._errors import CUDAError
 from .._utils import arg_error, ensure_driver, handle_return
-from ._buffer import Buffer, stream_context
+from ._buffer import Buffer
+from ._buffer_support import stream_context
 from ._pool import set_access
 
 __all__ = ["IPCAllocationHandle", "IPCBufferDescriptor"]
@@ -333,7 +334,7 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     ctypes.memmove(data.getPtr(), desc.payload, _EXPORT_BYTES)
     ctx = stream_context(s)
     ptr = handle_return(_import_pointer(ctx, pool, data), "cuMemPoolImportPointer")
-    return Buffer._owned(int(ptr), desc.size, mr, s, ctx, mr._free_fn)
+    return Buffer._owned(int(ptr), desc.size, mr, s, None)
 
 
 def _import_pointer(ctx: Any, pool: Any, data: Any) -> Any:

@@ -8,7 +8,7 @@ from cuda.bindings import driver
 
 from .._errors import CUDAError
 from .._utils import SET_CURRENT_HINT, ensure_driver
-from ._buffer import stream_context
+from ._buffer_support import stream_context
 from ._sync import _SyncResource
 
 __all__ = ["LegacyPinnedMemoryResource"]
@@ -45,7 +45,7 @@ class LegacyPinnedMemoryResource(_SyncResource):
         return stream_context(s) or current_context("cuMemAllocHost")
 
     def _dealloc_ctx(self, s: Any) -> Any:
-        return stream_context(s) if s is not None else None
+        return stream_context(s) if s is not None and s._handle is not None else None
 
     @property
     def is_device_accessible(self) -> bool:

@@ -7,15 +7,14 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from .. import _fast
+from .._backend import backend
+from .._errors import CUDAError
 from .._utils import arg_error, check_int, ensure_driver, handle_return, make_error
 from ._buffer import Buffer
 from ._buffer_support import (
-    _LAST_TOKEN,
-    PoolFree,
     Stream,
-    _gc_free,
     as_stream,
+    context_handle_of,
     live_handle,
     stream_context,
 )
@@ -27,7 +26,7 @@ _cuMemAllocFromPoolAsync = driver.cuMemAllocFromPoolAsync
 _cuMemFreeAsync = driver.cuMemFreeAsync
 _owned_buffer = Buffer._owned
 _new = object.__new__
-_defer = _fast.defer
+_pool_allocate = backend.pool_allocate
 _PA = driver.CUmemPool_attribute
 
 
@@ -147,7 +146,6 @@ class _PoolResource(MemoryResource):
     _dev_id: int
     _fin: weakref.finalize | None
     _alloc_handle: Any
-    _free_fn: Any
     _alloc_pool: int  # the pool's address while it can allocate; 0 when closed or mapped
     _uuid: Any  # uuid.UUID of an IPC-enabled resource (see uuid), else None
 
@@ -159,7 +157,6 @@ class _PoolResource(MemoryResource):
         self._ipc_enabled = ipc
         self._dev_id = dev_id
         self._alloc_handle = None
-        self._free_fn = PoolFree(self)  # made once: every buffer's lifetime entry holds it
         self._alloc_pool = 0 if mapped else self._pool_int
         self._uuid = None
         if ipc and not mapped:
@@ -264,27 +261,25 @@ class _PoolResource(MemoryResource):
         """
         s = stream if type(stream) is Stream else as_stream(stream)
         pool = self._alloc_pool
-        if type(size) is int and size > 0 and pool and s._int > _LAST_TOKEN and s._handle is not None:
-            # The hot path: a real stream carries its context, so no context switch is needed.
-            ptr = _fast.mem_alloc_async(size, pool, s._int)
-            if ptr > 0:
-                ctx = s._ctx
-                if ctx is None:
-                    ctx = stream_context(s)
-                # Buffer._owned and _buffer_support.arm, inlined.
-                buf = _new(Buffer)
-                buf._ptr = ptr
-                buf._size = size
-                buf._mr = self
-                buf._fin = _defer(buf, _gc_free, self._free_fn, ptr, size, s, ctx)
-                return buf
-            return self._allocate_slow(size, s, ptr)
-        return self._allocate_slow(size, s, 0)
+        if type(size) is int and size > 0 and pool and s._handle is not None:
+            # The hot path: the stream's handle carries its context (a default-stream token
+            # names the context its work runs in).
+            h = s._h
+            ctx = h.ctx
+            try:
+                a = _pool_allocate(pool, size, h, ctx if ctx is not None else context_handle_of(s))
+            except CUDAError as exc:
+                raise make_error(exc.code, "cuMemAllocFromPoolAsync", f"allocating {size} bytes failed") from None
+            buf = _new(Buffer)
+            buf._h = a
+            buf._ptr = a.ptr
+            buf._size = size
+            buf._mr = self
+            return buf
+        return self._allocate_slow(size, s)
 
-    def _allocate_slow(self, size: Any, s: Any, status: int) -> Buffer:
-        # Everything but the hot path: size checks, a closed or mapped resource, a default-stream
-        # token, and a retry of a failed allocation with the stream's context made current
-        # (``status``: the hot path's negative status, 0 when it was not tried).
+    def _allocate_slow(self, size: Any, s: Any) -> Buffer:
+        # Everything but the hot path: size checks, a closed stream, a closed or mapped resource.
         if type(size) is not int or size < 0:
             size = check_size(size)
         pool = self._pool
@@ -294,19 +289,10 @@ class _PoolResource(MemoryResource):
                 "a mapped (imported) memory resource cannot allocate; it only maps buffers "
                 "shared with Buffer.from_ipc_descriptor()"
             )
-        ctx = s._ctx
-        if ctx is None:
-            ctx = stream_context(s)
+        live_handle(s)
         if not size:
-            return _owned_buffer(0, 0, self, s, ctx, self._free_fn)
-        h = live_handle(s)
-        ptr = status
-        if not status or ctx is not None:
-            err, dptr = in_context(ctx, _cuMemAllocFromPoolAsync, size, pool, h)
-            ptr = -int(err) if err else int(dptr)
-        if ptr <= 0:
-            raise make_error(-ptr, "cuMemAllocFromPoolAsync", f"allocating {size} bytes failed")
-        return _owned_buffer(ptr, size, self, s, ctx, self._free_fn)
+            return _owned_buffer(0, 0, self, s, None)
+        return self.allocate(size, stream=s)
 
     def _default_stream(self) -> Any:
         from .._device import Device
@@ -316,16 +302,12 @@ class _PoolResource(MemoryResource):
         return dev.default_stream
 
     def _free(self, ptr: Any, size: int, stream: Any, ctx: Any) -> None:
-        # The release function of this resource's buffers (close and garbage collection);
-        # ``ptr`` is an int or a CUdeviceptr.
+        # An explicit deallocate(); ``ptr`` is an int or a CUdeviceptr.
         if stream is None:
             stream = self._default_stream()
             ctx = stream_context(stream)
         h = stream._handle
-        if h is not None and stream._int > _LAST_TOKEN:
-            if not _fast.mem_free_async(ptr if type(ptr) is int else int(ptr), stream._int):
-                return
-        elif h is None:
+        if h is None:
             # The deallocation stream was closed since: free on the legacy default stream of
             # the buffer's context (ordered after the work of every blocking stream).
             h = 0
@@ -484,8 +466,3 @@ def device_count() -> int:
     ensure_driver()
     return int(handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount"))
 
-
-# The hot paths of allocate and Buffer.close as compiled methods where the accelerator is built.
-_PoolResource.allocate, Buffer.close = _fast.buffer_methods(  # type: ignore[method-assign]
-    _PoolResource, Buffer, Stream, PoolFree, _gc_free
-)

@@ -60,16 +60,21 @@ class _SyncResource(MemoryResource):
         size = check_size(size)
         ctx = self._alloc_ctx(s)
         if not size:
-            return Buffer._owned(0, 0, self, s, ctx, self._free)
+            return Buffer._owned(0, 0, self, s, self._gc_free)
         err, ptr = in_context(ctx, self._alloc_fn, size)
         if err:
             raise make_error(err, self._alloc_name, f"allocating {size} bytes failed")
-        return Buffer._owned(int(ptr), size, self, s, ctx, self._free)
+        return Buffer._owned(int(ptr), size, self, s, self._gc_free)
 
     def _free(self, ptr: int, size: int, stream: Any, ctx: Any) -> None:
-        if stream is not None:
+        if stream is not None and stream._handle is not None:
             handle_return(driver.cuStreamSynchronize(stream._handle), "cuStreamSynchronize")
         handle_return(in_context(ctx, self._free_fn, ptr), self._free_name)
+
+    def _gc_free(self, ptr: int, size: int, stream: Any) -> None:
+        # The release function of this resource's buffers (the handle layer's Allocation calls
+        # it at close() or collection).
+        self._free(ptr, size, stream, self._dealloc_ctx(stream))
 
     def deallocate(self, ptr: int, size: int, *, stream: Any = None) -> None:
         """Free memory from :meth:`allocate` (after synchronising ``stream``, if given).
