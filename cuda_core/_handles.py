@@ -251,12 +251,15 @@ class ContextHandle:
         clean, dirty = self._event_pools(flags)
         try:
             address = dirty.pop()
+            recorded = True
         except IndexError:
+            recorded = False
             try:
                 address = clean.pop()
             except IndexError:
                 address = self._new_event(flags)
         ev = EventHandle._owned(address, self, flags)
+        ev._recorded = recorded  # a recorded one never goes back to the clean pool (record may fail)
         ev.record(stream)
         return ev
 
@@ -272,7 +275,7 @@ def _closed(what: str) -> RuntimeError:
 class StreamHandle:
     """A stream: owned (pooled or destroyed at release) or borrowed (never destroyed)."""
 
-    __slots__ = ("__weakref__", "_flags", "_gen", "_owned", "_priority", "_released", "address", "ctx", "owner")
+    __slots__ = ("__weakref__", "_flags", "_gen", "_owns", "_priority", "_released", "address", "ctx", "owner")
 
     address: int
     ctx: ContextHandle | None
@@ -284,7 +287,7 @@ class StreamHandle:
         self.address = address
         self.ctx = ctx
         self.owner = None
-        self._owned = True
+        self._owns = True
         self._flags = flags
         self._priority = priority
         self._gen = ctx._id
@@ -298,7 +301,7 @@ class StreamHandle:
         self.address = int(address)
         self.ctx = ctx
         self.owner = owner
-        self._owned = False
+        self._owns = False
         self._flags = -1
         self._priority = None
         self._gen = 0
@@ -307,7 +310,7 @@ class StreamHandle:
 
     @property
     def is_owned(self) -> bool:
-        return self._owned
+        return self._owns
 
     @property
     def is_released(self) -> bool:
@@ -352,7 +355,7 @@ class StreamHandle:
         self._released = True
         self.owner = None
         ctx = self.ctx
-        if not self._owned or ctx is None:
+        if not self._owns or ctx is None:
             return
         if _ctx_id(ctx.address) != self._gen:
             return  # the context was reset or destroyed: the stream died with it
