@@ -19,7 +19,7 @@ setup(
         Extension(
             "cuda_core._native",
             sorted(glob.glob(os.path.join("cuda_core", "_csrc", "*.c"))),
-            depends=[os.path.join("cuda_core", "_csrc", "native.h")],
+            depends=sorted(glob.glob(os.path.join("cuda_core", "_csrc", "*.h"))),
             extra_compile_args=["-std=c11", "-Wall", "-Wno-missing-field-initializers"],
             optional=not _required,
         ),

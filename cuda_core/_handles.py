@@ -251,12 +251,15 @@ class ContextHandle:
         clean, dirty = self._event_pools(flags)
         try:
             address = dirty.pop()
+            recorded = True
         except IndexError:
+            recorded = False
             try:
                 address = clean.pop()
             except IndexError:
                 address = self._new_event(flags)
         ev = EventHandle._owned(address, self, flags)
+        ev._recorded = recorded  # a recorded one never goes back to the clean pool (record may fail)
         ev.record(stream)
         return ev
 

@@ -3,7 +3,9 @@
  *
  * One extension module built from the files of this folder, one concept each:
  *   module.c   module definition, ABI version, bind(): the driver entry points and error funnel
- *   handles.c  ContextHandle, StreamHandle, EventHandle, Allocation, LaunchConfigHandle
+ *   handles*.c the handle objects: ContextHandle (handles.c), StreamHandle and EventHandle
+ *              (handles_stream.c, handles_event.c), Allocation (handles_memory.c), LaunchConfigHandle
+ *              (handles_launch.c); handles.h and handles_util.c hold their shared internals
  *   interop.c  readers of foreign arrays: DLPack capsules and PyTorch tensors
  *
  * Rules (DESIGN.md, key decision 1): this code knows no Python class of cuda_core. It never

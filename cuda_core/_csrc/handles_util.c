@@ -1,0 +1,205 @@
+/* cuda_core._native: helpers shared by the handle files (see handles.h). */
+#include "handles.h"
+
+/* ------------------------------------------------------------------------------------------
+ * Helpers. */
+
+PyObject *
+cc_closed(const char *what)
+{
+    PyErr_Format(PyExc_RuntimeError, "the %s is closed", what);
+    return NULL;
+}
+
+int
+cc_parse(const char *fname, const char *const *names, int n_required, int n_max, PyObject *const *args,
+         Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
+{
+    if (nargs > n_max) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d arguments (%zd given)", fname, n_max, nargs);
+        return -1;
+    }
+    for (int i = 0; i < n_max; i++) {
+        out[i] = i < nargs ? args[i] : NULL;
+    }
+    if (kwnames != NULL) {
+        Py_ssize_t n_kw = PyTuple_GET_SIZE(kwnames);
+        for (Py_ssize_t k = 0; k < n_kw; k++) {
+            PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+            int j = 0;
+            while (j < n_max && PyUnicode_CompareWithASCIIString(key, names[j]) != 0) {
+                j++;
+            }
+            if (j == n_max) {
+                PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fname, key);
+                return -1;
+            }
+            if (out[j] != NULL) {
+                PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fname, names[j]);
+                return -1;
+            }
+            out[j] = args[nargs + k];
+        }
+    }
+    for (int i = 0; i < n_required; i++) {
+        if (out[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fname, names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* int(obj) as a new reference to an int (the fast path takes an int as is). */
+static PyObject *
+as_int(PyObject *obj)
+{
+    if (PyLong_Check(obj)) {
+        Py_INCREF(obj);
+        return obj;
+    }
+    return PyNumber_Long(obj);
+}
+
+int
+cc_int_address(PyObject *obj, unsigned long long *out)
+{
+    PyObject *v = as_int(obj);
+    if (v == NULL) {
+        return -1;
+    }
+    unsigned long long r = PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
+    if (r == (unsigned long long)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+int
+cc_int_uint(PyObject *obj, unsigned int *out, const char *what)
+{
+    PyObject *v = as_int(obj);
+    if (v == NULL) {
+        return -1;
+    }
+    unsigned long r = PyLong_AsUnsignedLong(v);
+    Py_DECREF(v);
+    if (r == (unsigned long)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (r > UINT_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%s does not fit an unsigned int", what);
+        return -1;
+    }
+    *out = (unsigned int)r;
+    return 0;
+}
+
+int
+cc_int_size(PyObject *obj, size_t *out, const char *what)
+{
+    PyObject *v = as_int(obj);
+    if (v == NULL) {
+        return -1;
+    }
+    size_t r = PyLong_AsSize_t(v);
+    Py_DECREF(v);
+    if (r == (size_t)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = r;
+    return 0;
+}
+
+int
+cc_int_int(PyObject *obj, int *out, const char *what)
+{
+    PyObject *v = as_int(obj);
+    if (v == NULL) {
+        return -1;
+    }
+    long r = PyLong_AsLong(v);
+    Py_DECREF(v);
+    if (r == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (r < INT_MIN || r > INT_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%s does not fit an int", what);
+        return -1;
+    }
+    *out = (int)r;
+    return 0;
+}
+
+unsigned long long
+cc_ctx_id_nogil(void *ctx)
+{
+    unsigned long long ident = 0;
+    if (cc_driver.ctx_get_id(ctx, &ident) != CC_SUCCESS) {
+        return 0;
+    }
+    return ident;
+}
+
+int
+cc_push_nogil(void *ctx, int *pushed, const char **api)
+{
+    void *cur = NULL;
+    *pushed = 0;
+    if (cc_driver.ctx_get_current(&cur) != CC_SUCCESS || cur != ctx) {
+        int st = cc_driver.ctx_push_current(ctx);
+        if (st != CC_SUCCESS) {
+            *api = "cuCtxPushCurrent";
+            return st;
+        }
+        *pushed = 1;
+    }
+    return CC_SUCCESS;
+}
+
+int
+cc_pop_nogil(int pushed, const char **api)
+{
+    if (!pushed) {
+        return CC_SUCCESS;
+    }
+    void *ignored = NULL;
+    int st = cc_driver.ctx_pop_current(&ignored);
+    if (st != CC_SUCCESS) {
+        *api = "cuCtxPopCurrent";
+    }
+    return st;
+}
+
+void
+cc_report_release_failure(PyObject *self, const char *what)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+        PyErr_WriteUnraisable(self); /* a BaseException: reported, as a __del__ would */
+        return;
+    }
+    if (CC_FINALIZING()) {
+        PyErr_Clear();
+        return;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *t, *exc, *tb;
+    PyErr_Fetch(&t, &exc, &tb);
+    PyErr_NormalizeException(&t, &exc, &tb);
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+#endif
+    if (PyErr_WarnFormat(PyExc_ResourceWarning, 1, "cuda_core could not release %s: %S", what,
+                         exc != NULL ? exc : Py_None) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_Exception)) {
+            PyErr_Clear(); /* e.g. warnings turned into errors: nowhere to raise it from here */
+        } else {
+            PyErr_WriteUnraisable(self);
+        }
+    }
+    Py_XDECREF(exc);
+}
