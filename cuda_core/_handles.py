@@ -272,11 +272,16 @@ def _closed(what: str) -> RuntimeError:
 class StreamHandle:
     """A stream: owned (pooled or destroyed at release) or borrowed (never destroyed)."""
 
-    __slots__ = ("__weakref__", "_flags", "_gen", "_owned", "_priority", "_released", "address", "ctx", "owner")
+    __slots__ = ("__weakref__", "_flags", "_gen", "_owns", "_priority", "_released", "address", "ctx", "owner")
 
     address: int
     ctx: ContextHandle | None
     owner: Any
+    _owns: bool
+    _flags: int
+    _priority: int | None
+    _gen: int
+    _released: bool
 
     @classmethod
     def _owned(cls, address: int, ctx: ContextHandle, flags: int, priority: int | None) -> StreamHandle:
@@ -284,7 +289,7 @@ class StreamHandle:
         self.address = address
         self.ctx = ctx
         self.owner = None
-        self._owned = True
+        self._owns = True
         self._flags = flags
         self._priority = priority
         self._gen = ctx._id
@@ -298,7 +303,7 @@ class StreamHandle:
         self.address = int(address)
         self.ctx = ctx
         self.owner = owner
-        self._owned = False
+        self._owns = False
         self._flags = -1
         self._priority = None
         self._gen = 0
@@ -307,13 +312,13 @@ class StreamHandle:
 
     @property
     def is_owned(self) -> bool:
-        return self._owned
+        return self._owns
 
     @property
     def is_released(self) -> bool:
         return self._released
 
-    def _live(self) -> _CUstream:
+    def _live(self) -> Any:
         if self._released:
             raise _closed("stream")
         return _CUstream(self.address)
@@ -352,7 +357,7 @@ class StreamHandle:
         self._released = True
         self.owner = None
         ctx = self.ctx
-        if not self._owned or ctx is None:
+        if not self._owns or ctx is None:
             return
         if _ctx_id(ctx.address) != self._gen:
             return  # the context was reset or destroyed: the stream died with it
@@ -386,6 +391,10 @@ class EventHandle:
     address: int
     ctx: ContextHandle
     flags: int
+    _gen: int
+    _poolable: bool
+    _recorded: bool
+    _released: bool
 
     @classmethod
     def _owned(cls, address: int, ctx: ContextHandle, flags: int, poolable: bool = True) -> EventHandle:
@@ -415,7 +424,7 @@ class EventHandle:
     def is_released(self) -> bool:
         return self._released
 
-    def _live(self) -> _CUevent:
+    def _live(self) -> Any:
         if self._released:
             raise _closed("event")
         return _CUevent(self.address)
@@ -480,6 +489,9 @@ class Allocation:
     size: int
     stream: Any  # StreamHandle (pool allocations), any object (adopted), or None
     ctx: ContextHandle | None
+    _free: Callable[[int, int, Any], Any] | None
+    _gen: int
+    _open: bool
 
     @classmethod
     def adopt(
