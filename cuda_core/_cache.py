@@ -24,6 +24,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ._cache_keys import atomic_write, decode_entry, encode_entry, make_program_cache_key
+from ._cache_paths import default_cache_dir, disk_cache_dir
+from ._module import ObjectCode
 from ._utils import arg_error
 
 __all__: list[str] = []  # the public names live in cuda_core.utils (see _UTILS_EXPORTS)
@@ -216,15 +218,6 @@ class InMemoryProgramCache(ProgramCacheResource):
         with self._lock:
             self._data.clear()
             self._size = 0
-
-
-def default_cache_dir() -> str:
-    """``$CUDA_CORE_CACHE_DIR``, else ``$XDG_CACHE_HOME/cuda_core/programs`` (``~/.cache``)."""
-    d = os.environ.get("CUDA_CORE_CACHE_DIR")
-    if d:
-        return os.path.abspath(os.path.expanduser(d))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "cuda_core", "programs")
 
 
 class FileStreamProgramCache(ProgramCacheResource):
@@ -423,9 +416,10 @@ class ProgramCache:
             if env == self._env:
                 return
             disk = None
-            if (env[0] or "1").strip().lower() not in ("0", "false", "off", "no"):
+            path = disk_cache_dir()
+            if path is not None:
                 try:
-                    disk = FileStreamProgramCache(default_cache_dir(), max_size_bytes=DEFAULT_MAX_SIZE_BYTES)
+                    disk = FileStreamProgramCache(path, max_size_bytes=DEFAULT_MAX_SIZE_BYTES)
                 except OSError:
                     disk = None  # an unwritable cache directory means no disk cache, not an error
             self._disk = disk
@@ -491,11 +485,6 @@ def get_default_program_cache() -> ProgramCache:
     return _default
 
 
-def _stamp_dir() -> str | None:
-    disk = _default.disk
-    return os.path.join(disk.path, "toolchain") if disk is not None else None
-
-
 def resolve_cache(cache: Any) -> Any:
     """The cache a compile uses: ``None`` -> default, ``False`` -> none, else ``cache``."""
     if cache is None or cache is True:
@@ -509,8 +498,6 @@ def resolve_cache(cache: Any) -> Any:
 
 def lookup_or_compile(store: Any, key: bytes, compile_fn: Callable[[], Any]) -> Any:
     """Return the cached ObjectCode for ``key``, or compile, store and return it."""
-    from ._module import ObjectCode
-
     if store is _default:
         rec = _default._lookup(key)
     else:

@@ -22,6 +22,13 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import cuda.bindings
+from cuda.bindings import driver
+
+from ._cache_paths import stamp_dir
+from ._compilers import nvjitlink_available, nvrtc_version_cached
+from ._utils import ensure_driver, handle_return
+
 __all__: list[str] = []  # private module; the public names are re-exported by _cache
 
 _KEY_SCHEMA = b"cuda_core-key-1"
@@ -39,24 +46,16 @@ _fp_lock = threading.Lock()
 
 def _load_version(lib: str) -> str:
     if lib == "nvrtc":
-        from ._program import nvrtc_version_cached
-
         major, minor = nvrtc_version_cached()
         return f"{major}.{minor}"
     if lib == "nvjitlink":
-        from ._linker import _nvjitlink_available
-
-        if not _nvjitlink_available():
-            from cuda.bindings import driver
-
-            from ._utils import ensure_driver, handle_return
-
+        if not nvjitlink_available():
             ensure_driver()
             return f"driver-{handle_return(driver.cuDriverGetVersion(), 'cuDriverGetVersion')}"
-        from cuda.bindings import nvjitlink
+        from cuda.bindings import nvjitlink  # optional library: imported only once known present
 
         return ".".join(map(str, nvjitlink.version()))
-    from cuda.bindings import nvvm
+    from cuda.bindings import nvvm  # optional library, imported on first NVVM use (import time)
 
     return ".".join(map(str, nvvm.version())) + "/ir" + ".".join(map(str, nvvm.ir_version()))
 
@@ -76,8 +75,6 @@ def _loaded_path(lib: str) -> str:
 
 
 def _env_identity() -> bytes:
-    import cuda.bindings
-
     parts = [
         sys.prefix,
         getattr(cuda.bindings, "__version__", "?"),
@@ -265,9 +262,7 @@ def make_program_cache_key(
 
     backend = _BACKEND[ct]
     update(b"schema", _KEY_SCHEMA)
-    from ._cache import _stamp_dir
-
-    update(b"compiler", compiler_fingerprint(backend, _stamp_dir()))
+    update(b"compiler", compiler_fingerprint(backend, stamp_dir()))
     update(b"code_type", ct.encode())
     update(b"target", target_type.encode())
     update(b"code", code_b)

@@ -7,13 +7,15 @@ in the current context (``cuKernelGetFunction``).
 
 from __future__ import annotations
 
+import ctypes
+import sys
 from collections import namedtuple
 from collections.abc import Callable
 from typing import Any
 
 from cuda.bindings import driver
 
-from ._utils import arg_error, call, ensure_driver, handle_return
+from ._utils import arg_error, call, ensure_driver, handle_return, raise_status
 
 __all__ = ["Kernel", "KernelAttributes", "KernelOccupancy"]
 
@@ -227,6 +229,51 @@ def _launch_config(config: Any, stream: Any, with_cluster: bool) -> Any:
     return cfg
 
 
+# CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+#     CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit)
+_MAX_POTENTIAL_BLOCK_SIZE = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_size_t, ctypes.c_int,
+)
+
+
+def _b2d_address(fn: Any) -> int:
+    """The C function a ``driver.CUoccupancyB2DSize`` stands for.
+
+    ``cuda.core`` documents ``CUoccupancyB2DSize(_ptr=address)``: the wrapper's pointer
+    (``getPtr()``) *is* the function, and ``int(wrapper)`` reads the function's first machine
+    code bytes, which ``cuda.bindings`` would pass on as the callback (the driver then jumps
+    to garbage). ``CUoccupancyB2DSize(address)`` instead stores the address in the wrapper
+    itself, where ``getPtr()`` points into the object and ``int(wrapper)`` is the function.
+    """
+    ptr = int(fn.getPtr())
+    if id(fn) <= ptr < id(fn) + sys.getsizeof(fn):
+        return int(fn)
+    return ptr
+
+
+def _max_potential_block_size_b2d(func: Any, callback: int, block_size_limit: int) -> tuple[int, int]:
+    """``cuOccupancyMaxPotentialBlockSize`` with a C callback address, through ctypes.
+
+    ctypes releases the GIL for the call; a ctypes callback takes it back when the driver
+    calls it, a callback needing no Python (numba ``cfunc``, C) runs as is.
+    """
+    # _backend chooses the handle backend when imported; only this query needs it here
+    from ._backend import entry_point
+
+    ensure_driver()
+    addr = entry_point("cuOccupancyMaxPotentialBlockSize")
+    if not addr:
+        raise RuntimeError("the CUDA driver lacks cuOccupancyMaxPotentialBlockSize")
+    grid, block = ctypes.c_int(0), ctypes.c_int(0)
+    status = _MAX_POTENTIAL_BLOCK_SIZE(addr)(
+        ctypes.byref(grid), ctypes.byref(block), int(func), callback or None, 0, block_size_limit
+    )
+    if status:
+        raise_status(status, "cuOccupancyMaxPotentialBlockSize")
+    return grid.value, block.value
+
+
 class KernelOccupancy:
     """Occupancy queries of a :class:`Kernel` (``Kernel.occupancy``) in the current context.
 
@@ -277,7 +324,12 @@ class KernelOccupancy:
         Parameters
         ----------
         dynamic_shared_memory_needed : int or driver.CUoccupancyB2DSize
-            Dynamic shared memory per block in bytes, or a C callback giving it per block size.
+            Dynamic shared memory per block in bytes, or a C callback
+            ``size_t (*)(int block_size)`` giving it per block size, wrapped as
+            ``driver.CUoccupancyB2DSize(_ptr=address)`` (as ``cuda.core`` documents) or
+            ``driver.CUoccupancyB2DSize(address)``. The callback runs on this thread during the
+            call; the caller keeps it alive. Python callables are not accepted (wrap them with
+            ``ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_int)``).
         block_size_limit : int
             The largest block size to consider (0: no limit).
 
@@ -289,19 +341,23 @@ class KernelOccupancy:
         Raises
         ------
         TypeError
-            ``dynamic_shared_memory_needed`` is neither an int nor a ``CUoccupancyB2DSize``.
+            ``dynamic_shared_memory_needed`` is neither an int nor a ``CUoccupancyB2DSize``, or
+            ``block_size_limit`` is not an int.
         CUDAError
             No context is current, or the driver refuses the arguments.
         """
+        if isinstance(block_size_limit, bool) or not isinstance(block_size_limit, int):
+            raise arg_error("block_size_limit", "an int", block_size_limit, exc=TypeError)
         if isinstance(dynamic_shared_memory_needed, int) and not isinstance(dynamic_shared_memory_needed, bool):
-            size_fn, size = None, dynamic_shared_memory_needed
+            grid, block = self._query(driver.cuOccupancyMaxPotentialBlockSize, None, dynamic_shared_memory_needed, block_size_limit)
         elif isinstance(dynamic_shared_memory_needed, driver.CUoccupancyB2DSize):
-            size_fn, size = dynamic_shared_memory_needed, 0
+            grid, block = _max_potential_block_size_b2d(
+                self._kernel._function(), _b2d_address(dynamic_shared_memory_needed), block_size_limit
+            )
         else:
             raise arg_error(
                 "dynamic_shared_memory_needed", "an int or a driver.CUoccupancyB2DSize", dynamic_shared_memory_needed, exc=TypeError
             )
-        grid, block = self._query(driver.cuOccupancyMaxPotentialBlockSize, size_fn, size, block_size_limit)
         return MaxPotentialBlockSizeOccupancyResult(int(grid), int(block))
 
     def available_dynamic_shared_memory_per_block(self, num_blocks_per_multiprocessor: int, block_size: int) -> int:

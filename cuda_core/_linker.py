@@ -6,15 +6,20 @@ that link-time optimisation is not available.
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import os
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from cuda.bindings import driver
+
+from ._compilers import nvjitlink_available
 from ._errors import LinkerError
 from ._module import ObjectCode
-from ._utils import arg_error, check_or_create_options, run_once
+from ._program_options import _as_list, device_arch, normalize_arch
+from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return, make_error
 
 __all__ = ["Linker", "LinkerOptions"]
 
@@ -34,18 +39,6 @@ class CompilerBackendType(enum.StrEnum):
     NVVM = "NVVM"
     NVJITLINK = "nvJitLink"
     DRIVER = "driver"
-
-
-@run_once
-def _nvjitlink_available() -> bool:
-    """True when libnvJitLink loads."""
-    try:
-        from cuda.bindings import nvjitlink
-
-        nvjitlink.version()
-    except Exception:
-        return False
-    return True
 
 
 @dataclass
@@ -117,8 +110,6 @@ class LinkerOptions:
     numba_debug: bool | None = None
 
     def __post_init__(self) -> None:
-        from ._program_options import normalize_arch
-
         if self.name is not None and not isinstance(self.name, str):
             raise arg_error("name", "a str or None", self.name, exc=TypeError)
         if self.arch is not None:
@@ -162,8 +153,6 @@ class LinkerOptions:
         """
         if backend.lower() != "nvjitlink":
             raise arg_error("backend", '"nvjitlink"', backend)
-        from ._program_options import _as_list, device_arch
-
         out = [f"-arch={self.arch if self.arch is not None else device_arch()}"]
         add = out.append
         if self.max_register_count is not None:
@@ -232,7 +221,7 @@ class _LinkResult:
 
 
 def _link_nvjitlink(flags: list[bytes], inputs: list[tuple[bytes | str, str, str]], target_type: str, res: _LinkResult) -> None:
-    from cuda.bindings import nvjitlink
+    from cuda.bindings import nvjitlink  # optional library: imported only once known present
 
     opts = [f.decode() for f in flags]
     if target_type == "ptx" and "-ptx" not in opts:
@@ -286,10 +275,6 @@ def _link_nvjitlink(flags: list[bytes], inputs: list[tuple[bytes | str, str, str
 
 
 def _link_driver(options: LinkerOptions | None, inputs: list[tuple[bytes | str, str, str]], target_type: str, res: _LinkResult) -> None:
-    from cuda.bindings import driver
-
-    from ._utils import ensure_driver, handle_return, make_error
-
     if target_type != "cubin":
         raise ValueError("the driver's linker can only produce cubin (nvJitLink is not available)")
     ensure_driver()
@@ -337,8 +322,6 @@ def _link_driver(options: LinkerOptions | None, inputs: list[tuple[bytes | str, 
         if r[0] != driver.CUresult.CUDA_SUCCESS:
             e = make_error(r[0], "cuLinkComplete")
             raise LinkerError(e.api, e.error_name, e.explanation, e.code, log=res.error_log)
-        import ctypes
-
         ptr, n = r[1], r[2]
         res.data = ctypes.string_at(int(ptr), int(n))
     finally:
@@ -348,7 +331,7 @@ def _link_driver(options: LinkerOptions | None, inputs: list[tuple[bytes | str, 
 def _link_inputs(flags: list[bytes], inputs: list[tuple[bytes | str, str, str]], target_type: str) -> tuple[bytes, str]:
     """Link ``(code, code_type, name)`` inputs with nvJitLink flags; return (output, info log)."""
     res = _LinkResult()
-    if _nvjitlink_available():
+    if nvjitlink_available():
         _link_nvjitlink(flags, inputs, target_type, res)
     else:
         _warn_no_lto()
@@ -425,7 +408,7 @@ class Linker:
             linker, which cannot take LTO-IR). The member is a ``str`` equal to
             ``"nvJitLink"`` or ``"driver"``.
         """
-        return CompilerBackendType.NVJITLINK if _nvjitlink_available() else CompilerBackendType.DRIVER
+        return CompilerBackendType.NVJITLINK if nvjitlink_available() else CompilerBackendType.DRIVER
 
     @property
     def handle(self) -> None:
@@ -476,7 +459,7 @@ class Linker:
                   for i, oc in enumerate(self._inputs)]
         res = _LinkResult()
         try:
-            if _nvjitlink_available():
+            if nvjitlink_available():
                 _link_nvjitlink(self._options.as_bytes("nvjitlink"), inputs, target_type, res)
             else:
                 if any(kind == "ltoir" for _, kind, _ in inputs) or self._options.link_time_optimization:

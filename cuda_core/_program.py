@@ -10,15 +10,16 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
+from cuda import pathfinder
 from cuda.bindings import nvrtc
 
 from . import _cache
 from ._errors import NVRTCError, NVVMError
 from ._holder import HandleHolder
-from ._linker import CompilerBackendType
+from ._linker import CompilerBackendType, Linker, _link_inputs
 from ._module import ObjectCode
 from ._program_options import ProgramOptions
-from ._utils import arg_error, check_or_create_options, handle_return, nvrtc_version, run_once
+from ._utils import arg_error, check_or_create_options, handle_return, run_once
 
 __all__ = ["Program", "ProgramOptions"]
 
@@ -36,12 +37,6 @@ _TARGETS = {
     "ptx": ("cubin",),
     "nvvm": ("ptx", "ltoir"),
 }
-
-
-@run_once
-def nvrtc_version_cached() -> tuple[int, int]:
-    """The (major, minor) version of NVRTC, asked once per process."""
-    return nvrtc_version()
 
 
 def _nvrtc_log(prog: Any) -> str:
@@ -119,8 +114,6 @@ class Program:
         """CompilerBackendType: The compiler used, a ``str``: ``"NVRTC"``, ``"nvJitLink"`` (or
         ``"driver"`` where nvJitLink is missing) or ``"NVVM"``."""
         if self._code_type == "ptx":
-            from ._linker import Linker
-
             return Linker.which_backend()
         return _CODE_TYPES[self._code_type]
 
@@ -318,8 +311,6 @@ class Program:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _compile_ptx(self, target_type: str, logs: Any) -> ObjectCode:
-        from ._linker import _link_inputs
-
         flags = self._options.as_bytes("nvjitlink", target_type)
         code = self._code.encode() if isinstance(self._code, str) else self._code
         data, info = _link_inputs(flags, [(code, "ptx", self._name())], target_type)
@@ -328,7 +319,7 @@ class Program:
         return ObjectCode._init(data, target_type, name=self._name())
 
     def _compile_nvvm(self, target_type: str, logs: Any) -> ObjectCode:
-        from cuda.bindings import nvvm
+        from cuda.bindings import nvvm  # optional library, imported on first NVVM use (import time)
 
         flags = [f.decode() for f in self._options.as_bytes("nvvm", target_type)]
         code = self._code.encode() if isinstance(self._code, str) else self._code
@@ -374,8 +365,6 @@ class Program:
 @run_once
 def _libdevice() -> bytes:
     """The bitcode of libdevice (NVIDIA's math library for NVVM IR), read once."""
-    from cuda import pathfinder
-
     try:
         path = pathfinder.find_bitcode_lib("device")
     except Exception as exc:
@@ -385,7 +374,7 @@ def _libdevice() -> bytes:
 
 
 def _nvvm_log(prog: int) -> str:
-    from cuda.bindings import nvvm
+    from cuda.bindings import nvvm  # optional library, imported on first NVVM use (import time)
 
     try:
         size = nvvm.get_program_log_size(prog)

@@ -13,7 +13,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ._utils import arg_error
+from cuda.bindings import driver
+
+from ._compilers import nvrtc_version_cached
+from ._errors import CUDAError
+from ._utils import arg_error, ensure_driver, handle_return
 
 __all__ = ["ProgramOptions"]
 
@@ -61,11 +65,6 @@ def device_arch() -> str:
 
     Raises a ``ValueError`` asking for an explicit ``arch`` where no driver or GPU is present.
     """
-    from cuda.bindings import driver
-
-    from ._errors import CUDAError
-    from ._utils import ensure_driver, handle_return
-
     try:
         ensure_driver()
         err, dev = driver.cuCtxGetDevice()
@@ -491,8 +490,6 @@ def _check_nvrtc_version(fields: list[str]) -> None:
     """Raise a ValueError naming the options in ``fields`` this NVRTC is too old for."""
     if not fields:
         return
-    from ._program import nvrtc_version_cached
-
     have = nvrtc_version_cached()
     old = [f for f in fields if have < _NVRTC_MIN_VERSION[f]]
     if old:

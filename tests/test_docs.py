@@ -18,7 +18,7 @@ _DIRECTIVE = re.compile(r"^\s*\.\.\s+auto(\w+)::\s+(\S+)", re.MULTILINE)
 # Public modules that are documented as modules, not star-exported into cuda_core.
 _PUBLIC_MODULES = {"system", "utils", "graph", "experimental", "__main__"}
 # Private modules that export nothing and need no __all__.
-_NO_ALL = {"_version", "_native"}
+_NO_ALL = {"_version", "_native"}  # the compiled module and the version file
 
 
 def _directives() -> list[tuple[str, str, str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import pickle
 import types
 
@@ -136,6 +137,43 @@ def test_loading_without_driver_is_a_clear_error():
     o = ObjectCode.from_cubin(b"\x7fELF")
     with pytest.raises((CUDADriverNotFoundError, CUDAError)):
         o.get_kernel("k")
+
+_B2D = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_int)
+
+
+def test_max_potential_block_size_argument_checks():
+    # Checked before the kernel or the driver is touched, so no GPU is needed.
+    from cuda.bindings import driver
+
+    occ = Kernel.from_handle(0).occupancy
+    b2d = _B2D(lambda block_size: 0)
+    # cuda.core takes an int or a driver.CUoccupancyB2DSize, not a Python callable.
+    for bad in ("x", 1.5, None, True, ..., lambda block_size: 0, b2d):
+        with pytest.raises(TypeError, match="dynamic_shared_memory_needed"):
+            occ.max_potential_block_size(bad, 0)
+    wrapped = driver.CUoccupancyB2DSize(_ptr=ctypes.cast(b2d, ctypes.c_void_p).value)
+    for bad_limit in ("0", 1.0, None, False):
+        with pytest.raises(TypeError, match="block_size_limit"):
+            occ.max_potential_block_size(0, bad_limit)
+        with pytest.raises(TypeError, match="block_size_limit"):
+            occ.max_potential_block_size(wrapped, bad_limit)
+
+
+def test_b2d_wrapper_forms_give_the_callback_address():
+    # The crash: for CUoccupancyB2DSize(_ptr=address), the form cuda.core documents, int() of the
+    # wrapper reads the callback's first code bytes; only getPtr() is the function.
+    from cuda.bindings import driver
+
+    from cuda_core._kernel import _b2d_address
+
+    b2d = _B2D(lambda block_size: 0)
+    address = ctypes.cast(b2d, ctypes.c_void_p).value
+    by_pointer = driver.CUoccupancyB2DSize(_ptr=address)
+    by_value = driver.CUoccupancyB2DSize(address)
+    assert int(by_pointer) != address  # what used to reach the driver
+    assert _b2d_address(by_pointer) == address
+    assert _b2d_address(by_value) == address
+    assert _b2d_address(driver.CUoccupancyB2DSize()) == 0
 
 
 # --- GPU tier --------------------------------------------------------------------------------
@@ -292,3 +330,29 @@ def test_occupancy_agrees_with_driver(dev, mod):
     assert occ.max_active_clusters(cfg) >= 1
     with pytest.raises(TypeError, match="dynamic_shared_memory_needed"):
         occ.max_potential_block_size("x", 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("form", ["pointer", "value"])
+def test_max_potential_block_size_with_a_c_callback(dev, mod, form):
+    # Regression: a ctypes callback wrapped as cuda.core documents crashed the interpreter.
+    from cuda.bindings import driver
+
+    seen: list[int] = []
+
+    @_B2D
+    def no_dynamic_smem(block_size):
+        seen.append(block_size)
+        return 0
+
+    address = ctypes.cast(no_dynamic_smem, ctypes.c_void_p).value
+    b2d = driver.CUoccupancyB2DSize(_ptr=address) if form == "pointer" else driver.CUoccupancyB2DSize(address)
+    occ = mod.get_kernel("add<float>").occupancy
+    for limit in (0, 128):
+        seen.clear()
+        r = occ.max_potential_block_size(b2d, limit)
+        assert r == occ.max_potential_block_size(0, limit)  # the kernel's shared memory is constant
+        assert isinstance(r.min_grid_size, int) and isinstance(r.max_block_size, int)
+        assert r.max_block_size > 0 and (limit == 0 or r.max_block_size <= limit)
+        assert seen, "the driver never called the callback"
+        assert all(0 < b <= 1024 for b in seen)

@@ -1,0 +1,34 @@
+"""Where the default compile cache lives on disk, from the environment.
+
+Read by the cache (its disk layer) and by the cache keys (the compiler stamp files kept next
+to it), so both agree on one rule: ``CUDA_CORE_CACHE=0`` turns the disk layer off,
+``CUDA_CORE_CACHE_DIR`` moves it, else ``$XDG_CACHE_HOME/cuda_core/programs``.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__: list[str] = []
+
+
+def default_cache_dir() -> str:
+    """``$CUDA_CORE_CACHE_DIR``, else ``$XDG_CACHE_HOME/cuda_core/programs`` (``~/.cache``)."""
+    d = os.environ.get("CUDA_CORE_CACHE_DIR")
+    if d:
+        return os.path.abspath(os.path.expanduser(d))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "cuda_core", "programs")
+
+
+def disk_cache_dir() -> str | None:
+    """The default cache's directory (absolute), or ``None`` when ``CUDA_CORE_CACHE`` is off."""
+    if (os.environ.get("CUDA_CORE_CACHE") or "1").strip().lower() in ("0", "false", "off", "no"):
+        return None
+    return os.path.abspath(default_cache_dir())
+
+
+def stamp_dir() -> str | None:
+    """The directory of the compiler stamp files (``None`` when the disk cache is off)."""
+    d = disk_cache_dir()
+    return os.path.join(d, "toolchain") if d is not None else None
