@@ -125,9 +125,10 @@ def _init_driver() -> None:
             _driver_error = make_error(result[0], "cuInit", "no CUDA-capable GPU was found")
             raise _driver_error
         handle_return(result, "cuInit")
-        from . import _fast
+        from . import _backend, _fast
 
         _fast.bind()
+        _backend.bind(make_error)  # the handle layer's and interop readers' driver table
         _driver_ready = True
 
 
