@@ -2,8 +2,9 @@
 
 :meth:`StridedMemoryView.from_dlpack` asks this module first when the producer's type is
 exactly PyTorch's ``Tensor`` or CuPy's ``ndarray``. The metadata (pointer, shape, strides,
-dtype, device) is read straight from the object's attributes, which costs a fraction of the
-producer's ``__dlpack__``. Stream semantics stay those of DLPack: the producer's *current*
+dtype, device) is read straight from the object's attributes (:func:`torch_fields`, the pure
+backend's ``torch_view``; the native backend reads CUDA tensors through PyTorch's DLPack C
+exchange API and falls back to it), which costs a fraction of the producer's ``__dlpack__``. Stream semantics stay those of DLPack: the producer's *current*
 stream is ordered before the consumer stream ``stream_ptr`` with an event recorded on the
 producer and waited on by the consumer, on the device (never a host synchronisation); ``-1``
 opts out. One cached event per device serves every ordering: ``cuStreamWaitEvent`` captures the
@@ -27,27 +28,23 @@ import numpy
 from cuda.bindings import driver
 
 from . import _dlpack as _dl
-from . import _fast
+from ._backend import backend
+from ._interop_py import AMBIGUOUS
 from ._utils import ensure_driver, handle_return, raise_status
 
 __all__: list[str] = []  # private module
 
-KIND_DLPACK = 0  # an ordinary DLPack producer
-KIND_LEGACY = 1  # a DLPack producer whose __dlpack__ rejects max_version
+KIND_DLPACK = 0  # an ordinary DLPack producer (the backend's dlpack_view)
 KIND_TORCH = 2  # exactly torch.Tensor
 KIND_CUPY = 3  # exactly cupy.ndarray
 
-AMBIGUOUS = (
-    "stream_ptr=None is ambiguous: pass the address of the consumer stream "
-    "(e.g. int(stream.handle)), or -1 to opt out of stream ordering"
-)
 _LEGACY_STREAM = 1  # DLPack's name for the legacy default stream (CU_STREAM_LEGACY)
 
 # --------------------------------------------------------------------------------------------
 # Device-side ordering with one cached event per device
 
 _events: dict[int, tuple[Any, int]] = {}  # device ordinal -> (CUevent, its address)
-_create_lock = threading.Lock()  # one event per device (_fast.record_wait serialises its use)
+_create_lock = threading.Lock()  # one event per device (backend.record_wait serialises its use)
 _EV_FLAGS = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
 
 
@@ -66,6 +63,7 @@ def _device_event(device_id: int) -> tuple[Any, int]:
         finally:
             driver.cuCtxPopCurrent()
         ev = _events[device_id] = (event, int(event))
+        backend.set_order_event(device_id, ev[1])  # the native torch_view orders through it too
         return ev
 
 
@@ -80,9 +78,9 @@ def order_after(producer: int, consumer: int, device_id: int) -> bool:
     ev = _events.get(device_id)
     if ev is None:
         ev = _device_event(device_id)
-    if producer == _LEGACY_STREAM and _fast.ctx_get_device() != device_id:
+    if producer == _LEGACY_STREAM and backend.ctx_get_device() != device_id:
         return False  # the legacy stream would be another device's
-    status = _fast.record_wait(ev[1], producer, consumer)
+    status = backend.record_wait(ev[1], producer, consumer)
     if status < 0:  # the record failed: nothing was ordered
         return False
     if status:
@@ -136,121 +134,22 @@ def _bind_torch(torch: Any) -> bool:
                 tdt = getattr(torch, name, None)
                 ndt = _numpy_equivalent(name) if tdt is not None else None
                 if ndt is not None:
-                    dtypes[tdt] = ndt
+                    dtypes[tdt] = _dl._pack_dtype(*_dl.dtype_to_dlpack(ndt))  # the DLPack dtype word
             raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
             if raw is None:  # a build without CUDA, or a torch that lacks the raw accessor
 
                 def raw(device: int) -> int:
                     return int(torch.cuda.current_stream(device).cuda_stream)
 
-            _torch.update(
-                dtypes=dtypes,
-                complex=frozenset(t for t in (torch.complex64, torch.complex128) if t in dtypes),
-                strided=torch.strided,
-                raw_stream=raw,
-            )
+            complex_types = frozenset(t for t in (torch.complex64, torch.complex128) if t in dtypes)
+            _torch.update(dtypes=dtypes, complex=complex_types, strided=torch.strided, raw_stream=raw)
         except Exception:  # an unfamiliar torch: stay on DLPack
             return False
-        try:
-            _torch["aoti"] = _bind_torch_aoti(torch)
-        except Exception:  # no shim, an unfamiliar layout: the attribute reads below
-            _torch["aoti"] = None
+        # The native reader takes exact CUDA tensors through PyTorch's DLPack C exchange API
+        # (DLPack >= 1.3; PyTorch publishes it on the type). Without it: the attribute reads.
+        api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
+        _torch["native"] = api is not None and bool(backend.torch_setup(torch.Tensor, api))
     return True
-
-
-def _torch_offset(version: str) -> int | None:
-    """Where a Python tensor holds its ``at::Tensor`` after the object header, by PyTorch
-    version: directly from 2.10, after an 8-byte ``MaybeOwned`` flag from 2.3 to 2.9."""
-    try:
-        major, minor = (int(x) for x in version.split("+")[0].split(".")[:2])
-    except ValueError:
-        return None
-    if (major, minor) >= (2, 10):
-        return 0
-    if (major, minor) >= (2, 3):
-        return 8
-    return None
-
-
-def _bind_torch_aoti(torch: Any) -> dict[str, Any] | None:
-    """Set up ``_fastpath.torch_meta`` (PyTorch's stable C shim) and check it against PyTorch's
-    own attributes on probe tensors; the codes it reports, or ``None`` to keep the attribute
-    reads (no accelerator, no shim, an unknown version, any disagreement)."""
-    import ctypes
-    import os
-
-    c = _fast.compiled()
-    offset = _torch_offset(str(torch.__version__))
-    if c is None or offset is None or not hasattr(c, "torch_meta"):
-        return None
-    libdir = os.path.join(os.path.dirname(torch.__file__), "lib")
-    mode = os.RTLD_NOLOAD | os.RTLD_LAZY  # only libraries PyTorch has loaded already
-
-    def lib(name: str) -> Any:
-        try:
-            return ctypes.CDLL(os.path.join(libdir, name), mode=mode)
-        except OSError:
-            return None
-
-    cpu, cuda = lib("libtorch_cpu.so"), lib("libtorch_cuda.so")
-    if cpu is None:
-        return None
-
-    def addr(library: Any, name: str) -> int:
-        return ctypes.cast(getattr(library, name), ctypes.c_void_p).value or 0
-
-    def code(name: str) -> int:
-        return int(ctypes.CFUNCTYPE(ctypes.c_int32)(addr(cpu, name))())
-
-    getters = ("data_ptr", "dim", "sizes", "strides", "dtype", "device_type", "device_index", "layout")
-    table = {f"aoti_torch_get_{g}": addr(cpu, f"aoti_torch_get_{g}") for g in getters}
-    if cuda is not None and hasattr(cuda, "aoti_torch_get_current_cuda_stream"):
-        table["aoti_torch_get_current_cuda_stream"] = addr(cuda, "aoti_torch_get_current_cuda_stream")
-    codes = {}
-    for name in _TORCH_DTYPE_NAMES:
-        tdt = getattr(torch, name, None)
-        if tdt in _torch["dtypes"] and hasattr(cpu, f"aoti_torch_dtype_{name}"):
-            codes[code(f"aoti_torch_dtype_{name}")] = _torch["dtypes"][tdt]
-    cpu_code, cuda_code = code("aoti_torch_device_type_cpu"), code("aoti_torch_device_type_cuda")
-    c.set_torch_entry_points(table, offset, code("aoti_torch_layout_strided"), cuda_code)
-    # The probe: what the shim reads must be what PyTorch says, on a plain and a strided,
-    # offset view; else switch it off.
-    base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
-    for t in (base, base[1:, ::2]):
-        meta = c.torch_meta(t)
-        expected = (t.data_ptr(), tuple(t.shape), t.stride(), cpu_code)
-        if meta is None or (meta[0], meta[1], meta[2], meta[4]) != expected or codes.get(meta[3]) != numpy.float32:
-            c.set_torch_entry_points(table, -1, 0, 0)
-            return None
-    checked: dict[int, bool] = {}
-
-    def stream_ok(device_id: int) -> bool:
-        """Whether the shim's current stream is PyTorch's: checked once per device, on the
-        current stream and on a side stream made current (a non-zero handle)."""
-        ok = checked.get(device_id)
-        if ok is None:
-            raw = _torch["raw_stream"]
-            try:
-                probe = torch.empty(1, device=f"cuda:{device_id}")
-                ok = c.torch_meta(probe)[6] == raw(device_id)
-                side = torch.cuda.Stream(device_id)
-                with torch.cuda.stream(side):
-                    ok = ok and c.torch_meta(probe)[6] == raw(device_id) == side.cuda_stream != 0
-            except Exception:  # no CUDA in this torch, a shim error: read it the usual way
-                ok = False
-            checked[device_id] = ok
-        return ok
-
-    c.set_torch_view(codes, frozenset(k for k, v in codes.items() if v.kind == "c"), checked, _events)
-    return {
-        "meta": c.torch_meta,
-        "codes": codes,
-        "complex": frozenset(k for k, v in codes.items() if v.kind == "c"),
-        "cpu": cpu_code,
-        "cuda": cuda_code,
-        "stream_ok": stream_ok,
-        "streams_ok": checked,
-    }
 
 
 def _bind_cupy(cupy: Any) -> bool:
@@ -280,37 +179,26 @@ _KDLCUDAHOST = _dl.kDLCUDAHost
 _KDLCUDAMANAGED = _dl.kDLCUDAManaged
 
 Fields = tuple[int, tuple[int, ...], tuple[int, ...] | None, Any, int, bool, int]
-"""``(ptr, shape, strides_in_elements, numpy_dtype, device_id, is_device_accessible, dl_device_type)``"""
+"""``(ptr, shape, strides_in_elements, dtype, device_id, is_device_accessible, dl_device_type)``;
+``dtype`` is a DLPack dtype word (torch) or a NumPy dtype (CuPy)."""
 
 
-def torch_view(t: Any, stream_ptr: int | None) -> Fields | None:
-    """Read an exact ``torch.Tensor``; order PyTorch's current stream before ``stream_ptr``."""
+def torch_fields(t: Any, stream_ptr: int | None) -> Fields | None:
+    """Read an exact ``torch.Tensor`` through its attributes; order PyTorch's current stream
+    before ``stream_ptr``. The pure backend's ``torch_view`` (and the native one's fallback)."""
     tt = _torch
-    aoti = tt["aoti"]
-    meta = aoti["meta"](t) if aoti is not None else None
-    producer = -1  # PyTorch's current stream, when the shim read it
     try:
-        if meta is not None:
-            # PyTorch's stable C shim read the fields (strided layout checked there).
-            ptr, shape, strides, code, device_type, device_id, producer = meta
-            dt = aoti["codes"].get(code)
-            if dt is None or t.is_neg() or (code in aoti["complex"] and t.is_conj()):
-                return None
-            is_cuda = device_type == aoti["cuda"]
-            if not is_cuda and device_type != aoti["cpu"]:
-                return None
-        else:
-            tdt = t.dtype
-            dt = tt["dtypes"].get(tdt)
-            if dt is None or t.layout is not tt["strided"] or t.is_neg() or (tdt in tt["complex"] and t.is_conj()):
-                return None
-            is_cuda = t.is_cuda
-            if not is_cuda and not t.is_cpu:  # meta, xpu, mps, ...
-                return None
-            device_id = t.get_device() if is_cuda else -1
-            ptr = t.data_ptr()
-            shape = tuple(t.shape)
-            strides = t.stride()
+        tdt = t.dtype
+        dt = tt["dtypes"].get(tdt)
+        if dt is None or t.layout is not tt["strided"] or t.is_neg() or (tdt in tt["complex"] and t.is_conj()):
+            return None
+        is_cuda = t.is_cuda
+        if not is_cuda and not t.is_cpu:  # meta, xpu, mps, ...
+            return None
+        device_id = t.get_device() if is_cuda else -1
+        ptr = t.data_ptr()
+        shape = tuple(t.shape)
+        strides = t.stride()
         if is_cuda:
             dev_type, accessible = _KDLCUDA, True
         elif t.is_pinned():
@@ -326,9 +214,7 @@ def torch_view(t: Any, stream_ptr: int | None) -> Fields | None:
             consumer = _LEGACY_STREAM if stream_ptr == 0 else stream_ptr
             if consumer < -1 or consumer == 2:  # refused by PyTorch: let it say so
                 return None
-            if producer < 0 or not (aoti["streams_ok"].get(device_id) or aoti["stream_ok"](device_id)):
-                producer = tt["raw_stream"](device_id)
-            producer = producer or _LEGACY_STREAM
+            producer = tt["raw_stream"](device_id) or _LEGACY_STREAM
             if producer != consumer and not order_after(producer, consumer, device_id):
                 return None
     # Host memory (pinned included): PyTorch orders nothing for CPU tensors.

@@ -7,8 +7,8 @@ Export: :func:`make_capsule` builds a managed tensor whose deleter keeps the own
 object alive until the consumer is done with it (the consumer calls the deleter, or the capsule
 is destroyed unconsumed and its destructor calls it).
 
-Import: :func:`parse_capsule` reads a producer's capsule (either kind) in one memory read. A
-consumer keeps the capsule itself alive instead of renaming it: while the capsule lives the
+Import: the backend's ``read_capsule`` (see :mod:`cuda_core._handles`) reads a producer's
+capsule; :func:`parse_capsule` is the ctypes reference reader. A consumer keeps the capsule itself alive instead of renaming it: while the capsule lives the
 producer's tensor lives, and when the capsule is collected the producer's own destructor calls
 the deleter (every conforming producer deletes an unconsumed capsule's tensor).
 """
@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import ctypes
 import struct
-import sys
 import threading
 from typing import Any
 
 import numpy
 
-from . import _fast
 from ._lifetime import immortal
 
 __all__: list[str] = []  # private module
@@ -309,12 +307,9 @@ def live_exports() -> int:
 # --------------------------------------------------------------------------------------------
 # Import
 #
-# The hot path reads the capsule and the managed tensor with ``struct`` straight out of process
-# memory (``_MEM``, a byte view of the whole address space, the same access ctypes'
-# ``from_address`` gives, without building ctypes objects): one unpack for the capsule's
-# (pointer, name), one for the managed tensor, one each for shape and strides. The capsule's
-# field offset is measured once at import on a capsule we make ourselves; where that is not
-# possible (not CPython, unexpected layout) the ctypes path below is used instead.
+# The hot path is the backend's ``read_capsule``/``dlpack_view`` (cuda_core._backend: the native
+# reader in cuda_core/_csrc/interop.c or the pure one in cuda_core/_interop_py.py).
+# parse_capsule below is the portable reference reader through ctypes (tests compare with it).
 
 _unpack_tensor = _TENSOR.unpack_from
 # Private function objects (argtypes set here never leak into ctypes.pythonapi's).
@@ -325,120 +320,6 @@ _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _VERSIONED_BYTES = ctypes.c_char * (_VERSIONED_HEAD + _TENSOR.size)
 _UNVERSIONED_BYTES = ctypes.c_char * _TENSOR.size
 _int64_arrays = [ctypes.c_int64 * n for n in range(33)]
-
-_CAPSULE_TYPE = type(_capsule_new(ctypes.addressof(_NAME_VERSIONED), _NAME_VERSIONED, _Destructor()))
-# Only the fields the view needs (pad bytes skip the rest). Versioned: version.major, (minor,
-# manager_ctx, deleter), flags, then the DLTensor: data, (device), ndim, dtype as one uint32,
-# shape, strides, byte_offset.
-_VERSIONED_FMT = "=I20xQQ8xiIQQQ"
-_UNVERSIONED_FMT = "=Q8xiIQQQ"
-assert struct.calcsize(_VERSIONED_FMT) == _VERSIONED_HEAD + _TENSOR.size
-assert struct.calcsize(_UNVERSIONED_FMT) == _TENSOR.size
-_VERSIONED = struct.Struct(_VERSIONED_FMT).unpack_from
-_UNVERSIONED = struct.Struct(_UNVERSIONED_FMT).unpack_from
-_HEAD = struct.Struct("=QQ").unpack_from  # PyCapsule.pointer, PyCapsule.name
-_NAME_V = struct.Struct(f"={len(NAME_VERSIONED) + 1}s").unpack_from
-_NAME_U = struct.Struct(f"={len(NAME_UNVERSIONED) + 1}s").unpack_from
-_NAME_V_NUL = NAME_VERSIONED + b"\0"
-_NAME_U_NUL = NAME_UNVERSIONED + b"\0"
-# ndim -> unpacker of ndim int64 (a dict, so a negative or huge ndim misses instead of wrapping)
-_INT64S = {n: struct.Struct(f"={n}q").unpack_from for n in range(33)}
-# Name addresses already seen holding a DLPack capsule name -> True (versioned) / False. Producers
-# name capsules with static strings, so this stays tiny; the bytes are still compared each time.
-_known_names: dict[int, bool] = {}
-
-
-def _address_space() -> tuple[Any, int]:
-    """``(memoryview over the address space, offset of PyCapsule.pointer)``, or ``(None, 0)``."""
-    if sys.implementation.name != "cpython" or struct.calcsize("P") != 8:
-        return None, 0
-    try:
-        mem = memoryview((ctypes.c_char * (1 << 62)).from_address(0)).cast("B")
-        for probe in (_NAME_VERSIONED, _NAME_UNVERSIONED):
-            target = ctypes.addressof(probe)
-            cap = _capsule_new(target, probe, _Destructor())
-            found = [off for off in range(8, 72, 8) if _HEAD(mem, id(cap) + off) == (target, target)]
-            if len(found) != 1:
-                return None, 0
-            off = found[0]
-        return mem, off
-    except Exception:  # pragma: no cover - exotic interpreters fall back to ctypes
-        return None, 0
-
-
-_MEM, _CAPSULE_OFFSET = _address_space()
-
-
-def _capsule_kind(capsule: Any, name: int) -> bool:
-    """Whether a capsule's name (at address ``name``) is the versioned one; BufferError otherwise."""
-    # Read the name safely, up to its NUL (the hot path's cache missed).
-    text = ctypes.string_at(name) if name else None
-    if text == NAME_VERSIONED:
-        kind = True
-    elif text == NAME_UNVERSIONED:
-        kind = False
-    else:
-        raise BufferError(f"expected an unconsumed DLPack capsule (got {capsule!r})")
-    if name in _known_names or len(_known_names) < 64:
-        _known_names[name] = kind
-    return kind
-
-
-def read_capsule(capsule: Any) -> tuple[int, tuple[int, ...], tuple[int, ...] | None, int, bool]:
-    """Read a ``"dltensor_versioned"`` or ``"dltensor"`` capsule without consuming it (hot path).
-
-    Parameters
-    ----------
-    capsule : PyCapsule
-        A capsule returned by a producer's ``__dlpack__``.
-
-    Returns
-    -------
-    tuple
-        ``(ptr, shape, strides, dtype_word, readonly)``: ``ptr`` is ``data + byte_offset``;
-        strides are in elements, ``None`` when the producer gave none; ``dtype_word`` is the
-        ``DLDataType`` read as one native ``uint32`` (see :func:`dtype_from_word`). The memory
-        stays valid while the capsule lives.
-
-    Raises
-    ------
-    BufferError
-        The object is not an unconsumed DLPack capsule, or describes an unsupported tensor.
-    """
-    if type(capsule) is not _CAPSULE_TYPE or _MEM is None:
-        ptr, shape, strides, code, bits, lanes, _, _, readonly = _parse_ctypes(capsule)
-        return ptr, shape, strides, _pack_dtype(code, bits, lanes), readonly
-    base, name = _HEAD(_MEM, id(capsule) + _CAPSULE_OFFSET)
-    # A name address seen before is trusted only if it still holds the same bytes.
-    kind = _known_names.get(name)
-    if kind is True:
-        kind = _NAME_V(_MEM, name)[0] == _NAME_V_NUL or _capsule_kind(capsule, name)
-    elif kind is False:
-        kind = _NAME_U(_MEM, name)[0] != _NAME_U_NUL and _capsule_kind(capsule, name)
-    else:
-        kind = _capsule_kind(capsule, name)
-    if kind:
-        major, flags, data, ndim, word, shape_p, strides_p, offset = _VERSIONED(_MEM, base)
-        if major > DLPACK_MAJOR_VERSION:
-            raise BufferError(f"DLPack major version {major} is not supported (at most {DLPACK_MAJOR_VERSION})")
-        readonly = (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0
-    else:
-        data, ndim, word, shape_p, strides_p, offset = _UNVERSIONED(_MEM, base)
-        readonly = False
-    ints = _INT64S.get(ndim)
-    if ints is None:
-        raise BufferError(f"DLPack tensor has an unsupported number of dimensions ({ndim})")
-    if ndim:
-        return data + offset, ints(_MEM, shape_p), ints(_MEM, strides_p) if strides_p else None, word, readonly
-    return data + offset, (), None, word, readonly
-
-
-if _fast.compiled() is not None:
-    # The compiled reader takes ordinary capsules itself and hands anything else (a consumed
-    # capsule, a newer major version, ...) to the Python reader above, which says what is wrong.
-    py_read_capsule = read_capsule
-    _fast.compiled().set_capsule_reader(py_read_capsule)
-    read_capsule = _fast.compiled().read_capsule
 
 
 def parse_capsule(capsule: Any) -> tuple[Any, ...]:

@@ -53,6 +53,49 @@ Protocol (every name below exists in both backends):
     status`` (``0``: success). Refuses a released stream.
 ``types_match(args, types) -> bool``
     ``len(args) == len(types)`` and each ``type(args[i]) is types[i]``.
+
+Interop readers (pure statement: ``cuda_core/_interop_py.py``, re-exported here; native:
+``cuda_core/_csrc/interop.c``; ``tests/test_interop_backends.py`` runs both on the same cases):
+
+``ViewInfo``
+    The fields of a strided view; ``StridedMemoryView`` derives from the backend's. Writable
+    members ``ptr``, ``shape``, ``_raw_strides`` (elements, or None), ``_dtype`` (a DLPack
+    dtype word from the readers: ``code | bits << 8 | lanes << 16`` in native byte order;
+    Python builders store a NumPy dtype), ``device_id``, ``is_device_accessible``,
+    ``readonly``, ``exporting_obj``, ``_capsule`` (keeps a producer's tensor alive),
+    ``_dl_device_type``; the property ``strides`` (None when C-contiguous, computed once).
+``read_capsule(capsule) -> ViewInfo``
+    Reads an unconsumed ``"dltensor_versioned"``/``"dltensor"`` capsule without consuming it:
+    ``ptr = data + byte_offset``, the capsule's device, read-only flag (versioned only).
+    ``BufferError`` for a non-capsule, another name (a consumed capsule), a major version
+    above 1, ``ndim`` outside 0..32, or ``ndim > 0`` with no shape.
+``dlpack_view(cls, obj, stream_ptr) -> cls``
+    ``StridedMemoryView.from_dlpack``'s general path: ``obj.__dlpack_device__()`` (an
+    ``AttributeError`` from it becomes ``BufferError``; every other exception propagates), the
+    device rule (CPU, CUDA, CUDA host, CUDA managed; others ``BufferError``), ``stream_ptr``
+    (``None`` on CUDA is ``BufferError(AMBIGUOUS)``; ignored for CPU; 0 becomes 1),
+    ``obj.__dlpack__(stream=, max_version=(1, 0))`` called once. Its only retry: a
+    ``TypeError`` (a producer older than DLPack 1.0) asks once more without ``max_version``
+    and remembers the type; no other exception is caught or retried. Then the capsule read.
+``torch_setup(tensor_type, exchange_api) -> bool``
+    Native: reads ``tensor_type`` (exactly ``torch.Tensor``) through PyTorch's DLPack C
+    exchange API (``torch.Tensor.__dlpack_c_exchange_api__``, a capsule named
+    ``"dlpack_exchange_api"``, major version 1) when it fits. Pure: always False.
+``torch_view(cls, tensor, stream_ptr) -> cls | None | NotImplemented``
+    A view of an exact ``torch.Tensor`` with PyTorch's current stream ordered before
+    ``stream_ptr`` (an event recorded on it, waited on by the consumer). Native: CUDA tensors
+    only; ``NotImplemented`` for everything else (not set up, another type, a host tensor,
+    a negative or conjugate view, a stream value DLPack treats specially, no order event yet,
+    a failed record): the caller then runs the pure ``torch_view``, which returns a view or
+    ``None`` (the caller then takes ``dlpack_view``).
+``set_order_event(device_id, event) -> bool``
+    The event the native ``torch_view`` orders through on a device (ordinals 0..63).
+``record_wait(event, producer, consumer) -> int``
+    ``cuEventRecord(event, producer)`` then ``cuStreamWaitEvent(consumer, event)`` under one
+    lock: 0, ``-status`` when the record failed (nothing ordered), ``+status`` when the wait
+    failed.
+``AMBIGUOUS``
+    The message of a ``stream_ptr=None`` refusal.
 """
 
 from __future__ import annotations
@@ -67,7 +110,7 @@ from cuda.bindings import driver
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 _CUcontext = driver.CUcontext
 _CUstream = driver.CUstream
@@ -639,3 +682,7 @@ class LaunchConfigHandle:
 def types_match(args: tuple[Any, ...], types: tuple[type, ...]) -> bool:
     """Whether ``args`` has exactly the types ``types``, in order."""
     return len(args) == len(types) and all(type(a) is t for a, t in zip(args, types))
+
+
+# The interop readers (stated in cuda_core/_interop_py.py; see the protocol above).
+from ._interop_py import AMBIGUOUS, ViewInfo, dlpack_view, read_capsule, record_wait, set_order_event, torch_setup, torch_view  # noqa: E402, F401, I001

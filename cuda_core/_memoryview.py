@@ -16,33 +16,31 @@ import numpy
 from . import _array_bridge as _bridge
 from . import _array_interface as _ai
 from . import _dlpack as _dl
-from . import _fast
+from . import _interop_py
+from ._backend import backend
 from ._utils import arg_error
 
 __all__: list[str] = []  # the public names live in cuda_core.utils (see _UTILS_EXPORTS)
 
 _UTILS_EXPORTS = ["StridedMemoryView", "args_viewable_as_strided_memory"]
 
-_AMBIGUOUS = _bridge.AMBIGUOUS
-_MAX_VERSION = (_dl.DLPACK_MAJOR_VERSION, 0)
-# producer type -> kind (_bridge.KIND_*): DLPack, DLPack without max_version, torch, cupy
+# producer type -> kind (_bridge.KIND_*): DLPack, torch, cupy
 _kinds: dict[type, int] = {}
 _KIND_DLPACK = _bridge.KIND_DLPACK
-_KIND_LEGACY = _bridge.KIND_LEGACY
 _KIND_TORCH = _bridge.KIND_TORCH
-_torch_view = _bridge.torch_view
 _cupy_view = _bridge.cupy_view
-_UNSET: Any = object()  # marks a lazily computed slot not computed yet
-_new_view = object.__new__
+# The backend's readers (see cuda_core/_handles.py): views are instances of its ViewInfo.
+_ViewBase: Any = backend.ViewInfo
+_new_view = _ViewBase.__new__
+_dlpack_view = backend.dlpack_view
+_torch_view = backend.torch_view
+# Where the native torch_view returns NotImplemented (documented delegation), the pure reader
+# decides; under the pure backend this is backend.torch_view itself and is never reached.
+_pure_torch_view = _interop_py.torch_view
 _DTYPE_BY_WORD = _dl.DTYPE_BY_WORD
-_read_capsule = _dl.read_capsule
-# DLPack device type -> (needs a stream, device memory, host memory with a device id, accessible)
-_DEVICE_RULES: dict[int, tuple[bool, bool, bool]] = {
-    _dl.kDLCPU: (False, False, False),
-    _dl.kDLCUDA: (True, True, True),
-    _dl.kDLCUDAHost: (False, False, True),
-    _dl.kDLCUDAManaged: (False, True, True),
-}
+_NotImplemented: Any = NotImplemented
+_FIELDS = ("_capsule", "_dl_device_type", "_dtype", "_raw_strides", "device_id", "exporting_obj",
+           "is_device_accessible", "ptr", "readonly", "shape")  # fmt: skip
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -54,20 +52,7 @@ def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def _is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    # NumPy's rule: extents of 1 place no constraint; an empty array is contiguous.
-    acc = 1
-    ok = True
-    for n, s in zip(reversed(shape), reversed(strides)):
-        if n == 0:
-            return True
-        if n != 1 and s != acc:
-            ok = False
-        acc *= n
-    return ok
-
-
-class StridedMemoryView:
+class StridedMemoryView(_ViewBase):
     """A description of a strided, dense array or tensor living on the host or a device.
 
     Build one with :meth:`from_dlpack`, :meth:`from_cuda_array_interface`,
@@ -108,32 +93,8 @@ class StridedMemoryView:
         The producer.
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_capsule",
-        "_dl_device_type",
-        "_dtype",
-        "_raw_strides",
-        "_strides",
-        "device_id",
-        "exporting_obj",
-        "is_device_accessible",
-        "ptr",
-        "readonly",
-        "shape",
-    )
-
-    ptr: int
-    shape: tuple[int, ...]
-    device_id: int
-    is_device_accessible: bool
-    readonly: bool
-    exporting_obj: Any
-    _capsule: Any
-    _dl_device_type: int
-    _dtype: Any  # a numpy dtype, or the DLPack dtype word not resolved yet
-    _raw_strides: tuple[int, ...] | None
-    _strides: Any  # tuple, None, or _UNSET
+    # Every field is the backend's ViewInfo's (see cuda_core/_handles.py); strides included.
+    __slots__ = ()
 
     def __init__(self, obj: object = None, stream_ptr: int | None = None) -> None:
         if obj is None:
@@ -147,7 +108,7 @@ class StridedMemoryView:
             src = _from_cai(obj, stream_ptr)
         else:
             raise BufferError(f"{type(obj).__name__} supports neither DLPack nor the CUDA Array Interface")
-        for name in StridedMemoryView.__slots__[1:]:
+        for name in _FIELDS:
             setattr(self, name, getattr(src, name))
 
     # ------------------------------------------------------------------ constructors
@@ -174,71 +135,32 @@ class StridedMemoryView:
             The producer cannot export, ``stream_ptr`` is ``None`` for device memory, or the
             dtype or device type is unsupported.
         """
-        # The hot path: two producer calls, one capsule read, one object; nothing else. Exact
-        # torch.Tensor / cupy.ndarray producers are read directly (see _array_bridge).
+        # The hot path: one backend call (exact torch.Tensor / cupy.ndarray producers are read
+        # directly, see _array_bridge).
         tp = obj.__class__
         kind = _kinds.get(tp)
         if kind is None:
             kind = _classify(tp)
-        if kind == _KIND_DLPACK and cls is StridedMemoryView:
-            view = _fast.dlpack_view(cls, obj, stream_ptr, _DEVICE_RULES, _DTYPE_BY_WORD, _MAX_VERSION)
-            if view is not None:  # the whole path below, in one compiled call
+        if kind == _KIND_DLPACK:
+            return _dlpack_view(cls, obj, stream_ptr)  # type: ignore[no-any-return]
+        if kind == _KIND_TORCH:
+            view = _torch_view(cls, obj, stream_ptr)
+            if view is _NotImplemented:
+                view = _pure_torch_view(cls, obj, stream_ptr)
+            if view is not None:
                 return view  # type: ignore[no-any-return]
-        if kind >= _KIND_TORCH:
-            if kind == _KIND_TORCH and cls is StridedMemoryView:
-                view = _fast.torch_view(cls, obj, stream_ptr)  # a CUDA tensor, in one compiled call
-                if view is not None:
-                    return view  # type: ignore[no-any-return]
-            fields = (_torch_view if kind == _KIND_TORCH else _cupy_view)(obj, stream_ptr)
+        else:
+            fields = _cupy_view(obj, stream_ptr)
             if fields is not None:
                 view = _new_view(cls)
                 view.ptr, view.shape, view._raw_strides, view._dtype, view.device_id, accessible, dev_type = fields
                 view.is_device_accessible = accessible
-                view._strides = _UNSET
                 view.readonly = False
                 view.exporting_obj = obj
                 view._capsule = None
                 view._dl_device_type = dev_type
-                return view
-        try:
-            dev_type, dev_id = obj.__dlpack_device__()
-        except AttributeError:
-            raise BufferError(f"{type(obj).__name__} does not support DLPack (no __dlpack_device__)") from None
-        rule = _DEVICE_RULES.get(dev_type)
-        if rule is None:
-            raise BufferError(f"DLPack device type {dev_type} is not supported (CPU, CUDA, CUDA host, CUDA managed are)")
-        needs_stream, has_device, accessible = rule
-        if needs_stream:
-            if stream_ptr is None:
-                raise BufferError(_AMBIGUOUS)
-            stream: int | None = stream_ptr
-        else:
-            stream = stream_ptr if accessible else None
-        if stream == 0:  # DLPack names the legacy default stream 1 (0 is disallowed on CUDA)
-            stream = 1
-        if kind == _KIND_LEGACY:
-            capsule = obj.__dlpack__(stream=stream)
-        else:
-            try:
-                capsule = obj.__dlpack__(stream=stream, max_version=_MAX_VERSION)
-            except TypeError:
-                if kind < _KIND_TORCH:
-                    _kinds[tp] = _KIND_LEGACY
-                capsule = obj.__dlpack__(stream=stream)
-        ptr, shape, strides, word, readonly = _read_capsule(capsule)
-        view = _new_view(cls)
-        view.ptr = ptr
-        view.shape = shape
-        view._raw_strides = strides
-        view._strides = _UNSET
-        view._dtype = _DTYPE_BY_WORD.get(word, word)
-        view.device_id = dev_id if has_device else -1
-        view.is_device_accessible = accessible
-        view.readonly = readonly
-        view.exporting_obj = obj
-        view._capsule = capsule  # keeps the producer's tensor alive; its destructor releases it
-        view._dl_device_type = dev_type
-        return view
+                return view  # type: ignore[no-any-return]
+        return _dlpack_view(cls, obj, stream_ptr)  # type: ignore[no-any-return]
 
     @classmethod
     def from_cuda_array_interface(cls, obj: object, stream_ptr: int | None = None) -> StridedMemoryView:
@@ -393,7 +315,6 @@ class StridedMemoryView:
         view.ptr = int(buffer.handle)
         view.shape = shape
         view._raw_strides = strides
-        view._strides = _UNSET
         view._dtype = dt
         view.device_id = buffer.device_id
         view.is_device_accessible = bool(buffer.is_device_accessible)
@@ -409,22 +330,16 @@ class StridedMemoryView:
     # ------------------------------------------------------------------ properties
 
     @property
-    def strides(self) -> tuple[int, ...] | None:
-        """Strides in elements, or ``None`` when the array is C-contiguous."""
-        st = self._strides
-        if st is _UNSET:
-            raw = self._raw_strides
-            st = self._strides = None if raw is None or _is_c_contiguous(self.shape, raw) else raw
-        return st
-
-    @property
     def dtype(self) -> numpy.dtype[Any] | None:
         """The element type as a NumPy dtype (``None`` for a :meth:`from_buffer` view made with
         only an ``itemsize``)."""
-        dt = self._dtype
-        if dt.__class__ is int:  # a DLPack dtype with no NumPy equivalent: raises BufferError
-            dt = self._dtype = _dl.dtype_from_word(dt)
-        return dt
+        dt = self._dtype  # type: ignore[has-type]
+        if dt.__class__ is int:  # the DLPack dtype word the readers store
+            known = _DTYPE_BY_WORD.get(dt)
+            # one with no NumPy equivalent raises BufferError
+            dt = known if known is not None else _dl.dtype_from_word(dt)
+            self._dtype = dt  # type: ignore[misc]
+        return dt  # type: ignore[no-any-return]
 
     @property
     def size(self) -> int:
@@ -501,8 +416,6 @@ class StridedMemoryView:
 # Builders
 
 _from_dlpack = StridedMemoryView.from_dlpack
-if _fast.compiled() is not None:  # the class the compiled view paths build
-    _fast.compiled().set_view_type(StridedMemoryView, _UNSET)
 
 
 def _classify(tp: type) -> int:
@@ -516,7 +429,6 @@ def _from_fields(obj: Any, fields: _ai.Fields) -> StridedMemoryView:
     view = _new_view(StridedMemoryView)
     (view.ptr, view.shape, view._raw_strides, view._dtype, view.device_id, view.is_device_accessible, view.readonly,
      view._dl_device_type) = fields
-    view._strides = _UNSET
     view.exporting_obj = obj
     view._capsule = None
     return view

@@ -1,4 +1,5 @@
-"""DLPack capsules: export through make_capsule, import through parse_capsule (CPU tier)."""
+"""DLPack capsules: export through make_capsule, import through parse_capsule and both backends'
+read_capsule (CPU tier)."""
 
 from __future__ import annotations
 
@@ -134,32 +135,45 @@ def _numpy_capsules():
     yield ro, ro.__dlpack__(max_version=(1, 0))  # read-only needs a versioned capsule
 
 
-def test_read_capsule_matches_ctypes_reader():
+def _readers():
+    from cuda_core import _interop_py
+
+    out = [pytest.param(_interop_py.read_capsule, id="pure")]
+    try:
+        from cuda_core import _native
+    except ImportError:
+        out.append(pytest.param(None, id="native", marks=pytest.mark.skip(reason="cuda_core._native not built")))
+    else:
+        out.append(pytest.param(_native.read_capsule, id="native"))
+    return out
+
+
+@pytest.fixture(params=_readers())
+def read_capsule(request):
+    return request.param
+
+
+def _fields(info):
+    return info.ptr, info.shape, info._raw_strides, info._dtype, info.readonly
+
+
+def test_read_capsule_matches_ctypes_reader(read_capsule):
     for a, cap in _numpy_capsules():
-        ptr, shape, strides, word, readonly = dl.read_capsule(cap)
+        info = read_capsule(cap)
+        ptr, shape, strides, word, readonly = _fields(info)
         ref = dl._parse_ctypes(cap)
         assert (ptr, shape, strides, readonly) == (ref[0], ref[1], ref[2], ref[8])
+        assert (info._dl_device_type, info.device_id) == (ref[6], ref[7])
+        assert info._capsule is cap and info.exporting_obj is None and info.is_device_accessible is False
         assert dl.dtype_key(word) == (ref[3], ref[4], ref[5])
         assert dl.dtype_from_word(word) == a.dtype
         assert shape == a.shape and ptr == a.__array_interface__["data"][0]
         assert readonly is (not a.flags.writeable and cap_is_versioned(cap))
+        assert _fields(read_capsule(cap)) == _fields(info)  # not consumed: readable again
 
 
 def cap_is_versioned(cap):
     return "dltensor_versioned" in repr(cap)
-
-
-def test_read_capsule_uses_fast_reader_on_cpython():
-    import sys
-
-    if sys.implementation.name == "cpython":
-        assert dl._MEM is not None and dl._CAPSULE_OFFSET > 0
-
-
-def test_read_capsule_fallback_matches(monkeypatch):
-    expected = [dl.read_capsule(cap) for _, cap in _numpy_capsules()]
-    monkeypatch.setattr(dl, "_MEM", None)
-    assert [dl.read_capsule(cap) for _, cap in _numpy_capsules()] == expected
 
 
 def _raw_capsule(managed, name_buf):
@@ -178,44 +192,44 @@ def _managed(versioned, ndim=1, major=1, shape=None):
     return m, shape_arr
 
 
-def test_read_capsule_rejects_foreign_consumed_and_renamed_capsules():
+def test_read_capsule_rejects_foreign_consumed_and_renamed_capsules(read_capsule):
     with pytest.raises(BufferError):
-        dl.read_capsule(object())
+        read_capsule(object())
     m, _keep = _managed(False)
     other = ctypes.create_string_buffer(b"not_a_tensor")
     with pytest.raises(BufferError, match="unconsumed DLPack capsule"):
-        dl.read_capsule(_raw_capsule(m, other))
+        read_capsule(_raw_capsule(m, other))
     prefix = ctypes.create_string_buffer(b"dltensor_v")
     with pytest.raises(BufferError):
-        dl.read_capsule(_raw_capsule(m, prefix))
+        read_capsule(_raw_capsule(m, prefix))
     a = np.arange(3)
     cap = a.__dlpack__(max_version=(1, 0))
     np.from_dlpack(_Producer(cap))  # consumes (renames) it
     with pytest.raises(BufferError):
-        dl.read_capsule(cap)
+        read_capsule(cap)
 
 
-def test_read_capsule_rechecks_a_known_name_address():
+def test_read_capsule_rechecks_the_name_each_time(read_capsule):
     m, _keep = _managed(False, shape=[5])
     name = ctypes.create_string_buffer(b"dltensor")
     cap = _raw_capsule(m, name)
-    assert dl.read_capsule(cap)[:3] == (0x1000, (5,), None)
+    assert _fields(read_capsule(cap))[:3] == (0x1000, (5,), None)
     ctypes.memmove(name, b"used_dlt", 8)  # same address, other name: must not be trusted
     with pytest.raises(BufferError):
-        dl.read_capsule(cap)
+        read_capsule(cap)
 
 
-def test_read_capsule_rejects_bad_version_and_ndim():
+def test_read_capsule_rejects_bad_version_and_ndim(read_capsule):
     m, _keep = _managed(True, major=dl.DLPACK_MAJOR_VERSION + 1)
     with pytest.raises(BufferError, match="major version"):
-        dl.read_capsule(_raw_capsule(m, dl._NAME_VERSIONED))
+        read_capsule(_raw_capsule(m, dl._NAME_VERSIONED))
     m, _keep = _managed(True)
     m.dl_tensor.ndim = 33
     with pytest.raises(BufferError, match="dimensions"):
-        dl.read_capsule(_raw_capsule(m, dl._NAME_VERSIONED))
+        read_capsule(_raw_capsule(m, dl._NAME_VERSIONED))
     m.dl_tensor.ndim = -1
     with pytest.raises(BufferError, match="dimensions"):
-        dl.read_capsule(_raw_capsule(m, dl._NAME_VERSIONED))
+        read_capsule(_raw_capsule(m, dl._NAME_VERSIONED))
 
 
 def test_dtype_word_table_covers_every_registered_dtype():

@@ -437,7 +437,7 @@ def test_torch_unusual_tensors_fall_back_to_dlpack():
     }
     for label, t in unusual.items():
         assert type(t) is torch.Tensor
-        assert bridge.torch_view(t, -1) is None, label
+        assert bridge.torch_fields(t, -1) is None, label
     with pytest.raises(BufferError, match="conjugate"):  # PyTorch's own refusal, through DLPack
         StridedMemoryView.from_dlpack(unusual["conjugate"], -1)
     with pytest.raises(BufferError, match="layout"):
@@ -710,32 +710,6 @@ def test_gpu_from_buffer_itemsize_only_and_foreign_allocation():
     s.close()
 
 
-def test_torch_stable_shim_reads_what_torch_says():
-    # With the accelerator, exact tensors are read through PyTorch's stable C shim (AOTI); it
-    # is enabled only after agreeing with PyTorch on probes, and must agree on every layout.
-    torch = pytest.importorskip("torch")
-    from cuda_core import _fast
-
-    if _fast.compiled() is None:
-        pytest.skip("cuda_core._fastpath was not built")
-    assert bridge._bind_torch(torch)
-    aoti = bridge._torch["aoti"]
-    assert aoti is not None, f"the shim should be set up on torch {torch.__version__}"
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    for device in devices:
-        for dtype in (torch.float32, torch.int64, torch.bfloat16, torch.bool, torch.complex64):
-            for t in _torch_layouts(torch, dtype, device):
-                meta = aoti["meta"](t)
-                assert meta is not None
-                ptr, shape, strides, code, _, index, stream = meta
-                assert (ptr, shape, strides) == (t.data_ptr(), tuple(t.shape), t.stride())
-                assert aoti["codes"][code] == bridge._torch["dtypes"][dtype]
-                if device == "cuda":
-                    assert index == t.get_device()
-                    assert stream == torch.cuda.current_stream(index).cuda_stream
-    assert aoti["meta"](torch.eye(3).to_sparse()) is None  # not strided
-
-
 @pytest.mark.gpu
 def test_torch_shim_stream_follows_torch_current_stream():
     torch = pytest.importorskip("torch")
@@ -748,96 +722,84 @@ def test_torch_shim_stream_follows_torch_current_stream():
     s = dev.create_stream()
     t = torch.ones(1 << 20, device="cuda")
     side = torch.cuda.Stream()
-    with torch.cuda.stream(side):
-        u = t * 2  # queued on the side stream: the view must order it before s
-        view = StridedMemoryView.from_dlpack(u, int(s.handle))
-    assert view._capsule is None
-    assert bridge._torch["aoti"] is None or bridge._torch["aoti"]["streams_ok"].get(u.get_device()) is True
-    out = np.empty(1 << 20, np.float32)
-    from cuda_core._memory import Buffer
+    for _ in range(2):  # the first view registers the device's order event; the second is native
+        with torch.cuda.stream(side):
+            u = t * 2  # queued on the side stream: the view must order it before s
+            view = StridedMemoryView.from_dlpack(u, int(s.handle))
+        assert view._capsule is None
+        out = np.empty(1 << 20, np.float32)
+        from cuda_core._memory import Buffer
 
-    buf = Buffer.from_handle(view.ptr, out.nbytes, owner=u)
-    buf.copy_to(out, stream=s)
-    assert (out == 2).all()
+        buf = Buffer.from_handle(view.ptr, out.nbytes, owner=u)
+        buf.copy_to(out, stream=s)
+        assert (out == 2).all()
 
 
 @pytest.mark.gpu
-def test_torch_compiled_view_equals_python_and_dlpack_paths(monkeypatch):
+def test_torch_native_view_equals_pure_and_dlpack_paths(monkeypatch):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("this torch has no CUDA")
-    from cuda_core import Device, _fast
+    from cuda_core import Device, _interop_py
 
-    if _fast.compiled() is None:
-        pytest.skip("cuda_core._fastpath was not built")
+    native = pytest.importorskip("cuda_core._native")
     dev = Device()
     dev.set_current()
     s = dev.create_stream()
     sp = int(s.handle)
     warm = torch.ones(4, device="cuda")
-    StridedMemoryView.from_dlpack(warm, sp)  # checks the shim's stream and caches the event
-    compiled = 0
+    StridedMemoryView.from_dlpack(warm, sp)  # binds torch and registers the device's order event
+    if not bridge._torch.get("native"):
+        pytest.skip(f"torch {torch.__version__} has no usable __dlpack_c_exchange_api__")
+    served = 0
     for dtype in (torch.float32, torch.int8, torch.bfloat16, torch.complex64, torch.bool):
         for t in _torch_layouts(torch, dtype, "cuda"):
             for stream_ptr in (sp, -1, 0):
-                view = _fast.torch_view(StridedMemoryView, t, stream_ptr)
-                if view is None:
+                view = native.torch_view(StridedMemoryView, t, stream_ptr)
+                if view is NotImplemented:
                     continue
-                compiled += 1
+                served += 1
                 assert type(view) is StridedMemoryView and view.exporting_obj is t and view._capsule is None
-                fields = bridge.torch_view(t, stream_ptr)
-                assert fields is not None
-                assert (view.ptr, view.shape, view._raw_strides, view.dtype, view.device_id) == fields[:5]
+                pure = _interop_py.torch_view(StridedMemoryView, t, stream_ptr)
+                assert pure is not None
+                assert _fields(view) == _fields(pure) and view._raw_strides == pure._raw_strides
                 assert _fields(view) == _fields(_via_dlpack(monkeypatch, torch.Tensor, t, stream_ptr))
-    assert compiled > 0, "the compiled path should serve CUDA tensors"
+    assert served > 0, "the native reader should serve CUDA tensors"
     base = torch.arange(6, device="cuda").to(torch.complex64)
     for unusual in (base.conj(), base.conj().imag, torch.ones(3)):  # conjugate, negative, host
-        assert _fast.torch_view(StridedMemoryView, unusual, sp) is None
-    assert _fast.torch_view(StridedMemoryView, warm, None) is None  # the Python path raises
+        assert native.torch_view(StridedMemoryView, unusual, sp) is NotImplemented
+    assert native.torch_view(StridedMemoryView, warm, None) is NotImplemented  # the pure reader raises
     with pytest.raises(BufferError):
         StridedMemoryView.from_dlpack(warm, None)
 
     class MyView(StridedMemoryView):
         __slots__ = ()
 
-    assert _fast.torch_view(MyView, warm, sp) is None
+    assert type(native.torch_view(MyView, warm, sp)) is MyView
     assert type(MyView.from_dlpack(warm, sp)) is MyView
     s.sync()
 
 
-def test_compiled_dlpack_view_equals_python_path(monkeypatch):
-    from cuda_core import _fast
+def test_backend_dlpack_view_serves_numpy_and_subclasses():
+    from cuda_core._backend import backend
 
-    if _fast.compiled() is None:
-        pytest.skip("cuda_core._fastpath was not built")
     ro = np.arange(6, dtype=np.int16)
     ro.setflags(write=False)
     arrays = [np.arange(12.0).reshape(3, 4), np.arange(32, dtype=np.int32).reshape(4, 8)[:, ::2],
               np.array(3.5, dtype=np.float32), np.zeros((0, 3)), ro, np.ones(5, dtype=np.complex64),
               np.zeros((2, 1, 3), dtype=bool), np.arange(24, dtype=np.uint8).reshape(2, 3, 4).transpose(2, 0, 1)]
-    args = (mv._DEVICE_RULES, mv._DTYPE_BY_WORD, mv._MAX_VERSION)
     for a in arrays:
-        fast = _fast.dlpack_view(StridedMemoryView, a, -1, *args)
-        assert fast is not None and fast._capsule is not None and fast.exporting_obj is a
-        with monkeypatch.context() as m:
-            m.setattr(_fast, "dlpack_view", _fast._py_dlpack_view)
-            slow = StridedMemoryView.from_dlpack(a, -1)
-        assert _fields(fast) == _fields(slow) and fast.readonly == slow.readonly
-        assert fast._raw_strides == slow._raw_strides and fast._dl_device_type == slow._dl_device_type
-        # the compiled capsule reader agrees with the Python one
-        capsule = a.__dlpack__(max_version=mv._MAX_VERSION)
-        assert dl.read_capsule(capsule) == dl.py_read_capsule(capsule)
-    assert StridedMemoryView.from_dlpack(arrays[0], -1)._capsule is not None
+        view = backend.dlpack_view(StridedMemoryView, a, -1)
+        assert type(view) is StridedMemoryView and view._capsule is not None and view.exporting_obj is a
+        assert _fields(view) == _fields(StridedMemoryView.from_dlpack(a, -1))
+        assert view.readonly is (not a.flags.writeable)
+        assert view.strides == _expected_strides(a)
 
     class MyView(StridedMemoryView):
         __slots__ = ()
 
-    assert _fast.dlpack_view(MyView, arrays[0], -1, *args) is None  # a subclass: the Python path
     assert type(MyView.from_dlpack(arrays[0], -1)) is MyView
-    assert _fast.dlpack_view(StridedMemoryView, object(), -1, *args) is None
+    with pytest.raises(TypeError, match="ViewInfo"):
+        backend.dlpack_view(object, arrays[0], -1)
     with pytest.raises(BufferError, match="DLPack"):
         StridedMemoryView.from_dlpack(object(), -1)
-    used = arrays[0].__dlpack__()
-    dl.read_capsule(used)  # readable more than once: it is not consumed
-    with pytest.raises(BufferError):
-        dl.read_capsule(object())
