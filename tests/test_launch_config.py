@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from cuda.bindings import driver
@@ -103,9 +104,21 @@ def test_immutable_equal_hashable():
     )
 
 
+def _built(c: LaunchConfig, stream: int) -> Any:
+    """The native CUlaunchConfig the pure-Python handle layer builds for ``c`` (the native
+    backend's is checked field by field against a stub driver in test_native_stub.py)."""
+    import cuda_core._handles as pure
+
+    h = pure.LaunchConfigHandle(
+        pure.StreamHandle.borrow(stream), c.grid_blocks, c.block, c.shmem_size, c.cluster, c.is_cooperative,
+        c.programmatic_stream_serialization,
+    )
+    return h._cfg
+
+
 def test_native_config_fields_and_attributes():
     c = LaunchConfig(grid=(3, 2), cluster=(2, 1, 1), block=(32, 4), shmem_size=256, is_cooperative=True)
-    n = c._build(driver.CUstream(0x1234))
+    n = _built(c, 0x1234)
     assert (n.gridDimX, n.gridDimY, n.gridDimZ) == (6, 2, 1)
     assert (n.blockDimX, n.blockDimY, n.blockDimZ) == (32, 4, 1)
     assert n.sharedMemBytes == 256
@@ -119,18 +132,18 @@ def test_native_config_fields_and_attributes():
     dim = n.attrs[0].value.clusterDim
     assert (dim.x, dim.y, dim.z) == (2, 1, 1)
     assert n.attrs[1].value.cooperative == 1
-    plain = LaunchConfig(grid=1, block=1)._build(driver.CUstream(0))
+    plain = _built(LaunchConfig(grid=1, block=1), 0)
     assert plain.numAttrs == 0
 
 
 def test_native_config_programmatic_stream_serialization():
     ids = driver.CUlaunchAttributeID
-    n = LaunchConfig(grid=4, block=32, programmatic_stream_serialization=True)._build(driver.CUstream(0))
+    n = _built(LaunchConfig(grid=4, block=32, programmatic_stream_serialization=True), 0)
     assert n.numAttrs == 1
     assert n.attrs[0].id == ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
     assert n.attrs[0].value.programmaticStreamSerializationAllowed == 1
     both = LaunchConfig(grid=4, cluster=2, block=32, is_cooperative=True, programmatic_stream_serialization=True)
-    n = both._build(driver.CUstream(0))
+    n = _built(both, 0)
     assert n.numAttrs == 3
     assert [n.attrs[i].id for i in range(3)] == [
         ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,

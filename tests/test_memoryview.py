@@ -666,7 +666,7 @@ def test_gpu_wrap_torch_and_cupy_streams_reads_the_handle():
 
         for ts in (torch.cuda.Stream(), torch.cuda.ExternalStream(torch.cuda.Stream().cuda_stream)):
             for s in (dev.create_stream(ts), Stream(ts), as_stream(ts), dev.create_stream(ts)):
-                assert int(s.handle) == ts.cuda_stream and s._owner is ts and not s.is_closed
+                assert int(s.handle) == ts.cuda_stream and s._h.owner is ts and not s.is_closed
             assert _foreign_handle_attrs[type(ts)] == "cuda_stream"
             found += 1
     except ImportError:
@@ -677,7 +677,7 @@ def test_gpu_wrap_torch_and_cupy_streams_reads_the_handle():
         inner = cp.cuda.Stream()
         for cs in (cp.cuda.Stream(non_blocking=True), cp.cuda.ExternalStream(inner.ptr)):
             for s in (dev.create_stream(cs), Stream(cs), as_stream(cs), dev.create_stream(cs)):
-                assert int(s.handle) == cs.ptr and s._owner is cs
+                assert int(s.handle) == cs.ptr and s._h.owner is cs
             assert _foreign_handle_attrs[type(cs)] == "ptr"
             found += 1
     except ImportError:
