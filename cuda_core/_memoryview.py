@@ -16,7 +16,6 @@ import numpy
 from . import _array_bridge as _bridge
 from . import _array_interface as _ai
 from . import _dlpack as _dl
-from . import _interop_py
 from ._backend import backend
 from ._utils import arg_error
 
@@ -34,11 +33,23 @@ _ViewBase: Any = backend.ViewInfo
 _new_view = _ViewBase.__new__
 _dlpack_view = backend.dlpack_view
 _torch_view = backend.torch_view
-# Where the native torch_view returns NotImplemented (documented delegation), the pure reader
-# decides; under the pure backend this is backend.torch_view itself and is never reached.
-_pure_torch_view = _interop_py.torch_view
+_torch_fields = _bridge.torch_fields
 _DTYPE_BY_WORD = _dl.DTYPE_BY_WORD
 _NotImplemented: Any = NotImplemented
+
+
+def _view_of(cls: Any, fields: tuple[Any, ...], obj: Any) -> Any:
+    """A view of ``obj`` from the fields a bridge reader found (``_array_bridge``)."""
+    view = _new_view(cls)
+    view.ptr, view.shape, view._raw_strides, view._dtype, view.device_id, accessible, dev_type = fields
+    view.is_device_accessible = accessible
+    view.readonly = False
+    view.exporting_obj = obj
+    view._capsule = None
+    view._dl_device_type = dev_type
+    return view
+
+
 _FIELDS = ("_capsule", "_dl_device_type", "_dtype", "_raw_strides", "device_id", "exporting_obj",
            "is_device_accessible", "ptr", "readonly", "shape")  # fmt: skip
 
@@ -145,21 +156,15 @@ class StridedMemoryView(_ViewBase):
             return _dlpack_view(cls, obj, stream_ptr)  # type: ignore[no-any-return]
         if kind == _KIND_TORCH:
             view = _torch_view(cls, obj, stream_ptr)
-            if view is _NotImplemented:
-                view = _pure_torch_view(cls, obj, stream_ptr)
+            if view is _NotImplemented:  # the native reader declined (see _handles): read the fields
+                fields = _torch_fields(obj, stream_ptr)
+                view = None if fields is None else _view_of(cls, fields, obj)
             if view is not None:
                 return view  # type: ignore[no-any-return]
         else:
             fields = _cupy_view(obj, stream_ptr)
             if fields is not None:
-                view = _new_view(cls)
-                view.ptr, view.shape, view._raw_strides, view._dtype, view.device_id, accessible, dev_type = fields
-                view.is_device_accessible = accessible
-                view.readonly = False
-                view.exporting_obj = obj
-                view._capsule = None
-                view._dl_device_type = dev_type
-                return view  # type: ignore[no-any-return]
+                return _view_of(cls, fields, obj)
         return _dlpack_view(cls, obj, stream_ptr)  # type: ignore[no-any-return]
 
     @classmethod
