@@ -71,6 +71,9 @@ def make_args(op, ptrs):
     return tuple(float(i) for i in range(512))
 
 
+LAUNCH_EX_PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
 def measure(fn, sync, number, repeat, warmup=200):
     """Queue one measurement: ``number`` calls of ``fn`` per round (timed in :func:`run_all`)."""
     return _Job(fn, sync, number, warmup)
@@ -201,8 +204,15 @@ def main() -> None:
 
     from cuda.bindings import driver
 
-    from cuda_core import Device, LaunchConfig, PreparedLaunch, Program, ProgramOptions, launch
-    from cuda_core._launch_config import launch_backend, resolve_launch_backend
+    from cuda_core import (
+        Device,
+        LaunchConfig,
+        PreparedLaunch,
+        Program,
+        ProgramOptions,
+        _backend,
+        launch,
+    )
 
     dev = Device()
     dev.set_current()
@@ -288,12 +298,18 @@ def main() -> None:
 
         results[(op, "cuda.bindings void**")] = measure(run_raw, sync, N, R)
         # The floor of a Python caller through ctypes: cuLaunchKernelEx's entry point, with the
-        # native config and the void** packed in advance (what PreparedLaunch calls).
-        backend = resolve_launch_backend(fastpath=False)
-        cfg_addr = cfg._native_for(s) if launch_backend().native else cfg._native_for(s).getPtr()
-        if backend.native:
-            fn, fptr = backend.fn, int(ker.handle)
-            results[(op, "ctypes void**")] = measure(lambda fn=fn, c=cfg_addr, f=fptr, a=addr: fn(c, f, a, None), sync, N, R)
+        # native config and the void** packed in advance.
+        native_cfg = driver.CUlaunchConfig()
+        native_cfg.gridDimX = native_cfg.gridDimY = native_cfg.gridDimZ = 1
+        native_cfg.blockDimX = native_cfg.blockDimY = native_cfg.blockDimZ = 1
+        native_cfg.hStream = hs
+        cfg_addr = native_cfg.getPtr()
+        ex = _backend.entry_point("cuLaunchKernelEx")
+        if ex:
+            fn, fptr = LAUNCH_EX_PROTO(ex), int(ker.handle)
+            results[(op, "ctypes void**")] = measure(
+                lambda fn=fn, c=cfg_addr, f=fptr, a=addr, _k=native_cfg: fn(c, f, a, None), sync, N, R
+            )
         else:
             results[(op, "ctypes void**")] = "n/a"
         if cloop is not None:
@@ -321,7 +337,7 @@ def main() -> None:
         next(r for r in suite.rows if r.op == op).results[impl] = v
     print(environment_line())
     print(f"{N} launches per round, median of {R} rounds, non-blocking stream, grid=1 block=1; "
-          f"launch backend: {launch_backend().name}")
+          f"handle layer: {'native' if _backend.NATIVE else 'pure Python'} ({_backend.REASON})")
     print(suite.table(ratios_to=["cuda.core", "C loop"]))
 
 

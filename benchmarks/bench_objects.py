@@ -1,6 +1,7 @@
 """Host overhead of the basic objects: cuda_core vs NVIDIA's cuda.core vs CuPy, same run.
 
-Measures ``Device()`` lookup, stream create+close, event create+close and ``Stream.record()``.
+Measures ``Device()`` lookup, stream create+close, event create+close, ``Stream.record(event)``
+and ``Stream.record()`` whose new event is dropped right away (a common timing pattern).
 Run on a GPU machine: ``python benchmarks/bench_objects.py``. An implementation that is not
 installed shows as n/a.
 """
@@ -18,7 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _harness import Suite, environment_line
 
 Ops = dict[str, Callable[[], object] | None]
-OP_NAMES = ("Device() lookup", "stream create+close", "event create+close", "Stream.record(event)")
+OP_NAMES = (
+    "Device() lookup", "stream create+close", "event create+close", "Stream.record(event)",
+    "Stream.record() dropped",
+)  # fmt: skip
 
 
 def device_ops(device_cls: Any) -> Ops:
@@ -39,6 +43,7 @@ def device_ops(device_cls: Any) -> Ops:
         "stream create+close": stream_cycle,
         "event create+close": event_cycle,
         "Stream.record(event)": lambda: s.record(ev),
+        "Stream.record() dropped": lambda: s.record(),
     }
 
 
@@ -80,6 +85,7 @@ def cupy_ops() -> Ops:
         "stream create+close": stream_cycle_del,
         "event create+close": event_cycle,
         "Stream.record(event)": lambda: s.record(ev),
+        "Stream.record() dropped": lambda: s.record(),
     }
 
 

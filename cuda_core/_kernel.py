@@ -432,12 +432,13 @@ class Kernel:
     ObjectCode (and so the loaded library) alive.
     """
 
-    __slots__ = ("__weakref__", "_attributes", "_handle", "_module", "_occupancy", "_params")
+    __slots__ = ("__weakref__", "_attributes", "_handle", "_launch", "_module", "_occupancy", "_params")
     _attributes: KernelAttributes | None
     _handle: Any
     _module: Any
     _occupancy: KernelOccupancy | None
     _params: Any
+    _launch: Any  # the launcher's _KernelEntry, or None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("Kernel cannot be created directly; use ObjectCode.get_kernel() or Kernel.from_handle()")
@@ -450,6 +451,7 @@ class Kernel:
         self._attributes = None
         self._occupancy = None
         self._params = _UNSET
+        self._launch = None  # the launcher's per-kernel state (cuda_core._launcher), made at the first launch
         return self
 
     @staticmethod

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import struct
-import weakref
 from typing import Any
 
 from cuda.bindings import driver
@@ -50,15 +49,12 @@ def _as_stream(obj: Any) -> Any:
 
 # ---------------------------------------------------------------------------------------------
 # Per-kernel state: the CUfunction handle, the parameter layout, the plans by argument types.
-#
-# ``_kernels`` maps id(kernel) to its entry. An entry lives exactly as long as its kernel: a
-# weak reference's callback removes it when the kernel is collected, before its id can be
-# reused, so a lookup by id needs no liveness check. (A kernel that cannot be weakly referenced
-# is held by its entry, so its id is never reused.)
+# It hangs off the Kernel itself (its ``_launch`` slot), so it lives exactly as long as the
+# kernel and launch() finds it with one attribute read.
 
 
 class _KernelEntry:
-    __slots__ = ("__weakref__", "func", "kernel", "key", "layout", "name", "plans", "ref", "run")
+    __slots__ = ("func", "layout", "name", "plans", "run")
 
     def __init__(self, kernel: Any) -> None:
         handle = getattr(kernel, "_handle", None)
@@ -74,13 +70,6 @@ class _KernelEntry:
         # The run function of the plan used last: launch() tries it first (it returns MISS for
         # arguments of other types).
         self.run: Any = _miss
-        self.key = id(kernel)
-        try:
-            self.ref: Any = weakref.ref(kernel, _forget_callback(weakref.ref(self)))
-            self.kernel = None
-        except TypeError:  # no weakref support: hold it (its id then cannot be reused)
-            self.ref = None
-            self.kernel = kernel
 
     def kernel_name(self, kernel: Any) -> str | None:
         if self.name is None:
@@ -110,26 +99,14 @@ def _miss(cfg: Any, args: tuple[Any, ...]) -> int:
     return MISS
 
 
-def _forget_callback(entry_ref: Any) -> Any:
-    def forget(_ref: Any) -> None:
-        entry: _KernelEntry | None = entry_ref()
-        if entry is not None:
-            key = entry.key
-            if _kernels.get(key) is entry:
-                _kernels.pop(key, None)
-
-    return forget
-
-
-_kernels: dict[int, _KernelEntry] = {}
-
-
 def _entry(kernel: Any) -> _KernelEntry:
-    entry = _kernels.get(id(kernel))
+    try:
+        entry = kernel._launch
+    except AttributeError:
+        raise arg_error("kernel", "a Kernel (from ObjectCode.get_kernel())", kernel, exc=TypeError) from None
     if entry is None:
-        entry = _KernelEntry(kernel)
-        _kernels[id(kernel)] = entry
-    return entry
+        entry = kernel._launch = _KernelEntry(kernel)
+    return entry  # type: ignore[no-any-return]
 
 
 def _device_of(stream: Any) -> Any:
@@ -185,7 +162,10 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
         stream = _as_stream(stream)
     if type(config) is not LaunchConfig:
         _check_config(config)
-    entry = _kernels.get(id(kernel))
+    try:
+        entry = kernel._launch
+    except AttributeError:
+        entry = None
     if entry is None:
         entry = _entry(kernel)
     last = config._last

@@ -303,12 +303,11 @@ class Stream:
             else:
                 flags = check_or_create_options(EventOptions, options, "options")._flags()
             return Event._wrap(dev._ctxh.record_event(flags, self._h), dev)
-        if options is not None:
-            raise ValueError("options must be None when an event is given")
         if type(event) is not Event and not isinstance(event, Event):
             raise arg_error("event", "an Event or None", event, exc=TypeError)
-        if self._handle is None or event._handle is None:
-            raise RuntimeError(f"cannot record: the {'stream' if self._handle is None else 'event'} is closed")
+        if options is not None:
+            raise ValueError("options must be None when an event is given")
+        # A closed stream or event has released its handle, which refuses: "the ... is closed".
         event._h.record(self._h)
         return event
 

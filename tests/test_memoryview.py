@@ -740,7 +740,8 @@ def test_torch_native_view_equals_pure_and_dlpack_paths(monkeypatch):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("this torch has no CUDA")
-    from cuda_core import Device, _interop_py
+    from cuda_core import Device
+    from cuda_core._memoryview import _view_of
 
     native = pytest.importorskip("cuda_core._native")
     dev = Device()
@@ -760,8 +761,9 @@ def test_torch_native_view_equals_pure_and_dlpack_paths(monkeypatch):
                     continue
                 served += 1
                 assert type(view) is StridedMemoryView and view.exporting_obj is t and view._capsule is None
-                pure = _interop_py.torch_view(StridedMemoryView, t, stream_ptr)
-                assert pure is not None
+                fields = bridge.torch_fields(t, stream_ptr)  # what the pure reader builds from
+                assert fields is not None
+                pure = _view_of(StridedMemoryView, fields, t)
                 assert _fields(view) == _fields(pure) and view._raw_strides == pure._raw_strides
                 assert _fields(view) == _fields(_via_dlpack(monkeypatch, torch.Tensor, t, stream_ptr))
     assert served > 0, "the native reader should serve CUDA tensors"

@@ -448,8 +448,10 @@ ctx_get_device(PyObject *module, PyObject *unused)
     if (!cc_bound) {
         return PyLong_FromLong(-CC_ERROR_NOT_INITIALIZED);
     }
-    int dev = -1, st;
-    CC_CALL(st, cc_driver.ctx_get_device(&dev));
+    /* cuCtxGetDevice only reads the calling thread's current context and never blocks: it runs
+     * with the GIL held (Device()'s lookup is a hot path). */
+    int dev = -1;
+    int st = cc_driver.ctx_get_device(&dev);
     return PyLong_FromLong(st != CC_SUCCESS ? -(long)st : (long)dev);
 }
 
