@@ -764,7 +764,7 @@ def test_torch_native_view_equals_pure_and_dlpack_paths(monkeypatch):
                 fields = bridge.torch_fields(t, stream_ptr)  # what the pure reader builds from
                 assert fields is not None
                 pure = _view_of(StridedMemoryView, fields, t)
-                assert _fields(view) == _fields(pure) and view._raw_strides == pure._raw_strides
+                assert _fields(view) == _fields(pure) and view.strides == pure.strides
                 assert _fields(view) == _fields(_via_dlpack(monkeypatch, torch.Tensor, t, stream_ptr))
     assert served > 0, "the native reader should serve CUDA tensors"
     base = torch.arange(6, device="cuda").to(torch.complex64)
