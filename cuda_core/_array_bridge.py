@@ -185,7 +185,8 @@ Fields = tuple[int, tuple[int, ...], tuple[int, ...] | None, Any, int, bool, int
 
 def torch_fields(t: Any, stream_ptr: int | None) -> Fields | None:
     """Read an exact ``torch.Tensor`` through its attributes; order PyTorch's current stream
-    before ``stream_ptr``. The pure backend's ``torch_view`` (and the native one's fallback)."""
+    before ``stream_ptr``. How a tensor is read wherever the backend's ``torch_view`` declines
+    (always, on the pure backend)."""
     tt = _torch
     try:
         tdt = t.dtype

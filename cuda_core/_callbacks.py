@@ -135,9 +135,7 @@ def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
     """
     if not callable(fn):
         raise arg_error("fn", "callable", fn, exc=TypeError)
-    from ._stream import as_stream
-
-    s = as_stream(stream)
+    s = stream  # a Stream: its callers (Stream.launch_host_func, GraphBuilder.callback) pass one
     handle = s._handle
     dev = getattr(s, "_device", None)
     scope = dev._scope() if dev is not None and getattr(dev, "_ctx", None) is not None else None

@@ -62,7 +62,7 @@ class Context:
     def device(self) -> Device:
         """The :class:`Device` this context belongs to."""
         if self._device is None:
-            from ._device import Device
+            from ._device import Device  # a Device owns its context: _device imports this module
 
             handle_return(driver.cuCtxPushCurrent(self._handle), "cuCtxPushCurrent")
             try:
@@ -87,7 +87,7 @@ class Context:
 
     def create_stream(self, options: Any = None) -> Any:
         """Create a new stream in this context (see :meth:`Device.create_stream`)."""
-        from ._stream import Stream
+        from ._stream import Stream  # a context creates streams, which report their context
 
         dev = self.device
         if dev._ctx is not None and dev._ctx_int == self._int:

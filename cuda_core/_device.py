@@ -508,7 +508,7 @@ class Device:
 
     def create_graph_builder(self) -> GraphBuilder:
         """A graph builder capturing on a new stream of this device."""
-        from ._graph import GraphBuilder
+        from ._graph import GraphBuilder  # graphs are built above devices and streams
 
         return GraphBuilder._from_stream(self.create_stream(), owns_stream=True)
 
@@ -519,7 +519,7 @@ class Device:
         h = self._ctxh
         if mr is None or (self._mr_gen and h is not None and h.generation != self._mr_gen):
             # (Re)made when the context was reset since: its pool died with the context.
-            from ._memory import default_memory_resource
+            from ._memory import default_memory_resource  # memory is built above devices
 
             mr = self._mr = default_memory_resource(self)
             self._mr_gen = h.generation if h is not None else 0
@@ -527,7 +527,7 @@ class Device:
 
     @memory_resource.setter
     def memory_resource(self, mr: MemoryResource) -> None:
-        from ._memory import MemoryResource
+        from ._memory import MemoryResource  # memory is built above devices
 
         if not isinstance(mr, MemoryResource):
             raise arg_error("memory_resource", "a MemoryResource", mr, exc=TypeError)

@@ -223,7 +223,7 @@ class Event:
 
         The returned event is owned by this process's handle and closed like any other event.
         """
-        from ._device import Device
+        from ._device import Device  # a Device creates events: _device imports this module
 
         if not isinstance(ipc_descriptor, IPCEventDescriptor):
             raise arg_error("ipc_descriptor", "an IPCEventDescriptor", ipc_descriptor, exc=TypeError)

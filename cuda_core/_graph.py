@@ -16,7 +16,9 @@ from typing import Any
 
 from cuda.bindings import driver
 
+from ._callbacks import launch_host_func
 from ._holder import HandleHolder
+from ._stream import as_stream
 from ._utils import arg_error, check_or_create_options, handle_return, make_error
 
 __all__ = ["Graph", "GraphBuilder", "GraphCompleteOptions", "GraphDebugPrintOptions"]
@@ -29,17 +31,7 @@ _MODES = {
 _F = driver.CUgraphInstantiate_flags
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
 
-_as_stream_fn: Any = None
-
-
-def _as_stream(obj: Any) -> Any:
-    # Imported on first use: _stream imports this module for create_graph_builder().
-    global _as_stream_fn
-    if _as_stream_fn is None:
-        from ._stream import as_stream
-
-        _as_stream_fn = as_stream
-    return _as_stream_fn(obj)
+_as_stream = as_stream
 
 
 @dataclass
@@ -295,8 +287,6 @@ class GraphBuilder:
         self._check_open()
         if not self._building:
             raise RuntimeError("callback() records into a graph: call begin_building() first")
-        from ._callbacks import launch_host_func
-
         if user_data is None:
             launch_host_func(self._cuda_core_stream, fn)
         else:

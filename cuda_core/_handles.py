@@ -81,13 +81,14 @@ Interop readers (pure statement: ``cuda_core/_interop_py.py``, re-exported here;
     Native: reads ``tensor_type`` (exactly ``torch.Tensor``) through PyTorch's DLPack C
     exchange API (``torch.Tensor.__dlpack_c_exchange_api__``, a capsule named
     ``"dlpack_exchange_api"``, major version 1) when it fits. Pure: always False.
-``torch_view(cls, tensor, stream_ptr) -> cls | None | NotImplemented``
+``torch_view(cls, tensor, stream_ptr) -> cls | NotImplemented``
     A view of an exact ``torch.Tensor`` with PyTorch's current stream ordered before
     ``stream_ptr`` (an event recorded on it, waited on by the consumer). Native: CUDA tensors
     only; ``NotImplemented`` for everything else (not set up, another type, a host tensor,
     a negative or conjugate view, a stream value DLPack treats specially, no order event yet,
-    a failed record): the caller then runs the pure ``torch_view``, which returns a view or
-    ``None`` (the caller then takes ``dlpack_view``).
+    a failed record). Pure: always ``NotImplemented``. Where it declines, the caller reads the
+    tensor through its Python attributes (``_array_bridge.torch_fields``), and where that
+    declines too, takes ``dlpack_view``.
 ``set_order_event(device_id, event) -> bool``
     The event the native ``torch_view`` orders through on a device (ordinals 0..63).
 ``record_wait(event, producer, consumer) -> int``

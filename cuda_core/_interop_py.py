@@ -235,17 +235,11 @@ def torch_setup(tensor_type: type, exchange_api: Any) -> bool:
 
 
 def torch_view(cls: Any, tensor: Any, stream_ptr: Any) -> Any:
-    """A view of an exact ``torch.Tensor`` with PyTorch's current stream ordered before
-    ``stream_ptr`` (``_array_bridge.torch_fields``), or ``None``: the caller takes the DLPack
-    path. Also what runs where the native ``torch_view`` returns ``NotImplemented``."""
+    """Always ``NotImplemented``: the pure backend reads a ``torch.Tensor`` through its Python
+    attributes, which is what the caller does whenever ``torch_view`` declines
+    (``_array_bridge.torch_fields``, shared with the native backend's declined cases)."""
     _check_cls(cls)
-    from ._array_bridge import torch_fields
-
-    fields = torch_fields(tensor, stream_ptr)
-    if fields is None:
-        return None
-    ptr, shape, strides, word, device_id, accessible, devtype = fields
-    return _make(cls, ptr, shape, strides, word, device_id, accessible, False, tensor, None, devtype)
+    return NotImplemented
 
 
 _order_events: dict[int, int] = {}

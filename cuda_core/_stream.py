@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from cuda.bindings import driver
 
 from ._backend import backend
+from ._callbacks import launch_host_func
 from ._context import Context, context_handle
 from ._event import Event, EventOptions
 from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return
@@ -77,7 +78,7 @@ class Stream:
     _priority: int | None
 
     def __new__(cls, obj: Any = None, options: StreamOptions | dict | None = None) -> Stream:
-        from ._device import Device
+        from ._device import Device  # a Device creates streams: _device imports this module
 
         if obj is not None:
             if options is not None:
@@ -235,7 +236,7 @@ class Stream:
     def device(self) -> Device:
         """The :class:`Device` the stream belongs to."""
         if self._device is None:
-            from ._device import Device
+            from ._device import Device  # a stream reports its Device, which creates streams
 
             cu_dev = handle_return(driver.cuStreamGetDevice(self.handle), "cuStreamGetDevice")
             dev = Device(int(cu_dev))
@@ -343,7 +344,7 @@ class Stream:
 
     def create_graph_builder(self) -> GraphBuilder:
         """A graph builder that captures work on this stream."""
-        from ._graph import GraphBuilder
+        from ._graph import GraphBuilder  # graphs are built on streams: _graph imports this module
 
         return GraphBuilder._from_stream(self)
 
@@ -353,8 +354,6 @@ class Stream:
         The callable must not call CUDA. An exception it raises is reported through
         ``sys.unraisablehook``; it never crashes the process.
         """
-        from ._callbacks import launch_host_func
-
         launch_host_func(self, fn, *args)
 
     # -- lifetime -----------------------------------------------------------------------------

@@ -223,7 +223,7 @@ class Buffer:
         # the receiving process maps the pool once (registered by uuid) and the buffer in it.
         mr = self._mr
         if self._ptr is not None and getattr(mr, "_uuid", None) is not None and not mr._mapped:  # type: ignore[union-attr]
-            from ._ipc import rebuild_buffer
+            from ._ipc import rebuild_buffer  # _ipc builds on buffers (cycle)
 
             return (rebuild_buffer, (mr, self.get_ipc_descriptor()))
         raise TypeError(
@@ -261,10 +261,7 @@ class Buffer:
     @property
     def is_mapped(self) -> bool:
         """Whether the memory was mapped in from another process (:meth:`from_ipc_descriptor`)."""
-        from ._pool import _PoolResource
-
-        mr = self._mr
-        return isinstance(mr, _PoolResource) and mr._mapped
+        return getattr(self._mr, "_mapped", False) is True  # only pool resources map memory
 
     def _pointer_attrs(self) -> tuple[int, bool, bool, bool]:
         # (device_id, device accessible, host accessible, managed), cached: from the resource,
@@ -472,7 +469,7 @@ class Buffer:
         RuntimeError
             The buffer is closed.
         """
-        from ._managed import prefetch
+        from ._managed import prefetch  # _managed builds on buffers
 
         prefetch(self, location, stream)
 
@@ -563,7 +560,7 @@ class Buffer:
         """
         if self._ptr is None:
             raise closed_error()
-        from ._ipc import export_buffer
+        from ._ipc import export_buffer  # _ipc builds on buffers
 
         return export_buffer(self)
 
@@ -599,6 +596,6 @@ class Buffer:
         CUDAError
             The driver could not import the pointer.
         """
-        from ._ipc import import_buffer
+        from ._ipc import import_buffer  # _ipc builds on buffers
 
         return import_buffer(mr, ipc_descriptor, stream)  # type: ignore[no-any-return]

@@ -260,7 +260,7 @@ def copy_batch(stream: Any, srcs: Sequence[Any], dsts: Sequence[Any], *, options
     RuntimeError
         A buffer or the stream is closed.
     """
-    from ._buffer import Buffer
+    from ._buffer import Buffer  # Buffer.copy_to/copy_from(options=) call this module
 
     for name, seq in (("srcs", srcs), ("dsts", dsts)):
         if isinstance(seq, Buffer) or not isinstance(seq, Sequence) or isinstance(seq, (str, bytes)):
@@ -287,7 +287,7 @@ def copy_batch(stream: Any, srcs: Sequence[Any], dsts: Sequence[Any], *, options
 
 def copy_with_options(dst: Any, src: Any, stream: Any, options: Any, api: str) -> None:
     """``Buffer.copy_to/copy_from(..., options=...)``: one attributed copy between buffers."""
-    from ._buffer import Buffer
+    from ._buffer import Buffer  # Buffer.copy_to/copy_from(options=) call this module
 
     if not isinstance(options, CopyOptions):
         raise arg_error("options", "a CopyOptions or None", options, exc=TypeError)
@@ -298,7 +298,7 @@ def copy_with_options(dst: Any, src: Any, stream: Any, options: Any, api: str) -
 
 
 def _buffers(buffers: Any, api: str) -> list[Any]:
-    from ._buffer import Buffer
+    from ._buffer import Buffer  # Buffer.copy_to/copy_from(options=) call this module
 
     if isinstance(buffers, Buffer) or not isinstance(buffers, Sequence) or isinstance(buffers, (str, bytes)):
         raise arg_error("buffers", "a sequence of Buffers", buffers, exc=TypeError)

@@ -160,7 +160,7 @@ class _PoolResource(MemoryResource):
         self._alloc_pool = 0 if mapped else self._pool_int
         self._uuid = None
         if ipc and not mapped:
-            from ._ipc import new_exporter
+            from ._ipc import new_exporter  # _ipc builds on pools
 
             self._uuid = new_exporter(self)
         if owned:
@@ -171,7 +171,7 @@ class _PoolResource(MemoryResource):
         if ipc and not mapped:
             # cuMemPoolExportPointer (Buffer.get_ipc_descriptor) fails with
             # CUDA_ERROR_INVALID_VALUE until the pool itself has been exported once.
-            from ._ipc import export_pool
+            from ._ipc import export_pool  # _ipc builds on pools
 
             try:
                 export_pool(self)
@@ -206,7 +206,7 @@ class _PoolResource(MemoryResource):
         RuntimeError
             The resource is not a mapping (from ``from_allocation_handle``).
         """
-        from ._ipc import register
+        from ._ipc import register  # _ipc builds on pools
 
         return register(self, uuid)
 
@@ -221,7 +221,7 @@ class _PoolResource(MemoryResource):
         RuntimeError
             No open resource is registered under ``uuid``.
         """
-        from ._ipc import from_registry
+        from ._ipc import from_registry  # _ipc builds on pools
 
         return from_registry(uuid)
 
