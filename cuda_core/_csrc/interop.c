@@ -16,7 +16,7 @@
  * No offset into the tensor object is used. Anything unusual returns NotImplemented: the caller
  * then runs the pure reader (cuda_core/_interop_py.py: torch_view), which decides.
  */
-#include "native.h"
+#include "interop.h"
 #include <pythread.h>
 #include <structmember.h>
 
@@ -72,183 +72,6 @@ typedef struct {
     int (*dltensor_from_py_object_no_sync)(void *py_object, DLTensorABI *out);
     int (*current_work_stream)(int device_type, int32_t device_id, void **out_stream);
 } ExchangeAPI;
-
-/* ---------------------------------------------------------------------------------------------
- * ViewInfo */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *ptr, *shape, *raw_strides, *strides, *dtype, *device_id, *accessible, *readonly, *exporting,
-        *capsule, *devtype;
-    PyObject *weakrefs;
-} ViewInfo;
-
-static PyTypeObject ViewInfoType;
-
-static int
-vi_traverse(ViewInfo *v, visitproc visit, void *arg)
-{
-    Py_VISIT(v->ptr);
-    Py_VISIT(v->shape);
-    Py_VISIT(v->raw_strides);
-    Py_VISIT(v->strides);
-    Py_VISIT(v->dtype);
-    Py_VISIT(v->device_id);
-    Py_VISIT(v->accessible);
-    Py_VISIT(v->readonly);
-    Py_VISIT(v->exporting);
-    Py_VISIT(v->capsule);
-    Py_VISIT(v->devtype);
-    return 0;
-}
-
-static int
-vi_clear(ViewInfo *v)
-{
-    Py_CLEAR(v->ptr);
-    Py_CLEAR(v->shape);
-    Py_CLEAR(v->raw_strides);
-    Py_CLEAR(v->strides);
-    Py_CLEAR(v->dtype);
-    Py_CLEAR(v->device_id);
-    Py_CLEAR(v->accessible);
-    Py_CLEAR(v->readonly);
-    Py_CLEAR(v->exporting);
-    Py_CLEAR(v->capsule);
-    Py_CLEAR(v->devtype);
-    return 0;
-}
-
-static void
-vi_dealloc(ViewInfo *v)
-{
-    PyObject_GC_UnTrack(v);
-    if (v->weakrefs != NULL) {
-        PyObject_ClearWeakRefs((PyObject *)v);
-    }
-    vi_clear(v);
-    Py_TYPE(v)->tp_free((PyObject *)v);
-}
-
-/* strides: None when the raw strides are absent or C-contiguous (NumPy's rule: extents of 1
- * place no constraint, an empty array is contiguous), else the raw strides; computed once. */
-static PyObject *
-vi_strides(ViewInfo *v, void *closure)
-{
-    if (v->strides != NULL) {
-        return Py_NewRef(v->strides);
-    }
-    if (v->raw_strides == NULL || v->shape == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "the view's shape and strides are not set");
-        return NULL;
-    }
-    PyObject *result = Py_None;
-    if (v->raw_strides != Py_None) {
-        if (!PyTuple_Check(v->raw_strides) || !PyTuple_Check(v->shape)) {
-            PyErr_SetString(PyExc_TypeError, "shape and strides must be tuples");
-            return NULL;
-        }
-        Py_ssize_t ns = PyTuple_GET_SIZE(v->shape), nr = PyTuple_GET_SIZE(v->raw_strides);
-        long long acc = 1;
-        int contiguous = 1;
-        for (Py_ssize_t i = 1; i <= ns && i <= nr; i++) {
-            long long n = PyLong_AsLongLong(PyTuple_GET_ITEM(v->shape, ns - i));
-            long long s = PyLong_AsLongLong(PyTuple_GET_ITEM(v->raw_strides, nr - i));
-            if ((n == -1 || s == -1) && PyErr_Occurred()) {
-                return NULL;
-            }
-            if (n == 0) {
-                contiguous = 1;
-                break;
-            }
-            if (n != 1 && s != acc) {
-                contiguous = 0;
-            }
-            acc *= n;
-        }
-        result = contiguous ? Py_None : v->raw_strides;
-    }
-    v->strides = Py_NewRef(result);
-    return Py_NewRef(result);
-}
-
-#define MEMBER(name, field) {name, T_OBJECT_EX, offsetof(ViewInfo, field), 0, NULL}
-static PyMemberDef vi_members[] = {
-    MEMBER("ptr", ptr),
-    MEMBER("shape", shape),
-    MEMBER("_raw_strides", raw_strides),
-    MEMBER("_dtype", dtype),
-    MEMBER("device_id", device_id),
-    MEMBER("is_device_accessible", accessible),
-    MEMBER("readonly", readonly),
-    MEMBER("exporting_obj", exporting),
-    MEMBER("_capsule", capsule),
-    MEMBER("_dl_device_type", devtype),
-    {NULL, 0, 0, 0, NULL},
-};
-#undef MEMBER
-
-static PyGetSetDef vi_getset[] = {
-    {"strides", (getter)vi_strides, NULL, "Strides in elements, or None when the array is C-contiguous.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyTypeObject ViewInfoType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._native.ViewInfo",
-    .tp_basicsize = sizeof(ViewInfo),
-    .tp_dealloc = (destructor)vi_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The fields of a strided view (the base of StridedMemoryView).",
-    .tp_traverse = (traverseproc)vi_traverse,
-    .tp_clear = (inquiry)vi_clear,
-    .tp_weaklistoffset = offsetof(ViewInfo, weakrefs),
-    .tp_members = vi_members,
-    .tp_getset = vi_getset,
-    .tp_new = PyType_GenericNew,
-};
-
-/* A new instance of cls (ViewInfo or a subclass); every field reference is stolen (NULL fields
- * make the call fail after releasing the others). */
-static PyObject *
-make_view(PyObject *cls, PyObject *ptr, PyObject *shape, PyObject *raw_strides, PyObject *dtype, PyObject *device_id,
-          int accessible, int readonly, PyObject *exporting, PyObject *capsule, long devtype)
-{
-    PyObject *dt = PyLong_FromLong(devtype);
-    ViewInfo *v = NULL;
-    if (ptr && shape && raw_strides && dtype && device_id && dt) {
-        v = (ViewInfo *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
-    }
-    if (v == NULL) {
-        Py_XDECREF(ptr);
-        Py_XDECREF(shape);
-        Py_XDECREF(raw_strides);
-        Py_XDECREF(dtype);
-        Py_XDECREF(device_id);
-        Py_XDECREF(dt);
-        return NULL;
-    }
-    v->ptr = ptr;
-    v->shape = shape;
-    v->raw_strides = raw_strides;
-    v->dtype = dtype;
-    v->device_id = device_id;
-    v->accessible = PyBool_FromLong(accessible);
-    v->readonly = PyBool_FromLong(readonly);
-    v->exporting = Py_NewRef(exporting);
-    v->capsule = Py_NewRef(capsule);
-    v->devtype = dt;
-    return (PyObject *)v;
-}
-
-static int
-check_cls(PyObject *cls)
-{
-    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &ViewInfoType)) {
-        PyErr_Format(PyExc_TypeError, "cls must be a subclass of ViewInfo (got %R)", cls);
-        return -1;
-    }
-    return 0;
-}
 
 /* ---------------------------------------------------------------------------------------------
  * DLPack capsules */
@@ -324,7 +147,7 @@ tensor_view(PyObject *cls, const DLTensorABI *t, PyObject *device_id, int access
             PyObject *capsule, long devtype)
 {
     PyObject *strides = t->ndim && t->strides ? int64_tuple(t->strides, t->ndim) : Py_NewRef(Py_None);
-    return make_view(cls, PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)t->data + t->byte_offset),
+    return cc_make_view(cls, PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)t->data + t->byte_offset),
                      int64_tuple(t->shape, t->ndim), strides, PyLong_FromUnsignedLong(dtype_word(t)), device_id,
                      accessible, readonly, exporting, capsule, devtype);
 }
@@ -344,7 +167,7 @@ read_capsule(PyObject *self, PyObject *capsule)
         return NULL;
     }
     long devtype = t->device_type;
-    return tensor_view((PyObject *)&ViewInfoType, t, PyLong_FromLong(t->device_id), host_accessible_type(devtype),
+    return tensor_view((PyObject *)&cc_ViewInfoType, t, PyLong_FromLong(t->device_id), host_accessible_type(devtype),
                        readonly, Py_None, capsule, devtype);
 }
 
@@ -362,7 +185,7 @@ dlpack_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *cls = args[0], *obj = args[1], *sp = args[2];
-    if (check_cls(cls)) {
+    if (cc_check_view_cls(cls)) {
         return NULL;
     }
     PyObject *dev = PyObject_VectorcallMethod(s_dlpack_device, &obj, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
@@ -652,7 +475,7 @@ torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "torch_view(cls, tensor, stream_ptr) takes 3 arguments");
         return NULL;
     }
-    if (check_cls(args[0])) {
+    if (cc_check_view_cls(args[0])) {
         return NULL;
     }
     PyObject *cls = Py_NewRef(args[0]), *t = Py_NewRef(args[1]), *sp = Py_NewRef(args[2]);
@@ -681,7 +504,8 @@ PyMethodDef cc_interop_functions[] = {
 int
 cc_interop_init(PyObject *module)
 {
-    if (PyType_Ready(&ViewInfoType) < 0 || PyModule_AddObjectRef(module, "ViewInfo", (PyObject *)&ViewInfoType) < 0) {
+    if (PyType_Ready(&cc_ViewInfoType) < 0 ||
+        PyModule_AddObjectRef(module, "ViewInfo", (PyObject *)&cc_ViewInfoType) < 0) {
         return -1;
     }
     if (order_lock == NULL && (order_lock = PyThread_allocate_lock()) == NULL) {

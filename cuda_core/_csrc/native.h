@@ -6,7 +6,9 @@
  *   handles*.c the handle objects: ContextHandle (handles.c), StreamHandle and EventHandle
  *              (handles_stream.c, handles_event.c), Allocation (handles_memory.c), LaunchConfigHandle
  *              (handles_launch.c); handles.h and handles_util.c hold their shared internals
- *   interop.c  readers of foreign arrays: DLPack capsules and PyTorch tensors
+ *   interop*.c readers of foreign arrays: DLPack capsules, PyTorch tensors and the stream
+ *              ordering they need (interop.c); ViewInfo, the C base of StridedMemoryView
+ *              (interop_view.c); interop.h holds what they share
  *
  * Rules (DESIGN.md, key decision 1): this code knows no Python class of cuda_core. It never
  * reads a Python object's slots by offset, never looks up a Python attribute or method by
