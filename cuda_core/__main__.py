@@ -20,7 +20,7 @@ from cuda.bindings import driver
 
 import cuda_core
 
-from . import system
+from . import _backend, system
 from ._errors import CUDADriverNotFoundError, CUDAError
 from ._utils import handle_return
 
@@ -52,6 +52,10 @@ def _report(out: Callable[[str], None]) -> int:
     out(f"cuda_core {cuda_core.__version__}")
     out(f"Python {platform.python_version()} ({sys.executable}, {platform.machine()})")
     out(f"cuda-bindings {system.get_bindings_version()}")
+    if _backend.NATIVE:
+        out("handle layer: native backend (cuda_core._native)")
+    else:
+        out(f"handle layer: pure Python ({_backend.REASON})")
     try:
         import cuda.pathfinder as pathfinder
 
