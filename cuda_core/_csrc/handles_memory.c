@@ -134,24 +134,20 @@ alloc_close_impl(cc_alloc *self, PyObject *stream_arg)
     void *ctx_address = ctx != NULL ? ctx->address : NULL;
     const char *api = "cuMemFreeAsync";
     int st = CC_SUCCESS;
-    if (ctx != NULL) {
-        unsigned long long ident;
-        Py_BEGIN_ALLOW_THREADS
-        ident = cc_ctx_id_nogil(ctx_address);
-        Py_END_ALLOW_THREADS
-        if (ident != gen) {
-            goto done; /* the context was reset or destroyed: the memory died with it */
+    int released_stream = s == NULL || ((cc_stream *)s)->released;
+    void *h = released_stream ? NULL : ((cc_stream *)s)->address;
+    /* One GIL release for the generation check and the free (both never block long). */
+    Py_BEGIN_ALLOW_THREADS
+    if (ctx == NULL || cc_ctx_id_nogil(ctx_address) == gen) {
+        if (released_stream) {
+            /* The deallocation stream was closed since: free on the legacy default stream of
+             * the memory's context (ordered after the work of every blocking stream). */
+            st = free_legacy_nogil(ptr, ctx_address, &api);
+        } else {
+            st = free_on_stream_nogil(ptr, h, ctx_address, &api);
         }
-    }
-    if (s == NULL || ((cc_stream *)s)->released) {
-        /* The deallocation stream was closed since: free on the legacy default stream of the
-         * memory's context (ordered after the work of every blocking stream). */
-        CC_CALL(st, free_legacy_nogil(ptr, ctx_address, &api));
-    } else {
-        void *h = ((cc_stream *)s)->address;
-        CC_CALL(st, free_on_stream_nogil(ptr, h, ctx_address, &api));
-    }
-done:
+    } /* else the context was reset or destroyed: the memory died with it */
+    Py_END_ALLOW_THREADS
     Py_XDECREF(s);
     Py_XDECREF(ctx);
     if (st != CC_SUCCESS) {

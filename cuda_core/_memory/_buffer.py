@@ -7,9 +7,11 @@ from typing import Any
 from cuda.bindings import driver
 
 from .._backend import backend
+from .._errors import CUDAError
 from .._utils import arg_error
 from ._buffer_export import dlpack, dlpack_device, host_view, query_pointer_attrs
 from ._buffer_support import (
+    _LAST_TOKEN,
     Stream,
     UserFree,
     as_stream,
@@ -170,12 +172,17 @@ class Buffer:
         A buffer made by ``from_handle(..., owner=...)`` or without ``mr`` frees nothing; it
         drops its reference to ``owner``.
         """
+        h = self._h
+        if stream is None and h is not None:  # the common case: an open owning buffer
+            self._h = None
+            self._ptr = None
+            h.close()
+            return
         if self._ptr is None:
             return
         if stream is not None and type(stream) is not Stream:
             stream = as_stream(stream)
         self._ptr = None
-        h = self._h
         if h is None:  # non-owning (or zero-size): nothing to free
             self._owner = None
             return
@@ -369,6 +376,14 @@ class Buffer:
         if options is not None:
             copy_with_options(dst, self, s, options, "Buffer.copy_to")
             return dst
+        if dst.__class__ is Buffer and dst._size == self._size and dst._ptr is not None and s._int > _LAST_TOKEN \
+                and self._size:
+            # The common case in one call: a real stream carries its context.
+            try:
+                s._h.memcpy(dst._ptr, ptr, self._size)
+                return dst
+            except CUDAError:
+                pass  # retried below with the stream's context current, which reports the error
         if isinstance(dst, Buffer):
             return copy_between(dst, self, s)
         addr, n, keep = host_address(dst, "dst", True)
@@ -414,6 +429,14 @@ class Buffer:
         if options is not None:
             copy_with_options(self, src, s, options, "Buffer.copy_from")
             return
+        if src.__class__ is Buffer and src._size == self._size and src._ptr is not None and s._int > _LAST_TOKEN \
+                and self._size:
+            # The common case in one call: a real stream carries its context.
+            try:
+                s._h.memcpy(ptr, src._ptr, self._size)
+                return
+            except CUDAError:
+                pass  # retried below with the stream's context current, which reports the error
         if isinstance(src, Buffer):
             copy_between(self, src, s)
             return
