@@ -16,6 +16,7 @@ import numpy
 from . import _array_bridge as _bridge
 from . import _array_interface as _ai
 from . import _dlpack as _dl
+from . import _memoryview_ops as _ops
 from ._backend import backend
 from ._utils import arg_error
 
@@ -360,6 +361,78 @@ class StridedMemoryView(_ViewBase):
             f"dtype={self.dtype}, device_id={self.device_id}, is_device_accessible={self.is_device_accessible}, "
             f"readonly={self.readonly})"
         )
+
+    # ------------------------------------------------------------------ new views and copies
+
+    def view(self, layout: Any = None, dtype: Any = None) -> StridedMemoryView:
+        """A new view of the same memory with another layout and/or dtype (no copy).
+
+        Parameters
+        ----------
+        layout : layout, optional
+            An object with ``shape``, ``strides`` (in elements; ``None`` for C-contiguous),
+            ``itemsize`` and optionally ``slice_offset`` (elements from this view's pointer to
+            the new first element), such as ``cuda.core``'s ``_StridedLayout``. ``None``: this
+            view's layout.
+        dtype : numpy dtype or str, optional
+            The element type; its item size must be the layout's (or this view's, without a
+            layout). ``None``: this view's dtype.
+
+        Returns
+        -------
+        StridedMemoryView
+            Sharing this view's producer, device and read-only flag.
+
+        Raises
+        ------
+        ValueError
+            The item sizes disagree, the layout is malformed, or it reaches outside a
+            memory-resource buffer this view was made from.
+        TypeError
+            ``layout`` is not a layout.
+        """
+        return _ops.make_view(self, layout, dtype)  # type: ignore[no-any-return]
+
+    def copy_from(self, other: StridedMemoryView, stream: Any, allocator: Any = None, blocking: bool | None = None) -> None:
+        """Copy the elements of ``other`` into this view.
+
+        Any strides work on either side (host, pinned, managed or device memory of one
+        device); the views must have the same shape and item size (bytes are copied, no
+        conversion), and this view must be writable.
+
+        Parameters
+        ----------
+        other : StridedMemoryView
+            The source.
+        stream : Stream or GraphBuilder
+            The stream the copy is ordered on (``None``: the device's default stream).
+            Unused when both views are host-only memory (copied by NumPy, at once).
+        allocator : MemoryResource, optional
+            For temporary buffers; none are needed by this implementation.
+        blocking : bool, optional
+            ``True``: ``stream`` is synchronised before returning. ``False``: return once
+            queued. ``None`` (default): non-blocking device-to-device, blocking when host
+            memory is involved.
+
+        Raises
+        ------
+        ValueError
+            Shapes or item sizes differ, this view is read-only, neither view has a dtype, or
+            the views are on two devices.
+        TypeError
+            ``other``, ``allocator``, ``blocking`` or ``stream`` has the wrong type.
+        CUDAError
+            The driver refused a copy.
+        """
+        if not isinstance(other, StridedMemoryView):
+            raise arg_error("other", "a StridedMemoryView", other, exc=TypeError)
+        _ops.copy_views(self, other, stream, allocator, blocking)
+
+    def copy_to(self, other: StridedMemoryView, stream: Any = None, allocator: Any = None, blocking: bool | None = None) -> None:
+        """Copy this view's elements into ``other``; see :meth:`copy_from`."""
+        if not isinstance(other, StridedMemoryView):
+            raise arg_error("other", "a StridedMemoryView", other, exc=TypeError)
+        _ops.copy_views(other, self, stream, allocator, blocking)
 
     # ------------------------------------------------------------------ DLPack export
 

@@ -82,6 +82,31 @@ CLASSES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
         ("cuda_core.ManagedMemoryResourceOptions",),
     ),
     (
+        "ManagedBuffer",
+        ("cuda.core.ManagedBuffer",),
+        ("cuda_core.ManagedBuffer",),
+    ),
+    (
+        "VirtualMemoryResource",
+        ("cuda.core.VirtualMemoryResource",),
+        ("cuda_core.VirtualMemoryResource",),
+    ),
+    (
+        "VirtualMemoryResourceOptions",
+        ("cuda.core.VirtualMemoryResourceOptions",),
+        ("cuda_core.VirtualMemoryResourceOptions",),
+    ),
+    (
+        "GraphMemoryResource",
+        ("cuda.core.GraphMemoryResource",),
+        ("cuda_core.GraphMemoryResource",),
+    ),
+    (
+        "GraphMemoryResourceAttributes",
+        ("cuda.core._memory._graph_memory_resource.GraphMemoryResourceAttributes",),
+        ("cuda_core._memory._graph_resource.GraphMemoryResourceAttributes",),
+    ),
+    (
         "LegacyPinnedMemoryResource",
         ("cuda.core.LegacyPinnedMemoryResource",),
         ("cuda_core.LegacyPinnedMemoryResource",),
@@ -190,18 +215,13 @@ KNOWN_GAPS: frozenset[str] = frozenset(
         # -- missing public names / submodules --
         "module:cuda.core.checkpoint",
         "module:cuda.core.texture",
-        "module:cuda.core.typing",
         "name:cuda.core.ContextOptions",
         "name:cuda.core.DeviceResources",
-        "name:cuda.core.GraphMemoryResource",
         "name:cuda.core.GraphicsResource",
-        "name:cuda.core.ManagedBuffer",
         "name:cuda.core.SMResource",
         "name:cuda.core.SMResourceOptions",
         "name:cuda.core.TensorMapDescriptor",
         "name:cuda.core.TensorMapDescriptorOptions",
-        "name:cuda.core.VirtualMemoryResource",
-        "name:cuda.core.VirtualMemoryResourceOptions",
         "name:cuda.core.WorkqueueResource",
         "name:cuda.core.WorkqueueResourceOptions",
         "name:cuda.core.graph.AllocNode",
@@ -295,9 +315,6 @@ KNOWN_GAPS: frozenset[str] = frozenset(
         "GraphBuilder.while_loop",
         "Stream.resources",
         "StridedMemoryView.as_tensor_map",
-        "StridedMemoryView.copy_from",
-        "StridedMemoryView.copy_to",
-        "StridedMemoryView.view",
     }
 )
 

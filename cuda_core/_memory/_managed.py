@@ -105,6 +105,34 @@ class ManagedMemoryResource(_PoolResource):
         self._preferred = _PREFERRED[loc_type](loc_id) if loc_type in _PREFERRED else None
         self._init_pool(pool, True, loc_id if loc_type == _LOC_DEVICE else Device()._id)
 
+    # ManagedBuffer (set by _managed_buffer, which imports this module: no import cycle).
+    _buffer_cls: type = Buffer
+
+    def allocate(self, size: int, *, stream: Any = None) -> Buffer:
+        """Allocate ``size`` bytes of managed memory from the pool, ordered on ``stream``.
+
+        Parameters
+        ----------
+        size : int
+            Number of bytes (``>= 0``).
+        stream : Stream
+            Keyword-only and required: the allocation is ordered on it and it becomes the
+            buffer's deallocation stream.
+
+        Returns
+        -------
+        ManagedBuffer
+            A :class:`Buffer` with the managed-memory advice API.
+
+        Raises
+        ------
+        TypeError, ValueError, RuntimeError, CUDAError
+            As :meth:`DeviceMemoryResource.allocate`.
+        """
+        buf = _PoolResource.allocate(self, size, stream=stream)
+        buf.__class__ = self._buffer_cls  # the same layout (no slots of its own)
+        return buf
+
     @property
     def preferred_location(self) -> tuple[str, int | None] | None:
         """The preferred location of the pool's memory, from the options.

@@ -1,0 +1,230 @@
+"""GraphMemoryResource: memory allocated by graphs (``cuMemAllocAsync`` while capturing)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from cuda.bindings import driver
+
+from .._utils import arg_error, check_int, handle_return, make_error
+from ._buffer import Buffer
+from ._buffer_support import as_stream, live_handle, on_stream, stream_context
+from ._resource import MemoryResource, check_size
+
+__all__ = ["GraphMemoryResource"]
+
+_GA = driver.CUgraphMem_attribute
+_ACTIVE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
+
+
+def _capturing_stream(stream: Any, what: str) -> Any:
+    """The Stream of ``stream`` (a GraphBuilder or a stream), which must be capturing."""
+    if stream is None:
+        raise arg_error("stream", "a capturing Stream or a GraphBuilder that is building", None, exc=TypeError)
+    s = as_stream(stream)
+    status = handle_return(driver.cuStreamIsCapturing(live_handle(s)), "cuStreamIsCapturing")
+    if status != _ACTIVE:
+        raise RuntimeError(
+            f"GraphMemoryResource cannot {what} on a stream that is not capturing a graph; "
+            "allocate while a GraphBuilder is building (begin_building()), and use another "
+            "memory resource outside graphs"
+        )
+    return s
+
+
+class GraphMemoryResourceAttributes:
+    """Graph memory statistics of a device (``cuDeviceGetGraphMemAttribute``), read live."""
+
+    __slots__ = ("_dev",)
+    _dev: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("GraphMemoryResourceAttributes cannot be created directly; use GraphMemoryResource.attributes")
+
+    @classmethod
+    def _init(cls, device_id: int) -> GraphMemoryResourceAttributes:
+        self = object.__new__(cls)
+        self._dev = driver.CUdevice(device_id)
+        return self
+
+    def _get(self, attr: Any) -> int:
+        return int(handle_return(driver.cuDeviceGetGraphMemAttribute(self._dev, attr), "cuDeviceGetGraphMemAttribute"))
+
+    def _reset(self, attr: Any, value: Any, name: str) -> None:
+        value = check_int(name, value, minimum=0)
+        if value:
+            raise arg_error(name, "0 (a high watermark can only be reset to the current usage)", value)
+        handle_return(
+            driver.cuDeviceSetGraphMemAttribute(self._dev, attr, driver.cuuint64_t(0)), "cuDeviceSetGraphMemAttribute"
+        )
+
+    @property
+    def reserved_mem_current(self) -> int:
+        """Bytes of backing memory currently reserved for graph allocations on the device."""
+        return self._get(_GA.CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT)
+
+    @property
+    def reserved_mem_high(self) -> int:
+        """High watermark of :attr:`reserved_mem_current`; set it to 0 to reset it."""
+        return self._get(_GA.CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
+
+    @reserved_mem_high.setter
+    def reserved_mem_high(self, value: int) -> None:
+        self._reset(_GA.CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, value, "reserved_mem_high")
+
+    @property
+    def used_mem_current(self) -> int:
+        """Bytes of graph memory currently in use (allocated by graphs and not freed)."""
+        return self._get(_GA.CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT)
+
+    @property
+    def used_mem_high(self) -> int:
+        """High watermark of :attr:`used_mem_current`; set it to 0 to reset it."""
+        return self._get(_GA.CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)
+
+    @used_mem_high.setter
+    def used_mem_high(self, value: int) -> None:
+        self._reset(_GA.CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, value, "used_mem_high")
+
+    def __repr__(self) -> str:
+        return (
+            f"GraphMemoryResourceAttributes(reserved_mem_current={self.reserved_mem_current}, "
+            f"reserved_mem_high={self.reserved_mem_high}, used_mem_current={self.used_mem_current}, "
+            f"used_mem_high={self.used_mem_high})"
+        )
+
+
+class GraphMemoryResource(MemoryResource):
+    """The memory graphs allocate on a device (one resource per device).
+
+    Allocate from it while a :class:`GraphBuilder` is building (its stream is capturing): each
+    :meth:`allocate` becomes an allocation node of the graph (``cuMemAllocAsync``), and closing
+    the buffer before :meth:`GraphBuilder.end_building` becomes a free node. The graph then
+    allocates and frees the memory each time it runs; the driver keeps the backing memory
+    between runs (see :attr:`attributes`; :meth:`trim` gives unused memory back). A buffer
+    closed after the capture frees the graph's allocation in stream order once the graph has
+    run. Outside capture, :meth:`allocate` and :meth:`deallocate` raise ``RuntimeError``; other
+    resources raise inside a capture.
+
+    Parameters
+    ----------
+    device_id : Device or int
+        The device; ``GraphMemoryResource(d) is GraphMemoryResource(d)``.
+
+    Examples
+    --------
+    >>> gmr = GraphMemoryResource(dev)                         # doctest: +SKIP
+    >>> gb = dev.create_graph_builder().begin_building()       # doctest: +SKIP
+    >>> buf = gmr.allocate(1024, stream=gb)                    # doctest: +SKIP
+    >>> launch(gb, config, kernel, buf)                        # doctest: +SKIP
+    >>> buf.close()                                            # doctest: +SKIP
+    >>> graph = gb.end_building().complete()                   # doctest: +SKIP
+    """
+
+    _instances: dict[int, GraphMemoryResource] = {}  # noqa: RUF012
+    _lock = threading.Lock()
+    _dev_id: int
+
+    def __new__(cls, device_id: Any) -> GraphMemoryResource:
+        from .._device import Device
+
+        if isinstance(device_id, bool) or not isinstance(device_id, (int, Device)):
+            raise arg_error("device_id", "a Device or an int ordinal", device_id, exc=TypeError)
+        dev_id = Device(device_id).device_id
+        with cls._lock:
+            self = cls._instances.get(dev_id)
+            if self is None:
+                self = super().__new__(cls)
+                self._dev_id = dev_id
+                cls._instances[dev_id] = self
+        return self
+
+    def __init__(self, device_id: Any) -> None:
+        pass  # set up once, in __new__
+
+    def allocate(self, size: int, *, stream: Any = None) -> Buffer:
+        """Allocate ``size`` bytes inside the graph being captured on ``stream``.
+
+        Parameters
+        ----------
+        size : int
+            Number of bytes (``>= 0``).
+        stream : GraphBuilder or Stream
+            Keyword-only and required: a graph builder that is building (or a capturing
+            stream). It becomes the buffer's deallocation stream.
+
+        Returns
+        -------
+        Buffer
+            The graph's allocation; its address is valid while the graph runs.
+
+        Raises
+        ------
+        TypeError
+            No stream, or ``size`` is not an int.
+        RuntimeError
+            The stream is not capturing.
+        CUDAError
+            The driver refused (the message names the requested size).
+        """
+        s = _capturing_stream(stream, "allocate")
+        size = check_size(size)
+        if not size:
+            return Buffer._owned(0, 0, self, s, None)
+        err, ptr = on_stream(s, stream_context(s), driver.cuMemAllocAsync, size, s._handle)
+        if err:
+            raise make_error(err, "cuMemAllocAsync", f"allocating {size} bytes of graph memory failed")
+        return Buffer._owned(int(ptr), size, self, s, None)
+
+    def deallocate(self, ptr: Any, size: int, *, stream: Any = None) -> None:
+        """Free graph memory inside the graph being captured on ``stream`` (a free node).
+
+        Parameters
+        ----------
+        ptr : int or CUdeviceptr
+            The address from :meth:`allocate`.
+        size : int
+            The size that was allocated (unused).
+        stream : GraphBuilder or Stream
+            Keyword-only and required: capturing.
+
+        Raises
+        ------
+        RuntimeError
+            The stream is not capturing.
+        CUDAError
+            The driver refused.
+        """
+        s = _capturing_stream(stream, "deallocate")
+        handle_return(on_stream(s, stream_context(s), driver.cuMemFreeAsync, int(ptr or 0), s._handle), "cuMemFreeAsync")
+
+    def close(self) -> None:
+        """Nothing to release (the driver owns graph memory); kept for compatibility."""
+
+    def trim(self) -> None:
+        """Give the device's unused graph memory back to the system (``cuDeviceGraphMemTrim``)."""
+        handle_return(driver.cuDeviceGraphMemTrim(driver.CUdevice(self._dev_id)), "cuDeviceGraphMemTrim")
+
+    @property
+    def attributes(self) -> GraphMemoryResourceAttributes:
+        """The device's graph memory statistics (live)."""
+        return GraphMemoryResourceAttributes._init(self._dev_id)
+
+    @property
+    def device_id(self) -> int:
+        """The device ordinal."""
+        return self._dev_id
+
+    @property
+    def is_device_accessible(self) -> bool:
+        """``True``."""
+        return True
+
+    @property
+    def is_host_accessible(self) -> bool:
+        """``False``."""
+        return False
+
+    def __repr__(self) -> str:
+        return f"<GraphMemoryResource device={self._dev_id}>"

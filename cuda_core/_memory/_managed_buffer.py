@@ -1,0 +1,243 @@
+"""ManagedBuffer: a Buffer of managed (unified) memory with the advice API as properties."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, MutableSet
+from typing import Any
+
+from cuda.bindings import driver
+
+from .._utils import arg_error, handle_return
+from ._buffer import Buffer
+from ._buffer_support import as_stream, closed_error, on_stream, stream_context
+from ._copy import Host
+from ._managed import ManagedMemoryResource
+
+__all__ = ["ManagedBuffer"]
+
+_ADV = driver.CUmem_advise
+_RANGE = driver.CUmem_range_attribute
+_LOC = driver.CUmemLocationType
+_INT = 4  # the range attributes read here are 32-bit ints
+_NONE = -2  # "no location" in the ACCESSED_BY array
+
+
+def _open(buf: Buffer) -> int:
+    ptr = buf._ptr
+    if ptr is None:
+        raise closed_error()
+    return ptr
+
+
+def _spec(location: Any, what: str = "location") -> driver.CUmemLocation:
+    """The CUmemLocation of a Device or a Host (``TypeError`` for anything else)."""
+    from .._device import Device
+
+    if isinstance(location, Host):
+        return location._location()
+    if isinstance(location, Device):
+        loc = driver.CUmemLocation()
+        loc.type = _LOC.CU_MEM_LOCATION_TYPE_DEVICE
+        loc.id = location.device_id
+        return loc
+    if location is None:
+        raise ValueError(f"{what} is required (a Device or a Host)")
+    raise arg_error(what, "a Device or a Host", location, exc=TypeError)
+
+
+def _advise(buf: Buffer, advice: Any, location: Any) -> None:
+    ptr = _open(buf)
+    loc = driver.CUmemLocation() if location is None else _spec(location)
+    if buf._size:
+        handle_return(driver.cuMemAdvise(ptr, buf._size, advice, loc), "cuMemAdvise")
+
+
+def _attr(buf: Buffer, attribute: Any, count: int = 1) -> Any:
+    ptr = _open(buf)
+    return handle_return(driver.cuMemRangeGetAttribute(_INT * count, attribute, ptr, buf._size), "cuMemRangeGetAttribute")
+
+
+def _accessed_by(buf: Buffer) -> list[Any]:
+    from .._device import Device
+
+    n = int(handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount")) + 1
+    raw = _attr(buf, _RANGE.CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, n)
+    values = raw if isinstance(raw, (list, tuple)) else [raw]
+    return [Host() if v == -1 else Device(int(v)) for v in values if v != _NONE]
+
+
+def _check_accessor(location: Any) -> None:
+    if isinstance(location, Host) and (location.numa_id is not None or location.is_numa_current):
+        raise ValueError("accessed_by takes Devices and Host(), not a NUMA-specific Host")
+
+
+class AccessedBySetProxy(MutableSet):  # type: ignore[type-arg]
+    """The live set of locations with ``set_accessed_by`` advice on a :class:`ManagedBuffer`.
+
+    Reading asks the driver (``cuMemRangeGetAttribute``); ``add``/``discard`` give advice
+    (``cuMemAdvise``). Nothing is cached.
+    """
+
+    __slots__ = ("_buf",)
+
+    def __init__(self, buf: ManagedBuffer) -> None:
+        self._buf = buf
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[Any]) -> set[Any]:
+        return set(it)
+
+    def __contains__(self, location: object) -> bool:
+        from .._device import Device
+
+        return isinstance(location, (Device, Host)) and location in _accessed_by(self._buf)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(_accessed_by(self._buf))
+
+    def __len__(self) -> int:
+        return len(_accessed_by(self._buf))
+
+    def add(self, location: Any) -> None:
+        """Advise that ``location`` (a Device or ``Host()``) accesses the memory."""
+        _spec(location)
+        _check_accessor(location)
+        _advise(self._buf, _ADV.CU_MEM_ADVISE_SET_ACCESSED_BY, location)
+
+    def discard(self, location: Any) -> None:
+        """Withdraw the advice for ``location`` (nothing for anything not in the set)."""
+        from .._device import Device
+
+        if not isinstance(location, (Device, Host)):
+            return
+        if isinstance(location, Host) and (location.numa_id is not None or location.is_numa_current):
+            return
+        _advise(self._buf, _ADV.CU_MEM_ADVISE_UNSET_ACCESSED_BY, location)
+
+    def __repr__(self) -> str:
+        return f"AccessedBySetProxy({set(_accessed_by(self._buf))!r})"
+
+
+class ManagedBuffer(Buffer):
+    """A :class:`Buffer` of managed (unified) memory, with memory advice as properties.
+
+    :meth:`ManagedMemoryResource.allocate` returns one; :meth:`ManagedBuffer.from_handle` wraps
+    another managed allocation. Advice applies to the whole buffer (``cuMemAdvise``) and is
+    read back from the driver (``cuMemRangeGetAttribute``) at every access.
+
+    Examples
+    --------
+    >>> buf = ManagedMemoryResource().allocate(1 << 20, stream=s)   # doctest: +SKIP
+    >>> buf.read_mostly = True                                      # doctest: +SKIP
+    >>> buf.preferred_location = Device(0)                          # doctest: +SKIP
+    >>> buf.accessed_by.add(Host())                                 # doctest: +SKIP
+    >>> buf.prefetch(Device(0), stream=s)                           # doctest: +SKIP
+    """
+
+    __slots__ = ()
+
+    @property
+    def read_mostly(self) -> bool:
+        """Whether ``set_read_mostly`` advice applies (settable)."""
+        return int(_attr(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY)) != 0
+
+    @read_mostly.setter
+    def read_mostly(self, value: bool) -> None:
+        advice = _ADV.CU_MEM_ADVISE_SET_READ_MOSTLY if value else _ADV.CU_MEM_ADVISE_UNSET_READ_MOSTLY
+        _advise(self, advice, None)
+
+    @property
+    def preferred_location(self) -> Any:
+        """The ``set_preferred_location`` target: a Device, a Host, or ``None`` (settable;
+        ``None`` withdraws the advice)."""
+        from .._device import Device
+
+        kind = int(_attr(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE))
+        ident = int(_attr(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID))
+        if kind == int(_LOC.CU_MEM_LOCATION_TYPE_DEVICE):
+            return Device(ident)
+        if kind == int(_LOC.CU_MEM_LOCATION_TYPE_HOST):
+            return Host()
+        if kind == int(_LOC.CU_MEM_LOCATION_TYPE_HOST_NUMA):
+            return Host(numa_id=ident)
+        if kind == int(_LOC.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT):
+            return Host.numa_current()
+        return None
+
+    @preferred_location.setter
+    def preferred_location(self, value: Any) -> None:
+        if value is None:
+            _advise(self, _ADV.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, None)
+        else:
+            _advise(self, _ADV.CU_MEM_ADVISE_SET_PREFERRED_LOCATION, value)
+
+    @property
+    def accessed_by(self) -> AccessedBySetProxy:
+        """The live set of Devices (and ``Host()``) advised to access the memory; assign an
+        iterable to replace it."""
+        _open(self)
+        return AccessedBySetProxy(self)
+
+    @accessed_by.setter
+    def accessed_by(self, locations: Iterable[Any]) -> None:
+        _open(self)
+        target = set()
+        for loc in locations:  # check them all before advising anything
+            _spec(loc, "accessed_by entries")
+            _check_accessor(loc)
+            target.add(loc)
+        current = set(_accessed_by(self))
+        for loc in current - target:
+            _advise(self, _ADV.CU_MEM_ADVISE_UNSET_ACCESSED_BY, loc)
+        for loc in target - current:
+            _advise(self, _ADV.CU_MEM_ADVISE_SET_ACCESSED_BY, loc)
+
+    def prefetch(self, location: Any, *, stream: Any) -> None:
+        """Migrate the memory to ``location`` ahead of use, ordered on ``stream``
+        (``cuMemPrefetchAsync``).
+
+        Parameters
+        ----------
+        location : Device or Host
+            The target.
+        stream : Stream or GraphBuilder
+            Keyword-only.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Bad ``location`` or ``stream``.
+        RuntimeError
+            The buffer is closed.
+        """
+        ptr = _open(self)
+        loc = _spec(location)
+        s = as_stream(stream)
+        if self._size:
+            r = on_stream(s, stream_context(s), driver.cuMemPrefetchAsync, ptr, self._size, loc, 0, s._handle)
+            handle_return(r, "cuMemPrefetchAsync")
+
+    def discard(self, *, stream: Any) -> None:
+        """Discard the contents, ordered on ``stream`` (CUDA 13, ``cuMemDiscardBatchAsync``):
+        later reads see indeterminate values until the memory is written or prefetched."""
+        ptr = _open(self)
+        s = as_stream(stream)
+        if self._size:
+            r = on_stream(
+                s, stream_context(s), driver.cuMemDiscardBatchAsync, [driver.CUdeviceptr(ptr)], [self._size], 1, 0, s._handle
+            )
+            handle_return(r, "cuMemDiscardBatchAsync")
+
+    def discard_prefetch(self, location: Any, *, stream: Any) -> None:
+        """Discard the contents and populate the pages at ``location`` without moving data,
+        ordered on ``stream`` (CUDA 13, ``cuMemDiscardAndPrefetchBatchAsync``)."""
+        ptr = _open(self)
+        loc = _spec(location)
+        s = as_stream(stream)
+        if self._size:
+            fn = driver.cuMemDiscardAndPrefetchBatchAsync
+            r = on_stream(s, stream_context(s), fn, [driver.CUdeviceptr(ptr)], [self._size], 1, [loc], [0], 1, 0, s._handle)
+            handle_return(r, "cuMemDiscardAndPrefetchBatchAsync")
+
+
+ManagedMemoryResource._buffer_cls = ManagedBuffer
