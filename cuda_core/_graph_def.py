@@ -19,7 +19,8 @@ from . import _graph_nodes  # noqa: F401  (registers the node kinds)
 from ._graph import Graph, GraphCompleteOptions, GraphDebugPrintOptions
 from ._graph_cond import GraphCondition
 from ._graph_exec_nodes import executable_node
-from ._graph_node import KINDS, GraphNode, GraphState, wrap_node
+from ._graph_node import GraphNode
+from ._graph_state import KINDS, GraphState, wrap_node
 from ._utils import check_or_create_options, handle_return
 
 __all__: list[str] = []  # public through cuda_core.graph

@@ -16,8 +16,9 @@ from cuda.bindings import driver
 
 from . import _callback_table as _table
 from ._graph_driver import current_context
-from ._graph_node import KINDS, GraphNode
+from ._graph_node import GraphNode
 from ._graph_params import check_event, host_callback, kernel_params, memcpy_params, memset_params
+from ._graph_state import KINDS
 from ._holder import HandleHolder
 from ._utils import arg_error, handle_return
 

@@ -12,8 +12,9 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from ._graph_node import KINDS, GraphNode
+from ._graph_node import GraphNode
 from ._graph_params import check_event, kernel_params, memcpy_params, memset_params
+from ._graph_state import KINDS
 from ._utils import handle_return
 
 __all__: list[str] = []  # public through cuda_core.graph
