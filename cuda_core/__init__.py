@@ -24,6 +24,7 @@ from . import (
     _errors,
     _event,
     _graph,
+    _graph_options,
     _kernel,
     _kernel_arg_handler,
     _launch_config,
@@ -35,6 +36,7 @@ from . import (
     _program_options,
     _stream,
 )
+from . import graph as graph  # registers the explicit-graph API with GraphBuilder and Graph
 from . import system as system
 from . import utils as utils
 from ._context import *
@@ -42,6 +44,7 @@ from ._device import *
 from ._errors import *
 from ._event import *
 from ._graph import *
+from ._graph_options import *
 from ._kernel import *
 from ._kernel_arg_handler import *
 from ._launch_config import *
@@ -61,6 +64,7 @@ __all__ = sorted(
         *_errors.__all__,
         *_event.__all__,
         *_graph.__all__,
+        *_graph_options.__all__,
         *_kernel.__all__,
         *_kernel_arg_handler.__all__,
         *_launch_config.__all__,

@@ -22,74 +22,26 @@ printed to stderr with its traceback); it never propagates into the driver.
 from __future__ import annotations
 
 import ctypes
-import itertools
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from cuda.bindings import driver
 
 from . import _backend
-from ._lifetime import immortal
+from . import _callback_table as _table
 from ._utils import arg_error, ensure_driver, handle_return, raise_status
 
 __all__: list[str] = []  # private module; Stream.launch_host_func and GraphBuilder.callback are public
 
-_HostFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 # CUresult cuLaunchHostFunc(CUstream, CUhostFn, void* userData) (CUDA 12.0 ABI). A CFUNCTYPE
 # function releases the GIL during the call (PYFUNCTYPE would not).
 _LaunchHostFunc = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
-_once: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
-_kept: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
-_keys = itertools.count(1)
-_lock = threading.Lock()
-
-
-def _invoke(entry: tuple[Callable[..., Any], tuple[Any, ...]] | None) -> None:
-    if entry is None:
-        return
-    fn, args = entry
-    try:
-        fn(*args)
-    except BaseException as exc:
-        # Re-raised into ctypes, which hands it to sys.unraisablehook; the driver never sees it.
-        exc.add_note(f"(raised by the host callback {fn!r}; cuda_core reports it and carries on)")
-        raise
-
-
-@immortal
-@_HostFn
-def _run_once(key: int | None) -> None:
-    with _lock:
-        entry = _once.pop(key or 0, None)
-    _invoke(entry)
-
-
-@immortal
-@_HostFn
-def _run_kept(key: int | None) -> None:
-    _invoke(_kept.get(key or 0))
-
-
-@immortal
-@_HostFn
-def _drop_kept(key: int | None) -> None:
-    with _lock:
-        _kept.pop(key or 0, None)
-
-
-def _address(cfn: Any) -> int:
-    return ctypes.cast(cfn, ctypes.c_void_p).value or 0
-
-
-# The trampolines are module globals: they live until the interpreter exits.
-_RUN_ONCE = _address(_run_once)
-_RUN_KEPT = _address(_run_kept)
-_DROP_KEPT = driver.CUhostFn(_address(_drop_kept))
+# The table and trampolines live in _callback_table (shared with explicit graph host nodes).
+_once, _kept, _keys = _table._once, _table._kept, _table._keys
+_RUN_ONCE, _RUN_KEPT, _DROP_KEPT = _table.RUN_ONCE, _table.RUN_KEPT, _table.DROP_KEPT
 _ACTIVE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
-_NO_SYNC = driver.CUuserObject_flags.CU_USER_OBJECT_NO_DESTRUCTOR_SYNC
-_MOVE = driver.CUuserObjectRetain_flags.CU_GRAPH_USER_OBJECT_MOVE
+pending_callbacks = _table.pending_callbacks
 
 _launch_fn: Any = None
 
@@ -105,11 +57,6 @@ def _launch_host_func_c() -> Any:
             raise RuntimeError("the CUDA driver has no cuLaunchHostFunc entry point (CUDA 12.0 ABI)")
         _launch_fn = _LaunchHostFunc(addr)
     return _launch_fn
-
-
-def pending_callbacks() -> tuple[int, int]:
-    """``(one-shot entries waiting to run, entries held by graphs)``, for tests."""
-    return len(_once), len(_kept)
 
 
 def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
@@ -149,29 +96,18 @@ def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
 def _enqueue(handle: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
     launch = _launch_host_func_c()
     status = handle_return(driver.cuStreamIsCapturing(handle), "cuStreamIsCapturing")
-    key = next(_keys)
     raw = int(handle) or None
     if status == _ACTIVE:
-        info = handle_return(driver.cuStreamGetCaptureInfo(handle), "cuStreamGetCaptureInfo")
-        graph = info[2]
-        with _lock:
-            _kept[key] = (fn, args)
-        try:
-            obj = handle_return(driver.cuUserObjectCreate(key, _DROP_KEPT, 1, _NO_SYNC), "cuUserObjectCreate")
-        except BaseException:
-            with _lock:
-                _kept.pop(key, None)
-            raise
-        # The graph takes over our one reference; from here the driver decides when to drop.
-        handle_return(driver.cuGraphRetainUserObject(graph, obj, 1, _MOVE), "cuGraphRetainUserObject")
+        graph = handle_return(driver.cuStreamGetCaptureInfo(handle), "cuStreamGetCaptureInfo")[2]
+        # The graph owns the entry from here; the driver decides when to drop it.
+        key, _ = _table.keep_in_graph(graph, fn, args)
         rc = launch(raw, _RUN_KEPT, key)
         if rc:
             raise_status(rc, "cuLaunchHostFunc")
         return
-    with _lock:
-        _once[key] = (fn, args)
+    key = _table.new_key()
+    _table.add_once(key, fn, args)
     rc = launch(raw, _RUN_ONCE, key)
     if rc:
-        with _lock:
-            _once.pop(key, None)
+        _table.pop_once(key)
         raise_status(rc, "cuLaunchHostFunc")

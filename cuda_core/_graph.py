@@ -4,137 +4,74 @@ A :class:`GraphBuilder` wraps a stream. Between :meth:`GraphBuilder.begin_buildi
 :meth:`GraphBuilder.end_building`, work enqueued on the builder (it is accepted wherever a
 stream is: ``launch``, copies, fills, allocations, host callbacks) is recorded instead of run.
 :meth:`GraphBuilder.complete` instantiates the recording as an executable :class:`Graph`, which
-:meth:`Graph.launch` replays on any stream with one driver call.
+:meth:`Graph.launch` replays on any stream with one driver call. Conditional bodies
+(:meth:`GraphBuilder.if_then` and kin), forks (:meth:`GraphBuilder.split`) and child graphs
+(:meth:`GraphBuilder.embed`) are added to the capture in progress.
+
+The explicit-graph API (:mod:`cuda_core._graph_def`) sits above this module: it registers the
+few things builders and graphs hand out from it (:func:`register_explicit`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import weakref
-from dataclasses import dataclass
 from typing import Any
 
 from cuda.bindings import driver
 
+from . import _graph_driver as _gd
 from ._callbacks import launch_host_func
+from ._graph_capture import CaptureOps
+from ._graph_options import GraphCompleteOptions, GraphDebugPrintOptions
 from ._holder import HandleHolder
 from ._stream import as_stream
 from ._utils import arg_error, check_or_create_options, handle_return, make_error
 
-__all__ = ["Graph", "GraphBuilder", "GraphCompleteOptions", "GraphDebugPrintOptions"]
+__all__ = ["Graph", "GraphBuilder"]
 
 _MODES = {
     "global": driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL,
     "thread_local": driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
     "relaxed": driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED,
 }
-_F = driver.CUgraphInstantiate_flags
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
 
 _as_stream = as_stream
+_explicit: dict[str, Any] = {}
 
 
-@dataclass
-class GraphCompleteOptions:
-    """Options for :meth:`GraphBuilder.complete`.
-
-    Attributes
-    ----------
-    auto_free_on_launch : bool
-        Free memory allocated inside the graph (and not freed there) before each relaunch.
-    upload_stream : Stream, optional
-        Upload the graph on this stream right after instantiation.
-    device_launch : bool
-        Make the graph launchable from device code; excludes ``auto_free_on_launch``.
-    use_node_priority : bool
-        Use each node's priority attribute instead of the launch stream's priority.
-    """
-
-    auto_free_on_launch: bool = False
-    upload_stream: Any = None
-    device_launch: bool = False
-    use_node_priority: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("auto_free_on_launch", "device_launch", "use_node_priority"):
-            if not isinstance(getattr(self, name), bool):
-                raise arg_error(name, "a bool", getattr(self, name), exc=TypeError)
-        if self.device_launch and self.auto_free_on_launch:
-            raise ValueError("device_launch and auto_free_on_launch cannot both be True")
-
-    def _flags(self) -> int:
-        flags = 0
-        if self.auto_free_on_launch:
-            flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)
-        if self.device_launch:
-            flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH)
-        if self.use_node_priority:
-            flags |= int(_F.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
-        return flags
+def register_explicit(definition_cls: Any, builder_view: Any, executable_node: Any) -> None:
+    """Called once by :mod:`cuda_core._graph_def`: the classes the explicit API provides."""
+    _explicit.update(definition=definition_cls, view=builder_view, node=executable_node)
 
 
-@dataclass
-class GraphDebugPrintOptions:
-    """What :meth:`GraphBuilder.debug_dot_print` writes besides the graph's structure.
-
-    Each field turns on the driver's ``CU_GRAPH_DEBUG_DOT_FLAGS_<FIELD NAME>`` flag (the fields
-    and their order are cuda.core's).
-
-    Attributes
-    ----------
-    verbose : bool
-        Everything, as if every flag below were on.
-    runtime_types : bool
-        CUDA runtime structures instead of driver ones.
-    kernel_node_params, memcpy_node_params, memset_node_params, host_node_params : bool
-        Parameters of the nodes of each kind.
-    event_node_params, ext_semas_signal_node_params, ext_semas_wait_node_params : bool
-        Parameters of event and external-semaphore nodes.
-    kernel_node_attributes : bool
-        Kernel node attributes.
-    handles : bool
-        Node handles and kernel function handles.
-    mem_alloc_node_params, mem_free_node_params, batch_mem_op_node_params : bool
-        Parameters of memory allocation, free and batched memory-operation nodes.
-    extra_topo_info : bool
-        Edge numbering.
-    conditional_node_params : bool
-        Parameters of conditional nodes.
-    """
-
-    verbose: bool = False
-    runtime_types: bool = False
-    kernel_node_params: bool = False
-    memcpy_node_params: bool = False
-    memset_node_params: bool = False
-    host_node_params: bool = False
-    event_node_params: bool = False
-    ext_semas_signal_node_params: bool = False
-    ext_semas_wait_node_params: bool = False
-    kernel_node_attributes: bool = False
-    handles: bool = False
-    mem_alloc_node_params: bool = False
-    mem_free_node_params: bool = False
-    batch_mem_op_node_params: bool = False
-    extra_topo_info: bool = False
-    conditional_node_params: bool = False
-
-    def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if not isinstance(value, bool):
-                raise arg_error(f.name, "a bool", value, exc=TypeError)
-
-    def _flags(self) -> int:
-        flags = driver.CUgraphDebugDot_flags
-        return sum(
-            int(getattr(flags, f"CU_GRAPH_DEBUG_DOT_FLAGS_{f.name.upper()}"))
-            for f in dataclasses.fields(self)
-            if getattr(self, f.name)
-        )
+def _no_destroy(handle: Any) -> None:
+    """Destroy function of a graph owned elsewhere (a conditional body)."""
 
 
-class GraphBuilder:
+class _CapturedGraph:
+    """Owns a builder's ``CUgraph`` (or borrows a body graph); shared with the builder's
+    ``graph_definition`` views, so the graph lives until the builder and every view are gone."""
+
+    __slots__ = ("__weakref__", "box")
+
+    def __init__(self, handle: Any, owned: bool = True) -> None:
+        self.box = HandleHolder(driver.cuGraphDestroy if owned else _no_destroy, handle)
+        if owned:
+            weakref.finalize(self, self.box.release)
+
+
+def instantiate(graph: Any, opts: GraphCompleteOptions, keep: tuple[Any, ...] = ()) -> Graph:
+    """``cuGraphInstantiate`` ``graph`` into a :class:`Graph` that keeps ``keep`` alive."""
+    exe = handle_return(driver.cuGraphInstantiate(graph, opts._flags()), "cuGraphInstantiate")
+    g = Graph._from_handle(exe)
+    g._keep.extend(keep)
+    if opts.upload_stream is not None:
+        g.upload(opts.upload_stream)
+    return g
+
+
+class GraphBuilder(CaptureOps):
     """A graph under construction by stream capture.
 
     Create one with :meth:`Stream.create_graph_builder` (captures on that stream) or
@@ -142,31 +79,45 @@ class GraphBuilder:
     wherever a stream is; work enqueued on it while building is recorded, not executed.
     Captured work references memory without owning it: keep the buffers alive for as long as
     the graph may run. Host callbacks (:meth:`callback`) are the exception; the graph keeps them.
+    Builders returned by :meth:`split` and by the conditional methods (:meth:`if_then`, ...)
+    own a stream of their own, closed with the builder.
 
     Directly constructing a GraphBuilder is not supported.
     """
 
-    __slots__ = ("__weakref__", "_box", "_building", "_closed", "_cuda_core_stream", "_finalizer", "_owns_stream")
+    __slots__ = (
+        "__weakref__", "_building", "_closed", "_cuda_core_stream", "_graph", "_joined", "_kind", "_owns_stream",
+        "_parent", "_root_key", "_view",
+    )
 
-    _box: HandleHolder  # the captured CUgraph
+    _graph: _CapturedGraph | None  # the finished graph (primary) or the body graph (body)
     _building: bool
     _closed: bool
     _cuda_core_stream: Any
-    _finalizer: weakref.finalize
     _owns_stream: bool
+    _kind: str  # "primary", "forked" or "body"
+    _parent: Any  # the builder a forked or body builder came from (kept alive)
+    _root_key: int | None  # int() of the root captured graph, for condition checks
+    _view: Any
+    _joined: list[Any]  # streams of joined forks, closed with this builder
 
     def __init__(self) -> None:
         raise RuntimeError("use Stream.create_graph_builder() or Device.create_graph_builder() to make a GraphBuilder")
 
     @classmethod
-    def _from_stream(cls, stream: Any, *, owns_stream: bool = False) -> GraphBuilder:
+    def _from_stream(cls, stream: Any, *, owns_stream: bool = False, kind: str = "primary",
+                     parent: Any = None, body: Any = None) -> GraphBuilder:
         self = object.__new__(cls)
         self._cuda_core_stream = stream
         self._owns_stream = owns_stream
         self._building = False
         self._closed = False
-        self._box = HandleHolder(driver.cuGraphDestroy)
-        self._finalizer = weakref.finalize(self, self._box.release)
+        self._kind = kind
+        self._parent = parent
+        self._root_key = None if parent is None else parent._root_key
+        self._graph = None if body is None else _CapturedGraph(body, owned=False)
+        self._view = None
+        self._joined = []
         return self
 
     # ------------------------------------------------------------------ properties
@@ -178,8 +129,8 @@ class GraphBuilder:
 
     @property
     def handle(self) -> Any:
-        """The captured ``CUgraph`` once :meth:`end_building` ran, else ``None``."""
-        return self._box.handle
+        """The captured ``CUgraph`` once :meth:`end_building` ran (a body builder: its body graph), else ``None``."""
+        return None if self._graph is None else self._graph.box.handle
 
     @property
     def is_building(self) -> bool:
@@ -188,13 +139,37 @@ class GraphBuilder:
 
     @property
     def is_join_required(self) -> bool:
-        """Always ``False``: this builder captures a single stream (no split branches)."""
-        return False
+        """Whether this is a forked builder (from :meth:`split`) that must be joined (:meth:`join`)
+        into its origin before the origin ends building."""
+        return self._kind == "forked" and not self._closed
 
     @property
     def is_closed(self) -> bool:
         """Whether :meth:`close` has run."""
         return self._closed
+
+    @property
+    def graph_definition(self) -> Any:
+        """The captured graph as a :class:`~cuda_core.graph.GraphDefinition` view.
+
+        Nodes added through the view appear in later :meth:`complete` and
+        :meth:`debug_dot_print` calls; the view keeps the graph alive after :meth:`close`.
+        Available on a primary builder after :meth:`end_building`, on a conditional-body builder
+        whenever it is not building, never on a forked builder.
+
+        Raises
+        ------
+        RuntimeError
+            Closed, forked, building, or (primary) not built yet.
+        """
+        self._check_open()
+        if self._kind == "forked":
+            raise RuntimeError("a forked GraphBuilder has no graph of its own; use the builder it was split from")
+        if self._building or self._graph is None:
+            raise RuntimeError("graph_definition needs a finished graph: call end_building() first")
+        if self._view is None:
+            self._view = _explicit["view"](self._graph.box.handle, self._graph)
+        return self._view
 
     def __cuda_stream__(self) -> tuple[int, int]:
         return (0, int(self._cuda_core_stream._handle))
@@ -204,6 +179,12 @@ class GraphBuilder:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this GraphBuilder is closed")
+
+    def _check_building(self, what: str) -> Any:
+        self._check_open()
+        if not self._building:
+            raise RuntimeError(f"{what} adds to the capture in progress: call begin_building() first")
+        return self._cuda_core_stream._handle
 
     def begin_building(self, mode: str = "relaxed") -> GraphBuilder:
         """Start capturing the builder's stream.
@@ -225,7 +206,7 @@ class GraphBuilder:
         ValueError
             Unknown ``mode``.
         RuntimeError
-            Already building, or closed.
+            Already building, closed, or a forked builder (it builds from :meth:`split` on).
         CUDAError
             The driver refused to start capture.
         """
@@ -235,7 +216,15 @@ class GraphBuilder:
             raise arg_error("mode", 'one of "relaxed", "global", "thread_local"', mode)
         if self._building:
             raise RuntimeError("this GraphBuilder is already building; call end_building() first")
-        handle_return(driver.cuStreamBeginCapture(self._cuda_core_stream._handle, cu_mode), "cuStreamBeginCapture")
+        if self._kind == "forked":
+            raise RuntimeError("a forked GraphBuilder is building from split() on; join() it instead")
+        h = self._cuda_core_stream._handle
+        if self._kind == "body":
+            r = driver.cuStreamBeginCaptureToGraph(h, self._graph.box.handle, None, None, 0, cu_mode)  # type: ignore[union-attr]
+            handle_return(r, "cuStreamBeginCaptureToGraph")
+        else:
+            handle_return(driver.cuStreamBeginCapture(h, cu_mode), "cuStreamBeginCapture")
+            self._root_key = int(_gd.capture_info(h)[0])
         self._building = True
         return self
 
@@ -255,15 +244,17 @@ class GraphBuilder:
         RuntimeError
             Not building.
         CUDAError
-            Capture was invalidated by an unsupported operation.
+            Capture was invalidated by an unsupported operation, or forks were not joined.
         """
         self._check_open()
         if not self._building:
             raise RuntimeError("this GraphBuilder is not building; call begin_building() first")
         self._building = False
         graph = handle_return(driver.cuStreamEndCapture(self._cuda_core_stream._handle), "cuStreamEndCapture")
-        self._box.release()
-        self._box.handle = graph
+        if self._kind == "primary":
+            self._graph = _CapturedGraph(graph)
+            self._view = None
+        self._close_joined()
         return self
 
     def callback(self, fn: Any, *, user_data: Any = None) -> None:
@@ -284,13 +275,13 @@ class GraphBuilder:
         RuntimeError
             Not building.
         """
-        self._check_open()
-        if not self._building:
-            raise RuntimeError("callback() records into a graph: call begin_building() first")
+        self._check_building("callback()")
         if user_data is None:
             launch_host_func(self._cuda_core_stream, fn)
         else:
             launch_host_func(self._cuda_core_stream, fn, user_data)
+
+    # ------------------------------------------------------------------ results
 
     def complete(self, options: GraphCompleteOptions | dict[str, Any] | None = None) -> Graph:
         """Instantiate the captured graph as an executable :class:`Graph`.
@@ -313,14 +304,10 @@ class GraphBuilder:
         """
         self._check_open()
         opts = check_or_create_options(GraphCompleteOptions, options, "options")
-        graph = self._box.handle
+        graph = self.handle
         if self._building or graph is None:
             raise RuntimeError("complete() needs a finished graph: call begin_building() and end_building() first")
-        exe = handle_return(driver.cuGraphInstantiate(graph, opts._flags()), "cuGraphInstantiate")
-        g = Graph._from_handle(exe)
-        if opts.upload_stream is not None:
-            g.upload(opts.upload_stream)
-        return g
+        return instantiate(graph, opts, (self._graph, self._view))
 
     def debug_dot_print(self, path: str, options: GraphDebugPrintOptions | dict[str, Any] | None = None) -> None:
         """Write the captured graph as a Graphviz DOT file.
@@ -338,14 +325,20 @@ class GraphBuilder:
             Building has not finished.
         """
         opts = check_or_create_options(GraphDebugPrintOptions, options, "options")
-        if self._box.handle is None:
+        if self.handle is None:
             raise RuntimeError("debug_dot_print() needs a finished graph: call end_building() first")
         handle_return(
-            driver.cuGraphDebugDotPrint(self._box.handle, str(path).encode(), opts._flags()), "cuGraphDebugDotPrint"
+            driver.cuGraphDebugDotPrint(self.handle, str(path).encode(), opts._flags()), "cuGraphDebugDotPrint"
         )
 
+    def _close_joined(self) -> None:
+        streams, self._joined = self._joined, []
+        for s in streams:
+            s.close()
+
     def close(self) -> None:
-        """Destroy the captured graph; close the stream if the builder owns it. Idempotent.
+        """Release the captured graph (kept while a :attr:`graph_definition` view lives); close
+        the stream if the builder owns it. Idempotent.
 
         A capture still in progress is ended and discarded, so the stream is usable again.
         Graphs already completed stay valid.
@@ -356,9 +349,12 @@ class GraphBuilder:
         if self._building:
             self._building = False
             err, graph = driver.cuStreamEndCapture(self._cuda_core_stream._handle)
-            if err == _SUCCESS and graph is not None:
+            if err == _SUCCESS and graph is not None and self._kind == "primary":
                 HandleHolder(driver.cuGraphDestroy, graph).release()
-        self._finalizer()
+        self._graph = None
+        self._view = None
+        self._parent = None
+        self._close_joined()
         if self._owns_stream:
             self._cuda_core_stream.close()
 
@@ -370,25 +366,28 @@ class GraphBuilder:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "building" if self._building else "idle"
-        return f"<GraphBuilder {state} on {self._cuda_core_stream!r}>"
+        kind = "" if self._kind == "primary" else f" {self._kind}"
+        return f"<GraphBuilder{kind} {state} on {self._cuda_core_stream!r}>"
 
 
 class Graph:
-    """An executable graph, made by :meth:`GraphBuilder.complete`.
+    """An executable graph, made by :meth:`GraphBuilder.complete` or :meth:`GraphDefinition.instantiate`.
 
     :meth:`launch` replays every recorded operation on a stream with one driver call. The
     graph owns its ``CUgraphExec`` (released by :meth:`close`, ``with``, or garbage
-    collection); it does not own the memory its nodes reference.
+    collection). It keeps alive what a GraphDefinition retained for it (operands, callbacks);
+    captured work references memory it does not own. ``graph[node]`` updates one node in place.
     """
 
-    __slots__ = ("__weakref__", "_box", "_finalizer", "_handle")
+    __slots__ = ("__weakref__", "_box", "_finalizer", "_handle", "_keep")
 
     _box: HandleHolder  # the CUgraphExec
     _finalizer: weakref.finalize
     _handle: Any
+    _keep: list[Any]  # what the graph's nodes use (definition state, update operands)
 
     def __init__(self) -> None:
-        raise RuntimeError("use GraphBuilder.complete() to make a Graph")
+        raise RuntimeError("use GraphBuilder.complete() or GraphDefinition.instantiate() to make a Graph")
 
     @classmethod
     def _from_handle(cls, exe: Any) -> Graph:
@@ -396,7 +395,27 @@ class Graph:
         self._handle = exe
         self._box = HandleHolder(driver.cuGraphExecDestroy, exe)
         self._finalizer = weakref.finalize(self, self._box.release)
+        self._keep = []
         return self
+
+    def __getitem__(self, node: Any) -> Any:
+        """A view of ``node`` (a node of the definition this graph came from) for updating it.
+
+        ``graph[node].update(...)`` changes the node's parameters for future launches of this
+        graph; kernel, memset and memcpy views can also ``disable()``/``enable()`` the node.
+
+        Returns
+        -------
+        ExecutableGraphNode
+            The subclass that fits the node's kind.
+
+        Raises
+        ------
+        TypeError
+            ``node`` is not a GraphNode.
+        """
+        self._live()
+        return _explicit["node"](self, node)
 
     @property
     def handle(self) -> Any:
@@ -449,36 +468,44 @@ class Graph:
         """
         handle_return(driver.cuGraphUpload(self._live(), _as_stream(stream)._handle), "cuGraphUpload")
 
-    def update(self, source: GraphBuilder) -> None:
-        """Take new node parameters from a finished builder whose topology matches this graph.
+    def update(self, source: Any) -> None:
+        """Take new node parameters from a graph whose topology matches this one.
 
         Kernel arguments, launch dimensions, copy and fill operands may change; node kinds,
         count and edges may not.
 
         Parameters
         ----------
-        source : GraphBuilder
-            A builder that finished building.
+        source : GraphBuilder or GraphDefinition
+            A builder that finished building, or a definition.
 
         Raises
         ------
         TypeError
-            ``source`` is not a GraphBuilder.
+            ``source`` is neither.
         RuntimeError
             ``source`` has not finished building.
         CUDAError
             ``CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`` when the driver cannot apply the update
             (the message names the reason); the graph is unchanged.
         """
-        if not isinstance(source, GraphBuilder):
-            raise arg_error("source", "a GraphBuilder that finished building", source, exc=TypeError)
-        graph = source._box.handle
-        if graph is None or source._building:
-            raise RuntimeError("update() needs a builder that finished building (call end_building())")
+        definition = _explicit.get("definition")
+        if definition is not None and isinstance(source, definition):
+            graph = source._live()
+            keep: Any = source._state
+        elif isinstance(source, GraphBuilder):
+            graph = source.handle
+            keep = source._graph
+            if graph is None or source._building:
+                raise RuntimeError("update() needs a builder that finished building (call end_building())")
+        else:
+            raise arg_error("source", "a GraphBuilder that finished building or a GraphDefinition", source,
+                            exc=TypeError)
         err, info = driver.cuGraphExecUpdate(self._live(), graph)
         if err != _SUCCESS:
             reason = getattr(getattr(info, "result", None), "name", "")
             raise make_error(err, "cuGraphExecUpdate", f"the graph cannot be updated in place ({reason})")
+        self._keep.append(keep)
 
     def close(self) -> None:
         """Destroy the executable graph. Idempotent; work already launched completes."""

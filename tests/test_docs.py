@@ -144,3 +144,15 @@ def test_index_toctree_lists_the_pages():
     assert [p for p in pages if not p.startswith(":")] == expected
     for page in expected:
         assert (DOCS / f"{page}.rst").is_file(), page
+
+
+def test_every_graph_name_is_documented():
+    # cuda_core.graph's names: the four capture classes are documented under cuda_core.<Name>,
+    # the explicit-graph API under cuda_core.graph.<Name>.
+    graph = importlib.import_module("cuda_core.graph")
+    documented = {target for _, target, _ in _directives()}
+    missing = [
+        n for n in graph.__all__
+        if f"cuda_core.graph.{n}" not in documented and f"cuda_core.{n}" not in documented
+    ]
+    assert not missing, f"cuda_core.graph names not documented: {missing}"
