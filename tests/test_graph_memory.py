@@ -97,8 +97,10 @@ def test_graph_alloc_free_replayed_1000_times_without_growth(dev):
     s.sync()
     attrs = gmr.attributes
     used, reserved = attrs.used_mem_current, attrs.reserved_mem_current
-    assert used == 0, "the graph freed its allocation: nothing stays in use"
-    assert reserved >= N * 4
+    # The driver keeps the physical memory associated with the graph between launches (used
+    # counts it until the graph is destroyed or the memory trimmed): what matters is that it
+    # does not grow with the launches.
+    assert N * 4 <= used <= reserved
     attrs.used_mem_high = 0
     attrs.reserved_mem_high = 0
     for _ in range(999):

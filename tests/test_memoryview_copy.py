@@ -165,11 +165,25 @@ def test_device_views_on_two_shapes_are_refused(dev):
 
 @pytest.mark.gpu
 def test_managed_buffer_advice_and_prefetch(dev):
-    from cuda_core import Host, ManagedMemoryResource
+    from cuda.bindings import driver
+
+    from cuda_core import CUDAError, Host, ManagedMemoryResource
 
     s = dev.create_stream()
     mr = ManagedMemoryResource()
-    buf = mr.allocate(1 << 20, stream=s)
+    pooled = mr.allocate(1 << 20, stream=s)
+    assert type(pooled) is ManagedBuffer and pooled.is_managed
+    try:
+        pooled.read_mostly = True
+        pooled.read_mostly = False
+    except CUDAError as exc:
+        # Driver 580 (CUDA 13.0) refuses advice on memory from a managed pool; the same calls
+        # work on cuMemAllocManaged memory below.
+        assert exc.name == "CUDA_ERROR_NOT_SUPPORTED", exc
+    pooled.close()
+    err, raw = driver.cuMemAllocManaged(1 << 20, int(driver.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL))
+    assert err == driver.CUresult.CUDA_SUCCESS
+    buf = ManagedBuffer.from_handle(int(raw), 1 << 20, owner=raw)
     assert type(buf) is ManagedBuffer and buf.is_managed
     buf.read_mostly = True
     assert buf.read_mostly is True
@@ -191,4 +205,5 @@ def test_managed_buffer_advice_and_prefetch(dev):
     s.sync()
     assert (np.from_dlpack(buf) == 5).all()
     buf.close()
+    assert driver.cuMemFree(raw)[0] == driver.CUresult.CUDA_SUCCESS
     s.close()

@@ -47,7 +47,14 @@ def _spec(location: Any, what: str = "location") -> driver.CUmemLocation:
 
 def _advise(buf: Buffer, advice: Any, location: Any) -> None:
     ptr = _open(buf)
-    loc = driver.CUmemLocation() if location is None else _spec(location)
+    if location is None:
+        # Advice that takes no location (read-mostly, unset preferred location): the driver
+        # ignores it but refuses an invalid one, so name the buffer's device (or device 0).
+        loc = driver.CUmemLocation()
+        loc.type = _LOC.CU_MEM_LOCATION_TYPE_DEVICE
+        loc.id = max(buf.device_id, 0)
+    else:
+        loc = _spec(location)
     if buf._size:
         handle_return(driver.cuMemAdvise(ptr, buf._size, advice, loc), "cuMemAdvise")
 
