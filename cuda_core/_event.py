@@ -41,15 +41,16 @@ class EventOptions:
         ``timing_enabled=False``.
     """
 
-    timing_enabled: bool = False
-    blocking_sync: bool = False
-    ipc_enabled: bool = False
+    timing_enabled: bool | None = False
+    blocking_sync: bool | None = False
+    ipc_enabled: bool | None = False
 
     def __post_init__(self) -> None:
         for field in ("timing_enabled", "blocking_sync", "ipc_enabled"):
             value = getattr(self, field)
-            if not isinstance(value, bool):
-                raise arg_error(field, "a bool", value, exc=TypeError)
+            # Exactly a bool or None (unset), as in cuda.core, which refuses 1 and numpy.True_ here.
+            if value is not None and not isinstance(value, bool):
+                raise arg_error(field, "True, False or None", value, exc=TypeError)
         if self.ipc_enabled and self.timing_enabled:
             raise arg_error(
                 "timing_enabled", "False when ipc_enabled is True", True, "CUDA IPC events cannot record timing"

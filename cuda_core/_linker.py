@@ -19,7 +19,14 @@ from ._compilers import nvjitlink_available
 from ._errors import LinkerError
 from ._module import ObjectCode
 from ._program_options import _as_list, device_arch, normalize_arch
-from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return, make_error
+from ._utils import (
+    arg_error,
+    as_flag,
+    check_or_create_options,
+    ensure_driver,
+    handle_return,
+    make_error,
+)
 
 __all__ = ["Linker", "LinkerOptions"]
 
@@ -116,9 +123,7 @@ class LinkerOptions:
             self.arch = normalize_arch(self.arch)
         for f in ("time", "verbose", "link_time_optimization", "ptx", "debug", "lineinfo", "ftz",
                   "prec_div", "prec_sqrt", "fma", "optimize_unused_variables", "no_cache", "numba_debug"):
-            v = getattr(self, f)
-            if v is not None and not isinstance(v, bool):
-                raise arg_error(f, "True, False or None", v, exc=TypeError)
+            setattr(self, f, as_flag(getattr(self, f)))  # any truth value, as in cuda.core
         for f in ("max_register_count", "split_compile", "split_compile_extended"):
             v = getattr(self, f)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):

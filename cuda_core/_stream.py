@@ -43,8 +43,7 @@ class StreamOptions:
     priority: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.nonblocking, bool):
-            raise arg_error("nonblocking", "a bool", self.nonblocking, exc=TypeError)
+        self.nonblocking = bool(self.nonblocking)  # any truth value, as in cuda.core
         if self.priority is not None and (isinstance(self.priority, bool) or not isinstance(self.priority, int)):
             raise arg_error("priority", "None or an int", self.priority, exc=TypeError)
 

@@ -151,6 +151,12 @@ def arg_error(name: str, rule: str, value: Any, hint: str = "", exc: type[Except
     return exc(msg)
 
 
+def as_flag(value: Any) -> bool | None:
+    """An optional on/off option read as ``cuda.core`` reads it: ``None`` stays ``None`` (unset),
+    anything else by its truth value (``1``, ``numpy.True_`` -> ``True``)."""
+    return None if value is None else bool(value)
+
+
 def check_int(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
     """Check that *value* is an integer (not a bool) within the given bounds and return it."""
     if isinstance(value, bool) or not hasattr(value, "__index__"):

@@ -9,7 +9,7 @@ from cuda.bindings import driver
 
 from .._backend import backend
 from .._errors import CUDAError
-from .._utils import arg_error, check_int, ensure_driver, handle_return, make_error
+from .._utils import check_int, ensure_driver, handle_return, make_error
 from ._buffer import Buffer
 from ._buffer_support import (
     Stream,
@@ -457,9 +457,8 @@ def check_max_size(value: Any) -> int:
 
 
 def check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise arg_error(name, "a bool", value, exc=TypeError)
-    return value
+    """An on/off option: any truth value (``1``, ``numpy.True_``, ``None`` -> ``False``), as in cuda.core."""
+    return bool(value)
 
 
 def device_count() -> int:

@@ -1,0 +1,186 @@
+"""Drop-in behaviour: the same code run through NVIDIA's ``cuda.core`` 1.2 and through ``cuda_core``.
+
+Each test runs one snippet against both libraries (``nv`` and ``ours``) and compares what comes
+back: the value, or the class of the exception (ours may be a subclass), or the warning category.
+The CPU tests need only ``cuda.core`` importable; the GPU tests need a device as well (both
+libraries share the primary context, so both can be current in one process).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import cuda_core as ours
+
+ARCH = "sm_90"
+
+
+def _import_nv() -> Any:
+    try:
+        return importlib.import_module("cuda.core")
+    except Exception as exc:  # pragma: no cover - depends on the environment
+        return exc
+
+
+_NV = _import_nv()
+
+
+@pytest.fixture(scope="module")
+def nv():
+    """NVIDIA's cuda.core, or a skip when it is not importable here."""
+    if isinstance(_NV, Exception):
+        pytest.skip(f"NVIDIA's cuda.core is not importable: {_NV!r}")
+    return _NV
+
+
+def _outcome(fn, *args, **kwargs):
+    """``("ok", value)`` or ``("raises", exception class)`` of calling ``fn(*args, **kwargs)``."""
+    try:
+        return ("ok", fn(*args, **kwargs))
+    except Exception as exc:
+        return ("raises", type(exc))
+
+
+def _same_outcome(nv_out, our_out, what):
+    """Both accepted (values compared by the caller), or ours raises the same class or a subclass."""
+    assert nv_out[0] == our_out[0], f"{what}: cuda.core {nv_out}, cuda_core {our_out}"
+    if nv_out[0] == "raises":
+        assert issubclass(our_out[1], nv_out[1]), f"{what}: cuda.core raises {nv_out[1]}, we raise {our_out[1]}"
+
+
+def _find(lib, name):
+    for mod in (lib, getattr(lib, "graph", None), getattr(lib, "utils", None)):
+        if mod is not None and hasattr(mod, name):
+            return getattr(mod, name)
+    raise AttributeError(name)
+
+
+# -- boolean options ---------------------------------------------------------------------------
+#
+# cuda.core 1.2 (checked with 1.2.2), by options class, for on/off fields given 1, 0,
+# numpy.True_, numpy.False_, 2, "yes", None, 1.0, numpy.int32(1):
+#   ProgramOptions, LinkerOptions, GraphCompleteOptions, GraphDebugPrintOptions: every value is
+#       accepted (stored as given, read by truth value when flags are built);
+#   StreamOptions.nonblocking, DeviceMemoryResourceOptions.ipc_enabled,
+#   PinnedMemoryResourceOptions.ipc_enabled, LaunchConfig.programmatic_stream_serialization:
+#       every value is accepted and stored as bool(value);
+#   EventOptions: only True, False and None; everything else is a TypeError.
+# We accept the same values (and store bool(value), or None where cuda.core keeps "unset").
+
+_BOOL_VALUES = [1, 0, np.True_, np.False_, 2, "yes", "", None, 1.0, np.int32(1), True, False]
+_REQUIRED = {"ProgramOptions": {"arch": ARCH}, "LinkerOptions": {"arch": ARCH}}
+_OPTION_CLASSES = [
+    "ProgramOptions",
+    "LinkerOptions",
+    "StreamOptions",
+    "EventOptions",
+    "DeviceMemoryResourceOptions",
+    "PinnedMemoryResourceOptions",
+    "ManagedMemoryResourceOptions",
+    "GraphCompleteOptions",
+    "GraphDebugPrintOptions",
+]
+
+
+def _bool_fields(cls) -> list[str]:
+    return [
+        f.name
+        for f in dataclasses.fields(cls)
+        if "bool" in str(f.type) or isinstance(f.default, bool)
+    ]
+
+
+def _option_cases() -> list[tuple[str, str]]:
+    if isinstance(_NV, Exception):
+        return [("ProgramOptions", "debug")]  # collected, then skipped by the nv fixture
+    cases = []
+    for name in _OPTION_CLASSES:
+        cases += [(name, field) for field in _bool_fields(_find(_NV, name))]
+    return cases
+
+
+@pytest.mark.parametrize(("cls_name", "field"), _option_cases())
+def test_boolean_options_accept_what_cuda_core_accepts(nv, cls_name, field):
+    nv_cls, our_cls = _find(nv, cls_name), _find(ours, cls_name)
+    assert field in {f.name for f in dataclasses.fields(our_cls)}, f"{cls_name}.{field} is missing"
+    required = _REQUIRED.get(cls_name, {})
+    for value in _BOOL_VALUES:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nv_out = _outcome(nv_cls, **required, **{field: value})
+            our_out = _outcome(our_cls, **required, **{field: value})
+        what = f"{cls_name}({field}={value!r})"
+        _same_outcome(nv_out, our_out, what)
+        if nv_out[0] == "ok":
+            nv_value, our_value = getattr(nv_out[1], field), getattr(our_out[1], field)
+            # Same truth value; "unset" (None) stays None where cuda.core keeps it.
+            assert bool(our_value) == bool(nv_value), what
+            if nv_value is None:
+                assert our_value in (None, False), what
+
+
+@pytest.mark.parametrize("flag", ["is_cooperative", "programmatic_stream_serialization"])
+def test_launch_config_flags_accept_truth_values(nv, flag):
+    # cuda.core checks cooperative support against the device for a true is_cooperative, so the
+    # CPU tier compares the values it can construct without a driver: all of them for PDL, the
+    # false ones for is_cooperative (the true ones are compared in the GPU test below).
+    values = _BOOL_VALUES if flag == "programmatic_stream_serialization" else [0, None, np.False_, "", False]
+    for value in values:
+        nv_out = _outcome(nv.LaunchConfig, grid=1, block=1, **{flag: value})
+        our_out = _outcome(ours.LaunchConfig, grid=1, block=1, **{flag: value})
+        _same_outcome(nv_out, our_out, f"LaunchConfig({flag}={value!r})")
+        if nv_out[0] == "ok":
+            assert getattr(our_out[1], flag) == getattr(nv_out[1], flag)
+
+
+@pytest.mark.gpu
+def test_launch_config_cooperative_true_values(nv, dev):
+    for value in [1, np.True_, 2, "yes", True]:
+        nv_out = _outcome(nv.LaunchConfig, grid=1, block=1, is_cooperative=value)
+        our_out = _outcome(ours.LaunchConfig, grid=1, block=1, is_cooperative=value)
+        _same_outcome(nv_out, our_out, f"LaunchConfig(is_cooperative={value!r})")
+        if nv_out[0] == "ok":
+            assert our_out[1].is_cooperative == nv_out[1].is_cooperative
+
+
+def _flags(opts, backend):
+    # The bundled-headers directory is each library's own cache path: compare the flag's name.
+    return [f.split(b"=")[0] if f.startswith(b"--use-bundled-headers") else f for f in opts.as_bytes(backend)]
+
+
+@pytest.mark.parametrize("value", [1, 0, np.True_, np.False_, "yes", 1.0, None], ids=repr)
+def test_program_options_flags_for_truth_values(nv, value):
+    # The flags NVRTC receives for each on/off field given a non-bool value match cuda.core's.
+    for field in _bool_fields(nv.ProgramOptions):
+        if field == "use_libdevice":  # NVVM only: cuda.core drops it for NVRTC, we refuse it there
+            continue
+        nv_flags = _flags(nv.ProgramOptions(arch=ARCH, **{field: value}), "nvrtc")
+        our_flags = _flags(ours.ProgramOptions(arch=ARCH, **{field: value}), "nvrtc")
+        assert our_flags == nv_flags, f"ProgramOptions({field}={value!r})"
+
+
+@pytest.mark.parametrize("value", [1, np.True_, "yes", None], ids=repr)
+def test_linker_options_flags_for_truth_values(nv, value):
+    # ``time`` is left out: cuda.core passes -time for any value but None (False included).
+    for field in _bool_fields(nv.LinkerOptions):
+        if field in ("time", "no_cache", "numba_debug"):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nv_flags = nv.LinkerOptions(arch=ARCH, **{field: value}).as_bytes("nvjitlink")
+            our_flags = ours.LinkerOptions(arch=ARCH, **{field: value}).as_bytes("nvjitlink")
+        assert our_flags == nv_flags, f"LinkerOptions({field}={value!r})"
+
+
+def test_event_options_refuse_what_cuda_core_refuses(nv):
+    # The one options class where cuda.core is strict: exactly a bool or None.
+    for value in [1, 0, np.True_, "yes", None, True]:
+        nv_out = _outcome(nv.EventOptions, timing_enabled=value)
+        our_out = _outcome(ours.EventOptions, timing_enabled=value)
+        _same_outcome(nv_out, our_out, f"EventOptions(timing_enabled={value!r})")
