@@ -184,3 +184,110 @@ def test_event_options_refuse_what_cuda_core_refuses(nv):
         nv_out = _outcome(nv.EventOptions, timing_enabled=value)
         our_out = _outcome(ours.EventOptions, timing_enabled=value)
         _same_outcome(nv_out, our_out, f"EventOptions(timing_enabled={value!r})")
+
+
+# -- stream_ptr forms ----------------------------------------------------------------------------
+#
+# cuda.core 1.2 reads StridedMemoryView's ``stream_ptr`` with int(): an int, a CUstream (for
+# example ``stream.handle``), a NumPy integer, a bool, any object with __index__ or __int__ is
+# taken; a str, bytes, a list or an object with only __cuda_stream__ (its own Stream included)
+# is a TypeError. ``None`` is a BufferError there even for host memory; we accept it for host
+# memory (listed in docs/migration.rst).
+
+
+class _StreamProtocolOnly:
+    def __cuda_stream__(self):
+        return (0, 0x1234)
+
+
+class _IntLike:
+    def __int__(self):
+        return 0x1234
+
+
+def _stream_forms():
+    from cuda.bindings import driver
+
+    return [
+        0x1234, -1, 0, np.int64(0x1234), np.uint64(0x1234), True, _IntLike(), driver.CUstream(0x1234),
+        driver.CUstream(0), "0x1234", b"1", [1], _StreamProtocolOnly(),
+    ]
+
+
+class _HostProducer:
+    """A DLPack producer of host memory (a NumPy array) that records the stream it was given."""
+
+    def __init__(self):
+        self.array = np.arange(4, dtype=np.float32)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+@pytest.mark.parametrize("entry", ["from_dlpack", "from_any_interface"])
+def test_stream_ptr_forms_host_dlpack(nv, entry):
+    nv_smv, our_smv = nv.utils.StridedMemoryView, ours.utils.StridedMemoryView
+    for form in _stream_forms():
+        nv_out = _outcome(getattr(nv_smv, entry), _HostProducer(), stream_ptr=form)
+        our_out = _outcome(getattr(our_smv, entry), _HostProducer(), stream_ptr=form)
+        _same_outcome(nv_out, our_out, f"{entry}(stream_ptr={form!r})")
+        if nv_out[0] == "ok":
+            assert our_out[1].shape == nv_out[1].shape == (4,)
+
+
+def test_stream_ptr_forms_constructor_warns_like_cuda_core(nv):
+    # StridedMemoryView(obj, stream_ptr) on a DLPack producer: deprecated in cuda.core 1.2.
+    for lib in (nv, ours):
+        with pytest.warns(DeprecationWarning, match="from_dlpack"):
+            view = lib.utils.StridedMemoryView(_HostProducer(), stream_ptr=-1)
+        assert view.shape == (4,)
+    for form in _stream_forms():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            nv_out = _outcome(nv.utils.StridedMemoryView, _HostProducer(), stream_ptr=form)
+            our_out = _outcome(ours.utils.StridedMemoryView, _HostProducer(), stream_ptr=form)
+        _same_outcome(nv_out, our_out, f"StridedMemoryView(obj, stream_ptr={form!r})")
+
+
+class _DeviceCAI:
+    """A CUDA Array Interface producer over device memory whose pending work is on ``stream``."""
+
+    def __init__(self, ptr, nbytes, stream):
+        self.__cuda_array_interface__ = {
+            "shape": (nbytes // 4,), "typestr": "<f4", "data": (ptr, False), "version": 3,
+            "strides": None, "stream": stream,
+        }
+
+
+@pytest.mark.gpu
+def test_stream_ptr_as_cu_stream_on_device(nv, dev):
+    # The reported failure: stream_ptr=stream.handle (a CUstream) on device memory.
+    nv_dev = nv.Device(dev.device_id)
+    nv_dev.set_current()
+    nv_s, our_s = nv_dev.create_stream(), dev.create_stream()
+    buf = dev.allocate(64, stream=our_s)
+    try:
+        producer = our_s.handle  # the producer's stream (a separate one from the consumers below)
+        views = {}
+        for name, lib, s in (("nv", nv, nv_s), ("ours", ours, our_s)):
+            smv = lib.utils.StridedMemoryView
+            for entry in ("from_cuda_array_interface", "from_any_interface"):
+                for form in (s.handle, int(s.handle), np.uint64(int(s.handle))):
+                    obj = _DeviceCAI(buf.handle, 64, int(producer))
+                    views[(name, entry, type(form).__name__)] = getattr(smv, entry)(obj, stream_ptr=form)
+            views[(name, "from_dlpack", "CUstream")] = smv.from_dlpack(buf, stream_ptr=s.handle)
+        for (name, entry, form), view in views.items():
+            assert view.ptr == buf.handle, (name, entry, form)
+            assert view.is_device_accessible, (name, entry, form)
+        for lib in (nv, ours):  # a stream-protocol object is not a stream address in either
+            with pytest.raises(TypeError):
+                lib.utils.StridedMemoryView.from_dlpack(buf, stream_ptr=_StreamProtocolOnly())
+        our_s.sync()
+        nv_s.sync()
+    finally:
+        buf.close()
+        nv_s.close()
+        our_s.close()
