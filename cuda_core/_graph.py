@@ -178,7 +178,8 @@ class GraphBuilder:
 
     @property
     def stream(self) -> Any:
-        """The :class:`Stream` the builder captures on."""
+        """The :class:`Stream` the builder captures on (``RuntimeError`` once closed, as in cuda.core)."""
+        self._check_open()
         return self._cuda_core_stream
 
     @property
@@ -188,7 +189,8 @@ class GraphBuilder:
 
     @property
     def is_building(self) -> bool:
-        """Whether capture is in progress."""
+        """Whether capture is in progress (``RuntimeError`` once closed, as in cuda.core)."""
+        self._check_open()
         return self._building
 
     @property
@@ -202,6 +204,7 @@ class GraphBuilder:
         return self._closed
 
     def __cuda_stream__(self) -> tuple[int, int]:
+        self._check_open()
         return (0, int(self._cuda_core_stream._handle))
 
     # ------------------------------------------------------------------ building
@@ -344,6 +347,7 @@ class GraphBuilder:
         RuntimeError
             Building has not finished.
         """
+        self._check_open()
         opts = check_or_create_options(GraphDebugPrintOptions, options, "options")
         if self._box.handle is None:
             raise RuntimeError("debug_dot_print() needs a finished graph: call end_building() first")
@@ -407,8 +411,10 @@ class Graph:
 
     @property
     def handle(self) -> Any:
-        """The ``CUgraphExec`` (``int(graph.handle)`` is its address)."""
-        return self._handle
+        """The ``CUgraphExec`` (``int(graph.handle)`` is its address); ``CUgraphExec(0)`` once
+        closed, as in ``cuda.core``."""
+        h = self._handle
+        return driver.CUgraphExec(0) if h is None else h
 
     @property
     def is_closed(self) -> bool:
@@ -477,12 +483,13 @@ class Graph:
             ``CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`` when the driver cannot apply the update
             (the message names the reason); the graph is unchanged.
         """
+        exe = self._live()  # a closed graph is refused first, as in cuda.core
         if not isinstance(source, GraphBuilder):
             raise arg_error("source", "a GraphBuilder that finished building", source, exc=TypeError)
         graph = source._box.handle
         if graph is None or source._building:
             raise RuntimeError("update() needs a builder that finished building (call end_building())")
-        err, info = driver.cuGraphExecUpdate(self._live(), graph)
+        err, info = driver.cuGraphExecUpdate(exe, graph)
         if err != _SUCCESS:
             reason = getattr(getattr(info, "result", None), "name", "")
             raise make_error(err, "cuGraphExecUpdate", f"the graph cannot be updated in place ({reason})")

@@ -149,10 +149,12 @@ class Program:
         """The ``nvrtcProgram`` of a C++ program (created on first access; owned by this object).
 
         ``None`` for PTX and NVVM programs, which create their compiler handle per compile.
+        Once closed: ``nvrtcProgram(0)`` for a C++ program, as in ``cuda.core``.
         """
-        self._check_open()
         if self._code_type != "c++":
             return None
+        if self._holder is None:
+            return nvrtc.nvrtcProgram(0)
         if self._holder.handle is None:
             self._holder.handle = self._create_nvrtc_program()
             self._finalizer = weakref.finalize(self, self._holder.release)

@@ -291,3 +291,301 @@ def test_stream_ptr_as_cu_stream_on_device(nv, dev):
         buf.close()
         nv_s.close()
         our_s.close()
+
+
+# -- closed objects ------------------------------------------------------------------------------
+#
+# What cuda.core 1.2 (1.2.2) does after close(), probed with its own classes (the CPU rows on this
+# machine, the GPU rows by the tests below against a device):
+#
+#   Buffer       handle -> 0, size -> 0, memory_resource -> None, owner -> None, is_mapped -> False,
+#                is_closed -> True, repr '<Buffer ptr=0x0 size=0>', close() -> None (idempotent);
+#                device_id, is_device_accessible, is_host_accessible, is_managed, __dlpack__,
+#                __dlpack_device__, ipc_descriptor, fill, copy_to, copy_from,
+#                set_deallocation_stream -> RuntimeError
+#   Stream       handle -> CUstream(0), is_closed -> True; is_nonblocking, priority, device,
+#                context, __cuda_stream__, sync, record, wait, create_graph_builder -> RuntimeError
+#   Event        handle -> CUevent(0), is_closed -> True; is_ipc_enabled, is_timing_enabled,
+#                is_blocking_sync, is_done, device, context, ipc_descriptor, sync, e1 - e2
+#                -> RuntimeError
+#   DeviceMemoryResource / PinnedMemoryResource / ManagedMemoryResource
+#                handle -> CUmemoryPool(0), is_closed -> True; attributes, allocate,
+#                allocation_handle -> RuntimeError; deallocate stays available; the plain facts
+#                (device_id, is_*_accessible, is_managed, is_ipc_enabled, is_mapped) keep answering
+#   Program      handle -> nvrtcProgram(0) (C++), backend unchanged, is_closed -> True;
+#                compile -> RuntimeError
+#   Linker       handle -> 0, is_closed -> True; link -> RuntimeError; get_error_log and
+#                get_info_log -> RuntimeError, unless link() ran before close (then its logs)
+#   Graph        handle -> CUgraphExec(0), is_closed -> True; update, launch, upload -> RuntimeError
+#   GraphBuilder is_closed -> True, is_join_required -> False; stream, is_building,
+#                __cuda_stream__, begin_building, end_building, complete, debug_dot_print,
+#                callback -> RuntimeError
+#   ObjectCode   has no close() in cuda.core (ours is an extension).
+
+
+def _norm(value):
+    """A value comparable across the two libraries: handles by address, plain values as is."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes, tuple)):
+        return value
+    try:
+        return ("int", int(value))
+    except (TypeError, ValueError):
+        return ("object",)  # a library object (a Device, a Context, ...): only "it answered" counts
+
+
+def _probe(obj, names):
+    """{name: outcome} for each attribute (a ``name`` string) or call (a ``(name, args, kwargs)``)."""
+    out = {}
+    for entry in names:
+        name, args, kwargs = (entry, None, None) if isinstance(entry, str) else entry
+        try:
+            value = getattr(obj, name)
+            if args is not None:
+                value = value(*args, **kwargs)
+            out[name] = ("ok", _norm(value))
+        except Exception as exc:
+            out[name] = ("raises", type(exc))
+    return out
+
+
+def _assert_same_closed_behaviour(nv_obj, our_obj, names, what):
+    nv_m, our_m = _probe(nv_obj, names), _probe(our_obj, names)
+    for name in nv_m:
+        _same_outcome(nv_m[name], our_m[name], f"closed {what}.{name}")
+        if nv_m[name][0] == "ok":
+            assert our_m[name][1] == nv_m[name][1], f"closed {what}.{name}: {nv_m[name]} vs {our_m[name]}"
+
+
+_BUFFER_NAMES = [
+    "handle", "size", "is_closed", "memory_resource", "owner", "is_mapped", "device_id",
+    "is_device_accessible", "is_host_accessible", "is_managed", "ipc_descriptor",
+    ("__dlpack__", (), {}), ("__dlpack_device__", (), {}), ("__repr__", (), {}),
+    ("fill", (0,), {"stream": None}), ("copy_to", (), {"stream": None}),
+    ("set_deallocation_stream", (None,), {}), ("close", (), {}),
+]
+
+
+def _host_resource(lib):
+    """A host-only Python memory resource of ``lib`` (needs no context), recording its frees."""
+
+    class HostResource(lib.MemoryResource):
+        def __init__(self):
+            self.freed = []
+
+        def allocate(self, size, *, stream=None):
+            return lib.Buffer.from_handle(0x2000, size, mr=self)
+
+        def deallocate(self, ptr, size, *, stream=None):
+            self.freed.append((int(ptr), size))
+
+        @property
+        def is_device_accessible(self):
+            return False
+
+        @property
+        def is_host_accessible(self):
+            return True
+
+        @property
+        def is_managed(self):
+            return False
+
+        @property
+        def device_id(self):
+            return -1
+
+    return HostResource()
+
+
+@pytest.mark.parametrize("kind", ["plain", "owner", "resource"])
+def test_closed_buffer_matches_cuda_core(nv, kind):
+    bufs = []
+    for lib in (nv, ours):
+        if kind == "plain":
+            b = lib.Buffer.from_handle(0x1000, 64)
+        elif kind == "owner":
+            b = lib.Buffer.from_handle(0x1000, 64, owner=bytearray(8))
+        else:
+            mr = _host_resource(lib)
+            b = mr.allocate(32)
+            assert b.memory_resource is mr
+        assert b.handle == (0x2000 if kind == "resource" else 0x1000)
+        b.close()
+        if kind == "resource":
+            assert mr.freed == [(0x2000, 32)]
+        bufs.append(b)
+    _assert_same_closed_behaviour(bufs[0], bufs[1], _BUFFER_NAMES, f"Buffer ({kind})")
+    assert bufs[1].handle == 0  # the documented example: a closed buffer's handle is 0
+
+
+_SIMPLE_KERNEL = 'extern "C" __global__ void k(float* a) { a[0] = 1.0f; }'
+
+
+def test_closed_program_matches_cuda_core(nv):
+    progs = []
+    for lib in (nv, ours):
+        p = lib.Program(_SIMPLE_KERNEL, "c++", lib.ProgramOptions(arch=ARCH))
+        assert int(p.handle) != 0
+        p.close()
+        progs.append(p)
+    names = ["handle", "is_closed", "backend", ("compile", ("cubin",), {}), ("close", (), {})]
+    _assert_same_closed_behaviour(progs[0], progs[1], names, "Program")
+
+
+def _ltoir(lib):
+    opts = lib.ProgramOptions(arch=ARCH, relocatable_device_code=True, link_time_optimization=True)
+    kwargs = {} if lib is not ours else {"cache": False}
+    return lib.Program(_SIMPLE_KERNEL, "c++", opts).compile("ltoir", **kwargs)
+
+
+@pytest.mark.parametrize("linked", [False, True])
+def test_closed_linker_matches_cuda_core(nv, linked):
+    linkers = []
+    for lib in (nv, ours):
+        linker = lib.Linker(_ltoir(lib), options=lib.LinkerOptions(arch=ARCH, link_time_optimization=True))
+        if linked:
+            assert linker.link("cubin").code_type == "cubin"
+        linker.close()
+        linkers.append(linker)
+    names = ["handle", "is_closed", ("link", ("cubin",), {}), ("get_error_log", (), {}), ("close", (), {})]
+    _assert_same_closed_behaviour(linkers[0], linkers[1], names, "Linker")
+    # The info log: the same text (cuda.core keeps nvJitLink's trailing NUL byte).
+    nv_log, our_log = _outcome(linkers[0].get_info_log), _outcome(linkers[1].get_info_log)
+    _same_outcome(nv_log, our_log, "closed Linker.get_info_log")
+    if linked:
+        assert our_log[1] == nv_log[1].rstrip("\x00")
+
+
+# GPU tier: the same code through both libraries on a device. Both share the primary context.
+
+
+@pytest.fixture(scope="module")
+def nv_dev(nv, dev):
+    d = nv.Device(dev.device_id)
+    d.set_current()
+    dev.set_current()
+    return d
+
+
+_STREAM_NAMES = [
+    "handle", "is_closed", "is_nonblocking", "priority", "device", "context",
+    ("__cuda_stream__", (), {}), ("sync", (), {}), ("record", (), {}),
+    ("create_graph_builder", (), {}), ("close", (), {}),
+]
+
+
+@pytest.mark.gpu
+def test_closed_stream_matches_cuda_core(nv, dev, nv_dev):
+    nv_s, our_s = nv_dev.create_stream(), dev.create_stream()
+    # Facts read before close are cached by neither library's contract: read some first.
+    assert nv_s.is_nonblocking == our_s.is_nonblocking
+    assert nv_s.priority == our_s.priority
+    nv_s.close()
+    our_s.close()
+    _assert_same_closed_behaviour(nv_s, our_s, _STREAM_NAMES, "Stream")
+    assert int(our_s.handle) == 0
+    other_nv, other_ours = nv_dev.create_stream(), dev.create_stream()
+    try:
+        for closed, other in ((nv_s, other_nv), (our_s, other_ours)):
+            with pytest.raises(RuntimeError):
+                closed.wait(other)
+    finally:
+        other_nv.close()
+        other_ours.close()
+
+
+_EVENT_NAMES = [
+    "handle", "is_closed", "is_ipc_enabled", "is_timing_enabled", "is_blocking_sync", "is_done",
+    "device", "context", "ipc_descriptor", ("sync", (), {}), ("close", (), {}),
+]
+
+
+@pytest.mark.gpu
+def test_closed_event_matches_cuda_core(nv, dev, nv_dev):
+    events = []
+    for lib, d in ((nv, nv_dev), (ours, dev)):
+        s = d.create_stream()
+        e = s.record(options=lib.EventOptions(timing_enabled=True))
+        e.sync()
+        assert e.is_timing_enabled and int(e.handle) != 0
+        e.close()
+        s.close()
+        events.append(e)
+    _assert_same_closed_behaviour(events[0], events[1], _EVENT_NAMES, "Event")
+    for e in events:
+        with pytest.raises(RuntimeError):
+            e - e
+
+
+@pytest.mark.gpu
+def test_closed_device_buffer_matches_cuda_core(nv, dev, nv_dev):
+    bufs = []
+    for d in (nv_dev, dev):
+        s = d.create_stream()
+        b = d.allocate(256, stream=s)
+        assert b.handle != 0 and b.size == 256
+        b.close()
+        s.sync()
+        s.close()
+        bufs.append(b)
+    _assert_same_closed_behaviour(bufs[0], bufs[1], _BUFFER_NAMES, "Buffer (device)")
+
+
+_RESOURCE_NAMES = [
+    "handle", "is_closed", "device_id", "is_device_accessible", "is_host_accessible", "is_managed",
+    "is_ipc_enabled", "is_mapped", "attributes", "allocation_handle", ("close", (), {}),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("resource", ["DeviceMemoryResource", "PinnedMemoryResource", "ManagedMemoryResource"])
+def test_closed_memory_resource_matches_cuda_core(nv, dev, nv_dev, resource):
+    made = []
+    for lib, d in ((nv, nv_dev), (ours, dev)):
+        cls = getattr(lib, resource)
+        try:
+            mr = cls(d.device_id) if resource == "DeviceMemoryResource" else cls()
+        except Exception as exc:  # a resource the device or driver does not offer
+            pytest.skip(f"{resource} is not available here: {exc!r}")
+        s = d.create_stream()
+        b = mr.allocate(64, stream=s)
+        mr.close()
+        made.append((mr, s, b))
+    for mr, s, _ in made:
+        with pytest.raises(RuntimeError):
+            mr.allocate(64, stream=s)
+    _assert_same_closed_behaviour(made[0][0], made[1][0], _RESOURCE_NAMES, resource)
+    for _, s, b in made:  # buffers of a closed resource are still freed normally
+        b.close(s)
+        s.sync()
+        s.close()
+
+
+_GRAPH_NAMES = ["handle", "is_closed", ("close", (), {})]
+_BUILDER_NAMES = [
+    "is_closed", "is_join_required", "stream", "is_building", ("__cuda_stream__", (), {}),
+    ("begin_building", (), {}), ("end_building", (), {}), ("complete", (), {}),
+    ("callback", (print,), {}), ("close", (), {}),
+]
+
+
+@pytest.mark.gpu
+def test_closed_graph_and_builder_match_cuda_core(nv, dev, nv_dev, tmp_path):
+    made = []
+    for d in (nv_dev, dev):
+        s = d.create_stream()
+        gb = s.create_graph_builder()
+        gb.begin_building()
+        gb.end_building()
+        g = gb.complete()
+        gb.close()
+        g.close()
+        made.append((g, gb, s))
+    _assert_same_closed_behaviour(made[0][0], made[1][0], _GRAPH_NAMES, "Graph")
+    _assert_same_closed_behaviour(made[0][1], made[1][1], _BUILDER_NAMES, "GraphBuilder")
+    for g, gb, s in made:
+        for fn, args in ((g.launch, (s,)), (g.upload, (s,)), (g.update, (gb,)),
+                         (gb.debug_dot_print, (str(tmp_path / "g.dot"),))):
+            with pytest.raises(RuntimeError):
+                fn(*args)
+        s.close()

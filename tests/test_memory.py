@@ -179,9 +179,11 @@ def test_use_after_close_raises():
     b = Buffer.from_handle(0x3000, 16, owner=b"x")
     b.close()
     s = LEGACY_DEFAULT_STREAM
+    # As in cuda.core 1.2: handle and size read 0 after close; everything else raises.
+    assert b.handle == 0 and b.size == 0 and b.owner is None and b.memory_resource is None
     for call in (
-        lambda: b.handle,
-        lambda: b.size,
+        lambda: b.device_id,
+        lambda: b.is_host_accessible,
         lambda: b.fill(0, stream=s),
         lambda: b.copy_to(bytearray(16), stream=s),
         lambda: b.copy_from(bytes(16), stream=s),
@@ -192,7 +194,7 @@ def test_use_after_close_raises():
     ):
         with pytest.raises(RuntimeError, match="closed"):
             call()
-    assert repr(b) == "<Buffer closed>"
+    assert repr(b) == "<Buffer ptr=0x0 size=0>"
 
 
 @pytest.mark.parametrize("bad", [None, 0, "stream", object()])

@@ -42,8 +42,10 @@ class Buffer:
     stream. Work queued on that stream before the free may still use the memory safely.
 
     The buffer exports itself through DLPack as a 1-D ``uint8`` tensor and copies to and from
-    other buffers and host objects (NumPy arrays, ``bytearray``). Any use after :meth:`close`
-    raises ``RuntimeError``.
+    other buffers and host objects (NumPy arrays, ``bytearray``). After :meth:`close`, as in
+    ``cuda.core``: :attr:`handle` and :attr:`size` are ``0``, :attr:`memory_resource` and
+    :attr:`owner` are ``None``, :attr:`is_mapped` is ``False``; any other use raises
+    ``RuntimeError``.
     """
 
     __slots__ = ("__weakref__", "_attrs", "_h", "_mr", "_owner", "_ptr", "_size")
@@ -175,6 +177,7 @@ class Buffer:
         if stream is not None and type(stream) is not Stream:
             stream = as_stream(stream)
         self._ptr = None
+        self._mr = None  # as cuda.core: a closed buffer reports no memory resource
         h = self._h
         if h is None:  # non-owning (or zero-size): nothing to free
             self._owner = None
@@ -235,17 +238,17 @@ class Buffer:
 
     @property
     def handle(self) -> int:
-        """The address of the memory (an ``int``)."""
+        """The address of the memory (an ``int``); ``0`` once closed, as in ``cuda.core``."""
         ptr = self._ptr
         if ptr is None:
-            raise closed_error()
+            return 0
         return ptr
 
     @property
     def size(self) -> int:
-        """The size in bytes."""
+        """The size in bytes; ``0`` once closed, as in ``cuda.core``."""
         if self._ptr is None:
-            raise closed_error()
+            return 0
         return self._size
 
     @property
@@ -287,6 +290,8 @@ class Buffer:
     @property
     def device_id(self) -> int:
         """The ordinal of the device the memory is on; ``-1`` for host memory."""
+        if self._ptr is None:
+            raise closed_error()
         mr = self._mr
         if mr is not None:
             return mr.device_id
@@ -295,6 +300,8 @@ class Buffer:
     @property
     def is_device_accessible(self) -> bool:
         """Whether a kernel can access the memory."""
+        if self._ptr is None:
+            raise closed_error()
         mr = self._mr
         if mr is not None:
             return mr.is_device_accessible
@@ -303,6 +310,8 @@ class Buffer:
     @property
     def is_host_accessible(self) -> bool:
         """Whether the host (CPU) can access the memory."""
+        if self._ptr is None:
+            raise closed_error()
         mr = self._mr
         if mr is not None:
             return mr.is_host_accessible
@@ -311,6 +320,8 @@ class Buffer:
     @property
     def is_managed(self) -> bool:
         """Whether the memory is CUDA managed (unified) memory."""
+        if self._ptr is None:
+            raise closed_error()
         mr = self._mr
         if mr is not None:
             return mr.is_managed
@@ -319,7 +330,7 @@ class Buffer:
     def __repr__(self) -> str:
         ptr = self._ptr
         if ptr is None:
-            return "<Buffer closed>"
+            return "<Buffer ptr=0x0 size=0>"  # cuda.core's repr of a closed buffer
         return f"<Buffer ptr=0x{ptr:x} size={self._size}>"
 
     # -- copies and fill ------------------------------------------------------------------------

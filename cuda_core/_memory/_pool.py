@@ -342,8 +342,10 @@ class _PoolResource(MemoryResource):
 
     @property
     def handle(self) -> driver.CUmemoryPool:
-        """The driver handle of the pool (``CUmemoryPool``)."""
-        return self._live_pool()
+        """The driver handle of the pool (``CUmemoryPool``); ``CUmemoryPool(0)`` once closed, as
+        in ``cuda.core``."""
+        pool = self._pool
+        return driver.CUmemoryPool(0) if pool is None else pool
 
     @property
     def is_handle_owned(self) -> bool:
@@ -367,7 +369,11 @@ class _PoolResource(MemoryResource):
 
     @property
     def attributes(self) -> MemoryPoolAttributes:
-        """Live pool statistics and settings (reserved and used memory, release threshold)."""
+        """Live pool statistics and settings (reserved and used memory, release threshold).
+
+        Raises ``RuntimeError`` once the resource is closed, as in ``cuda.core``.
+        """
+        self._live_pool()
         return MemoryPoolAttributes(self)
 
     @property
