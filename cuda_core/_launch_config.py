@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._backend import backend
-from ._utils import arg_error, cast_to_3_tuple, check_int
+from ._utils import TypeValueError, arg_error, cast_to_3_tuple, check_int
 
 __all__ = ["LaunchConfig"]
 
@@ -26,7 +26,7 @@ _MAX_NATIVE = 8
 
 def _dim3(name: str, value: Any) -> tuple[int, int, int]:
     if value is None:
-        raise arg_error(name, _DIM3_RULE, value, exc=TypeError)
+        raise arg_error(name, _DIM3_RULE, value, exc=TypeValueError)  # cuda.core: ValueError
     return cast_to_3_tuple(name, value)
 
 

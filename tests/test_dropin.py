@@ -589,3 +589,79 @@ def test_closed_graph_and_builder_match_cuda_core(nv, dev, nv_dev, tmp_path):
             with pytest.raises(RuntimeError):
                 fn(*args)
         s.close()
+
+
+# -- exception classes of misuse -----------------------------------------------------------------
+#
+# Where cuda.core 1.2 raises for a misuse, ours raises the same class or a subclass. Where the
+# classes differed, ours now raises a class that is both (TypeValueError: TypeError and
+# ValueError; ValueOverflowError: ValueError and OverflowError; ValueRuntimeError).
+
+_MISUSES = {
+    "LaunchConfig(grid='a')": lambda lib: lib.LaunchConfig(grid="a", block=1),
+    "LaunchConfig(grid=1.5)": lambda lib: lib.LaunchConfig(grid=1.5, block=1),
+    "LaunchConfig(grid=(1, 1, 1, 1))": lambda lib: lib.LaunchConfig(grid=(1, 1, 1, 1), block=1),
+    "LaunchConfig(grid=0)": lambda lib: lib.LaunchConfig(grid=0, block=1),
+    "LaunchConfig(block=None)": lambda lib: lib.LaunchConfig(grid=1),
+    "LaunchConfig(shmem_size='x')": lambda lib: lib.LaunchConfig(grid=1, block=1, shmem_size="x"),
+    "Buffer.from_handle('x', 4)": lambda lib: lib.Buffer.from_handle("x", 4),
+    "Buffer.from_handle(ptr, -1)": lambda lib: lib.Buffer.from_handle(0x1000, -1),
+    "Buffer.from_handle(ptr, '4')": lambda lib: lib.Buffer.from_handle(0x1000, "4"),
+    "Buffer.from_handle(mr=, owner=)": lambda lib: lib.Buffer.from_handle(0x1000, 4, mr=object(), owner=object()),
+    "Buffer.from_handle(mr=object())": lambda lib: lib.Buffer.from_handle(0x1000, 4, mr=object()),
+    "Buffer()": lambda lib: lib.Buffer(),
+    "Event()": lambda lib: lib.Event(),
+    "Buffer.fill(300)": lambda lib: lib.Buffer.from_handle(0x1000, 4).fill(300, stream=None),
+    "Buffer.set_deallocation_stream(None)": lambda lib: lib.Buffer.from_handle(0x1000, 4).set_deallocation_stream(None),
+    "Program(5)": lambda lib: lib.Program(5, "c++", lib.ProgramOptions(arch=ARCH)),
+    "Program(code_type='fortran')": lambda lib: lib.Program("x", "fortran", lib.ProgramOptions(arch=ARCH)),
+    "Program.compile('exe')": lambda lib: lib.Program("x", "c++", lib.ProgramOptions(arch=ARCH)).compile("exe"),
+    "Program(options=5)": lambda lib: lib.Program("x", "c++", 5),
+    "Program.compile(bad code)": lambda lib: lib.Program("x y z;", "c++", lib.ProgramOptions(arch=ARCH)).compile("cubin"),
+    "ProgramOptions(bogus=1)": lambda lib: lib.ProgramOptions(arch=ARCH, bogus=1),
+    "ProgramOptions.as_bytes('gcc')": lambda lib: lib.ProgramOptions(arch=ARCH).as_bytes("gcc"),
+    "ProgramOptions(extra_sources=['x'])": lambda lib: lib.ProgramOptions(arch=ARCH, extra_sources=["x"]).as_bytes("nvrtc"),
+    "Linker()": lambda lib: lib.Linker(),
+    "Linker(5)": lambda lib: lib.Linker(5, options=lib.LinkerOptions(arch=ARCH)),
+    "StreamOptions(priority='x')": lambda lib: lib.StreamOptions(priority="x"),
+    "DeviceMemoryResourceOptions(max_size='x')": lambda lib: lib.DeviceMemoryResourceOptions(max_size="x"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(_MISUSES))
+def test_misuse_raises_cuda_core_class(nv, what):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nv_out, our_out = _outcome(_MISUSES[what], nv), _outcome(_MISUSES[what], ours)
+    assert nv_out[0] == "raises", f"{what}: cuda.core accepted it ({nv_out})"
+    if nv_out[1].__name__ == "NVRTCError":  # cuda.core's own class: compare by name and base
+        assert our_out[0] == "raises" and our_out[1] is ours.NVRTCError, what
+        return
+    _same_outcome(nv_out, our_out, what)
+
+
+@pytest.mark.parametrize("numa_id", ["x", -1])
+def test_host_numa_id_misuse(nv, numa_id):
+    host_nv = getattr(nv, "Host", None) or getattr(nv.utils, "Host", None)
+    host_ours = getattr(ours, "Host", None) or getattr(ours.utils, "Host", None)
+    if host_nv is None or host_ours is None:
+        pytest.skip("Host is not exported here")
+    _same_outcome(_outcome(host_nv, numa_id=numa_id), _outcome(host_ours, numa_id=numa_id), f"Host({numa_id!r})")
+
+
+# -- warnings --------------------------------------------------------------------------------------
+#
+# cuda.core 1.2 warns DeprecationWarning for: LinkerOptions(numba_debug=<anything but None>)
+# (deprecated in 1.2.0, no linker takes it) and StridedMemoryView(obj, stream_ptr) on a DLPack
+# or CUDA Array Interface producer (tested with the stream_ptr forms above).
+
+
+@pytest.mark.parametrize("value", [True, False, 0, 1, None])
+def test_linker_numba_debug_warns_like_cuda_core(nv, value):
+    categories = []
+    for lib in (nv, ours):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.LinkerOptions(arch=ARCH, numba_debug=value)
+        categories.append(sorted({w.category.__name__ for w in caught}))
+    assert categories[1] == categories[0], f"numba_debug={value!r}: cuda.core {categories[0]}, ours {categories[1]}"

@@ -7,7 +7,7 @@ from typing import Any
 from cuda.bindings import driver
 
 from .._backend import backend
-from .._utils import arg_error
+from .._utils import TypeValueError, arg_error
 from ._buffer_export import dlpack, dlpack_device, host_view, query_pointer_attrs
 from ._buffer_support import (
     Stream,
@@ -127,11 +127,13 @@ class Buffer:
             ``ptr``, ``size``, ``mr`` or ``stream`` has the wrong type.
         """
         if mr is not None and owner is not None:
-            raise ValueError("mr and owner cannot both be given: mr frees the memory, owner only keeps an object alive")
+            raise TypeValueError(  # a TypeError in cuda.core
+                "mr and owner cannot both be given: mr frees the memory, owner only keeps an object alive"
+            )
         if isinstance(ptr, driver.CUdeviceptr):
             ptr = int(ptr)
         elif isinstance(ptr, bool) or not isinstance(ptr, int):
-            raise arg_error("ptr", "an int address or a CUdeviceptr", ptr, exc=TypeError)
+            raise arg_error("ptr", "an int address or a CUdeviceptr", ptr, exc=TypeValueError)  # cuda.core: ValueError
         if ptr < 0:
             raise arg_error("ptr", "a non-negative address", ptr)
         size = check_size(size)
