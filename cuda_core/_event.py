@@ -41,15 +41,16 @@ class EventOptions:
         ``timing_enabled=False``.
     """
 
-    timing_enabled: bool = False
-    blocking_sync: bool = False
-    ipc_enabled: bool = False
+    timing_enabled: bool | None = False
+    blocking_sync: bool | None = False
+    ipc_enabled: bool | None = False
 
     def __post_init__(self) -> None:
         for field in ("timing_enabled", "blocking_sync", "ipc_enabled"):
             value = getattr(self, field)
-            if not isinstance(value, bool):
-                raise arg_error(field, "a bool", value, exc=TypeError)
+            # Exactly a bool or None (unset), as in cuda.core, which refuses 1 and numpy.True_ here.
+            if value is not None and not isinstance(value, bool):
+                raise arg_error(field, "True, False or None", value, exc=TypeError)
         if self.ipc_enabled and self.timing_enabled:
             raise arg_error(
                 "timing_enabled", "False when ipc_enabled is True", True, "CUDA IPC events cannot record timing"
@@ -122,12 +123,16 @@ class Event:
         flags = _DISABLE_TIMING if options is None else check_or_create_options(EventOptions, options, "options")._flags()
         return cls._wrap(device._context_handle().create_event(flags), device)
 
+    def _check_open(self) -> None:
+        if self._handle is None:
+            raise RuntimeError("the event is closed")
+
     @property
     def handle(self) -> driver.CUevent:
-        """The driver handle (``cuda.bindings.driver.CUevent``)."""
+        """The driver handle (``cuda.bindings.driver.CUevent``); ``CUevent(0)`` once closed."""
         h = self._handle
         if h is None:
-            raise RuntimeError("the event is closed")
+            return driver.CUevent(0)  # as cuda.core: a closed event's handle is NULL, not an error
         self._h.expose()  # whoever holds the handle may record it: not pooled as never recorded
         if h is _UNSET:
             h = self._handle = driver.CUevent(self._h.address)
@@ -140,36 +145,43 @@ class Event:
     @property
     def device(self) -> Device:
         """The :class:`Device` the event was created on."""
+        self._check_open()
         return self._device
 
     @property
     def context(self) -> Context:
         """The :class:`Context` the event was created in."""
+        self._check_open()
         return self._device.context
 
     @property
     def is_timing_enabled(self) -> bool:
         """Whether the event records timestamps (``EventOptions(timing_enabled=True)``)."""
+        self._check_open()
         return not self._flags & _DISABLE_TIMING
 
     @property
     def is_blocking_sync(self) -> bool:
         """Whether :meth:`sync` blocks the thread instead of spinning."""
+        self._check_open()
         return bool(self._flags & _BLOCKING_SYNC)
 
     @property
     def is_timing_disabled(self) -> bool:
         """Whether the event records no timestamps."""
+        self._check_open()
         return bool(self._flags & _DISABLE_TIMING)
 
     @property
     def is_sync_busy_waited(self) -> bool:
         """Whether :meth:`sync` spins (``True``) or blocks the thread."""
+        self._check_open()
         return not self._flags & _BLOCKING_SYNC
 
     @property
     def is_ipc_enabled(self) -> bool:
         """Whether the event can be shared with another process."""
+        self._check_open()
         return bool(self._flags & _INTERPROCESS)
 
     @property
@@ -212,6 +224,7 @@ class Event:
     @property
     def ipc_descriptor(self) -> IPCEventDescriptor:
         """A picklable descriptor another process opens with :meth:`from_ipc_descriptor`."""
+        self._check_open()
         if not self._flags & _INTERPROCESS:
             raise RuntimeError("the event is not IPC-enabled; create it with EventOptions(ipc_enabled=True)")
         ipc = handle_return(driver.cuIpcGetEventHandle(self.handle), "cuIpcGetEventHandle")

@@ -124,7 +124,8 @@ class GraphBuilder(CaptureOps):
 
     @property
     def stream(self) -> Any:
-        """The :class:`Stream` the builder captures on."""
+        """The :class:`Stream` the builder captures on (``RuntimeError`` once closed, as in cuda.core)."""
+        self._check_open()
         return self._cuda_core_stream
 
     @property
@@ -134,7 +135,8 @@ class GraphBuilder(CaptureOps):
 
     @property
     def is_building(self) -> bool:
-        """Whether capture is in progress."""
+        """Whether capture is in progress (``RuntimeError`` once closed, as in cuda.core)."""
+        self._check_open()
         return self._building
 
     @property
@@ -172,6 +174,7 @@ class GraphBuilder(CaptureOps):
         return self._view
 
     def __cuda_stream__(self) -> tuple[int, int]:
+        self._check_open()
         return (0, int(self._cuda_core_stream._handle))
 
     # ------------------------------------------------------------------ building
@@ -324,6 +327,7 @@ class GraphBuilder(CaptureOps):
         RuntimeError
             Building has not finished.
         """
+        self._check_open()
         opts = check_or_create_options(GraphDebugPrintOptions, options, "options")
         if self.handle is None:
             raise RuntimeError("debug_dot_print() needs a finished graph: call end_building() first")
@@ -419,8 +423,10 @@ class Graph:
 
     @property
     def handle(self) -> Any:
-        """The ``CUgraphExec`` (``int(graph.handle)`` is its address)."""
-        return self._handle
+        """The ``CUgraphExec`` (``int(graph.handle)`` is its address); ``CUgraphExec(0)`` once
+        closed, as in ``cuda.core``."""
+        h = self._handle
+        return driver.CUgraphExec(0) if h is None else h
 
     @property
     def is_closed(self) -> bool:
@@ -489,6 +495,7 @@ class Graph:
             ``CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`` when the driver cannot apply the update
             (the message names the reason); the graph is unchanged.
         """
+        exe = self._live()  # a closed graph is refused first, as in cuda.core
         definition = _explicit.get("definition")
         if definition is not None and isinstance(source, definition):
             graph = source._live()
@@ -501,7 +508,7 @@ class Graph:
         else:
             raise arg_error("source", "a GraphBuilder that finished building or a GraphDefinition", source,
                             exc=TypeError)
-        err, info = driver.cuGraphExecUpdate(self._live(), graph)
+        err, info = driver.cuGraphExecUpdate(exe, graph)
         if err != _SUCCESS:
             reason = getattr(getattr(info, "result", None), "name", "")
             raise make_error(err, "cuGraphExecUpdate", f"the graph cannot be updated in place ({reason})")

@@ -8,8 +8,6 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from ._utils import arg_error
-
 __all__ = ["GraphCompleteOptions", "GraphDebugPrintOptions"]
 
 _F = driver.CUgraphInstantiate_flags
@@ -38,8 +36,7 @@ class GraphCompleteOptions:
 
     def __post_init__(self) -> None:
         for name in ("auto_free_on_launch", "device_launch", "use_node_priority"):
-            if not isinstance(getattr(self, name), bool):
-                raise arg_error(name, "a bool", getattr(self, name), exc=TypeError)
+            setattr(self, name, bool(getattr(self, name)))  # any truth value, as in cuda.core
         if self.device_launch and self.auto_free_on_launch:
             raise ValueError("device_launch and auto_free_on_launch cannot both be True")
 
@@ -102,9 +99,7 @@ class GraphDebugPrintOptions:
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if not isinstance(value, bool):
-                raise arg_error(f.name, "a bool", value, exc=TypeError)
+            setattr(self, f.name, bool(getattr(self, f.name)))  # any truth value, as in cuda.core
 
     def _flags(self) -> int:
         flags = driver.CUgraphDebugDot_flags

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._backend import backend
-from ._utils import arg_error, cast_to_3_tuple, check_int
+from ._utils import TypeValueError, arg_error, cast_to_3_tuple, check_int
 
 __all__ = ["LaunchConfig"]
 
@@ -26,7 +26,7 @@ _MAX_NATIVE = 8
 
 def _dim3(name: str, value: Any) -> tuple[int, int, int]:
     if value is None:
-        raise arg_error(name, _DIM3_RULE, value, exc=TypeError)
+        raise arg_error(name, _DIM3_RULE, value, exc=TypeValueError)  # cuda.core: ValueError
     return cast_to_3_tuple(name, value)
 
 
@@ -98,14 +98,8 @@ class LaunchConfig:
         self._shmem = 0 if shmem_size is None else check_int("LaunchConfig.shmem_size", shmem_size, 0, 2**32 - 1)
         if cooperative_launch is not None:
             is_cooperative = cooperative_launch
-        if not isinstance(is_cooperative, (bool, int)):
-            raise arg_error("LaunchConfig.is_cooperative", "a bool", is_cooperative, exc=TypeError)
+        # The flags take any truth value (1, numpy.True_), as in cuda.core.
         self._coop = bool(is_cooperative)
-        if not isinstance(programmatic_stream_serialization, (bool, int)):
-            raise arg_error(
-                "LaunchConfig.programmatic_stream_serialization", "a bool", programmatic_stream_serialization,
-                exc=TypeError,
-            )
         self._pss = bool(programmatic_stream_serialization)
         self._key = (self._grid, self._cluster, self._block, self._shmem, self._coop, self._pss)
         # StreamHandle -> LaunchConfigHandle (which holds that StreamHandle, so the key cannot

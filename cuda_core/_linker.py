@@ -19,7 +19,14 @@ from ._compilers import nvjitlink_available
 from ._errors import LinkerError
 from ._module import ObjectCode
 from ._program_options import _as_list, device_arch, normalize_arch
-from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return, make_error
+from ._utils import (
+    arg_error,
+    as_flag,
+    check_or_create_options,
+    ensure_driver,
+    handle_return,
+    make_error,
+)
 
 __all__ = ["Linker", "LinkerOptions"]
 
@@ -116,9 +123,7 @@ class LinkerOptions:
             self.arch = normalize_arch(self.arch)
         for f in ("time", "verbose", "link_time_optimization", "ptx", "debug", "lineinfo", "ftz",
                   "prec_div", "prec_sqrt", "fma", "optimize_unused_variables", "no_cache", "numba_debug"):
-            v = getattr(self, f)
-            if v is not None and not isinstance(v, bool):
-                raise arg_error(f, "True, False or None", v, exc=TypeError)
+            setattr(self, f, as_flag(getattr(self, f)))  # any truth value, as in cuda.core
         for f in ("max_register_count", "split_compile", "split_compile_extended"):
             v = getattr(self, f)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
@@ -348,6 +353,10 @@ def _warn_no_lto() -> None:
     )
 
 
+class _ClosedLinkerError(RuntimeError, ValueError):
+    """Use of a closed Linker: a RuntimeError as in cuda.core (and a ValueError, as before)."""
+
+
 class _LinkerHolder:
     __slots__ = ("__weakref__", "closed")
 
@@ -388,8 +397,8 @@ class Linker:
                 raise arg_error(f"object_codes[{i}]", "an ObjectCode", oc, exc=TypeError)
         self._inputs = object_codes
         self._options = check_or_create_options(LinkerOptions, options, "options")
-        self._error_log = ""
-        self._info_log = ""
+        self._error_log: str | None = None  # None until link() ran
+        self._info_log: str | None = None
         self._handle: _LinkerHolder | None = _LinkerHolder()
 
     @property
@@ -411,9 +420,10 @@ class Linker:
         return CompilerBackendType.NVJITLINK if nvjitlink_available() else CompilerBackendType.DRIVER
 
     @property
-    def handle(self) -> None:
-        """None: nvJitLink handles live only for the duration of :meth:`link`."""
-        return None
+    def handle(self) -> int | None:
+        """None: nvJitLink handles live only for the duration of :meth:`link`; ``0`` once closed
+        (as ``cuda.core`` reports a closed linker's handle)."""
+        return 0 if self._handle is None else None
 
     @property
     def is_closed(self) -> bool:
@@ -448,10 +458,12 @@ class Linker:
         LinkerError
             The link failed; the message holds the linker's error log.
         ValueError
-            ``target_type`` is invalid, or the linker is closed.
+            ``target_type`` is invalid.
+        RuntimeError
+            The linker is closed (the exception is also a ``ValueError``).
         """
         if self._handle is None:
-            raise ValueError("this Linker is closed")
+            raise _ClosedLinkerError("this Linker is closed")
         if target_type not in ("cubin", "ptx"):
             raise arg_error("target_type", '"cubin" or "ptx"', target_type)
         name = self._options.name or "<default linker>"
@@ -474,10 +486,20 @@ class Linker:
         return ObjectCode._init(res.data, target_type, name=name, symbol_mapping=mapping)
 
     def get_error_log(self) -> str:
-        """str: The error log of the last :meth:`link` ("" when it succeeded)."""
-        return self._error_log
+        """str: The error log of the last :meth:`link` ("" when it succeeded or before it ran).
+
+        Raises ``RuntimeError`` on a closed linker that never linked, as ``cuda.core`` does.
+        """
+        return self._log(self._error_log)
 
     def get_info_log(self) -> str:
-        """str: The information log of the last :meth:`link`."""
-        return self._info_log
+        """str: The information log of the last :meth:`link` (same rules as :meth:`get_error_log`)."""
+        return self._log(self._info_log)
+
+    def _log(self, log: str | None) -> str:
+        if log is None:
+            if self._handle is None:
+                raise _ClosedLinkerError("this Linker is closed and never linked: it has no log")
+            return ""
+        return log
 

@@ -8,6 +8,7 @@ interface, or a :class:`~cuda_core.Buffer` plus a shape. It records the pointer,
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,23 @@ _FIELDS = ("_capsule", "_dl_device_type", "_dtype", "_raw_strides", "device_id",
            "is_device_accessible", "ptr", "readonly", "shape")  # fmt: skip
 
 
+def _stream_ptr(stream_ptr: Any) -> int | None:
+    """The consumer stream address, read as cuda.core 1.2 reads ``stream_ptr``: ``None``, or any
+    object ``int()`` takes through ``__index__``/``__int__`` (an int, a ``CUstream`` such as
+    ``stream.handle``, a NumPy integer, a :class:`Stream`). Anything else is a ``TypeError``."""
+    if stream_ptr is None or type(stream_ptr) is int:
+        return stream_ptr
+    tp = type(stream_ptr)
+    if hasattr(tp, "__index__"):
+        return int(stream_ptr.__index__())
+    if hasattr(tp, "__int__"):
+        return int(stream_ptr)
+    raise arg_error(
+        "stream_ptr", "a stream address (an int or a CUstream such as stream.handle), -1 or None", stream_ptr,
+        exc=TypeError,
+    )
+
+
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     out = []
     acc = 1
@@ -70,7 +88,8 @@ class StridedMemoryView(_ViewBase):
     Build one with :meth:`from_dlpack`, :meth:`from_cuda_array_interface`,
     :meth:`from_array_interface`, :meth:`from_any_interface`, :meth:`from_buffer`, the
     :func:`args_viewable_as_strided_memory` decorator, or ``StridedMemoryView(obj, stream_ptr)``
-    (DLPack first, then the CUDA Array Interface).
+    (DLPack first, then the CUDA Array Interface; deprecated, as in ``cuda.core`` 1.2, with a
+    ``DeprecationWarning``: use :meth:`from_dlpack` or :meth:`from_any_interface`).
 
     **Stream semantics.** ``stream_ptr`` is the address of the *consumer* stream, the stream on
     which the caller will use the memory. For DLPack it is passed to ``obj.__dlpack__(stream=...)``
@@ -78,7 +97,9 @@ class StridedMemoryView(_ViewBase):
     when the producer names a stream other than the consumer's, an event is recorded on the
     producer stream and the consumer stream waits for it on the device (no host
     synchronisation). ``stream_ptr=-1`` opts out of any ordering; ``None`` is refused for device
-    memory (it would be ambiguous) and ignored for host memory.
+    memory (it would be ambiguous) and ignored for host memory. The address may be given as an
+    ``int``, a ``CUstream`` (``stream.handle``), a NumPy integer or a :class:`Stream`: anything
+    ``int()`` reads, as ``cuda.core`` takes it; other objects are a ``TypeError``.
 
     **Ownership.** The view keeps the producer (:attr:`exporting_obj`, and for DLPack the
     capsule) alive for as long as it lives; it owns nothing itself.
@@ -114,9 +135,13 @@ class StridedMemoryView(_ViewBase):
                 "StridedMemoryView needs an object to view; use StridedMemoryView.from_dlpack(), "
                 "from_cuda_array_interface(), from_array_interface(), from_any_interface() or from_buffer()"
             )
+        if type(stream_ptr) is not int:
+            stream_ptr = _stream_ptr(stream_ptr)
         if hasattr(obj, "__dlpack__"):
+            _warn_direct("a DLPack-supporting object", "from_dlpack")
             src = _from_dlpack(obj, stream_ptr)
         elif hasattr(obj, "__cuda_array_interface__"):
+            _warn_direct("a CUDA-array-interface-supporting object", "from_cuda_array_interface")
             src = _from_cai(obj, stream_ptr)
         else:
             raise BufferError(f"{type(obj).__name__} supports neither DLPack nor the CUDA Array Interface")
@@ -149,6 +174,8 @@ class StridedMemoryView(_ViewBase):
         """
         # The hot path: one backend call (exact torch.Tensor / cupy.ndarray producers are read
         # directly, see _array_bridge).
+        if type(stream_ptr) is not int:
+            stream_ptr = _stream_ptr(stream_ptr)
         tp = obj.__class__
         kind = _kinds.get(tp)
         if kind is None:
@@ -189,6 +216,8 @@ class StridedMemoryView(_ViewBase):
         ------
         BufferError
             ``stream_ptr`` is ``None``, or the interface is malformed or masked.
+        TypeError
+            ``stream_ptr`` is not a stream address.
         """
         return _from_cai(obj, stream_ptr)
 
@@ -234,6 +263,8 @@ class StridedMemoryView(_ViewBase):
         BufferError
             The object supports none of the protocols.
         """
+        if type(stream_ptr) is not int:
+            stream_ptr = _stream_ptr(stream_ptr)
         if hasattr(obj, "__dlpack__"):
             return _from_dlpack(obj, stream_ptr)
         if hasattr(obj, "__cuda_array_interface__"):
@@ -512,8 +543,20 @@ def _from_fields(obj: Any, fields: _ai.Fields) -> StridedMemoryView:
     return view
 
 
-def _from_cai(obj: Any, stream_ptr: int | None) -> StridedMemoryView:
+def _from_cai(obj: Any, stream_ptr: Any) -> StridedMemoryView:
+    if type(stream_ptr) is not int:
+        stream_ptr = _stream_ptr(stream_ptr)
     return _from_fields(obj, _ai.read_cuda_array_interface(obj, stream_ptr))
+
+
+def _warn_direct(what: str, method: str) -> None:
+    # cuda.core 1.2 deprecates StridedMemoryView(obj, ...) for array producers (same category).
+    warnings.warn(
+        f"Constructing a StridedMemoryView directly from {what} is deprecated; use "
+        f"StridedMemoryView.{method}() or StridedMemoryView.from_any_interface() instead",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -531,6 +574,8 @@ class _StridedMemoryViewProxy:
 
     def view(self, stream_ptr: int | None = None) -> StridedMemoryView:
         """The argument's :class:`StridedMemoryView`, ordered on the consumer stream ``stream_ptr``."""
+        if type(stream_ptr) is not int:
+            stream_ptr = _stream_ptr(stream_ptr)
         if self._has_dlpack:
             return _from_dlpack(self.obj, stream_ptr)
         if hasattr(self.obj, "__cuda_array_interface__"):

@@ -19,7 +19,7 @@ from ._holder import HandleHolder
 from ._linker import CompilerBackendType, Linker, _link_inputs
 from ._module import ObjectCode
 from ._program_options import ProgramOptions
-from ._utils import arg_error, check_or_create_options, handle_return, run_once
+from ._utils import ValueRuntimeError, arg_error, check_or_create_options, handle_return, run_once
 
 __all__ = ["Program", "ProgramOptions"]
 
@@ -93,7 +93,7 @@ class Program:
     def __init__(self, code: str | bytes, code_type: str = "c++", options: ProgramOptions | dict | None = None) -> None:
         ct = code_type.lower() if isinstance(code_type, str) else code_type
         if ct not in _CODE_TYPES:
-            raise arg_error("code_type", 'one of "c++", "ptx", "nvvm"', code_type)
+            raise arg_error("code_type", 'one of "c++", "ptx", "nvvm"', code_type, exc=ValueRuntimeError)
         if isinstance(code, (bytearray, memoryview)):
             code = bytes(code)
         if not isinstance(code, (str, bytes)):
@@ -149,10 +149,12 @@ class Program:
         """The ``nvrtcProgram`` of a C++ program (created on first access; owned by this object).
 
         ``None`` for PTX and NVVM programs, which create their compiler handle per compile.
+        Once closed: ``nvrtcProgram(0)`` for a C++ program, as in ``cuda.core``.
         """
-        self._check_open()
         if self._code_type != "c++":
             return None
+        if self._holder is None:
+            return nvrtc.nvrtcProgram(0)
         if self._holder.handle is None:
             self._holder.handle = self._create_nvrtc_program()
             self._finalizer = weakref.finalize(self, self._holder.release)

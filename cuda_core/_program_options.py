@@ -17,7 +17,7 @@ from cuda.bindings import driver
 
 from ._compilers import nvrtc_version_cached
 from ._errors import CUDAError
-from ._utils import arg_error, ensure_driver, handle_return
+from ._utils import arg_error, as_flag, ensure_driver, handle_return
 
 __all__ = ["ProgramOptions"]
 
@@ -249,10 +249,9 @@ class ProgramOptions:
     def __post_init__(self) -> None:
         if self.arch is not None:
             self.arch = normalize_arch(self.arch)
+        # On/off options take any truth value, as in cuda.core (``debug=1``, ``numpy.True_``).
         for f in _BOOL_FIELDS:
-            v = getattr(self, f)
-            if v is not None and not isinstance(v, bool):
-                raise arg_error(f, "True, False or None", v, exc=TypeError)
+            setattr(self, f, as_flag(getattr(self, f)))
         for f in ("name", "std", "optimization_info", "time", "create_pch", "use_pch", "pch_dir", "fdevice_time_trace", "frandom_seed"):
             v = getattr(self, f)
             if v is not None and not isinstance(v, (str, os.PathLike)):

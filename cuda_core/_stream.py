@@ -44,8 +44,7 @@ class StreamOptions:
     priority: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.nonblocking, bool):
-            raise arg_error("nonblocking", "a bool", self.nonblocking, exc=TypeError)
+        self.nonblocking = bool(self.nonblocking)  # any truth value, as in cuda.core
         if self.priority is not None and (isinstance(self.priority, bool) or not isinstance(self.priority, int)):
             raise arg_error("priority", "None or an int", self.priority, exc=TypeError)
 
@@ -201,12 +200,23 @@ class Stream:
 
     # -- facts --------------------------------------------------------------------------------
 
+    def _live(self) -> driver.CUstream:
+        h = self._handle
+        if h is None:
+            raise RuntimeError("the stream is closed")
+        return h
+
     @property
     def handle(self) -> driver.CUstream:
-        """The driver handle (``cuda.bindings.driver.CUstream``); ``int(handle)`` is its address."""
-        if self._handle is None:
-            raise RuntimeError("the stream is closed")
-        return self._handle
+        """The driver handle (``cuda.bindings.driver.CUstream``); ``int(handle)`` is its address.
+
+        ``CUstream(0)`` once the stream is closed (as in ``cuda.core``; every other query
+        raises ``RuntimeError`` then).
+        """
+        h = self._handle
+        if h is None:
+            return _CUstream(0)
+        return h
 
     @property
     def is_closed(self) -> bool:
@@ -220,25 +230,28 @@ class Stream:
     @property
     def is_nonblocking(self) -> bool:
         """Whether the stream does not synchronise with the legacy default stream."""
+        h = self._live()
         if self._nonblocking is None:
-            flags = handle_return(driver.cuStreamGetFlags(self.handle), "cuStreamGetFlags")
+            flags = handle_return(driver.cuStreamGetFlags(h), "cuStreamGetFlags")
             self._nonblocking = bool(int(flags) & _NON_BLOCKING)
         return self._nonblocking
 
     @property
     def priority(self) -> int:
         """The stream's priority (lower is higher priority)."""
+        h = self._live()
         if self._priority is None:
-            self._priority = int(handle_return(driver.cuStreamGetPriority(self.handle), "cuStreamGetPriority"))
+            self._priority = int(handle_return(driver.cuStreamGetPriority(h), "cuStreamGetPriority"))
         return self._priority
 
     @property
     def device(self) -> Device:
         """The :class:`Device` the stream belongs to."""
+        h = self._live()
         if self._device is None:
             from ._device import Device  # a stream reports its Device, which creates streams
 
-            cu_dev = handle_return(driver.cuStreamGetDevice(self.handle), "cuStreamGetDevice")
+            cu_dev = handle_return(driver.cuStreamGetDevice(h), "cuStreamGetDevice")
             dev = Device(int(cu_dev))
             if self._int in (driver.CU_STREAM_LEGACY, driver.CU_STREAM_PER_THREAD, 0):
                 return dev  # the default streams follow the current context: do not pin
@@ -246,8 +259,9 @@ class Stream:
         return self._device
 
     def _context_handle(self) -> driver.CUcontext:
+        h = self._live()
         if self._ctx is None:
-            ctx = handle_return(driver.cuStreamGetCtx(self.handle), "cuStreamGetCtx")
+            ctx = handle_return(driver.cuStreamGetCtx(h), "cuStreamGetCtx")
             if self._int in (driver.CU_STREAM_LEGACY, driver.CU_STREAM_PER_THREAD, 0):
                 return ctx
             self._ctx = ctx
@@ -259,7 +273,9 @@ class Stream:
         return Context._from_ctx(self._context_handle(), self._device)
 
     def __cuda_stream__(self) -> tuple[int, int]:
-        """The stream protocol: ``(0, handle_address)``."""
+        """The stream protocol: ``(0, handle_address)``; ``RuntimeError`` once closed."""
+        if self._handle is None:
+            raise RuntimeError("the stream is closed")
         return (0, self._int)
 
     def __int__(self) -> int:
@@ -324,6 +340,7 @@ class Stream:
                 raise RuntimeError("the stream is closed")
             self._h.wait(event_or_stream._h)
             return
+        self._live()
         other = as_stream(event_or_stream, "event_or_stream")
         if other._int == self._int:
             return
@@ -331,8 +348,8 @@ class Stream:
         with self._owning_device()._scope():
             ev = handle_return(driver.cuEventCreate(flags), "cuEventCreate")
             try:
-                handle_return(driver.cuEventRecord(ev, other.handle), "cuEventRecord")
-                handle_return(driver.cuStreamWaitEvent(self.handle, ev, 0), "cuStreamWaitEvent")
+                handle_return(driver.cuEventRecord(ev, other._live()), "cuEventRecord")
+                handle_return(driver.cuStreamWaitEvent(self._live(), ev, 0), "cuStreamWaitEvent")
             finally:
                 handle_return(driver.cuEventDestroy(ev), "cuEventDestroy")
 
@@ -346,6 +363,7 @@ class Stream:
         """A graph builder that captures work on this stream."""
         from ._graph import GraphBuilder  # graphs are built on streams: _graph imports this module
 
+        self._live()
         return GraphBuilder._from_stream(self)
 
     def launch_host_func(self, fn: Any, *args: Any) -> None:

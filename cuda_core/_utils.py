@@ -143,12 +143,31 @@ def driver_available() -> bool:
 # Argument checking.
 
 
+class TypeValueError(TypeError, ValueError):
+    """A wrong argument we report as a TypeError where cuda.core raises ValueError (or the
+    reverse): it is both, so code catching either class written for cuda.core still works."""
+
+
+class ValueOverflowError(ValueError, OverflowError):
+    """A negative size: a ValueError here, an OverflowError in cuda.core (which converts to size_t)."""
+
+
+class ValueRuntimeError(ValueError, RuntimeError):
+    """A bad value that cuda.core reports as RuntimeError."""
+
+
 def arg_error(name: str, rule: str, value: Any, hint: str = "", exc: type[Exception] = ValueError) -> Exception:
     """Build the house-style argument error ``"<name> must be <rule> (got <value!r>)"``."""
     msg = f"{name} must be {rule} (got {value!r})"
     if hint:
         msg += f"; {hint}"
     return exc(msg)
+
+
+def as_flag(value: Any) -> bool | None:
+    """An optional on/off option read as ``cuda.core`` reads it: ``None`` stays ``None`` (unset),
+    anything else by its truth value (``1``, ``numpy.True_`` -> ``True``)."""
+    return None if value is None else bool(value)
 
 
 def check_int(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -187,19 +206,22 @@ def check_or_create_options(cls: type[T], options: Any, what: str = "options") -
 
 
 def cast_to_3_tuple(name: str, value: Any) -> tuple[int, int, int]:
-    """Turn an int or a tuple of one to three ints (each >= 1) into a 3-tuple padded with 1."""
+    """Turn an int or a tuple of one to three ints (each >= 1) into a 3-tuple padded with 1.
+
+    A value of the wrong type is a :class:`TypeValueError` (cuda.core raises ValueError).
+    """
     if isinstance(value, tuple):
         if not 1 <= len(value) <= 3:
-            raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value)
+            raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError)
         items = value
     elif isinstance(value, int) and not isinstance(value, bool):
         items = (value,)
     else:
-        raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeError)
+        raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError)
     out = []
     for v in items:
         if isinstance(v, bool) or not isinstance(v, int):
-            raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeError)
+            raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError)
         if v < 1:
             raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value)
         out.append(v)

@@ -132,6 +132,7 @@ def test_index_toctree_lists_the_pages():
     expected = [
         "install",
         "quickstart",
+        "migration",
         "devices",
         "streams_events",
         "memory",

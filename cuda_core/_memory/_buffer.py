@@ -8,7 +8,7 @@ from cuda.bindings import driver
 
 from .._backend import backend
 from .._errors import CUDAError
-from .._utils import arg_error
+from .._utils import TypeValueError, arg_error
 from ._buffer_export import dlpack, dlpack_device, host_view, query_pointer_attrs
 from ._buffer_support import (
     _LAST_TOKEN,
@@ -44,8 +44,10 @@ class Buffer:
     stream. Work queued on that stream before the free may still use the memory safely.
 
     The buffer exports itself through DLPack as a 1-D ``uint8`` tensor and copies to and from
-    other buffers and host objects (NumPy arrays, ``bytearray``). Any use after :meth:`close`
-    raises ``RuntimeError``.
+    other buffers and host objects (NumPy arrays, ``bytearray``). After :meth:`close`, as in
+    ``cuda.core``: :attr:`handle` and :attr:`size` are ``0``, :attr:`memory_resource` and
+    :attr:`owner` are ``None``, :attr:`is_mapped` is ``False``; any other use raises
+    ``RuntimeError``.
     """
 
     __slots__ = ("__weakref__", "_attrs", "_h", "_mr", "_owner", "_ptr", "_size")
@@ -127,11 +129,13 @@ class Buffer:
             ``ptr``, ``size``, ``mr`` or ``stream`` has the wrong type.
         """
         if mr is not None and owner is not None:
-            raise ValueError("mr and owner cannot both be given: mr frees the memory, owner only keeps an object alive")
+            raise TypeValueError(  # a TypeError in cuda.core
+                "mr and owner cannot both be given: mr frees the memory, owner only keeps an object alive"
+            )
         if isinstance(ptr, driver.CUdeviceptr):
             ptr = int(ptr)
         elif isinstance(ptr, bool) or not isinstance(ptr, int):
-            raise arg_error("ptr", "an int address or a CUdeviceptr", ptr, exc=TypeError)
+            raise arg_error("ptr", "an int address or a CUdeviceptr", ptr, exc=TypeValueError)  # cuda.core: ValueError
         if ptr < 0:
             raise arg_error("ptr", "a non-negative address", ptr)
         size = check_size(size)
@@ -176,6 +180,7 @@ class Buffer:
         if stream is None and h is not None:  # the common case: an open owning buffer
             self._h = None
             self._ptr = None
+            self._mr = None  # as cuda.core: a closed buffer reports no memory resource
             h.close()
             return
         if self._ptr is None:
@@ -183,6 +188,7 @@ class Buffer:
         if stream is not None and type(stream) is not Stream:
             stream = as_stream(stream)
         self._ptr = None
+        self._mr = None  # as cuda.core: a closed buffer reports no memory resource
         if h is None:  # non-owning (or zero-size): nothing to free
             self._owner = None
             return
@@ -242,17 +248,17 @@ class Buffer:
 
     @property
     def handle(self) -> int:
-        """The address of the memory (an ``int``)."""
+        """The address of the memory (an ``int``); ``0`` once closed, as in ``cuda.core``."""
         ptr = self._ptr
         if ptr is None:
-            raise closed_error()
+            return 0
         return ptr
 
     @property
     def size(self) -> int:
-        """The size in bytes."""
+        """The size in bytes; ``0`` once closed, as in ``cuda.core``."""
         if self._ptr is None:
-            raise closed_error()
+            return 0
         return self._size
 
     @property
@@ -291,6 +297,8 @@ class Buffer:
     @property
     def device_id(self) -> int:
         """The ordinal of the device the memory is on; ``-1`` for host memory."""
+        if self._ptr is None:
+            raise closed_error()
         mr = self._mr
         if mr is not None:
             return mr.device_id
@@ -299,6 +307,8 @@ class Buffer:
     @property
     def is_device_accessible(self) -> bool:
         """Whether a kernel can access the memory."""
+        if self._ptr is None:
+            raise closed_error()
         mr = self._mr
         if mr is not None:
             return mr.is_device_accessible
@@ -307,6 +317,8 @@ class Buffer:
     @property
     def is_host_accessible(self) -> bool:
         """Whether the host (CPU) can access the memory."""
+        if self._ptr is None:
+            raise closed_error()
         mr = self._mr
         if mr is not None:
             return mr.is_host_accessible
@@ -315,6 +327,8 @@ class Buffer:
     @property
     def is_managed(self) -> bool:
         """Whether the memory is CUDA managed (unified) memory."""
+        if self._ptr is None:
+            raise closed_error()
         mr = self._mr
         if mr is not None:
             return mr.is_managed
@@ -323,7 +337,7 @@ class Buffer:
     def __repr__(self) -> str:
         ptr = self._ptr
         if ptr is None:
-            return "<Buffer closed>"
+            return "<Buffer ptr=0x0 size=0>"  # cuda.core's repr of a closed buffer
         return f"<Buffer ptr=0x{ptr:x} size={self._size}>"
 
     # -- copies and fill ------------------------------------------------------------------------

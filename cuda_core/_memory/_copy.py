@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from cuda.bindings import driver
 
-from .._utils import arg_error, handle_return
+from .._utils import TypeValueError, arg_error, handle_return
 from ._buffer_support import as_stream, closed_error, on_stream, stream_context
 
 __all__ = ["Host"]  # CopyOptions, the enums and copy_batch are public in cuda_core.utils
@@ -49,9 +49,8 @@ class Host:
 
     def __new__(cls, numa_id: int | None = None, is_numa_current: bool = False) -> Host:
         if numa_id is not None and (isinstance(numa_id, bool) or not isinstance(numa_id, int) or numa_id < 0):
-            raise arg_error("numa_id", "None or a non-negative int", numa_id, exc=TypeError)
-        if not isinstance(is_numa_current, bool):
-            raise arg_error("is_numa_current", "a bool", is_numa_current, exc=TypeError)
+            raise arg_error("numa_id", "None or a non-negative int", numa_id, exc=TypeValueError)  # cuda.core: ValueError
+        is_numa_current = bool(is_numa_current)  # any truth value, as in cuda.core
         if numa_id is not None and is_numa_current:
             raise ValueError("numa_id and is_numa_current are mutually exclusive: give one of them")
         key = (numa_id, is_numa_current)

@@ -43,7 +43,7 @@ class DeviceMemoryResourceOptions:
     max_size: int = 0
 
     def __post_init__(self) -> None:
-        check_bool("ipc_enabled", self.ipc_enabled)
+        self.ipc_enabled = check_bool("ipc_enabled", self.ipc_enabled)
         self.max_size = check_max_size(self.max_size)
 
 

@@ -47,7 +47,7 @@ class PinnedMemoryResourceOptions:
     numa_id: int | None = None
 
     def __post_init__(self) -> None:
-        check_bool("ipc_enabled", self.ipc_enabled)
+        self.ipc_enabled = check_bool("ipc_enabled", self.ipc_enabled)
         self.max_size = check_max_size(self.max_size)
         if self.numa_id is not None:
             self.numa_id = check_int("numa_id", self.numa_id, minimum=0)

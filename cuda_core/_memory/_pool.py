@@ -9,7 +9,7 @@ from cuda.bindings import driver
 
 from .._backend import backend
 from .._errors import CUDAError
-from .._utils import arg_error, check_int, ensure_driver, handle_return, make_error
+from .._utils import check_int, ensure_driver, handle_return, make_error
 from ._buffer import Buffer
 from ._buffer_support import (
     Stream,
@@ -342,8 +342,10 @@ class _PoolResource(MemoryResource):
 
     @property
     def handle(self) -> driver.CUmemoryPool:
-        """The driver handle of the pool (``CUmemoryPool``)."""
-        return self._live_pool()
+        """The driver handle of the pool (``CUmemoryPool``); ``CUmemoryPool(0)`` once closed, as
+        in ``cuda.core``."""
+        pool = self._pool
+        return driver.CUmemoryPool(0) if pool is None else pool
 
     @property
     def is_handle_owned(self) -> bool:
@@ -367,7 +369,11 @@ class _PoolResource(MemoryResource):
 
     @property
     def attributes(self) -> MemoryPoolAttributes:
-        """Live pool statistics and settings (reserved and used memory, release threshold)."""
+        """Live pool statistics and settings (reserved and used memory, release threshold).
+
+        Raises ``RuntimeError`` once the resource is closed, as in ``cuda.core``.
+        """
+        self._live_pool()
         return MemoryPoolAttributes(self)
 
     @property
@@ -457,9 +463,8 @@ def check_max_size(value: Any) -> int:
 
 
 def check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise arg_error(name, "a bool", value, exc=TypeError)
-    return value
+    """An on/off option: any truth value (``1``, ``numpy.True_``, ``None`` -> ``False``), as in cuda.core."""
+    return bool(value)
 
 
 def device_count() -> int:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from cuda.bindings import driver
 
-from .._utils import arg_error, handle_return
+from .._utils import ValueOverflowError, arg_error, handle_return
 
 if TYPE_CHECKING:
     from ._buffer import Buffer
@@ -42,11 +42,13 @@ def check_size(size: Any) -> int:
     """Validate an allocation size: a non-negative ``int`` (not a ``bool``)."""
     if type(size) is int and size >= 0:
         return size
+    if type(size) is int:
+        raise arg_error("size", "a non-negative integer", size, exc=ValueOverflowError)
     if isinstance(size, bool) or not hasattr(size, "__index__"):
         raise arg_error("size", "a non-negative integer", size, exc=TypeError)
     v = size.__index__()
     if v < 0:
-        raise arg_error("size", "a non-negative integer", size)
+        raise arg_error("size", "a non-negative integer", size, exc=ValueOverflowError)  # cuda.core: OverflowError
     return int(v)
 
 
