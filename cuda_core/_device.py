@@ -544,3 +544,23 @@ class Device:
         if self._mr_gen:
             self._ctxh.check()  # a context reset by another library is found (and its pool remade)
         return self.memory_resource.allocate(size, stream=self.default_stream if stream is None else stream)
+
+    def to_system_device(self) -> Any:  # a cuda_core.system.Device
+        """The :class:`cuda_core.system.Device` (NVML's view) of this GPU, matched by UUID.
+
+        Needs NVML but no CUDA context.
+
+        Returns
+        -------
+        cuda_core.system.Device
+            The NVML device with this device's UUID.
+
+        Raises
+        ------
+        cuda_core.system.NvmlError
+            NVML is missing (:class:`cuda_core.system.LibraryNotFoundError`) or does not know
+            this UUID (:class:`cuda_core.system.NotFoundError`).
+        """
+        from .system._device import Device as _SystemDevice
+
+        return _SystemDevice(uuid=self.uuid)

@@ -16,7 +16,7 @@ API = DOCS / "api"
 # ``.. autoclass:: cuda_core.Device`` and kin; ``.. automodule:: cuda_core.system``.
 _DIRECTIVE = re.compile(r"^\s*\.\.\s+auto(\w+)::\s+(\S+)", re.MULTILINE)
 # Public modules that are documented as modules, not star-exported into cuda_core.
-_PUBLIC_MODULES = {"system", "utils", "graph", "experimental", "__main__"}
+_PUBLIC_MODULES = {"system", "utils", "graph", "experimental", "checkpoint", "__main__"}
 # Private modules that export nothing and need no __all__.
 _NO_ALL = {"_version", "_native"}  # the compiled module and the version file
 
@@ -93,8 +93,24 @@ def test_system_module_is_documented_with_members():
     from cuda_core import system
 
     for name in system.__all__:
-        doc = getattr(system, name).__doc__ or ""
+        obj = getattr(system, name)
+        if isinstance(obj, type):
+            # Classes: a docstring (the NVML error classes are cuda.bindings.nvml's own).
+            if not issubclass(obj, system.NvmlError):
+                assert (obj.__doc__ or "").strip(), f"cuda_core.system.{name} has no docstring"
+            continue
+        if not callable(obj):
+            continue  # CUDA_BINDINGS_NVML_IS_COMPATIBLE
+        doc = obj.__doc__ or ""
         assert "Returns" in doc, f"cuda_core.system.{name} lacks a numpy-style docstring"
+
+
+def test_checkpoint_module_is_documented():
+    from cuda_core import checkpoint
+
+    documented = {target for _, target, _ in _directives()}
+    for name in checkpoint.__all__:
+        assert f"cuda_core.checkpoint.{name}" in documented, name
 
 
 def _resolve(target: str) -> object:
@@ -140,6 +156,7 @@ def test_index_toctree_lists_the_pages():
         "launching",
         "interop",
         "graphs",
+        "system",
         "api/index",
     ]
     assert [p for p in pages if not p.startswith(":")] == expected

@@ -1,23 +1,4 @@
-"""Facts about the CUDA installation: driver, devices and library versions.
-
-The names follow NVIDIA's ``cuda.core.system`` (:func:`get_driver_version`,
-:func:`get_driver_version_full`, :func:`get_num_devices`), plus the versions of the libraries
-cuda_core compiles with (:func:`get_nvrtc_version`, :func:`get_nvjitlink_version`,
-:func:`get_nvvm_version`) and of ``cuda-bindings`` (:func:`get_bindings_version`).
-
-Importing this module needs no driver. The library versions need no driver either; the
-driver and device facts raise :class:`~cuda_core.CUDADriverNotFoundError` where the NVIDIA
-driver (libcuda) is missing.
-
-For code written against ``cuda.core.experimental``'s ``system`` object, the attributes
-``system.driver_version``, ``system.num_devices`` and ``system.devices`` also work.
-
-Examples
---------
->>> from cuda_core import system
->>> system.get_nvrtc_version()  # doctest: +SKIP
-(13, 0)
-"""
+"""Versions and counts: the driver, NVML, and the libraries cuda_core compiles with."""
 
 from __future__ import annotations
 
@@ -25,17 +6,23 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from ._errors import CUDADriverNotFoundError, CUDAError
-from ._utils import ensure_driver, handle_return, nvrtc_version
+from .._errors import CUDADriverNotFoundError, CUDAError
+from .._utils import ensure_driver, handle_return, nvrtc_version
+from ._nvml import call, nvml
 
 __all__ = [
     "get_bindings_version",
+    "get_driver_branch",
     "get_driver_version",
     "get_driver_version_full",
+    "get_kernel_mode_driver_version",
     "get_num_devices",
     "get_nvjitlink_version",
+    "get_nvml_version",
     "get_nvrtc_version",
     "get_nvvm_version",
+    "get_process_name",
+    "get_user_mode_driver_version",
 ]
 
 
@@ -48,28 +35,118 @@ def _driver_version_int() -> int:
     return int(handle_return(result, "cuDriverGetVersion"))
 
 
-def _kernel_mode_version() -> tuple[int, ...]:
-    try:
-        from cuda.bindings import nvml
-    except ImportError as exc:  # pragma: no cover - cuda-bindings without NVML
-        raise CUDAError(
-            "nvmlSystemGetDriverVersion",
-            "NVML_ERROR_LIBRARY_NOT_FOUND",
-            f"the kernel-mode driver version needs NVML, which cuda-bindings lacks ({exc})",
-        ) from None
-    try:
-        nvml.init_v2()
-        try:
-            text = nvml.system_get_driver_version()
-        finally:
-            nvml.shutdown()
-    except (RuntimeError, OSError) as exc:
-        if type(exc).__name__ == "DynamicLibNotFoundError" or isinstance(exc, OSError):
-            raise CUDADriverNotFoundError(str(exc)) from None
-        raise CUDAError("nvmlSystemGetDriverVersion", type(exc).__name__, str(exc)) from None
+def _version_tuple(text: Any) -> tuple[int, ...]:
     if isinstance(text, bytes):
         text = text.decode()
-    return tuple(int(p) for p in str(text).split(".") if p.isdigit())
+    return tuple(int(p) for p in str(text).strip().split(".") if p.isdigit())
+
+
+def _kernel_mode_version() -> tuple[int, ...]:
+    return _version_tuple(call(nvml.system_get_driver_version))
+
+
+def get_user_mode_driver_version() -> tuple[int, ...]:
+    """The CUDA version the user-mode driver (libcuda) supports, as ``(major, minor)``.
+
+    This is the version to compare with when checking CUDA compatibility, e.g. ``(13, 0)``.
+    Needs libcuda but no GPU and no NVML.
+
+    Returns
+    -------
+    tuple of int
+        ``(major, minor)``.
+
+    Raises
+    ------
+    CUDADriverNotFoundError
+        libcuda is not installed.
+    """
+    v = _driver_version_int()
+    return (v // 1000, (v % 1000) // 10)
+
+
+def get_kernel_mode_driver_version() -> tuple[int, ...]:
+    """The kernel-mode driver's version as NVML reports it, e.g. ``(580, 65, 6)``.
+
+    Usually ``(major, minor, patch)``; two numbers on WSL.
+
+    Returns
+    -------
+    tuple of int
+        The version numbers.
+
+    Raises
+    ------
+    LibraryNotFoundError
+        NVML is not installed (:class:`cuda_core.system.LibraryNotFoundError`, which is also a
+        :class:`RuntimeError` and a :class:`~cuda_core.CUDADriverNotFoundError`).
+    NvmlError
+        NVML reported another error.
+    """
+    return _kernel_mode_version()
+
+
+def get_nvml_version() -> tuple[int, ...]:
+    """The version of the NVML library, e.g. ``(13, 580, 65, 6)``.
+
+    Returns
+    -------
+    tuple of int
+        The version numbers.
+
+    Raises
+    ------
+    LibraryNotFoundError
+        NVML is not installed.
+    """
+    return _version_tuple(call(nvml.system_get_nvml_version))
+
+
+def get_driver_branch() -> str:
+    """The branch of the installed NVIDIA driver, e.g. ``"r580_00"``.
+
+    Returns
+    -------
+    str
+        The branch name as NVML reports it.
+
+    Raises
+    ------
+    LibraryNotFoundError
+        NVML is not installed.
+    NvmlError
+        NVML reported another error (e.g. ``FunctionNotFoundError`` on drivers before r570).
+    """
+    branch = call(nvml.system_get_driver_branch)
+    return branch.decode() if isinstance(branch, bytes) else str(branch)
+
+
+def get_process_name(pid: int) -> str:
+    """The name of process ``pid``, as NVML reports it (e.g. its executable path).
+
+    Parameters
+    ----------
+    pid : int
+        The process id (> 0).
+
+    Returns
+    -------
+    str
+        The process name.
+
+    Raises
+    ------
+    TypeError, ValueError
+        ``pid`` is not a positive int.
+    NotFoundError
+        No process has this id.
+    """
+    if isinstance(pid, bool) or not isinstance(pid, int):
+        raise TypeError(f"pid must be an int (got {pid!r})")
+    if pid <= 0:
+        raise ValueError(f"pid must be > 0 (got {pid!r})")
+    name = call(nvml.system_get_process_name, pid)
+    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def get_driver_version_full(kernel_mode: bool = False) -> tuple[int, ...]:
@@ -233,14 +310,3 @@ def get_bindings_version() -> str:
     return str(cuda.bindings.__version__)
 
 
-def __getattr__(name: str) -> Any:
-    # cuda.core.experimental's ``system`` was an object with these properties.
-    if name == "driver_version":
-        return get_driver_version()
-    if name == "num_devices":
-        return get_num_devices()
-    if name == "devices":
-        from ._device import Device
-
-        return tuple(Device(i) for i in range(get_num_devices()))
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
