@@ -134,6 +134,7 @@ def test_index_toctree_lists_the_pages():
         "quickstart",
         "devices",
         "streams_events",
+        "green_contexts",
         "memory",
         "compiling",
         "launching",
