@@ -252,14 +252,14 @@ def test_plain_context_lifetime(dev):
     try:
         with pytest.raises(RuntimeError, match="current"):
             ctx.close()  # refuses while current
-        buf = dev.allocate(64, stream=s)  # the device's memory resource, ordered on ctx's stream
-        buf.close()
+        s2 = ctx.create_stream()  # made while ctx is current: still one of ctx's streams
+        s2.sync()
     finally:
         dev.set_current(prev) if prev is not None else dev.set_current()
     ctx.close()
     ctx.close()  # idempotent
     assert ctx.is_closed and ctx.handle is None
-    assert s.is_closed and ev.is_closed  # closed with their context
+    assert s.is_closed and s2.is_closed and ev.is_closed  # closed with their context
     with pytest.raises(RuntimeError, match="closed"):
         s.sync()
     with pytest.raises(RuntimeError, match="closed"):
