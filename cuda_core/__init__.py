@@ -21,10 +21,12 @@ from __future__ import annotations
 from . import (
     _context,
     _device,
+    _device_resources,
     _errors,
     _event,
     _graph,
     _graph_options,
+    _graphics,
     _kernel,
     _kernel_arg_handler,
     _launch_config,
@@ -41,10 +43,12 @@ from . import system as system
 from . import utils as utils
 from ._context import *
 from ._device import *
+from ._device_resources import *
 from ._errors import *
 from ._event import *
 from ._graph import *
 from ._graph_options import *
+from ._graphics import *
 from ._kernel import *
 from ._kernel_arg_handler import *
 from ._launch_config import *
@@ -61,10 +65,12 @@ __all__ = sorted(
     {
         *_context.__all__,
         *_device.__all__,
+        *_device_resources.__all__,
         *_errors.__all__,
         *_event.__all__,
         *_graph.__all__,
         *_graph_options.__all__,
+        *_graphics.__all__,
         *_kernel.__all__,
         *_kernel_arg_handler.__all__,
         *_launch_config.__all__,

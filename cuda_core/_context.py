@@ -1,23 +1,50 @@
-"""Context: a CUDA context, as returned by :attr:`Device.context` and :attr:`Stream.context`."""
+"""Context: a CUDA context, borrowed (primary, current) or owned (made by Device.create_context).
+
+A borrowed context (:attr:`Device.context`, :attr:`Stream.context`) is never destroyed by
+cuda_core. An owned one is made by :meth:`Device.create_context`: a green context over a
+partition of the device's SMs (``cuGreenCtxCreate``, with :class:`ContextOptions`) or a plain
+one (``cuCtxCreate``, without options). It owns the streams and events made in it: they go
+through its ContextHandle (its idle pools), and :meth:`Context.close` closes them, drops the
+pools and destroys the context (``cuGreenCtxDestroy`` / ``cuCtxDestroy``).
+"""
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import cuda.bindings
 from cuda.bindings import driver
 
 from ._backend import backend
-from ._utils import handle_return
+from ._device_resources import (
+    DeviceResources,
+    SMResource,
+    WorkqueueResource,
+    require_green_contexts,
+)
+from ._utils import arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
     from ._device import Device
+    from ._stream import Stream, StreamOptions
 
-__all__ = ["Context"]
+__all__ = ["Context", "ContextOptions"]
+
+_V13 = int(str(cuda.bindings.__version__).split(".", 1)[0]) >= 13
+_GREEN_FLAGS = int(getattr(getattr(driver, "CUgreenCtxCreate_flags", None), "CU_GREEN_CTX_DEFAULT_STREAM", 1))
 
 # ContextHandle by context address: one handle per live context, so that every stream, event
 # and allocation of a context shares its idle pools and generation. A handle that fails its
 # check (the context was destroyed, its address reused) is replaced.
 _handles: dict[int, Any] = {}
+# What owns each live context made by Device.create_context, by address: a Stream of it
+# reports that context (green, with its resources) as its Context, also after the Context
+# object the user got was collected (the context lives on while its streams and events do).
+_owners: dict[int, _Owned] = {}
 
 
 def context_handle(address: int, device: int = -1) -> Any:
@@ -29,33 +56,175 @@ def context_handle(address: int, device: int = -1) -> Any:
     return h
 
 
-class Context:
-    """A CUDA context (borrowed: cuda_core never destroys a context it did not create).
+@dataclass
+class ContextOptions:
+    """Options for :meth:`Device.create_context`.
 
-    Obtained from :attr:`Device.context` or :attr:`Stream.context`; not constructed directly.
-    Two ``Context`` objects are equal when they wrap the same driver context.
+    Attributes
+    ----------
+    resources : DeviceResourcesType
+        The resources of the new green context: a sequence of :class:`SMResource` (groups of
+        one :meth:`SMResource.split`) and at most one :class:`WorkqueueResource`. Checked by
+        :meth:`Device.create_context`.
     """
 
-    __slots__ = ("__weakref__", "_device", "_handle", "_int")
+    resources: Sequence[SMResource | WorkqueueResource]
 
-    _handle: driver.CUcontext
+
+class _Owned:
+    """What an owned context holds: the driver handles, its ContextHandle and its children.
+
+    The context is destroyed once, by :meth:`destroy` (``Context.close``), or when the
+    ``Context`` object and every stream and event made in it are gone.
+    """
+
+    __slots__ = ("__weakref__", "children", "closed", "ctx", "ctxh", "device", "green", "lock", "orphaned",
+                 "resources", "wrapper")  # fmt: skip
+
+    def __init__(self, ctx: Any, ctxh: Any, green: Any, resources: list[Any]) -> None:
+        self.ctx = ctx
+        self.ctxh = ctxh
+        self.green = green
+        self.resources = resources  # the CUdevResource structs the descriptor was made from
+        self.children: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.closed = False
+        self.orphaned = False
+        self.lock = threading.Lock()
+        self.wrapper: weakref.ref[Context] | None = None
+        self.device: Any = None
+
+    def context(self) -> Context:
+        """The Context object of this context (made again if the user's one was collected)."""
+        ctx = self.wrapper() if self.wrapper is not None else None
+        if ctx is None:
+            ctx = object.__new__(Context)
+            ctx._handle = self.ctx
+            ctx._int = int(self.ctx)
+            ctx._device = self.device
+            ctx._owned = self
+            self.wrapper = weakref.ref(ctx)
+            self.orphaned = False
+            weakref.finalize(ctx, self.orphan)
+        return ctx
+
+    def adopt(self, child: Any) -> Any:
+        self.children.add(child)
+        weakref.finalize(child, self._child_gone)
+        return child
+
+    def _child_gone(self) -> None:
+        if self.orphaned:
+            self._release_if_unused()
+
+    def orphan(self) -> None:
+        if self.wrapper is not None and self.wrapper() is not None:
+            return  # a newer Context object stands for the context
+        self.orphaned = True
+        self._release_if_unused()
+
+    def _release_if_unused(self) -> None:
+        if any(not c.is_closed for c in list(self.children)):
+            return
+        try:
+            self.destroy()
+        except Exception:  # a finalizer never raises (the driver may be shutting down)
+            pass
+
+    def destroy(self) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+        address = int(self.ctx)
+        live = [c for c in list(self.children) if not c.is_closed]
+        # (Streams are the children with an ``_nonblocking`` slot; events have none.)
+        green_streams = [c._h.address for c in live if self.green is not None and hasattr(c, "_nonblocking")]
+        try:
+            if self.green is not None:
+                handle_return(driver.cuGreenCtxDestroy(self.green), "cuGreenCtxDestroy")
+            else:
+                handle_return(driver.cuCtxDestroy(self.ctx), "cuCtxDestroy")
+        finally:
+            # The idle handles died with the context (or were detached from it); the live
+            # ones are closed (their handles see the context gone and forget them).
+            self.ctxh.drop_pools()
+            if _handles.get(address) is self.ctxh:
+                del _handles[address]
+            if _owners.get(address) is self:
+                del _owners[address]
+            for child in live:
+                try:
+                    child.close()
+                except Exception:
+                    pass
+            if green_streams and driver.cuCtxGetId(self.ctx)[0]:
+                # A green context's streams outlive it, detached: their handles forgot them
+                # (their context is gone), so they are destroyed here.
+                for raw in green_streams:
+                    driver.cuStreamDestroy(driver.CUstream(raw))
+
+
+class Context:
+    """A CUDA context.
+
+    Borrowed from :attr:`Device.context` or :attr:`Stream.context` (never destroyed by
+    cuda_core), or owned: made by :meth:`Device.create_context` (a green context with
+    :class:`ContextOptions`, else a plain one) and destroyed by :meth:`close`. Not constructed
+    directly. Two ``Context`` objects are equal when they wrap the same driver context.
+    """
+
+    __slots__ = ("__weakref__", "_device", "_handle", "_int", "_owned")
+
+    _handle: driver.CUcontext | None  # None once closed
     _int: int
     _device: Device | None
+    _owned: _Owned | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("Context cannot be constructed directly; use Device.context or Stream.context")
+        raise RuntimeError("Context cannot be constructed directly; use Device.context, Stream.context or Device.create_context()")
 
     @classmethod
     def _from_ctx(cls, handle: driver.CUcontext, device: Device | None = None) -> Context:
+        owner = _owners.get(int(handle))
+        if owner is not None:
+            return owner.context()
         self = object.__new__(cls)
         self._handle = handle
         self._int = int(handle)
         self._device = device
+        self._owned = None
         return self
 
+    @classmethod
+    def _create(cls, device: Device, options: Any) -> Context:
+        """A new owned context on ``device``, not made current (see Device.create_context)."""
+        if options is None:
+            green = None
+            resources: list[Any] = []
+            ctx = _create_plain(device)
+        else:
+            if isinstance(options, dict) and "resources" not in options:
+                raise arg_error("options", "a ContextOptions or a dict with 'resources'", options, exc=TypeError)
+            opts = check_or_create_options(ContextOptions, options, "options")
+            resources = _check_resources(opts.resources, device.device_id)
+            require_green_contexts()
+            desc = handle_return(driver.cuDevResourceGenerateDesc(resources, len(resources)), "cuDevResourceGenerateDesc")
+            green = handle_return(
+                driver.cuGreenCtxCreate(desc, driver.CUdevice(device.device_id), _GREEN_FLAGS), "cuGreenCtxCreate"
+            )
+            try:
+                ctx = handle_return(driver.cuCtxFromGreenCtx(green), "cuCtxFromGreenCtx")
+            except BaseException:
+                driver.cuGreenCtxDestroy(green)
+                raise
+        owned = _Owned(ctx, context_handle(int(ctx)), green, resources)
+        owned.device = device
+        _owners[int(ctx)] = owned
+        return owned.context()
+
     @property
-    def handle(self) -> driver.CUcontext:
-        """The driver handle (``cuda.bindings.driver.CUcontext``); ``int(handle)`` is its address."""
+    def handle(self) -> driver.CUcontext | None:
+        """The driver handle (``cuda.bindings.driver.CUcontext``); ``None`` once closed."""
         return self._handle
 
     @property
@@ -64,7 +233,7 @@ class Context:
         if self._device is None:
             from ._device import Device  # a Device owns its context: _device imports this module
 
-            handle_return(driver.cuCtxPushCurrent(self._handle), "cuCtxPushCurrent")
+            handle_return(driver.cuCtxPushCurrent(self._live()), "cuCtxPushCurrent")
             try:
                 dev_id = int(handle_return(driver.cuCtxGetDevice(), "cuCtxGetDevice"))
             finally:
@@ -72,27 +241,92 @@ class Context:
             self._device = Device(dev_id)
         return self._device
 
+    def _live(self) -> driver.CUcontext:
+        if self._handle is None:
+            raise RuntimeError("the context is closed")
+        return self._handle
+
     @property
     def is_green(self) -> bool:
-        """Whether this is a green context (cuda_core creates none; always ``False``)."""
-        return False
+        """Whether this is a green context (made from device resources)."""
+        owned = self._owned
+        return owned is not None and owned.green is not None
 
     @property
     def is_closed(self) -> bool:
-        """Always ``False``: a borrowed context is never destroyed by cuda_core."""
-        return False
+        """Whether :meth:`close` destroyed this context (always ``False`` for a borrowed one)."""
+        return self._handle is None
+
+    @property
+    def resources(self) -> DeviceResources:
+        """The resources provisioned for this context: a green context's own partition, the
+        whole device's for any other context.
+
+        Raises
+        ------
+        RuntimeError
+            The context is closed.
+        """
+        self._live()
+        owned = self._owned
+        if owned is not None and owned.green is not None:
+            return DeviceResources._of(self.device.device_id, "green", owned.green)
+        return DeviceResources._of(self.device.device_id)
 
     def close(self) -> None:
-        """Nothing to release: cuda_core never destroys a context it did not create."""
+        """Destroy an owned context (idempotent; a borrowed context is left alone).
 
-    def create_stream(self, options: Any = None) -> Any:
-        """Create a new stream in this context (see :meth:`Device.create_stream`)."""
+        The streams and events made in it are closed first (work already queued still
+        completes); using them afterwards raises ``RuntimeError``.
+
+        Raises
+        ------
+        RuntimeError
+            The context is current on the calling thread: make another one current first.
+        CUDAError
+            The driver failed to destroy the context.
+        """
+        owned = self._owned
+        if owned is None:
+            return
+        if self._handle is None:
+            return
+        err, cur = driver.cuCtxGetCurrent()
+        if not err and int(cur) == self._int:
+            raise RuntimeError(
+                "cannot close a context that is current on this thread; make another context current first "
+                "(e.g. Device.set_current())"
+            )
+        self._handle = None
+        owned.destroy()
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def create_stream(self, options: StreamOptions | dict | None = None) -> Stream:
+        """Create a new stream in this context.
+
+        On a green context the stream runs its kernels on the context's SMs only. It belongs to
+        the context: :meth:`close` closes it.
+
+        Raises
+        ------
+        RuntimeError
+            The context is closed.
+        """
         from ._stream import Stream  # a context creates streams, which report their context
 
+        self._live()
+        owned = self._owned
         dev = self.device
+        if owned is not None:
+            return owned.adopt(Stream._create(dev, options, ctxh=owned.ctxh))  # type: ignore[no-any-return]
         if dev._ctx is not None and dev._ctx_int == self._int:
             return dev.create_stream(options=options)
-        handle_return(driver.cuCtxPushCurrent(self._handle), "cuCtxPushCurrent")
+        handle_return(driver.cuCtxPushCurrent(self._live()), "cuCtxPushCurrent")
         try:
             return Stream._create(dev, options, use_current=True)
         finally:
@@ -107,4 +341,52 @@ class Context:
         return hash(("Context", self._int))
 
     def __repr__(self) -> str:
-        return f"<Context handle=0x{self._int:x}>"
+        kind = " green" if self.is_green else ""
+        state = " closed" if self._handle is None else ""
+        return f"<Context handle=0x{self._int:x}{kind}{state}>"
+
+
+def adopt_child(stream_or_event: Any, ctxh: Any) -> Any:
+    """Register an object made through ``ctxh`` with the owned context of that handle, if any
+    (closed with it); returns the object."""
+    owner = _owners.get(ctxh.address)
+    if owner is not None:
+        owner.adopt(stream_or_event)
+    return stream_or_event
+
+
+def _create_plain(device: Device) -> Any:
+    """``cuCtxCreate`` on ``device``, popped again so that the caller's context stays current."""
+    dev = driver.CUdevice(device.device_id)
+    result = driver.cuCtxCreate(None, 0, dev) if _V13 else driver.cuCtxCreate(0, dev)
+    ctx = handle_return(result, "cuCtxCreate")
+    handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+    return ctx
+
+
+def _check_resources(resources: Any, device_id: int) -> list[Any]:
+    """The driver structs of ``ContextOptions.resources``, checked."""
+    rule = "a non-empty sequence of SMResource (from SMResource.split) and at most one WorkqueueResource"
+    if not isinstance(resources, Sequence) or isinstance(resources, (str, bytes)) or not resources:
+        raise arg_error("ContextOptions.resources", rule, resources, exc=TypeError if not isinstance(resources, Sequence) else ValueError)
+    out = []
+    queues = 0
+    for r in resources:
+        if isinstance(r, SMResource):
+            if not r._usable:
+                raise arg_error("ContextOptions.resources", "made of real split results, not dry-run ones", r)
+            if r.device_id != device_id:
+                raise arg_error("ContextOptions.resources", f"resources of device {device_id}", r)
+            if not r.sm_count:
+                raise arg_error("ContextOptions.resources", "SM resources with at least one SM", r)
+            out.append(r._res)
+        elif isinstance(r, WorkqueueResource):
+            queues += 1
+            if r._device_id != device_id:
+                raise arg_error("ContextOptions.resources", f"resources of device {device_id}", r)
+            out.append(r._config)
+        else:
+            raise arg_error("ContextOptions.resources", rule, resources, exc=TypeError)
+    if queues > 1:
+        raise arg_error("ContextOptions.resources", rule, resources)
+    return out

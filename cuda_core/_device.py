@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 from cuda.bindings import driver
 
 from ._backend import backend
-from ._context import Context, context_handle
+from ._context import Context, ContextOptions, context_handle
+from ._device_resources import DeviceResources
 from ._errors import CUDAError
 from ._event import Event
 from ._stream import Stream, _borrow, _foreign_handle_attrs
@@ -457,6 +458,48 @@ class Device:
     def context(self) -> Context:
         """The device's primary :class:`Context` (needs :meth:`set_current` first)."""
         return Context._from_ctx(self._require_ctx("Device.context"), self)
+
+    @property
+    def resources(self) -> DeviceResources:
+        """The device's hardware resources (SMs, work queues) to partition into green contexts.
+
+        Examples
+        --------
+        >>> groups, rest = dev.resources.sm.split(SMResourceOptions(count=[16, 16]))
+        >>> ctx = dev.create_context(ContextOptions(resources=[groups[0]]))
+        """
+        return DeviceResources._of(self._id)
+
+    def create_context(self, options: ContextOptions | dict | None = None) -> Context:
+        """Create a new context on this device, owned by the returned :class:`Context`.
+
+        The new context is not made current (use :meth:`set_current` with it). Streams made
+        with :meth:`Context.create_stream` belong to it; :meth:`Context.close` destroys it.
+
+        Parameters
+        ----------
+        options : ContextOptions or dict, optional
+            With ``resources`` (SM groups from :meth:`SMResource.split`, a
+            :class:`WorkqueueResource`): a green context over those resources
+            (``cuGreenCtxCreate``, CUDA 12.4+). Without options (an extension of cuda_core):
+            a plain context (``cuCtxCreate``).
+
+        Returns
+        -------
+        Context
+            The new owned context.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Malformed options or resources (dry-run groups, another device's resources).
+        CUDAError
+            The driver refused the resources.
+        NotImplementedError
+            The driver or bindings are older than CUDA 12.4 (green contexts).
+        """
+        ensure_driver()
+        return Context._create(self, options)
 
     def sync(self) -> None:
         """Wait until all work on this device's context is done."""

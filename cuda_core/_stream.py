@@ -10,12 +10,13 @@ from cuda.bindings import driver
 
 from ._backend import backend
 from ._callbacks import launch_host_func
-from ._context import Context, context_handle
+from ._context import Context, adopt_child, context_handle
 from ._event import Event, EventOptions
 from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return
 
 if TYPE_CHECKING:
     from ._device import Device
+    from ._device_resources import DeviceResources
     from ._graph import GraphBuilder
 
 __all__ = ["LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "StreamOptions"]
@@ -116,17 +117,17 @@ class Stream:
         return self
 
     @classmethod
-    def _create(cls, device: Device, options: Any, use_current: bool = False) -> Stream:
+    def _create(cls, device: Device, options: Any, use_current: bool = False, ctxh: Any = None) -> Stream:
+        """A new owned stream on ``device``: in its primary context, in the current one
+        (``use_current``), or through the ContextHandle ``ctxh`` (a context cuda_core made)."""
         if options is None:
             flags, priority = _NON_BLOCKING, None
         else:
             opts = check_or_create_options(StreamOptions, options, "options")
             flags = _NON_BLOCKING if opts.nonblocking else _DEFAULT_FLAGS
             priority = opts.priority
-        if use_current:
-            ctxh = _current_context_handle(device)
-        else:
-            ctxh = device._context_handle()
+        if ctxh is None:
+            ctxh = _current_context_handle(device) if use_current else device._context_handle()
         if priority is not None:
             with device._scope() if not use_current else _nullcontext():
                 least, greatest = handle_return(driver.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
@@ -272,6 +273,12 @@ class Stream:
         """The :class:`Context` the stream belongs to."""
         return Context._from_ctx(self._context_handle(), self._device)
 
+    @property
+    def resources(self) -> DeviceResources:
+        """The resources provisioned for the stream's context (a green context's partition,
+        else the whole device's); see :attr:`Context.resources`."""
+        return self.context.resources
+
     def __cuda_stream__(self) -> tuple[int, int]:
         """The stream protocol: ``(0, handle_address)``; ``RuntimeError`` once closed."""
         if self._handle is None:
@@ -319,7 +326,11 @@ class Stream:
                 flags = _DISABLE_TIMING
             else:
                 flags = check_or_create_options(EventOptions, options, "options")._flags()
-            return Event._wrap(dev._ctxh.record_event(flags, self._h), dev)
+            ctxh = self._h.ctx
+            if ctxh is None or ctxh is dev._ctxh:
+                return Event._wrap(dev._ctxh.record_event(flags, self._h), dev)
+            # A stream of another context: the event is made (and pooled) in that context.
+            return adopt_child(Event._wrap(ctxh.record_event(flags, self._h), dev), ctxh)  # type: ignore[no-any-return]
         if type(event) is not Event and not isinstance(event, Event):
             raise arg_error("event", "an Event or None", event, exc=TypeError)
         if options is not None:

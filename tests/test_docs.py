@@ -151,6 +151,7 @@ def test_index_toctree_lists_the_pages():
         "migration",
         "devices",
         "streams_events",
+        "green_contexts",
         "memory",
         "compiling",
         "launching",
