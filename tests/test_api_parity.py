@@ -182,6 +182,25 @@ CLASSES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
         ("cuda.core.utils.StridedMemoryView",),
         ("cuda_core.utils.StridedMemoryView",),
     ),
+    ("TensorMapDescriptor", ("cuda.core.TensorMapDescriptor",), ("cuda_core.TensorMapDescriptor",)),
+    (
+        "TensorMapDescriptorOptions",
+        ("cuda.core.TensorMapDescriptorOptions",),
+        ("cuda_core.TensorMapDescriptorOptions",),
+    ),
+    *[
+        (name, (f"cuda.core.texture.{name}",), (f"cuda_core.texture.{name}",))
+        for name in (
+            "MipmappedArray",
+            "MipmappedArrayOptions",
+            "OpaqueArray",
+            "OpaqueArrayOptions",
+            "ResourceDescriptor",
+            "SurfaceObject",
+            "TextureObject",
+            "TextureObjectOptions",
+        )
+    ],
     (
         "ProgramCacheResource",
         ("cuda.core.utils.ProgramCacheResource",),
@@ -200,7 +219,7 @@ CLASSES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
 ]
 
 # Submodules of cuda.core whose public names code written for it imports.
-NAME_MODULES = ("cuda.core", "cuda.core.utils", "cuda.core.graph", "cuda.core.system")
+NAME_MODULES = ("cuda.core", "cuda.core.utils", "cuda.core.graph", "cuda.core.system", "cuda.core.texture")
 
 # Dunders that are part of a class's public protocol (the rest of ``__x__`` is skipped).
 PROTOCOL_DUNDERS = frozenset(
@@ -240,14 +259,11 @@ KNOWN_GAPS: frozenset[str] = frozenset(
     {
         # -- missing public names / submodules --
         "module:cuda.core.checkpoint",
-        "module:cuda.core.texture",
         "name:cuda.core.ContextOptions",
         "name:cuda.core.DeviceResources",
         "name:cuda.core.GraphicsResource",
         "name:cuda.core.SMResource",
         "name:cuda.core.SMResourceOptions",
-        "name:cuda.core.TensorMapDescriptor",
-        "name:cuda.core.TensorMapDescriptorOptions",
         "name:cuda.core.WorkqueueResource",
         "name:cuda.core.WorkqueueResourceOptions",
         # cuda.core.system (NVML-based in 1.x)
@@ -297,14 +313,9 @@ KNOWN_GAPS: frozenset[str] = frozenset(
         # -- class members (filled from the audit; see the report for priorities) --
         "Context.resources",
         "Device.create_context",
-        "Device.create_mipmapped_array",
-        "Device.create_opaque_array",
-        "Device.create_surface_object",
-        "Device.create_texture_object",
         "Device.resources",
         "Device.to_system_device",
         "Stream.resources",
-        "StridedMemoryView.as_tensor_map",
     }
 )
 
