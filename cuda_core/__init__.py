@@ -37,9 +37,11 @@ from . import (
     _program,
     _program_options,
     _stream,
+    _tensor_map,
 )
 from . import graph as graph  # registers the explicit-graph API with GraphBuilder and Graph
 from . import system as system
+from . import texture as texture
 from . import utils as utils
 from ._context import *
 from ._device import *
@@ -59,6 +61,7 @@ from ._module import *
 from ._program import *
 from ._program_options import *
 from ._stream import *
+from ._tensor_map import *
 from ._version import __version__ as __version__
 
 __all__ = sorted(
@@ -81,5 +84,6 @@ __all__ = sorted(
         *_program.__all__,
         *_program_options.__all__,
         *_stream.__all__,
+        *_tensor_map.__all__,
     }
 )

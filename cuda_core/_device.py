@@ -21,6 +21,16 @@ if TYPE_CHECKING:
     from ._graph import GraphBuilder
     from ._memory import Buffer, MemoryResource
     from ._stream import StreamOptions
+    from .texture import (
+        MipmappedArray,
+        MipmappedArrayOptions,
+        OpaqueArray,
+        OpaqueArrayOptions,
+        ResourceDescriptor,
+        SurfaceObject,
+        TextureObject,
+        TextureObjectOptions,
+    )
 
 __all__ = ["ComputeCapability", "Device", "DeviceProperties"]
 
@@ -607,3 +617,59 @@ class Device:
         from .system._device import Device as _SystemDevice
 
         return _SystemDevice(uuid=self.uuid)
+    def create_opaque_array(self, options: OpaqueArrayOptions | dict) -> OpaqueArray:
+        """Allocate a CUDA array (:class:`~cuda_core.texture.OpaqueArray`) on this device.
+
+        Needs :meth:`set_current` first. ``options`` is an
+        :class:`~cuda_core.texture.OpaqueArrayOptions` (or a dict of its fields). The array
+        belongs to the caller (``close()`` or collection destroys it).
+        """
+        if self._ctx is None:
+            self._require_ctx("Device.create_opaque_array")
+        from .texture import _create_opaque_array  # textures are built above devices
+
+        with self._scope():
+            return _create_opaque_array(self, options)
+
+    def create_mipmapped_array(self, options: MipmappedArrayOptions | dict) -> MipmappedArray:
+        """Allocate a :class:`~cuda_core.texture.MipmappedArray` on this device.
+
+        Needs :meth:`set_current` first. ``options`` is a
+        :class:`~cuda_core.texture.MipmappedArrayOptions` (or a dict of its fields).
+        """
+        if self._ctx is None:
+            self._require_ctx("Device.create_mipmapped_array")
+        from .texture import _create_mipmapped_array  # textures are built above devices
+
+        with self._scope():
+            return _create_mipmapped_array(self, options)
+
+    def create_texture_object(
+        self, *, resource: ResourceDescriptor, options: TextureObjectOptions | dict | None = None
+    ) -> TextureObject:
+        """Create a bindless :class:`~cuda_core.texture.TextureObject` reading ``resource``.
+
+        Needs :meth:`set_current` first. ``options`` (a
+        :class:`~cuda_core.texture.TextureObjectOptions`, a dict or ``None`` for the defaults)
+        sets addressing, filtering and read mode. Pass ``texture.handle`` to kernels.
+        """
+        if self._ctx is None:
+            self._require_ctx("Device.create_texture_object")
+        from .texture import _create_texture_object  # textures are built above devices
+
+        with self._scope():
+            return _create_texture_object(self, resource, options)
+
+    def create_surface_object(self, *, resource: ResourceDescriptor) -> SurfaceObject:
+        """Create a bindless :class:`~cuda_core.texture.SurfaceObject` on ``resource``.
+
+        Needs :meth:`set_current` first. ``resource`` wraps an
+        :class:`~cuda_core.texture.OpaqueArray` created with ``is_surface_load_store=True``.
+        Pass ``surface.handle`` to kernels.
+        """
+        if self._ctx is None:
+            self._require_ctx("Device.create_surface_object")
+        from .texture import _create_surface_object  # textures are built above devices
+
+        with self._scope():
+            return _create_surface_object(self, resource)

@@ -12,7 +12,7 @@ ctypes scalars keep their exact width; NumPy structured scalars and ``ctypes.Str
 by value with their own layout; ``Buffer``, ``ctypes.c_void_p``, ``__cuda_array_interface__``,
 DLPack and ``.data_ptr()`` objects pass a device pointer; ``cuda.bindings`` ``CUtexObject``,
 ``CUsurfObject``, ``CUgraphConditionalHandle`` and ``CUdeviceptr`` pass their 8-byte value and
-``CUtensorMap`` its 128 bytes (64-byte aligned); a graph ``GraphCondition`` passes its 8-byte
+``CUtensorMap`` and :class:`TensorMapDescriptor` their 128 bytes (64-byte aligned); a graph ``GraphCondition`` passes its 8-byte
 ``cudaGraphConditionalHandle``.
 """
 
@@ -28,6 +28,7 @@ from cuda.bindings import driver
 
 from ._backend import backend
 from ._graph_cond import GraphCondition
+from ._tensor_map import TensorMapDescriptor
 
 __all__: list[str] = []  # private: launch() and PreparedLaunch are the public entry points
 
@@ -148,7 +149,7 @@ _CTYPES_REJECT = (ctypes.c_char_p, ctypes.c_wchar_p, ctypes.c_longdouble)
 _SUPPORTED = (
     "bool, int, float, complex, NumPy and ctypes scalars, NumPy structured scalars, "
     "ctypes.Structure, Buffer, objects with __cuda_array_interface__, __dlpack__ or "
-    "data_ptr(), and cuda.bindings CUtexObject/CUsurfObject/CUgraphConditionalHandle/CUtensorMap, GraphCondition"
+    "data_ptr(), and cuda.bindings CUtexObject/CUsurfObject/CUgraphConditionalHandle/CUtensorMap, TensorMapDescriptor, GraphCondition"
 )
 
 
@@ -191,6 +192,8 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
         return _Rule(8, 8, "Q", "int({a})", t.__name__)
     if issubclass(t, GraphCondition):
         return _Rule(8, 8, "Q", "int({a}._handle)", "cudaGraphConditionalHandle")
+    if issubclass(t, TensorMapDescriptor):
+        return _Rule(128, 64, "128s", "{a}._bytes", "CUtensorMap")
     if issubclass(t, driver.CUtensorMap):
         return _Rule(128, 64, "128s", "_tensor_map_bytes({a})", "CUtensorMap")
     module = t.__module__ or ""

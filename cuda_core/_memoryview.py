@@ -424,6 +424,25 @@ class StridedMemoryView(_ViewBase):
         """
         return _ops.make_view(self, layout, dtype)  # type: ignore[no-any-return]
 
+    def as_tensor_map(self, box_dim: tuple[int, ...] | None = None, *, options: Any = None,
+                      element_strides: tuple[int, ...] | None = None, data_type: Any = None,
+                      interleave: Any = None, swizzle: Any = None, l2_promotion: Any = None,
+                      oob_fill: Any = None) -> Any:
+        """A tiled :class:`~cuda_core.TensorMapDescriptor` (TMA) of this view.
+
+        Pass ``box_dim`` (and the keywords of :class:`~cuda_core.TensorMapDescriptorOptions`)
+        or ``options=``, not both. The view must be device-accessible, 16-byte aligned, rank
+        1-5, contiguous in its last dimension, with other strides multiples of 16 bytes;
+        ``box_dim`` fits inside the tensor. Any rule broken raises ``ValueError`` (``TypeError``
+        for a wrong type) before the driver is called. See :mod:`cuda_core._tensor_map`.
+        """
+        from ._tensor_map import TensorMapDescriptor  # tensor maps are built on views
+
+        return TensorMapDescriptor._from_tiled(
+            self, box_dim, options=options, element_strides=element_strides, data_type=data_type,
+            interleave=interleave, swizzle=swizzle, l2_promotion=l2_promotion, oob_fill=oob_fill,
+        )
+
     def copy_from(self, other: StridedMemoryView, stream: Any, allocator: Any = None, blocking: bool | None = None) -> None:
         """Copy the elements of ``other`` into this view.
 

@@ -193,6 +193,25 @@ CLASSES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
         ("cuda.core.utils.StridedMemoryView",),
         ("cuda_core.utils.StridedMemoryView",),
     ),
+    ("TensorMapDescriptor", ("cuda.core.TensorMapDescriptor",), ("cuda_core.TensorMapDescriptor",)),
+    (
+        "TensorMapDescriptorOptions",
+        ("cuda.core.TensorMapDescriptorOptions",),
+        ("cuda_core.TensorMapDescriptorOptions",),
+    ),
+    *[
+        (name, (f"cuda.core.texture.{name}",), (f"cuda_core.texture.{name}",))
+        for name in (
+            "MipmappedArray",
+            "MipmappedArrayOptions",
+            "OpaqueArray",
+            "OpaqueArrayOptions",
+            "ResourceDescriptor",
+            "SurfaceObject",
+            "TextureObject",
+            "TextureObjectOptions",
+        )
+    ],
     (
         "ProgramCacheResource",
         ("cuda.core.utils.ProgramCacheResource",),
@@ -220,6 +239,7 @@ NAME_MODULES = (
     "cuda.core.graph",
     "cuda.core.system",
     "cuda.core.checkpoint",
+    "cuda.core.texture",
 )
 
 # Dunders that are part of a class's public protocol (the rest of ``__x__`` is skipped).
@@ -259,15 +279,7 @@ _CALLABLE_DESCRIPTORS = frozenset(
 KNOWN_GAPS: frozenset[str] = frozenset(
     {
         # -- missing public names / submodules --
-        "module:cuda.core.texture",
-        "name:cuda.core.TensorMapDescriptor",
-        "name:cuda.core.TensorMapDescriptorOptions",
         # -- class members (filled from the audit; see the report for priorities) --
-        "Device.create_mipmapped_array",
-        "Device.create_opaque_array",
-        "Device.create_surface_object",
-        "Device.create_texture_object",
-        "StridedMemoryView.as_tensor_map",
         # cuda.core.system.Device queries not yet wrapped (issue #12 follow-up)
         "system.Device.addressing_mode",
         "system.Device.attributes",

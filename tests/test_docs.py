@@ -158,6 +158,8 @@ def test_index_toctree_lists_the_pages():
         "interop",
         "graphs",
         "system",
+        "tma",
+        "textures",
         "api/index",
     ]
     assert [p for p in pages if not p.startswith(":")] == expected
@@ -175,3 +177,10 @@ def test_every_graph_name_is_documented():
         if f"cuda_core.graph.{n}" not in documented and f"cuda_core.{n}" not in documented
     ]
     assert not missing, f"cuda_core.graph names not documented: {missing}"
+
+
+def test_every_texture_name_is_documented():
+    texture = importlib.import_module("cuda_core.texture")
+    documented = {target for _, target, _ in _directives()}
+    missing = [n for n in texture.__all__ if f"cuda_core.texture.{n}" not in documented]
+    assert not missing, f"cuda_core.texture names not documented: {missing}"
