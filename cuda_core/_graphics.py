@@ -93,7 +93,7 @@ class _Unmap:
             return  # unregistered already: that unmapped it
         h = driver.CUstream(0) if stream is None else stream.handle
         res = driver.CUgraphicsResource(self.reg.address)
-        handle_return(driver.cuGraphicsUnmapResources(1, [res], h), "cuGraphicsUnmapResources")
+        handle_return(driver.cuGraphicsUnmapResources(1, res, h), "cuGraphicsUnmapResources")
 
 
 class GraphicsResource:
@@ -227,11 +227,11 @@ class GraphicsResource:
             raise RuntimeError("the GraphicsResource is mapped already; unmap it first")
         s = as_stream(stream)
         res = driver.CUgraphicsResource(self._int)
-        handle_return(driver.cuGraphicsMapResources(1, [res], s.handle), "cuGraphicsMapResources")
+        handle_return(driver.cuGraphicsMapResources(1, res, s.handle), "cuGraphicsMapResources")
         try:
             ptr, size = handle_return(driver.cuGraphicsResourceGetMappedPointer(res), "cuGraphicsResourceGetMappedPointer")
         except BaseException:
-            driver.cuGraphicsUnmapResources(1, [res], s.handle)
+            driver.cuGraphicsUnmapResources(1, res, s.handle)
             raise
         buf = self._buf = Buffer._owned(int(ptr), int(size), None, s, _Unmap(self._reg))  # type: ignore[arg-type]
         return buf

@@ -252,6 +252,9 @@ class ProgramOptions:
         # On/off options take any truth value, as in cuda.core (``debug=1``, ``numpy.True_``).
         for f in _BOOL_FIELDS:
             setattr(self, f, as_flag(getattr(self, f)))
+        if self.use_bundled_headers:
+            # cuda.core refuses it when the options are made (not at compile): so do we.
+            _check_nvrtc_version(["use_bundled_headers"])
         for f in ("name", "std", "optimization_info", "time", "create_pch", "use_pch", "pch_dir", "fdevice_time_trace", "frandom_seed"):
             v = getattr(self, f)
             if v is not None and not isinstance(v, (str, os.PathLike)):
@@ -485,15 +488,20 @@ class ProgramOptions:
         return self._incs, self._pre
 
 
+class NVRTCTooOldError(ValueError, RuntimeError):
+    """An option this NVRTC is too old for: a ValueError here; cuda.core raises RuntimeError
+    (for ``use_bundled_headers``, already when the options are made), so it is both."""
+
+
 def _check_nvrtc_version(fields: list[str]) -> None:
-    """Raise a ValueError naming the options in ``fields`` this NVRTC is too old for."""
+    """Raise an error naming the options in ``fields`` this NVRTC is too old for."""
     if not fields:
         return
     have = nvrtc_version_cached()
     old = [f for f in fields if have < _NVRTC_MIN_VERSION[f]]
     if old:
         need = ", ".join(f"{f} (NVRTC {'.'.join(map(str, _NVRTC_MIN_VERSION[f]))}+)" for f in old)
-        raise ValueError(f"option(s) {need} cannot be used with this NVRTC ({'.'.join(map(str, have))})")
+        raise NVRTCTooOldError(f"option(s) {need} cannot be used with this NVRTC ({'.'.join(map(str, have))})")
 
 
 def bundled_headers_dir() -> str:

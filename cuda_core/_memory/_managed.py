@@ -72,8 +72,8 @@ class ManagedMemoryResource(_PoolResource):
     """Managed (unified) memory from a stream-ordered managed memory pool (CUDA 13+ driver).
 
     The memory is accessible from the host and from devices and migrates on demand;
-    :meth:`Buffer.prefetch` moves it ahead of use. ``device_id`` is the preferred device,
-    else the device current when the resource was made.
+    :meth:`Buffer.prefetch` moves it ahead of use. ``device_id`` is the preferred device, or
+    ``-1`` when none is set.
 
     Parameters
     ----------
@@ -107,6 +107,13 @@ class ManagedMemoryResource(_PoolResource):
 
     # ManagedBuffer (set by _managed_buffer, which imports this module: no import cycle).
     _buffer_cls: type = Buffer
+
+    @property
+    def device_id(self) -> int:
+        """The preferred device ordinal, or ``-1`` when the preferred location is not a device
+        (none set: the driver decides), as in ``cuda.core``."""
+        p = self._preferred
+        return p[1] if p is not None and p[0] == "device" and p[1] is not None else -1
 
     def allocate(self, size: int, *, stream: Any = None) -> Buffer:
         """Allocate ``size`` bytes of managed memory from the pool, ordered on ``stream``.

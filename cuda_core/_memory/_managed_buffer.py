@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Iterable, Iterator, MutableSet
 from typing import Any
 
 from cuda.bindings import driver
 
-from .._utils import arg_error, handle_return
+from .._backend import entry_point
+from .._utils import arg_error, handle_return, raise_status
 from ._buffer import Buffer
 from ._buffer_support import as_stream, closed_error, on_stream, stream_context
 from ._copy import Host
@@ -62,6 +64,29 @@ def _advise(buf: Buffer, advice: Any, location: Any) -> None:
 def _attr(buf: Buffer, attribute: Any, count: int = 1) -> Any:
     ptr = _open(buf)
     return handle_return(driver.cuMemRangeGetAttribute(_INT * count, attribute, ptr, buf._size), "cuMemRangeGetAttribute")
+
+
+_RANGE_PROTO = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_uint64, ctypes.c_size_t
+)
+_range_fn: Any = None
+
+
+def _range_int(buf: Buffer, attribute: Any) -> int:
+    """One int attribute of the buffer's range through the driver entry point
+    (``cuda.bindings``' wrapper refuses the location-type attributes of CUDA 12.2+)."""
+    global _range_fn
+    ptr = _open(buf)
+    if _range_fn is None:
+        addr = entry_point("cuMemRangeGetAttribute")
+        if not addr:
+            raise RuntimeError("the CUDA driver has no cuMemRangeGetAttribute entry point")
+        _range_fn = _RANGE_PROTO(addr)
+    out = ctypes.c_int(0)
+    status = _range_fn(ctypes.addressof(out), ctypes.sizeof(out), int(attribute), ptr, buf._size)
+    if status:
+        raise_status(status, "cuMemRangeGetAttribute")
+    return out.value
 
 
 def _accessed_by(buf: Buffer) -> list[Any]:
@@ -159,8 +184,8 @@ class ManagedBuffer(Buffer):
         ``None`` withdraws the advice)."""
         from .._device import Device
 
-        kind = int(_attr(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE))
-        ident = int(_attr(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID))
+        kind = _range_int(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE)
+        ident = _range_int(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID)
         if kind == int(_LOC.CU_MEM_LOCATION_TYPE_DEVICE):
             return Device(ident)
         if kind == int(_LOC.CU_MEM_LOCATION_TYPE_HOST):
