@@ -281,6 +281,17 @@ def _check_common(lay: _Layout, interleave: Any, swizzle: Any, l2: Any, oob: Any
         raise arg_error("oob_fill", "NONE for an integer data type", oob.name)
 
 
+def _u64(values: Any) -> list[Any]:
+    """``values`` innermost first, as the driver's ``cuuint64_t`` (cuda-bindings 13.3 takes no
+    plain ints there)."""
+    return [driver.cuuint64_t(int(v)) for v in reversed(values)]
+
+
+def _u32(values: Any) -> list[Any]:
+    """``values`` innermost first, as the driver's ``cuuint32_t``."""
+    return [driver.cuuint32_t(int(v)) for v in reversed(values)]
+
+
 def _encode(api: str, fn: Any, *args: Any) -> Any:
     ensure_driver()
     return handle_return(fn(*args), api)
@@ -387,8 +398,8 @@ class TensorMapDescriptor:
         _check_common(lay, o.interleave, o.swizzle, o.l2_promotion, o.oob_fill, o.box_dim[-1] * lay.elem)
         cu = _encode(
             "cuTensorMapEncodeTiled", driver.cuTensorMapEncodeTiled, _DT(int(lay.dtype)), rank, lay.ptr,
-            list(reversed(lay.shape)), list(reversed(lay.byte_strides[:-1])), list(reversed(o.box_dim)),
-            list(reversed(es)), driver.CUtensorMapInterleave(int(o.interleave)),
+            _u64(lay.shape), _u64(lay.byte_strides[:-1]), _u32(o.box_dim),
+            _u32(es), driver.CUtensorMapInterleave(int(o.interleave)),
             driver.CUtensorMapSwizzle(int(o.swizzle)), driver.CUtensorMapL2promotion(int(o.l2_promotion)),
             driver.CUtensorMapFloatOOBfill(int(o.oob_fill)),
         )
@@ -420,8 +431,8 @@ class TensorMapDescriptor:
         _check_common(lay, interleave, swizzle, l2_promotion, oob_fill, cpp * lay.elem)
         cu = _encode(
             "cuTensorMapEncodeIm2col", driver.cuTensorMapEncodeIm2col, _DT(int(lay.dtype)), rank, lay.ptr,
-            list(reversed(lay.shape)), list(reversed(lay.byte_strides[:-1])), list(reversed(lo)),
-            list(reversed(hi)), cpp, ppc, list(reversed(es)), driver.CUtensorMapInterleave(int(interleave)),
+            _u64(lay.shape), _u64(lay.byte_strides[:-1]), list(reversed(lo)),
+            list(reversed(hi)), cpp, ppc, _u32(es), driver.CUtensorMapInterleave(int(interleave)),
             driver.CUtensorMapSwizzle(int(swizzle)), driver.CUtensorMapL2promotion(int(l2_promotion)),
             driver.CUtensorMapFloatOOBfill(int(oob_fill)),
         )
@@ -448,8 +459,8 @@ class TensorMapDescriptor:
         es = _check_element_strides(element_strides, rank)
         _check_common(lay, interleave, swizzle, l2_promotion, oob_fill, 16)
         cu = _encode(
-            "cuTensorMapEncodeIm2colWide", fn, _DT(int(lay.dtype)), rank, lay.ptr, list(reversed(lay.shape)),
-            list(reversed(lay.byte_strides[:-1])), lo, hi, cpp, ppc, list(reversed(es)),
+            "cuTensorMapEncodeIm2colWide", fn, _DT(int(lay.dtype)), rank, lay.ptr, _u64(lay.shape),
+            _u64(lay.byte_strides[:-1]), lo, hi, cpp, ppc, _u32(es),
             driver.CUtensorMapInterleave(int(interleave)), driver.CUtensorMapIm2ColWideMode(int(mode)),
             driver.CUtensorMapSwizzle(int(swizzle)), driver.CUtensorMapL2promotion(int(l2_promotion)),
             driver.CUtensorMapFloatOOBfill(int(oob_fill)),

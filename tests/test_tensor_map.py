@@ -87,7 +87,10 @@ def test_tiled_passes_driver_order(encoded):
     assert api == "cuTensorMapEncodeTiled"
     dtype, rank, ptr, dims, strides, box, es = args[:7]
     assert int(dtype) == int(TensorMapDataType.FLOAT32) and rank == 2 and ptr == 0x10000
-    assert dims == [64, 32] and strides == [320] and box == [16, 8] and es == [2, 1]
+    def ints(values):  # the driver's cuuint64_t/cuuint32_t values as ints
+        return [int(v) for v in values]
+
+    assert ints(dims) == [64, 32] and ints(strides) == [320] and ints(box) == [16, 8] and ints(es) == [2, 1]
     assert "tiled" in repr(d) and "(32, 64)" in repr(d)
 
 
@@ -142,7 +145,7 @@ def test_im2col_checks_and_order(encoded):
     TensorMapDescriptor._from_im2col(view, (-1, -1), (1, 1), 8, 32)
     api, args = encoded[0]
     assert api == "cuTensorMapEncodeIm2col"
-    assert args[3] == [8, 16, 16, 2] and args[5] == [-1, -1] and args[7:9] == (8, 32)
+    assert [int(v) for v in args[3]] == [8, 16, 16, 2] and args[5] == [-1, -1] and args[7:9] == (8, 32)
     with pytest.raises(ValueError, match="2 values"):
         TensorMapDescriptor._from_im2col(view, (0,), (0, 0), 8, 32)
     with pytest.raises(ValueError, match=r"in \[-128, 127\]"):

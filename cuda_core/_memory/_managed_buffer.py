@@ -37,6 +37,10 @@ def _spec(location: Any, what: str = "location") -> driver.CUmemLocation:
 
     if isinstance(location, Host):
         return location._location()
+    if location == "host" or (type(location) is int and location == -1):
+        return Host()._location()  # Buffer.prefetch's older spellings of the host
+    if type(location) is int and location >= 0:
+        location = Device(location)  # a device ordinal, as Buffer.prefetch takes
     if isinstance(location, Device):
         loc = driver.CUmemLocation()
         loc.type = _LOC.CU_MEM_LOCATION_TYPE_DEVICE
