@@ -388,7 +388,8 @@ class ProgramOptions:
             add("--fdevice-syntax-only")
         if self.minimal:
             add("--minimal")
-        _check_nvrtc_version(self._set_fields(_NVRTC_MIN_VERSION))
+        # An on/off option that is off asks nothing of NVRTC: only the ones in use are checked.
+        _check_nvrtc_version([n for n in self._set_fields(_NVRTC_MIN_VERSION) if getattr(self, n) is not False])
         if self.use_bundled_headers:
             add(f"--use-bundled-headers={bundled_headers_dir()}")
         if self.no_cache:

@@ -164,7 +164,14 @@ def test_program_options_flags_for_truth_values(nv, value):
         our_out = _outcome(ours.ProgramOptions, arch=ARCH, **{field: value})
         _same_outcome(nv_out, our_out, f"ProgramOptions({field}={value!r})")  # e.g. an NVRTC too old
         if nv_out[0] == "ok":
-            assert _flags(our_out[1], "nvrtc") == _flags(nv_out[1], "nvrtc"), f"ProgramOptions({field}={value!r})"
+            try:
+                ours_flags = _flags(our_out[1], "nvrtc")
+            except ValueError as exc:
+                # Deliberately stricter (docs/migration.rst): an option this NVRTC is too old for
+                # is refused when the flags are made; cuda.core passes it to NVRTC.
+                assert "cannot be used with this NVRTC" in str(exc), exc
+                continue
+            assert ours_flags == _flags(nv_out[1], "nvrtc"), f"ProgramOptions({field}={value!r})"
 
 
 @pytest.mark.parametrize("value", [1, np.True_, "yes", None], ids=repr)
