@@ -197,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         if n_gpus:
             ok = _launch_and_verify(out)
         else:
+            from ._program_options import normalize_arch
+
+            args.arch = normalize_arch(args.arch)  # "90" -> "sm_90"
             cubin, how = _compile(args.arch)
             if not cubin.startswith(b"\x7fELF"):
                 out(f"  FAILED: NVRTC returned {len(cubin)} bytes that are not a cubin")

@@ -18,8 +18,16 @@ from cuda.bindings import driver
 from ._compilers import nvjitlink_available
 from ._errors import LinkerError
 from ._module import ObjectCode
-from ._program_options import _as_list, device_arch, normalize_arch
-from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return, make_error
+from ._program_options import _as_list, check_counts, device_arch, normalize_arch
+from ._utils import (
+    arg_error,
+    check_or_create_options,
+    ensure_driver,
+    handle_return,
+    make_error,
+    options_repr,
+    suggest_fields,
+)
 
 __all__ = ["Linker", "LinkerOptions"]
 
@@ -41,6 +49,7 @@ class CompilerBackendType(enum.StrEnum):
     DRIVER = "driver"
 
 
+@suggest_fields
 @dataclass
 class LinkerOptions:
     """Options of :class:`Linker`, with the fields of ``cuda.core`` 1.x.
@@ -109,6 +118,10 @@ class LinkerOptions:
     no_cache: bool | None = None
     numba_debug: bool | None = None
 
+    def __repr__(self) -> str:
+        # Only what was set.
+        return options_repr(self)
+
     def __post_init__(self) -> None:
         if self.name is not None and not isinstance(self.name, str):
             raise arg_error("name", "a str or None", self.name, exc=TypeError)
@@ -119,10 +132,7 @@ class LinkerOptions:
             v = getattr(self, f)
             if v is not None and not isinstance(v, bool):
                 raise arg_error(f, "True, False or None", v, exc=TypeError)
-        for f in ("max_register_count", "split_compile", "split_compile_extended"):
-            v = getattr(self, f)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise arg_error(f, "a non-negative int or None", v, exc=TypeError)
+        check_counts(self, ("max_register_count", "split_compile", "split_compile_extended"))
         lvl = self.optimization_level
         if lvl is not None and (isinstance(lvl, bool) or not isinstance(lvl, int) or not 0 <= lvl <= 4):
             raise arg_error("optimization_level", "an int from 0 to 4 or None", lvl)
@@ -153,7 +163,7 @@ class LinkerOptions:
         """
         if backend.lower() != "nvjitlink":
             raise arg_error("backend", '"nvjitlink"', backend)
-        out = [f"-arch={self.arch if self.arch is not None else device_arch()}"]
+        out = [f"-arch={self.arch if self.arch is not None else device_arch('LinkerOptions')}"]
         add = out.append
         if self.max_register_count is not None:
             add(f"-maxrregcount={self.max_register_count}")

@@ -207,7 +207,8 @@ class Program:
         target_type : {"ptx", "cubin", "ltoir"}
             The output: C++ takes all three, PTX ``"cubin"``, NVVM ``"ptx"``/``"ltoir"``.
         name_expressions : sequence of str or bytes, optional
-            C++ names to instantiate and look up, e.g. ``"vector_add<float>"``. Their lowered
+            C++ names to instantiate and look up, e.g. ``("vector_add<float>",)``; a lone
+            string is taken as one name (``cuda.core`` would split it into characters). Their lowered
             (mangled) names go into :attr:`ObjectCode.symbol_mapping`, so
             ``get_kernel("vector_add<float>")`` works.
         logs : object with ``write(str)``, optional
@@ -229,19 +230,27 @@ class Program:
         LinkerError, NVVMError
             PTX or NVVM input failed.
         ValueError
-            ``target_type`` is not valid for this code type, or an option is not valid for
-            the backend.
+            ``target_type`` is not valid for this code type, an option is not valid for
+            the backend, or ``"cubin"`` was asked for with a virtual ``arch`` (``compute_XX``).
         """
         self._check_open()
         targets = _TARGETS[self._code_type]
         if target_type not in targets:
             raise arg_error("target_type", f"one of {', '.join(map(repr, targets))} for {self._code_type!r} code", target_type)
-        names = tuple(name_expressions)
+        # A lone string is one expression, not a sequence of one-character names.
+        names = (name_expressions,) if isinstance(name_expressions, (str, bytes)) else tuple(name_expressions)
         for n in names:
             if not isinstance(n, (str, bytes)):
                 raise arg_error("name_expressions", "a sequence of str or bytes", name_expressions, exc=TypeError)
         if names and self._code_type != "c++":
             raise ValueError("name_expressions can only be used with code_type='c++'")
+        arch = self._options.arch
+        if target_type == "cubin" and arch is not None and not arch.startswith("sm_"):
+            raise ValueError(
+                f'target_type "cubin" needs a real architecture, arch="sm_XX" (got arch={arch!r}, '
+                f'a virtual architecture: NVRTC makes no cubin for it); pass arch="sm_{arch.partition("_")[2]}" '
+                'or compile to "ptx"'
+            )
 
         if cache is None and any(getattr(self._options, f) for f in _SIDE_EFFECT_OPTIONS):
             cache = False

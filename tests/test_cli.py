@@ -86,3 +86,12 @@ def test_help_exits_zero():
     proc = _run("--help")
     assert proc.returncode == 0
     assert "--arch" in proc.stdout
+
+
+def test_bare_arch_number_is_reported_as_sm():
+    if gpu_skip_reason() is None:
+        pytest.skip("with a GPU --arch is not used")
+    proc = _run("--arch", "90")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "compiled the self-check kernel for sm_90 " in proc.stdout
+    assert " for 90 " not in proc.stdout
