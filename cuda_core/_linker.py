@@ -15,13 +15,15 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from ._compilers import nvjitlink_available
+from ._compilers import linker_not_found, nvjitlink_available
 from ._errors import LinkerError
+from ._logging import logger as _log
 from ._module import ObjectCode
 from ._program_options import _as_list, check_counts, device_arch, normalize_arch
 from ._utils import (
     arg_error,
     check_or_create_options,
+    driver_available,
     ensure_driver,
     handle_return,
     make_error,
@@ -338,15 +340,25 @@ def _link_driver(options: LinkerOptions | None, inputs: list[tuple[bytes | str, 
         driver.cuLinkDestroy(state)
 
 
-def _link_inputs(flags: list[bytes], inputs: list[tuple[bytes | str, str, str]], target_type: str) -> tuple[bytes, str]:
+def _link_inputs(
+    flags: list[bytes], inputs: list[tuple[bytes | str, str, str]], target_type: str, needed_by: str
+) -> tuple[bytes, str]:
     """Link ``(code, code_type, name)`` inputs with nvJitLink flags; return (output, info log)."""
     res = _LinkResult()
     if nvjitlink_available():
         _link_nvjitlink(flags, inputs, target_type, res)
     else:
+        _require_driver_linker(needed_by)
         _warn_no_lto()
         _link_driver(None, inputs, target_type, res)
     return res.data, res.info_log
+
+
+def _require_driver_linker(needed_by: str) -> None:
+    """Without nvJitLink the driver links; without a driver too, say which install fixes it."""
+    if not driver_available():
+        raise linker_not_found(needed_by)
+    _log.debug("nvJitLink not found: linking with the driver's cuLink* linker (no LTO)")
 
 
 def _warn_no_lto() -> None:
@@ -472,6 +484,7 @@ class Linker:
             if nvjitlink_available():
                 _link_nvjitlink(self._options.as_bytes("nvjitlink"), inputs, target_type, res)
             else:
+                _require_driver_linker("Linker.link()")
                 if any(kind == "ltoir" for _, kind, _ in inputs) or self._options.link_time_optimization:
                     raise LinkerError("cuLinkCreate", "LTO_UNAVAILABLE", "LTO-IR needs nvJitLink, which is not available")
                 _warn_no_lto()

@@ -14,6 +14,7 @@ from cuda import pathfinder
 from cuda.bindings import nvrtc
 
 from . import _cache
+from ._compilers import require
 from ._errors import NVRTCError, NVVMError
 from ._holder import HandleHolder
 from ._linker import CompilerBackendType, Linker, _link_inputs
@@ -281,6 +282,7 @@ class Program:
         )
 
     def _compile_nvrtc(self, target_type: str, names: tuple[str | bytes, ...], logs: Any) -> ObjectCode:
+        require("nvrtc", "Program.compile() of C++ code")
         flags = self._options.as_bytes("nvrtc", target_type)
         want_pch = bool(self._options.pch or self._options.create_pch)
         for attempt in (0, 1):
@@ -322,12 +324,13 @@ class Program:
     def _compile_ptx(self, target_type: str, logs: Any) -> ObjectCode:
         flags = self._options.as_bytes("nvjitlink", target_type)
         code = self._code.encode() if isinstance(self._code, str) else self._code
-        data, info = _link_inputs(flags, [(code, "ptx", self._name())], target_type)
+        data, info = _link_inputs(flags, [(code, "ptx", self._name())], target_type, "Program.compile() of PTX")
         if info and logs is not None:
             logs.write(info)
         return ObjectCode._init(data, target_type, name=self._name())
 
     def _compile_nvvm(self, target_type: str, logs: Any) -> ObjectCode:
+        require("nvvm", "Program.compile() of NVVM IR")
         from cuda.bindings import nvvm  # optional library, imported on first NVVM use (import time)
 
         flags = [f.decode() for f in self._options.as_bytes("nvvm", target_type)]
