@@ -19,6 +19,7 @@ re-exported here; ``__all__`` is the public surface.
 from __future__ import annotations
 
 from . import (
+    _config,
     _context,
     _device,
     _errors,
@@ -39,6 +40,7 @@ from . import (
 from . import graph as graph  # registers the explicit-graph API with GraphBuilder and Graph
 from . import system as system
 from . import utils as utils
+from ._config import *
 from ._context import *
 from ._device import *
 from ._errors import *
@@ -59,6 +61,7 @@ from ._version import __version__ as __version__
 
 __all__ = sorted(
     {
+        *_config.__all__,
         *_context.__all__,
         *_device.__all__,
         *_errors.__all__,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._errors import CompilerLibraryNotFoundError, _LinkerNotFoundError
+from ._logging import logger as _log
 from ._utils import nvrtc_version, run_once
 
 __all__: list[str] = []
@@ -89,9 +90,11 @@ def require(lib: str, needed_by: str) -> None:
         _probe(lib)
     except Exception as exc:
         if is_missing_library(exc):
+            _log.debug("%s not found: %s", lib, exc)
             raise library_not_found(lib, needed_by, exc) from exc
         raise
     _present.add(lib)
+    _log.debug("%s loaded", lib)
 
 
 def library_status(lib: str) -> tuple[str | None, Any]:
@@ -126,7 +129,8 @@ def nvjitlink_available() -> bool:
         from cuda.bindings import nvjitlink
 
         nvjitlink.version()
-    except Exception:
+    except Exception as exc:
+        _log.debug("nvJitLink not available (%s): the driver's linker will link", exc)
         return False
     _present.add("nvjitlink")
     return True

@@ -107,12 +107,15 @@ class CompilerLibraryNotFoundError(CUDAError, _DynamicLibNotFoundError):
         What needs it, e.g. ``"Program.compile() of C++ code"``.
     remedy : str
         The command that installs it.
+    detail : str
+        What the loader said ("" when nothing).
     """
 
     def __init__(self, library: str, soname: str, needed_by: str, remedy: str, detail: str = "") -> None:
         self.library = library
         self.needed_by = needed_by
         self.remedy = remedy
+        self.detail = detail
         explanation = f"{library} was not found, and {needed_by} needs it; install it with: {remedy}"
         if detail:
             explanation += f" (loader said: {detail})"

@@ -18,6 +18,7 @@ from cuda.bindings import driver, nvrtc
 
 from . import _backend
 from ._errors import CUDADriverNotFoundError, CUDAError
+from ._logging import logger as _log
 
 __all__: list[str] = []  # private module
 
@@ -118,11 +119,9 @@ def _init_driver() -> None:
             raise _driver_error
         try:
             result = driver.cuInit(0)
-        except RuntimeError as exc:  # cuda.pathfinder's DynamicLibNotFoundError and kin
+        except (RuntimeError, OSError) as exc:  # cuda.pathfinder's DynamicLibNotFoundError and kin
             _driver_error = CUDADriverNotFoundError(str(exc))
-            raise _driver_error from None
-        except OSError as exc:
-            _driver_error = CUDADriverNotFoundError(str(exc))
+            _log.debug("no CUDA driver: %s", exc)
             raise _driver_error from None
         if result[0] == _CUresult.CUDA_ERROR_NO_DEVICE:
             _driver_error = make_error(result[0], "cuInit", "no CUDA-capable GPU was found")
@@ -130,6 +129,7 @@ def _init_driver() -> None:
         handle_return(result, "cuInit")
         _backend.bind(make_error)
         _driver_ready = True
+        _log.debug("CUDA driver initialised; handle layer bound (%s)", "native" if _backend.NATIVE else "pure Python")
 
 
 def driver_available() -> bool:
