@@ -128,7 +128,8 @@ def test_public_names_have_docstrings():
 
 def test_index_toctree_lists_the_pages():
     text = (DOCS / "index.rst").read_text()
-    pages = re.findall(r"^\s{3}(\S+)\s*$", text.split(".. toctree::", 1)[1], re.MULTILINE)
+    trees = text.split(".. toctree::")[1:]
+    pages = re.findall(r"^\s{3}(\S+)\s*$", trees[0], re.MULTILINE)
     expected = [
         "install",
         "quickstart",
@@ -142,8 +143,22 @@ def test_index_toctree_lists_the_pages():
         "api/index",
     ]
     assert [p for p in pages if not p.startswith(":")] == expected
+    # The contributor guide is in the build too, under its own caption.
+    assert len(trees) == 2 and ":caption: Contributing" in trees[1]
+    assert re.findall(r"^\s{3}(dev/\S+)\s*$", trees[1], re.MULTILINE) == ["dev/index"]
     for page in expected:
         assert (DOCS / f"{page}.rst").is_file(), page
+
+
+def test_contributing_points_only_into_the_repository():
+    root = DOCS.parent
+    text = (root / "CONTRIBUTING.md").read_text()
+    assert "shared folder" not in text and "DESIGN.md" not in text and "STYLE.md" not in text
+    for target in re.findall(r"\]\(([^)]+)\)", text):
+        if not target.startswith("http"):
+            assert (root / target).is_file(), f"CONTRIBUTING.md links to a missing file: {target}"
+    for page in ("architecture", "testing", "benchmarks", "style"):
+        assert f"docs/dev/{page}.rst" in text
 
 
 def test_every_graph_name_is_documented():
