@@ -133,6 +133,7 @@ def test_index_toctree_lists_the_pages():
     expected = [
         "install",
         "quickstart",
+        "cpu_walkthrough",
         "devices",
         "streams_events",
         "memory",
@@ -140,6 +141,7 @@ def test_index_toctree_lists_the_pages():
         "launching",
         "interop",
         "graphs",
+        "troubleshooting",
         "api/index",
     ]
     assert [p for p in pages if not p.startswith(":")] == expected
@@ -171,3 +173,19 @@ def test_every_graph_name_is_documented():
         if f"cuda_core.graph.{n}" not in documented and f"cuda_core.{n}" not in documented
     ]
     assert not missing, f"cuda_core.graph names not documented: {missing}"
+
+
+def test_cpu_walkthrough_runs_without_a_gpu():
+    text = (DOCS / "cpu_walkthrough.rst").read_text()
+    blocks = re.findall(r"\.\. code-block:: python\n\n((?:    .*\n|\n)+)", text)
+    assert len(blocks) >= 4
+    src = "\n".join("\n".join(line[4:] for line in b.splitlines()) for b in blocks)
+    exec(compile(src, "docs/cpu_walkthrough.rst", "exec"), {"print": lambda *a, **k: None})
+
+
+def test_troubleshooting_covers_the_first_hour():
+    text = (DOCS / "troubleshooting.rst").read_text()
+    for topic in ("No NVIDIA driver", "NVRTC, nvJitLink or libNVVM missing", "Wrong or missing architecture",
+                  "The compile cache", "The native backend is off", "CUDA errors and what they mean",
+                  'pip install "cudacore[cu13]"', "--clear-cache", "CUDA_CORE_NO_FASTPATH"):
+        assert topic in text, topic
