@@ -19,6 +19,7 @@ re-exported here; ``__all__`` is the public surface.
 from __future__ import annotations
 
 from . import (
+    _config,
     _context,
     _device,
     _device_resources,
@@ -43,6 +44,7 @@ from . import graph as graph  # registers the explicit-graph API with GraphBuild
 from . import system as system
 from . import texture as texture
 from . import utils as utils
+from ._config import *
 from ._context import *
 from ._device import *
 from ._device_resources import *
@@ -66,6 +68,7 @@ from ._version import __version__ as __version__
 
 __all__ = sorted(
     {
+        *_config.__all__,
         *_context.__all__,
         *_device.__all__,
         *_device_resources.__all__,

@@ -1,17 +1,21 @@
 """``python -m cuda_core``: report the CUDA environment and check that cuda_core works.
 
-The report names Python, ``cuda-bindings``, the NVIDIA driver (or says that none was found),
-every GPU with its name, compute capability and memory, and the NVRTC, nvJitLink and libNVVM
-versions. The self-check then compiles a small kernel; with a GPU it also launches it and
-verifies the result, without one it compiles for ``--arch`` and says that launching needs a
-GPU. The exit code is 0 when the self-check passes, 1 otherwise.
+The report (also :func:`cuda_core.show_config`) names Python, ``cuda-bindings``, the
+handle-layer backend (and how to rebuild it where that helps), the NVIDIA driver (or says that
+none was found) and whether it suits ``cuda-bindings``, every GPU with its key properties,
+the NVRTC, nvJitLink and libNVVM versions (or the install command for a missing one), the
+compile cache (directory, entries, size) and the NumPy, CuPy and PyTorch versions with whether
+their CUDA matches the driver. The self-check then compiles a small kernel; with a GPU it also
+launches it and verifies the result, without one it compiles for ``--arch`` and says that
+launching needs a GPU. ``--json`` prints the same as one JSON object; ``--clear-cache``
+empties the compile cache on disk. The exit code is 0 when the self-check passes, 1 otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
-import platform
+import json
 import sys
 from collections.abc import Callable
 from typing import Any, cast
@@ -20,8 +24,7 @@ from cuda.bindings import driver
 
 import cuda_core
 
-from . import _backend, system
-from ._errors import CUDADriverNotFoundError, CUDAError
+from . import _config
 from ._utils import handle_return
 
 __all__: list[str] = []  # a command, not an API
@@ -38,67 +41,6 @@ extern "C" __global__ void cuda_core_selfcheck(int* out, int n, int a, int b)
 """
 _N = 1000
 _A, _B = 3, 7
-
-
-def _version(fn: Callable[[], tuple[int, ...]]) -> str:
-    try:
-        return ".".join(str(p) for p in fn())
-    except Exception as exc:  # a missing library is reported, not fatal
-        return f"not found ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
-
-
-def _report(out: Callable[[str], None]) -> int:
-    """Print the environment report; return the number of GPUs (0 without a driver)."""
-    out(f"cuda_core {cuda_core.__version__}")
-    out(f"Python {platform.python_version()} ({sys.executable}, {platform.machine()})")
-    out(f"cuda-bindings {system.get_bindings_version()}")
-    if _backend.NATIVE:
-        out("handle layer: native backend (cuda_core._native)")
-    else:
-        out(f"handle layer: pure Python ({_backend.REASON})")
-    try:
-        import cuda.pathfinder as pathfinder
-
-        out(f"cuda-pathfinder {getattr(pathfinder, '__version__', '?')}")
-    except ImportError:
-        out("cuda-pathfinder not installed")
-    n_gpus = 0
-    try:
-        major, minor, *_ = system.get_driver_version_full()
-        line = f"NVIDIA driver: supports CUDA {major}.{minor}"
-        try:
-            km = system.get_driver_version_full(kernel_mode=True)
-            line += f" (driver {'.'.join(str(p) for p in km)})"
-        except CUDAError:
-            pass
-        out(line)
-        n_gpus = system.get_num_devices()
-    except CUDADriverNotFoundError as exc:
-        out(f"NVIDIA driver: no NVIDIA driver found ({exc.explanation})")
-    except CUDAError as exc:
-        out(f"NVIDIA driver: present, but {exc}")
-    out(f"GPUs: {n_gpus}")
-    for i in range(n_gpus):
-        out("  " + _describe_gpu(i))
-    out(f"NVRTC {_version(system.get_nvrtc_version)}")
-    out(f"nvJitLink {_version(system.get_nvjitlink_version)}")
-    out(f"libNVVM {_version(system.get_nvvm_version)}")
-    return n_gpus
-
-
-def _describe_gpu(ordinal: int) -> str:
-    dev = handle_return(driver.cuDeviceGet(ordinal), "cuDeviceGet")
-    raw = handle_return(driver.cuDeviceGetName(256, dev), "cuDeviceGetName")
-    name = raw.split(b"\0", 1)[0].decode(errors="replace")
-    attr = driver.CUdevice_attribute
-    major = handle_return(
-        driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute"
-    )
-    minor = handle_return(
-        driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute"
-    )
-    mem = int(handle_return(driver.cuDeviceTotalMem(dev), "cuDeviceTotalMem"))
-    return f"[{ordinal}] {name}, compute capability {major}.{minor}, {mem / 2**30:.1f} GiB"
 
 
 def _compile(arch: str) -> tuple[bytes, str]:
@@ -168,6 +110,25 @@ def _launch_and_verify(out: Callable[[str], None]) -> bool:
     return True
 
 
+def _self_check(n_gpus: int, arch: str, out: Callable[[str], None]) -> bool:
+    try:
+        if n_gpus:
+            return _launch_and_verify(out)
+        from ._program_options import normalize_arch
+
+        arch = normalize_arch(arch)  # "90" -> "sm_90"
+        cubin, how = _compile(arch)
+        if not cubin.startswith(b"\x7fELF"):
+            out(f"  FAILED: NVRTC returned {len(cubin)} bytes that are not a cubin")
+            return False
+        out(f"  compiled the self-check kernel for {arch} with {how} ({len(cubin)} bytes of cubin)")
+        out("  launching it needs a GPU with an NVIDIA driver; none was found, so it was not run")
+        return True
+    except Exception as exc:  # report every failure as a failed check, with its reason
+        out(f"  FAILED: {type(exc).__name__}: {exc}")
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the report and the self-check; return the exit code.
 
@@ -179,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        0 when the self-check passes, 1 when it fails.
+        0 when the self-check passes (or the cache was cleared), 1 when it fails.
     """
     parser = argparse.ArgumentParser(
         prog="python -m cuda_core", description="Report the CUDA environment and check cuda_core."
@@ -187,28 +148,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--arch",
         default="sm_90",
-        help="architecture to compile for when no GPU is present (default: sm_90)",
+        help="architecture to compile for when no GPU is present (default: sm_90; 90 means sm_90)",
     )
+    parser.add_argument("--json", action="store_true", help="print the report and the check as one JSON object")
+    parser.add_argument("--clear-cache", action="store_true", help="empty the compile cache on disk and exit")
     args = parser.parse_args(argv)
-    out = print
-    n_gpus = _report(out)
-    out("Self-check:")
-    try:
-        if n_gpus:
-            ok = _launch_and_verify(out)
+    if args.clear_cache:
+        before = _config.clear_cache()
+        if not before["enabled"]:
+            print("the compile cache on disk is off (CUDA_CORE_CACHE=0): nothing to clear")
         else:
-            cubin, how = _compile(args.arch)
-            if not cubin.startswith(b"\x7fELF"):
-                out(f"  FAILED: NVRTC returned {len(cubin)} bytes that are not a cubin")
-                ok = False
-            else:
-                out(f"  compiled the self-check kernel for {args.arch} with {how} ({len(cubin)} bytes of cubin)")
-                out("  launching it needs a GPU with an NVIDIA driver; none was found, so it was not run")
-                ok = True
-    except Exception as exc:  # report every failure as a failed check, with its reason
-        out(f"  FAILED: {type(exc).__name__}: {exc}")
-        ok = False
+            print(f"cleared {before['entries']} entries ({_config._size(before['bytes'])}) from {before['path']}")
+        return 0
+    info = _config.collect()
+    lines: list[str] = []
+    out: Callable[[str], None] = lines.append if args.json else print
+    if not args.json:
+        for line in _config.format_report(info):
+            out(line)
+    out("Self-check:")
+    ok = _self_check(len([g for g in info["gpus"] if "error" not in g]), args.arch, out)
     out("Self-check passed." if ok else "Self-check FAILED.")
+    if args.json:
+        info["self_check"] = {"passed": ok, "lines": [line.strip() for line in lines[1:-1]]}
+        print(json.dumps(info, indent=2, sort_keys=True))
     return 0 if ok else 1
 
 

@@ -20,6 +20,8 @@ from typing import Any
 
 from cuda.bindings import driver
 
+from ._logging import logger as _log
+
 __all__: list[str] = []  # private module
 
 REBUILD_COMMAND = "pip install -e . (or python setup.py build_ext --inplace in a checkout)"
@@ -57,6 +59,10 @@ NATIVE: bool
 REASON: str
 backend, NATIVE, REASON = _select()
 """The handle layer's backend module (see :mod:`cuda_core._handles` for its protocol)."""
+if NATIVE:
+    _log.debug("handle layer: native backend (%s)", getattr(backend, "__file__", "cuda_core._native"))
+else:
+    _log.debug("handle layer: pure Python backend, falling back from native: %s", REASON)
 
 
 def per_thread_default_stream() -> bool:

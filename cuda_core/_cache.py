@@ -25,6 +25,7 @@ from typing import Any
 
 from ._cache_keys import atomic_write, decode_entry, encode_entry, make_program_cache_key
 from ._cache_paths import default_cache_dir, disk_cache_dir
+from ._logging import logger as _log
 from ._module import ObjectCode
 from ._utils import arg_error
 
@@ -267,6 +268,7 @@ class FileStreamProgramCache(ProgramCacheResource):
         payload = _parse_file(data, key)
         if payload is None:
             self.corrupt += 1
+            _log.debug("compile cache: corrupt entry %s removed (treated as a miss)", path)
             with contextlib.suppress(OSError):
                 os.unlink(path)
             return None
@@ -450,6 +452,7 @@ class ProgramCache:
         if rec is not None:
             self.hits += 1
             self.memory_hits += 1
+            _log.debug("compile cache: hit in memory (%s)", _short(key))
             return rec
         disk = self._disk
         if disk is not None:
@@ -459,16 +462,34 @@ class ProgramCache:
                 self._memory[key] = rec
                 self.hits += 1
                 self.disk_hits += 1
+                _log.debug("compile cache: hit on disk in %s (%s)", disk.path, _short(key))
                 return rec
         self.misses += 1
+        _log.debug("compile cache: miss (%s)", _short(key))
         return None
 
     def _store(self, key: bytes, rec: tuple[bytes, str, str, dict]) -> None:
         self._memory[key] = rec
         disk = self._disk
         if disk is not None:
-            with contextlib.suppress(OSError):
+            try:
                 disk[key] = encode_entry(*rec)
+            except OSError as exc:
+                _log.debug("compile cache: write to %s failed (%s); kept in memory only", disk.path, exc)
+            else:
+                _log.debug("compile cache: wrote %d bytes to %s (%s)", len(rec[0]), disk.path, _short(key))
+
+
+class _short:
+    """A short, stable name of a cache key for the log, hashed only if the record is emitted."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+
+    def __str__(self) -> str:
+        return "key " + hashlib.blake2b(self.key, digest_size=6).hexdigest()
 
 
 _default = ProgramCache()
@@ -504,6 +525,8 @@ def lookup_or_compile(store: Any, key: bytes, compile_fn: Callable[[], Any]) -> 
         data = store.get(key)
         rec = decode_entry(bytes(data)) if data is not None else None
     if rec is not None:
+        if store is not _default:
+            _log.debug("compile cache: hit in %s (%s)", type(store).__name__, _short(key))
         code, code_type, name, mapping = rec
         return ObjectCode._init(code, code_type, name=name, symbol_mapping=mapping)
     obj = compile_fn()
@@ -511,6 +534,7 @@ def lookup_or_compile(store: Any, key: bytes, compile_fn: Callable[[], Any]) -> 
     if store is _default:
         _default._store(key, rec)
     else:
+        _log.debug("compile cache: miss in %s, wrote %d bytes (%s)", type(store).__name__, len(rec[0]), _short(key))
         store[key] = encode_entry(*rec)
     return obj
 

@@ -26,7 +26,7 @@ import cuda.bindings
 from cuda.bindings import driver
 
 from ._cache_paths import stamp_dir
-from ._compilers import nvjitlink_available, nvrtc_version_cached
+from ._compilers import nvjitlink_available, nvrtc_version_cached, require
 from ._utils import ensure_driver, handle_return
 
 __all__: list[str] = []  # private module; the public names are re-exported by _cache
@@ -55,6 +55,7 @@ def _load_version(lib: str) -> str:
         from cuda.bindings import nvjitlink  # optional library: imported only once known present
 
         return ".".join(map(str, nvjitlink.version()))
+    require("nvvm", "Program.compile() of NVVM IR")
     from cuda.bindings import nvvm  # optional library, imported on first NVVM use (import time)
 
     return ".".join(map(str, nvvm.version())) + "/ir" + ".".join(map(str, nvvm.ir_version()))

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+try:  # what cuda.bindings raised for a missing library before cuda_core named it
+    from cuda.pathfinder import DynamicLibNotFoundError as _DynamicLibNotFoundError
+except ImportError:  # pragma: no cover - an old cuda-pathfinder
+    _DynamicLibNotFoundError = RuntimeError  # type: ignore[misc,assignment]
+
 __all__ = [
     "CUDADriverNotFoundError",
     "CUDAError",
     "CompileError",
+    "CompilerLibraryNotFoundError",
     "LinkerError",
     "NVRTCError",
     "NVVMError",
@@ -83,6 +89,42 @@ class CUDADriverNotFoundError(CUDAError):
         if detail:
             explanation += f" (loader said: {detail})"
         super().__init__("cuInit", "CUDA_ERROR_DRIVER_NOT_FOUND", explanation, None)
+
+
+class CompilerLibraryNotFoundError(CUDAError, _DynamicLibNotFoundError):
+    """A compiler library (NVRTC, nvJitLink or libNVVM) could not be loaded.
+
+    The message names the library, what needs it and the remedy, usually
+    ``pip install "cudacore[cu13]"``: the base install of ``cudacore`` does not bring the
+    compiler libraries. It derives from ``cuda.pathfinder``'s ``DynamicLibNotFoundError`` (a
+    ``RuntimeError``), the error raised for this before, so existing handlers still catch it.
+
+    Attributes
+    ----------
+    library : str
+        The library's name, e.g. ``"NVRTC (the CUDA C++ compiler)"``.
+    needed_by : str
+        What needs it, e.g. ``"Program.compile() of C++ code"``.
+    remedy : str
+        The command that installs it.
+    detail : str
+        What the loader said ("" when nothing).
+    """
+
+    def __init__(self, library: str, soname: str, needed_by: str, remedy: str, detail: str = "") -> None:
+        self.library = library
+        self.needed_by = needed_by
+        self.remedy = remedy
+        self.detail = detail
+        explanation = f"{library} was not found, and {needed_by} needs it; install it with: {remedy}"
+        if detail:
+            explanation += f" (loader said: {detail})"
+        # Not super(): a subclass may also derive from CUDADriverNotFoundError (another signature).
+        CUDAError.__init__(self, soname, "LIBRARY_NOT_FOUND", explanation, None)
+
+
+class _LinkerNotFoundError(CompilerLibraryNotFoundError, CUDADriverNotFoundError):
+    """Neither nvJitLink nor the driver's linker is there: both errors' handlers catch it."""
 
 
 class CompileError(CUDAError):

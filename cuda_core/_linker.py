@@ -15,17 +15,21 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from ._compilers import nvjitlink_available
+from ._compilers import linker_not_found, nvjitlink_available
 from ._errors import LinkerError
+from ._logging import logger as _log
 from ._module import ObjectCode
-from ._program_options import _as_list, device_arch, normalize_arch
+from ._program_options import _as_list, check_counts, device_arch, normalize_arch
 from ._utils import (
     arg_error,
     as_flag,
     check_or_create_options,
+    driver_available,
     ensure_driver,
     handle_return,
     make_error,
+    options_repr,
+    suggest_fields,
 )
 
 __all__ = ["Linker", "LinkerOptions"]
@@ -48,6 +52,7 @@ class CompilerBackendType(enum.StrEnum):
     DRIVER = "driver"
 
 
+@suggest_fields
 @dataclass
 class LinkerOptions:
     """Options of :class:`Linker`, with the fields of ``cuda.core`` 1.x.
@@ -116,6 +121,10 @@ class LinkerOptions:
     no_cache: bool | None = None
     numba_debug: bool | None = None
 
+    def __repr__(self) -> str:
+        # Only what was set.
+        return options_repr(self)
+
     def __post_init__(self) -> None:
         if self.name is not None and not isinstance(self.name, str):
             raise arg_error("name", "a str or None", self.name, exc=TypeError)
@@ -124,10 +133,7 @@ class LinkerOptions:
         for f in ("time", "verbose", "link_time_optimization", "ptx", "debug", "lineinfo", "ftz",
                   "prec_div", "prec_sqrt", "fma", "optimize_unused_variables", "no_cache", "numba_debug"):
             setattr(self, f, as_flag(getattr(self, f)))  # any truth value, as in cuda.core
-        for f in ("max_register_count", "split_compile", "split_compile_extended"):
-            v = getattr(self, f)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise arg_error(f, "a non-negative int or None", v, exc=TypeError)
+        check_counts(self, ("max_register_count", "split_compile", "split_compile_extended"))
         lvl = self.optimization_level
         if lvl is not None and (isinstance(lvl, bool) or not isinstance(lvl, int) or not 0 <= lvl <= 4):
             raise arg_error("optimization_level", "an int from 0 to 4 or None", lvl)
@@ -158,7 +164,7 @@ class LinkerOptions:
         """
         if backend.lower() != "nvjitlink":
             raise arg_error("backend", '"nvjitlink"', backend)
-        out = [f"-arch={self.arch if self.arch is not None else device_arch()}"]
+        out = [f"-arch={self.arch if self.arch is not None else device_arch('LinkerOptions')}"]
         add = out.append
         if self.max_register_count is not None:
             add(f"-maxrregcount={self.max_register_count}")
@@ -333,15 +339,25 @@ def _link_driver(options: LinkerOptions | None, inputs: list[tuple[bytes | str, 
         driver.cuLinkDestroy(state)
 
 
-def _link_inputs(flags: list[bytes], inputs: list[tuple[bytes | str, str, str]], target_type: str) -> tuple[bytes, str]:
+def _link_inputs(
+    flags: list[bytes], inputs: list[tuple[bytes | str, str, str]], target_type: str, needed_by: str
+) -> tuple[bytes, str]:
     """Link ``(code, code_type, name)`` inputs with nvJitLink flags; return (output, info log)."""
     res = _LinkResult()
     if nvjitlink_available():
         _link_nvjitlink(flags, inputs, target_type, res)
     else:
+        _require_driver_linker(needed_by)
         _warn_no_lto()
         _link_driver(None, inputs, target_type, res)
     return res.data, res.info_log
+
+
+def _require_driver_linker(needed_by: str) -> None:
+    """Without nvJitLink the driver links; without a driver too, say which install fixes it."""
+    if not driver_available():
+        raise linker_not_found(needed_by)
+    _log.debug("nvJitLink not found: linking with the driver's cuLink* linker (no LTO)")
 
 
 def _warn_no_lto() -> None:
@@ -474,6 +490,7 @@ class Linker:
             if nvjitlink_available():
                 _link_nvjitlink(self._options.as_bytes("nvjitlink"), inputs, target_type, res)
             else:
+                _require_driver_linker("Linker.link()")
                 if any(kind == "ltoir" for _, kind, _ in inputs) or self._options.link_time_optimization:
                     raise LinkerError("cuLinkCreate", "LTO_UNAVAILABLE", "LTO-IR needs nvJitLink, which is not available")
                 _warn_no_lto()

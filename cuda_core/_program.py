@@ -14,6 +14,7 @@ from cuda import pathfinder
 from cuda.bindings import nvrtc
 
 from . import _cache
+from ._compilers import require
 from ._errors import NVRTCError, NVVMError
 from ._holder import HandleHolder
 from ._linker import CompilerBackendType, Linker, _link_inputs
@@ -209,7 +210,8 @@ class Program:
         target_type : {"ptx", "cubin", "ltoir"}
             The output: C++ takes all three, PTX ``"cubin"``, NVVM ``"ptx"``/``"ltoir"``.
         name_expressions : sequence of str or bytes, optional
-            C++ names to instantiate and look up, e.g. ``"vector_add<float>"``. Their lowered
+            C++ names to instantiate and look up, e.g. ``("vector_add<float>",)``; a lone
+            string is taken as one name (``cuda.core`` would split it into characters). Their lowered
             (mangled) names go into :attr:`ObjectCode.symbol_mapping`, so
             ``get_kernel("vector_add<float>")`` works.
         logs : object with ``write(str)``, optional
@@ -231,19 +233,27 @@ class Program:
         LinkerError, NVVMError
             PTX or NVVM input failed.
         ValueError
-            ``target_type`` is not valid for this code type, or an option is not valid for
-            the backend.
+            ``target_type`` is not valid for this code type, an option is not valid for
+            the backend, or ``"cubin"`` was asked for with a virtual ``arch`` (``compute_XX``).
         """
         self._check_open()
         targets = _TARGETS[self._code_type]
         if target_type not in targets:
             raise arg_error("target_type", f"one of {', '.join(map(repr, targets))} for {self._code_type!r} code", target_type)
-        names = tuple(name_expressions)
+        # A lone string is one expression, not a sequence of one-character names.
+        names = (name_expressions,) if isinstance(name_expressions, (str, bytes)) else tuple(name_expressions)
         for n in names:
             if not isinstance(n, (str, bytes)):
                 raise arg_error("name_expressions", "a sequence of str or bytes", name_expressions, exc=TypeError)
         if names and self._code_type != "c++":
             raise ValueError("name_expressions can only be used with code_type='c++'")
+        arch = self._options.arch
+        if target_type == "cubin" and arch is not None and not arch.startswith("sm_"):
+            raise ValueError(
+                f'target_type "cubin" needs a real architecture, arch="sm_XX" (got arch={arch!r}, '
+                f'a virtual architecture: NVRTC makes no cubin for it); pass arch="sm_{arch.partition("_")[2]}" '
+                'or compile to "ptx"'
+            )
 
         if cache is None and any(getattr(self._options, f) for f in _SIDE_EFFECT_OPTIONS):
             cache = False
@@ -274,6 +284,7 @@ class Program:
         )
 
     def _compile_nvrtc(self, target_type: str, names: tuple[str | bytes, ...], logs: Any) -> ObjectCode:
+        require("nvrtc", "Program.compile() of C++ code")
         flags = self._options.as_bytes("nvrtc", target_type)
         want_pch = bool(self._options.pch or self._options.create_pch)
         for attempt in (0, 1):
@@ -315,12 +326,13 @@ class Program:
     def _compile_ptx(self, target_type: str, logs: Any) -> ObjectCode:
         flags = self._options.as_bytes("nvjitlink", target_type)
         code = self._code.encode() if isinstance(self._code, str) else self._code
-        data, info = _link_inputs(flags, [(code, "ptx", self._name())], target_type)
+        data, info = _link_inputs(flags, [(code, "ptx", self._name())], target_type, "Program.compile() of PTX")
         if info and logs is not None:
             logs.write(info)
         return ObjectCode._init(data, target_type, name=self._name())
 
     def _compile_nvvm(self, target_type: str, logs: Any) -> ObjectCode:
+        require("nvvm", "Program.compile() of NVVM IR")
         from cuda.bindings import nvvm  # optional library, imported on first NVVM use (import time)
 
         flags = [f.decode() for f in self._options.as_bytes("nvvm", target_type)]

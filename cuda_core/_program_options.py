@@ -17,7 +17,7 @@ from cuda.bindings import driver
 
 from ._compilers import nvrtc_version_cached
 from ._errors import CUDAError
-from ._utils import arg_error, as_flag, ensure_driver, handle_return
+from ._utils import arg_error, as_flag, ensure_driver, handle_return, options_repr, suggest_fields
 
 __all__ = ["ProgramOptions"]
 
@@ -60,10 +60,26 @@ def normalize_arch(arch: Any) -> str:
     return a
 
 
-def device_arch() -> str:
+def check_counts(options: Any, names: Iterable[str]) -> None:
+    """Check that the named fields are ``None`` or an int >= 0.
+
+    A wrong type is a ``TypeError``; a negative int a ``ValueError``.
+    """
+    for f in names:
+        v = getattr(options, f)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise arg_error(f, "a non-negative int or None", v, exc=TypeError)
+        if v < 0:
+            raise arg_error(f, "a non-negative int or None", v)
+
+
+def device_arch(owner: str = "ProgramOptions") -> str:
     """The ``sm_XX`` arch of the current device (device 0 when no context is current).
 
-    Raises a ``ValueError`` asking for an explicit ``arch`` where no driver or GPU is present.
+    Raises a ``ValueError`` asking for an explicit ``arch`` where no driver or GPU is present;
+    ``owner`` names the options class whose ``arch`` was not given.
     """
     try:
         ensure_driver()
@@ -81,12 +97,13 @@ def device_arch() -> str:
         )
     except CUDAError as exc:
         raise ValueError(
-            "ProgramOptions.arch was not given and the current device's architecture cannot be "
+            f"{owner}.arch was not given and the current device's architecture cannot be "
             f'found ({exc.error_name}); pass arch="sm_XX" (for example arch="sm_90")'
         ) from exc
     return f"sm_{major}{minor}"
 
 
+@suggest_fields
 @dataclass
 class ProgramOptions:
     """Options of :class:`~cuda_core.Program`, with the fields of ``cuda.core`` 1.x.
@@ -259,13 +276,14 @@ class ProgramOptions:
             v = getattr(self, f)
             if v is not None and not isinstance(v, (str, os.PathLike)):
                 raise arg_error(f, "a string or None", v, exc=TypeError)
-        for f in ("max_register_count", "split_compile"):
-            v = getattr(self, f)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise arg_error(f, "a non-negative int or None", v, exc=TypeError)
+        check_counts(self, ("max_register_count", "split_compile"))
         if self.ofast_compile is not None and self.ofast_compile not in _OFAST_LEVELS:
             raise arg_error("ofast_compile", f"one of {', '.join(map(repr, _OFAST_LEVELS))} or None", self.ofast_compile)
         self._normalize()
+
+    def __repr__(self) -> str:
+        # Only what was set: the 58 fields at their defaults say nothing.
+        return options_repr(self)
 
     def _normalize(self) -> None:
         # List-valued fields, checked and flattened (again in as_bytes: fields are mutable).

@@ -8,14 +8,17 @@ by :func:`arg_error`.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from cuda.bindings import driver, nvrtc
 
 from . import _backend
 from ._errors import CUDADriverNotFoundError, CUDAError
+from ._logging import logger as _log
 
 __all__: list[str] = []  # private module
 
@@ -116,11 +119,9 @@ def _init_driver() -> None:
             raise _driver_error
         try:
             result = driver.cuInit(0)
-        except RuntimeError as exc:  # cuda.pathfinder's DynamicLibNotFoundError and kin
+        except (RuntimeError, OSError) as exc:  # cuda.pathfinder's DynamicLibNotFoundError and kin
             _driver_error = CUDADriverNotFoundError(str(exc))
-            raise _driver_error from None
-        except OSError as exc:
-            _driver_error = CUDADriverNotFoundError(str(exc))
+            _log.debug("no CUDA driver: %s", exc)
             raise _driver_error from None
         if result[0] == _CUresult.CUDA_ERROR_NO_DEVICE:
             _driver_error = make_error(result[0], "cuInit", "no CUDA-capable GPU was found")
@@ -128,6 +129,7 @@ def _init_driver() -> None:
         handle_return(result, "cuInit")
         _backend.bind(make_error)
         _driver_ready = True
+        _log.debug("CUDA driver initialised; handle layer bound (%s)", "native" if _backend.NATIVE else "pure Python")
 
 
 def driver_available() -> bool:
@@ -183,8 +185,67 @@ def check_int(name: str, value: Any, minimum: int | None = None, maximum: int | 
     return v
 
 
+def unknown_field_error(cls: type, names: Iterable[str], where: str = "") -> TypeError:
+    """A ``TypeError`` naming the unknown field(s) of options class *cls*, with close matches.
+
+    ``where`` names a dict the names came from (``"options"``); empty for keyword arguments.
+    The fields are not listed: a close match ("did you mean 'use_fast_math'?") helps more.
+    """
+    fields = [f.name for f in dataclasses.fields(cls)]
+    parts = []
+    for name in names:
+        close = difflib.get_close_matches(str(name), fields, n=3, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+        parts.append(f"{name!r}{hint}")
+    what = f"unknown {cls.__name__} field{'s' if len(parts) > 1 else ''} {', '.join(parts)}"
+    head = f"{where} has {what}" if where else f"{cls.__name__}() got {what}"
+    return TypeError(f"{head}; help({cls.__name__}) lists the fields")
+
+
+def suggest_fields(cls: type[T]) -> type[T]:
+    """Class decorator for an options dataclass: an unknown keyword names the close matches.
+
+    ``ProgramOptions(fast_math=True)`` then raises ``TypeError: ProgramOptions got unknown
+    keyword argument 'fast_math' (did you mean 'use_fast_math'?)`` instead of the bare message
+    of the generated ``__init__``. The check is one set difference per construction.
+    """
+    init = cls.__init__
+    known = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if kwargs and not known.issuperset(kwargs):
+            raise unknown_field_error(cls, sorted(set(kwargs) - known)) from None
+        init(self, *args, **kwargs)
+
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    return cls
+
+
+def options_repr(obj: Any) -> str:
+    """``Cls(field=value, ...)`` for the fields of dataclass *obj* that differ from their default."""
+    parts = []
+    for f in dataclasses.fields(obj):
+        if not f.repr:
+            continue
+        value = getattr(obj, f.name)
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            parts.append(f"{f.name}={value!r}")
+            continue
+        if value is not default and value != default:
+            parts.append(f"{f.name}={value!r}")
+    return f"{type(obj).__name__}({', '.join(parts)})"
+
+
 def check_or_create_options(cls: type[T], options: Any, what: str = "options") -> T:
-    """Accept ``None``, a dict or an instance of the options dataclass *cls*; return an instance."""
+    """Accept ``None``, a dict or an instance of the options dataclass *cls*; return an instance.
+
+    An unknown dict key raises ``TypeError`` naming it and its close matches among the fields.
+    """
     if options is None:
         return cls()
     if isinstance(options, cls):
@@ -192,15 +253,9 @@ def check_or_create_options(cls: type[T], options: Any, what: str = "options") -
     if isinstance(options, dict):
         if dataclasses.is_dataclass(cls):
             known = {f.name for f in dataclasses.fields(cls)}
-            unknown = sorted(set(options) - known)
+            unknown = sorted(set(options) - known, key=str)
             if unknown:
-                raise arg_error(
-                    what,
-                    f"a {cls.__name__} or a dict of its fields ({', '.join(sorted(known))})",
-                    options,
-                    f"unknown field(s): {', '.join(unknown)}",
-                    TypeError,
-                )
+                raise unknown_field_error(cls, unknown, f"the {what} dict")
         return cls(**options)
     raise arg_error(what, f"None, a dict or a {cls.__name__}", options, exc=TypeError)
 

@@ -10,8 +10,9 @@ import os
 import sys
 
 import numpy as np
+from _example import need_gpu
 
-from cuda_core import Device, LaunchConfig, Program, ProgramOptions, launch
+from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
 CODE = r"""
 #include <cooperative_groups.h>
@@ -41,7 +42,7 @@ def include_dirs() -> list[str]:
 
 
 def main() -> int:
-    dev = Device()
+    dev = need_gpu()
     dev.set_current()
     s = dev.create_stream()
     opts = ProgramOptions(arch=f"sm_{dev.arch}", std="c++17", include_path=include_dirs())

@@ -10,8 +10,9 @@ import sys
 import time
 
 import numpy as np
+from _example import need_gpu
 
-from cuda_core import Device, LaunchConfig, Program, ProgramOptions, launch
+from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
 CODE = r"""
 extern "C" __global__ void axpb(float* x, float a, float b, int n)
@@ -25,7 +26,7 @@ STEPS = 200
 
 
 def main() -> int:
-    dev = Device()
+    dev = need_gpu()
     dev.set_current()
     s = dev.create_stream()
     kernel = (

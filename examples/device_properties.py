@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import sys
 
+from _example import need_gpu
+
 from cuda_core import Device, system
 
 
 def main() -> int:
+    need_gpu()
     n = system.get_num_devices()
     print(f"CUDA driver {system.get_driver_version()}, NVRTC {system.get_nvrtc_version()}, {n} GPU(s)")
     assert n >= 1, "no GPU found"

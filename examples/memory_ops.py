@@ -5,12 +5,13 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from _example import need_gpu
 
-from cuda_core import Device, ManagedMemoryResource, PinnedMemoryResource
+from cuda_core import ManagedMemoryResource, PinnedMemoryResource
 
 
 def main() -> int:
-    dev = Device()
+    dev = need_gpu()
     dev.set_current()
     s = dev.create_stream()
     n = 1 << 16

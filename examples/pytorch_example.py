@@ -8,8 +8,9 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from _example import need_gpu, need_module
 
-from cuda_core import Device, LaunchConfig, Program, ProgramOptions, launch, utils
+from cuda_core import LaunchConfig, Program, ProgramOptions, launch, utils
 
 StridedMemoryView = utils.StridedMemoryView
 
@@ -24,12 +25,11 @@ __global__ void saxpy(T a, const T* x, const T* y, T* out, size_t n)
 
 
 def main() -> int:
-    try:
-        import torch
-    except ImportError:
-        print("PyTorch is not installed: nothing to show. OK")
-        return 0
-    dev = Device()
+    torch = need_module("torch")
+    dev = need_gpu()
+    if not torch.cuda.is_available():
+        print("FAILED: a GPU is present but this PyTorch cannot use it (a CPU-only build?)")
+        return 1
     dev.set_current()
     prog = Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}", std="c++17"))
     mod = prog.compile("cubin", name_expressions=("saxpy<float>",))

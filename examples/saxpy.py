@@ -10,8 +10,9 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from _example import need_gpu
 
-from cuda_core import Device, LaunchConfig, Program, ProgramOptions, launch
+from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
 CODE = r"""
 template <typename T>
@@ -25,7 +26,7 @@ __global__ void saxpy(const T a, const T* x, const T* y, T* out, size_t n) {
 
 
 def main() -> int:
-    dev = Device()
+    dev = need_gpu()
     dev.set_current()
     s = dev.create_stream()
     prog = Program(CODE, code_type="c++", options=ProgramOptions(std="c++17", arch=f"sm_{dev.arch}"))

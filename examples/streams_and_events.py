@@ -2,7 +2,7 @@
 
 Stream ``s1`` runs a kernel that sleeps ~100 ms and then writes 42; stream ``s2`` waits for
 ``s1`` and copies that value. Without the wait, ``s2`` would copy before the write. Events
-around the sleeping kernel measure its duration. Needs a GPU and CuPy; exits non-zero if a
+around the sleeping kernel measure its duration. Needs a GPU (no CuPy); exits non-zero if a
 check fails.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sys
 
-import cupy as cp
 import numpy as np
+from _example import need_gpu
 
-from cuda_core import Device, EventOptions, LaunchConfig, Program, ProgramOptions, launch
+from cuda_core import EventOptions, LaunchConfig, Program, ProgramOptions, launch
 
 CODE = r"""
 __device__ unsigned long long now() {
@@ -32,7 +32,7 @@ SLEEP_MS = 100
 
 
 def main() -> int:
-    dev = Device()
+    dev = need_gpu()
     dev.set_current()
     prog = Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))
     mod = prog.compile("cubin")
@@ -40,28 +40,32 @@ def main() -> int:
     copy_first = mod.get_kernel("copy_first")
     one = LaunchConfig(grid=1, block=1)
 
-    src = cp.zeros(1, dtype=cp.int32)
-    dst = cp.zeros(1, dtype=cp.int32)
-    dev.sync()  # CuPy zeroed the arrays on its own stream
+    zero = np.zeros(1, dtype=np.int32)
+    src, dst = dev.allocate(4), dev.allocate(4)  # ordered on the device's default stream
+    src.copy_from(zero, stream=dev.default_stream)
+    dst.copy_from(zero, stream=dev.default_stream)
+    dev.sync()
 
     timed = EventOptions(timing_enabled=True)
     with dev.create_stream() as s1, dev.create_stream() as s2:
-        launch(s1, one, sleep_then_write, src.data.ptr, np.uint64(0), np.int32(0))  # warm-up
+        launch(s1, one, sleep_then_write, src, np.uint64(0), np.int32(0))  # warm-up
         s1.sync()
         start = s1.record(options=timed)
-        launch(s1, one, sleep_then_write, src.data.ptr, np.uint64(SLEEP_MS * 1_000_000), np.int32(42))
+        launch(s1, one, sleep_then_write, src, np.uint64(SLEEP_MS * 1_000_000), np.int32(42))
         end = s1.record(options=timed)
         s2.wait(s1)  # everything submitted to s2 from now on runs after s1's work so far
-        launch(s2, one, copy_first, src.data.ptr, dst.data.ptr)
+        launch(s2, one, copy_first, src, dst)
+        result = np.empty(1, dtype=np.int32)
+        dst.copy_to(result, stream=s2)
         s2.sync()
         elapsed = end - start  # s2 finished after s1's kernel, so `end` has completed
         print(f"the sleeping kernel took {elapsed:.2f} ms (asked for {SLEEP_MS} ms)")
-        print(f"s2 copied {int(dst[0])} after waiting for s1")
+        print(f"s2 copied {int(result[0])} after waiting for s1")
         start.close()
         end.close()
 
     assert end.is_closed
-    assert int(dst[0]) == 42, "s2 ran before s1 had written its value"
+    assert int(result[0]) == 42, "s2 ran before s1 had written its value"
     assert SLEEP_MS * 0.8 <= elapsed <= SLEEP_MS * 1.5, f"unexpected duration {elapsed:.2f} ms"
     print("OK")
     return 0

@@ -8,8 +8,9 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from _example import need_gpu, need_module
 
-from cuda_core import Device, LaunchConfig, Program, ProgramOptions, launch, utils
+from cuda_core import LaunchConfig, Program, ProgramOptions, launch, utils
 
 StridedMemoryView = utils.StridedMemoryView
 args_viewable_as_strided_memory = utils.args_viewable_as_strided_memory
@@ -52,12 +53,9 @@ def main() -> int:
     if v.ptr != a[1:].ctypes.data or v.strides != (3,):
         print("FAIL (host view)", file=sys.stderr)
         return 1
-    try:
-        import cupy as cp
-    except ImportError:
-        print("CuPy not installed: device part skipped. OK")
-        return 0
-    dev = Device()
+    print("host part OK")
+    cp = need_module("cupy")
+    dev = need_gpu()
     dev.set_current()
     s = dev.create_stream()
     kernel = (Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))

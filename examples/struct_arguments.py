@@ -10,8 +10,9 @@ import ctypes
 import sys
 
 import numpy as np
+from _example import need_gpu
 
-from cuda_core import Device, LaunchConfig, Program, ProgramOptions, launch
+from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
 CODE = r"""
 struct Particle { signed char kind; double mass; float pos[3]; short id; };
@@ -30,7 +31,7 @@ PARTICLE = np.dtype([("kind", np.int8), ("mass", np.float64), ("pos", np.float32
 
 
 def main() -> int:
-    dev = Device()
+    dev = need_gpu()
     dev.set_current()
     s = dev.create_stream()
     prog = Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))

@@ -9,8 +9,9 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+from _example import need_gpu
 
-from cuda_core import Device, LaunchConfig, Program, ProgramOptions, launch
+from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
 CODE = r"""
 extern "C" __global__ void whoami(unsigned* out) {
@@ -27,11 +28,8 @@ extern "C" __global__ void whoami(unsigned* out) {
 
 
 def main() -> int:
-    dev = Device()
+    dev = need_gpu(min_arch=90)  # thread block clusters need compute capability 9.0
     dev.set_current()
-    if int(dev.arch) < 90:
-        print(f"thread block clusters need compute capability 9.0; this device is sm_{dev.arch}", file=sys.stderr)
-        return 1
     s = dev.create_stream()
     ker = Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin").get_kernel("whoami")
     config = LaunchConfig(grid=(2, 2), cluster=(2, 2), block=64)  # 4 x 4 blocks in all

@@ -1,13 +1,52 @@
 """Test tiers: everything not marked ``gpu`` runs anywhere; ``gpu`` tests skip without a GPU.
 
 Shared GPU fixtures live here too; they reach the driver only when a (GPU) test requests them.
+
+The whole session (and every subprocess it starts) compiles into a temporary cache directory
+(``CUDA_CORE_CACHE_DIR``), never into the user's ``~/.cache/cuda_core``: the session fails if
+that directory changed while it ran (``tests/test_cache_hygiene.py`` checks it too).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
 
-from tests.helpers import gpu_skip_reason
+from tests.helpers import gpu_skip_reason, user_cache_snapshot
+
+_session_cache: str | None = None
+_user_cache_before: dict[str, tuple[int, int]] = {}
+
+
+def pytest_configure(config):
+    global _session_cache, _user_cache_before
+    _user_cache_before = user_cache_snapshot()
+    _session_cache = tempfile.mkdtemp(prefix="cuda_core_test_cache_")
+    os.environ["CUDA_CORE_CACHE_DIR"] = _session_cache
+    os.environ.pop("CUDA_CORE_CACHE", None)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _session_cache is None:
+        return
+    changed = sorted(set(user_cache_snapshot().items()) ^ set(_user_cache_before.items()))
+    if changed:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        tr = session.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line("")
+            tr.write_line(f"FAILED: the tests wrote into the user's compile cache: {changed[:5]}", red=True)
+    shutil.rmtree(_session_cache, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def session_cache_dir() -> str:
+    """The temporary compile-cache directory of this test session."""
+    assert _session_cache is not None
+    return _session_cache
 
 
 def pytest_collection_modifyitems(config, items):

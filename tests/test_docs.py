@@ -144,11 +144,13 @@ def test_public_names_have_docstrings():
 
 def test_index_toctree_lists_the_pages():
     text = (DOCS / "index.rst").read_text()
-    pages = re.findall(r"^\s{3}(\S+)\s*$", text.split(".. toctree::", 1)[1], re.MULTILINE)
+    trees = text.split(".. toctree::")[1:]
+    pages = re.findall(r"^\s{3}(\S+)\s*$", trees[0], re.MULTILINE)
     expected = [
         "install",
         "quickstart",
         "migration",
+        "cpu_walkthrough",
         "devices",
         "streams_events",
         "green_contexts",
@@ -160,11 +162,26 @@ def test_index_toctree_lists_the_pages():
         "system",
         "tma",
         "textures",
+        "troubleshooting",
         "api/index",
     ]
     assert [p for p in pages if not p.startswith(":")] == expected
+    # The contributor guide is in the build too, under its own caption.
+    assert len(trees) == 2 and ":caption: Contributing" in trees[1]
+    assert re.findall(r"^\s{3}(dev/\S+)\s*$", trees[1], re.MULTILINE) == ["dev/index"]
     for page in expected:
         assert (DOCS / f"{page}.rst").is_file(), page
+
+
+def test_contributing_points_only_into_the_repository():
+    root = DOCS.parent
+    text = (root / "CONTRIBUTING.md").read_text()
+    assert "shared folder" not in text and "DESIGN.md" not in text and "STYLE.md" not in text
+    for target in re.findall(r"\]\(([^)]+)\)", text):
+        if not target.startswith("http"):
+            assert (root / target).is_file(), f"CONTRIBUTING.md links to a missing file: {target}"
+    for page in ("architecture", "testing", "benchmarks", "style"):
+        assert f"docs/dev/{page}.rst" in text
 
 
 def test_every_graph_name_is_documented():
@@ -184,3 +201,19 @@ def test_every_texture_name_is_documented():
     documented = {target for _, target, _ in _directives()}
     missing = [n for n in texture.__all__ if f"cuda_core.texture.{n}" not in documented]
     assert not missing, f"cuda_core.texture names not documented: {missing}"
+
+
+def test_cpu_walkthrough_runs_without_a_gpu():
+    text = (DOCS / "cpu_walkthrough.rst").read_text()
+    blocks = re.findall(r"\.\. code-block:: python\n\n((?:    .*\n|\n)+)", text)
+    assert len(blocks) >= 4
+    src = "\n".join("\n".join(line[4:] for line in b.splitlines()) for b in blocks)
+    exec(compile(src, "docs/cpu_walkthrough.rst", "exec"), {"print": lambda *a, **k: None})
+
+
+def test_troubleshooting_covers_the_first_hour():
+    text = (DOCS / "troubleshooting.rst").read_text()
+    for topic in ("No NVIDIA driver", "NVRTC, nvJitLink or libNVVM missing", "Wrong or missing architecture",
+                  "The compile cache", "The native backend is off", "CUDA errors and what they mean",
+                  'pip install "cudacore[cu13]"', "--clear-cache", "CUDA_CORE_NO_FASTPATH"):
+        assert topic in text, topic

@@ -1,23 +1,85 @@
-"""GPU tier: every script in examples/ runs and checks its own result (exit code 0)."""
+"""Every script in examples/ runs and checks its own result.
+
+An example exits 0 (checked), 1 (a wrong result) or 3 after ONE line
+``missing requirement [<key>]: <what>`` (see ``examples/_example.py``). Status 3 is a skip,
+with that line as the reason, where the requirement is really absent (the CPU tier: no GPU,
+no CuPy, no PyTorch), and a failure where it is present: on the H100 an example that says
+"no GPU" is broken. Anything else (a traceback, an unknown status) is a failure.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import gpu_count, gpu_skip_reason
+
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+MISSING = 3
+_LINE = re.compile(r"^missing requirement \[(\w+)\]: (.+)$")
 
 
-def test_examples_exist():
+def test_examples_exist_and_are_indexed():
     assert EXAMPLES, "examples/ holds no scripts"
+    index = (ROOT / "examples" / "README.md").read_text()
+    for script in EXAMPLES:
+        assert f"`{script.name}`" in index, f"{script.name} is not in examples/README.md"
 
 
-@pytest.mark.gpu
+def _present(key: str) -> bool | None:
+    """Whether requirement *key* is present here (None: cannot tell, e.g. a device feature)."""
+    if key == "gpu":
+        return gpu_skip_reason() is None
+    if key in ("cupy", "torch"):
+        return importlib.util.find_spec(key) is not None
+    m = re.fullmatch(r"(\d+)gpus", key)
+    if m:
+        return gpu_count() >= int(m.group(1))
+    m = re.fullmatch(r"cc(\d+)", key)
+    if m and gpu_skip_reason() is None:
+        from cuda_core import Device
+
+        return int(Device(0).arch) >= int(m.group(1))
+    return None
+
+
+def judge(script: str, returncode: int, stdout: str, stderr: str) -> str | None:
+    """``None`` when the run passed, ``"skip: <reason>"`` or ``"fail: <reason>"`` otherwise."""
+    if returncode == 0:
+        if "Traceback" in stderr:
+            return f"fail: {script} exited 0 after a traceback"
+        return None
+    if returncode == MISSING:
+        lines = [ln for ln in stdout.strip().splitlines() if ln]
+        m = _LINE.match(lines[-1]) if lines else None
+        if m is None or "Traceback" in stderr or sum(bool(_LINE.match(ln)) for ln in lines) != 1:
+            return f"fail: {script} exited {MISSING} without exactly one 'missing requirement' line"
+        key, what = m.groups()
+        if _present(key):
+            return f"fail: {script} says {key!r} is missing, but this machine has it: {what}"
+        return f"skip: {script}: {what}"
+    return f"fail: {script} exited with {returncode}"
+
+
+def test_judge_rules():
+    line = "missing requirement [torch]: torch (pip install torch)\n"
+    torch_here = importlib.util.find_spec("torch") is not None
+    assert judge("x.py", 0, "ok\n", "") is None
+    assert judge("x.py", 1, "", "")  .startswith("fail:")
+    assert judge("x.py", 3, "", "Traceback (most recent call last):\n").startswith("fail:")
+    assert judge("x.py", 3, "no line\n", "").startswith("fail:")
+    assert judge("x.py", 3, line + line, "").startswith("fail:")
+    assert judge("x.py", 3, line, "").startswith("fail:" if torch_here else "skip: x.py: torch")
+    assert judge("x.py", 3, "missing requirement [numpy]: numpy\n", "").startswith("skip:")
+
+
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
 def test_example_runs(script: Path):
     env = dict(os.environ)
@@ -28,7 +90,10 @@ def test_example_runs(script: Path):
         )
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"{script.name} ran past 120 s\nstdout:\n{exc.stdout}\nstderr:\n{exc.stderr}")
-    if proc.returncode != 0:
-        pytest.fail(
-            f"{script.name} exited with {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-        )
+    verdict = judge(script.name, proc.returncode, proc.stdout, proc.stderr)
+    if verdict is None:
+        return
+    kind, _, reason = verdict.partition(": ")
+    if kind == "skip":
+        pytest.skip(reason)
+    pytest.fail(f"{reason}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")

@@ -116,3 +116,21 @@ def test_which_backend_name_default_and_numba_debug():
     with pytest.warns(DeprecationWarning, match="numba_debug has no effect"):
         opts = LinkerOptions(arch=ARCH, numba_debug=True)
     assert opts.as_bytes() == LinkerOptions(arch=ARCH).as_bytes()  # ignored, as in cuda.core
+
+
+def test_linker_without_arch_names_linker_options():
+    from tests.helpers import gpu_skip_reason
+
+    if gpu_skip_reason() is None:
+        pytest.skip("with a GPU the arch comes from the device")
+    obj = Program(LIB, options=ProgramOptions(arch=ARCH, relocatable_device_code=True)).compile("ptx")
+    with pytest.raises(ValueError, match=r"^LinkerOptions\.arch was not given"):
+        Linker(obj).link("cubin")
+
+
+def test_linker_options_messages():
+    with pytest.raises(TypeError, match=r"LinkerOptions\(\) got unknown LinkerOptions field 'archh' \(did you mean 'arch'\?\)"):
+        LinkerOptions(archh="sm_90")
+    with pytest.raises(ValueError, match="max_register_count must be"):
+        LinkerOptions(max_register_count=-1)
+    assert repr(LinkerOptions(arch="sm_90")) == "LinkerOptions(arch='sm_90')"

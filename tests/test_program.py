@@ -289,7 +289,7 @@ def test_backend_rejects_options_it_cannot_take():
 def test_options_from_dict_and_bad_options():
     p = Program(SIMPLE, "c++", options={"arch": ARCH, "std": "c++17"})
     assert p.options == ProgramOptions(arch=ARCH, std="c++17")
-    with pytest.raises(TypeError, match="unknown field"):
+    with pytest.raises(TypeError, match="unknown ProgramOptions field 'bogus'"):
         Program(SIMPLE, "c++", options={"arch": ARCH, "bogus": 1})
     with pytest.raises(ValueError, match="code_type must be"):
         Program(SIMPLE, "fortran")
@@ -454,3 +454,59 @@ def test_handle_close_and_context_manager():
         p.compile("ptx")
     assert "closed" in repr(p)
     assert Program(b".version 8.0", "ptx").handle is None
+
+
+# --- messages a newcomer meets first (issue 13) -----------------------------------------------
+
+
+def test_unknown_keyword_suggests_the_close_field():
+    with pytest.raises(TypeError) as info:
+        ProgramOptions(fast_math=True)
+    assert str(info.value) == (
+        "ProgramOptions() got unknown ProgramOptions field 'fast_math' (did you mean 'use_fast_math'?); "
+        "help(ProgramOptions) lists the fields"
+    )
+
+
+def test_unknown_dict_key_names_it_without_listing_every_field():
+    with pytest.raises(TypeError) as info:
+        Program(SIMPLE, "c++", options={"arch": ARCH, "fast_math": True})
+    text = str(info.value)
+    assert "'fast_math' (did you mean 'use_fast_math'?)" in text
+    assert "brief_diagnostics" not in text  # no dump of the 58 field names
+    assert len(text) < 200
+
+
+def test_unknown_keyword_with_no_close_match_names_it():
+    with pytest.raises(TypeError, match=r"unknown ProgramOptions field 'zzz'; help\(ProgramOptions\)"):
+        ProgramOptions(zzz=1)
+
+
+def test_negative_count_is_a_value_error_and_a_wrong_type_a_type_error():
+    with pytest.raises(ValueError, match=r"max_register_count must be a non-negative int or None \(got -1\)"):
+        ProgramOptions(max_register_count=-1)
+    with pytest.raises(TypeError, match="max_register_count must be"):
+        ProgramOptions(max_register_count="32")
+    with pytest.raises(ValueError, match="split_compile must be"):
+        ProgramOptions(split_compile=-2)
+
+
+def test_repr_shows_only_what_was_set():
+    assert repr(ProgramOptions(arch="sm_90")) == "ProgramOptions(arch='sm_90')"
+    assert repr(ProgramOptions()) == "ProgramOptions()"
+    assert repr(ProgramOptions(arch="sm_80", std="c++17", use_fast_math=True)) == (
+        "ProgramOptions(arch='sm_80', use_fast_math=True, std='c++17')"
+    )
+
+
+def test_cubin_for_a_virtual_arch_is_refused_with_the_fix():
+    p = Program(SIMPLE, "c++", options=ProgramOptions(arch="compute_90"))
+    with pytest.raises(ValueError, match=r'"cubin" needs a real architecture.*pass arch="sm_90"'):
+        p.compile("cubin", cache=False)
+    assert p.compile("ptx", cache=False).code  # PTX for compute_90 is fine
+
+
+def test_a_lone_name_expression_string_is_one_name():
+    one = Program(TEMPLATED, "c++", options=_opts()).compile("ptx", name_expressions="vector_add<float>", cache=False)
+    assert list(one.symbol_mapping) == ["vector_add<float>"]
+    assert one.symbol_mapping["vector_add<float>"].startswith(b"_Z")

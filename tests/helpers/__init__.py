@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 
 @functools.cache
@@ -32,3 +33,23 @@ def gpu_count() -> int:
     from cuda.bindings import driver
 
     return int(driver.cuDeviceGetCount()[1])
+
+
+def user_cache_dir() -> str:
+    """The compile cache a user gets with no ``CUDA_CORE_CACHE_DIR``: ``$XDG_CACHE_HOME`` or ``~/.cache``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "cuda_core")
+
+
+def user_cache_snapshot() -> dict[str, tuple[int, int]]:
+    """``{path: (mtime_ns, size)}`` of every file under :func:`user_cache_dir` (reads refresh mtimes)."""
+    out: dict[str, tuple[int, int]] = {}
+    for root, _dirs, files in os.walk(user_cache_dir()):
+        for name in files:
+            path = os.path.join(root, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            out[path] = (st.st_mtime_ns, st.st_size)
+    return out

@@ -1,0 +1,51 @@
+"""Shared by the example scripts: what each needs, and how it says that something is missing.
+
+An example either checks its result and exits 0 (1 on a wrong result), or exits with
+:data:`MISSING` (3) after printing ONE line ``missing requirement [<key>]: <what>``, where
+``<key>`` is ``gpu``, ``2gpus``, ``cc90``, ``cupy`` or ``torch``. ``tests/test_examples.py``
+turns that line into a skip where the requirement is really absent and a failure where it is not.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from types import ModuleType
+from typing import NoReturn
+
+MISSING = 3
+
+_PIP = {"cupy": "cupy-cuda13x", "torch": "torch"}
+
+
+def missing(key: str, what: str) -> NoReturn:
+    """Print the one line naming the missing requirement and exit with :data:`MISSING`."""
+    print(f"missing requirement [{key}]: {what}")
+    sys.exit(MISSING)
+
+
+def need_gpu(count: int = 1, min_arch: int | None = None):
+    """Device 0 (not yet current), or exit naming what is missing: a GPU, more GPUs, a newer GPU."""
+    from cuda_core import CUDAError, Device, system
+
+    try:
+        n = system.get_num_devices()
+    except CUDAError as exc:
+        missing("gpu", f"an NVIDIA GPU and driver ({exc.error_name})")
+    if n == 0:
+        missing("gpu", "an NVIDIA GPU (the driver reports none)")
+    if n < count:
+        missing(f"{count}gpus", f"{count} GPUs (this machine has {n})")
+    dev = Device(0)
+    if min_arch is not None and int(dev.arch) < min_arch:
+        missing(f"cc{min_arch}", f"a GPU of compute capability {min_arch // 10}.{min_arch % 10} or newer "
+                                 f"(device 0 is sm_{dev.arch})")  # fmt: skip
+    return dev
+
+
+def need_module(name: str) -> ModuleType:
+    """Import *name* (``"cupy"``, ``"torch"``) or exit naming it and how to install it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        missing(name, f"{name} (pip install {_PIP.get(name, name)})")

@@ -1,0 +1,120 @@
+"""A base install without the compiler libraries: the error names the library, its user and the fix.
+
+Each case runs in a subprocess whose ``cuda.pathfinder`` loader is made to fail for the named
+libraries before anything loads them, as on a machine where ``pip install cudacore`` was run
+without the ``[cu13]`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cuda_core._compilers import bindings_major
+from tests.helpers import gpu_skip_reason
+
+ROOT = Path(__file__).resolve().parent.parent
+REMEDY = f'pip install "cudacore[cu{bindings_major()}]"'
+
+_HIDE = """
+import cuda.pathfinder as _pf
+_real = _pf.load_nvidia_dynamic_lib
+def _fake(name, _missing={missing!r}):
+    if name in _missing:
+        raise _pf.DynamicLibNotFoundError(f"Failure finding lib{{name}}.so: simulated by the test")
+    return _real(name)
+_pf.load_nvidia_dynamic_lib = _fake
+"""
+
+
+def run_without(missing: tuple[str, ...], body: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run *body* in a fresh interpreter where the libraries in *missing* cannot be loaded."""
+    script = _HIDE.format(missing=missing) + textwrap.dedent(body)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT
+    )
+
+
+_CATCH = """
+import json
+from cuda.pathfinder import DynamicLibNotFoundError
+from cuda_core import CompilerLibraryNotFoundError, CUDAError, Program, ProgramOptions
+def report(fn):
+    try:
+        fn()
+    except CompilerLibraryNotFoundError as exc:
+        print(json.dumps({{"msg": str(exc), "library": exc.library, "remedy": exc.remedy,
+                           "legacy": isinstance(exc, DynamicLibNotFoundError) and isinstance(exc, RuntimeError),
+                           "cuda_error": isinstance(exc, CUDAError)}}))
+    else:
+        print(json.dumps(None))
+report(lambda: {call})
+"""
+
+
+def _caught(missing: tuple[str, ...], call: str) -> dict:
+    proc = run_without(missing, _CATCH.format(call=call))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out is not None, "no CompilerLibraryNotFoundError was raised"
+    return out
+
+
+def test_missing_nvrtc_names_library_user_and_remedy():
+    out = _caught(("nvrtc",), 'Program("__global__ void k(){}", "c++", ProgramOptions(arch="sm_90")).compile("ptx")')
+    assert REMEDY in out["msg"]
+    assert "NVRTC" in out["msg"] and f"libnvrtc.so.{bindings_major()}" in out["msg"]
+    assert "Program.compile() of C++ code" in out["msg"]
+    assert out["library"].startswith("NVRTC")
+    assert out["remedy"] == REMEDY
+    assert out["legacy"], "must still be caught by handlers of DynamicLibNotFoundError/RuntimeError"
+    assert out["cuda_error"]
+
+
+def test_missing_nvvm_names_library_user_and_remedy():
+    out = _caught(("nvvm",), 'Program("x", "nvvm", ProgramOptions(arch="sm_90")).compile("ptx")')
+    assert REMEDY in out["msg"]
+    assert "libNVVM" in out["msg"] and "Program.compile() of NVVM IR" in out["msg"]
+
+
+def test_missing_nvjitlink_and_driver_names_remedy_and_is_a_driver_error():
+    if gpu_skip_reason() is None:
+        pytest.skip("with a driver, linking falls back to the driver's linker")
+    body = """
+    import warnings
+    from cuda_core import CompilerLibraryNotFoundError, CUDADriverNotFoundError, Linker, LinkerOptions
+    from cuda_core import Program, ProgramOptions
+    ptx = Program('extern "C" __global__ void k(){}', "c++",
+                  ProgramOptions(arch="sm_90", relocatable_device_code=True)).compile("ptx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "linking with the driver" warning before the error
+        try:
+            Linker(ptx, options=LinkerOptions(arch="sm_90")).link("cubin")
+        except CompilerLibraryNotFoundError as exc:
+            assert isinstance(exc, CUDADriverNotFoundError)
+            print(exc)
+    """
+    proc = run_without(("nvJitLink",), body)
+    assert proc.returncode == 0, proc.stderr
+    assert REMEDY in proc.stdout
+    assert "nvJitLink" in proc.stdout and "Linker.link()" in proc.stdout
+
+
+def test_error_pickles_with_its_attributes():
+    import pickle
+
+    from cuda_core import CompilerLibraryNotFoundError
+
+    err = CompilerLibraryNotFoundError("NVRTC", "libnvrtc.so.13", "Program.compile()", REMEDY, "gone")
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is CompilerLibraryNotFoundError
+    assert str(back) == str(err)
+    assert (back.library, back.needed_by, back.remedy) == ("NVRTC", "Program.compile()", REMEDY)
