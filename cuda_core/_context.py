@@ -26,6 +26,7 @@ from ._device_resources import (
     WorkqueueResource,
     require_green_contexts,
 )
+from ._logging import logger as _log
 from ._utils import arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
@@ -52,7 +53,10 @@ def context_handle(address: int, device: int = -1) -> Any:
     of that device, which the handle re-initialises when it finds it reset)."""
     h = _handles.get(address)
     if h is None or (device >= 0 and h.device < 0) or not h.check():
+        if h is not None:
+            _log.debug("context 0x%x was reset or destroyed: its idle pools are dropped", address)
         h = _handles[address] = backend.ContextHandle(address, device)
+        _log.debug("context 0x%x (device %d): new handle, generation %d", address, device, h.generation)
     return h
 
 

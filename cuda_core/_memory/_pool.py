@@ -9,6 +9,7 @@ from cuda.bindings import driver
 
 from .._backend import backend
 from .._errors import CUDAError
+from .._logging import logger as _log
 from .._utils import check_int, ensure_driver, handle_return, make_error
 from ._buffer import Buffer
 from ._buffer_support import (
@@ -419,7 +420,9 @@ def create_pool(
         props.handleTypes = driver.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
     else:
         props.handleTypes = driver.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_NONE
-    return handle_return(driver.cuMemPoolCreate(props), "cuMemPoolCreate")
+    pool = handle_return(driver.cuMemPoolCreate(props), "cuMemPoolCreate")
+    _log.debug("memory pool 0x%x created (location type %d, id %d, ipc %s)", int(pool), loc_type, loc_id, ipc)
+    return pool
 
 
 def current_pool(alloc_type: Any, loc_type: int, loc_id: int) -> driver.CUmemoryPool:
