@@ -49,12 +49,14 @@ def _check(view, a, device_id=-1, accessible=False):
 @pytest.mark.parametrize("layout", list(_layouts("int8")))
 def test_numpy_view_matrix(dtype, layout):
     a = _layouts(dtype)[layout]
+    with pytest.warns(DeprecationWarning, match="deprecated"):  # as cuda.core 1.2 warns
+        direct = StridedMemoryView(a, -1)
     for view in (
         StridedMemoryView.from_dlpack(a, -1),
         StridedMemoryView.from_dlpack(a, None),
         StridedMemoryView.from_array_interface(a),
         StridedMemoryView.from_any_interface(a, -1),
-        StridedMemoryView(a, -1),
+        direct,
     ):
         _check(view, a)
         assert view.readonly is False
