@@ -171,6 +171,12 @@ int cc_ctx_pool_event(cc_ctx *ctx, unsigned int flags, int recorded, void *addre
 /* A finalizer failed with the exception set: a ResourceWarning naming what (an Exception), the
  * unraisable hook (anything else). Clears the error. */
 void cc_report_release_failure(PyObject *self, const char *what);
+/* tp_finalize of a handle not yet released: run release(op, NULL) (outside interpreter
+ * shutdown) with the exception in flight kept; a failure is reported as releasing what. */
+void cc_finalize_release(PyObject *op, PyCFunction release, const char *what);
+/* tp_dealloc of a GC handle type with weak references: finalize (the release runs there),
+ * then clear and free; nothing more if the finalizer resurrected the object. */
+void cc_dealloc_handle(PyObject *op, inquiry clear);
 
 cc_stream *cc_stream_new_owned(void *address, cc_ctx *ctx, unsigned int flags, int has_priority, int priority);
 cc_event *cc_event_new_owned(void *address, cc_ctx *ctx, unsigned int flags);

@@ -110,18 +110,9 @@ done:
 static void
 stream_finalize(PyObject *op)
 {
-    cc_stream *self = (cc_stream *)op;
-    if (self->released || CC_FINALIZING()) {
-        return;
+    if (!((cc_stream *)op)->released) {
+        cc_finalize_release(op, stream_release, "a stream");
     }
-    CC_SAVE_EXC(saved);
-    PyObject *r = stream_release(op, NULL);
-    if (r == NULL) {
-        cc_report_release_failure(op, "a stream");
-    } else {
-        Py_DECREF(r);
-    }
-    CC_RESTORE_EXC(saved);
 }
 
 static int
@@ -146,15 +137,7 @@ stream_clear(PyObject *op)
 static void
 stream_dealloc(PyObject *op)
 {
-    if (PyObject_CallFinalizerFromDealloc(op) < 0) {
-        return; /* resurrected */
-    }
-    PyObject_GC_UnTrack(op);
-    if (((cc_stream *)op)->weakreflist != NULL) {
-        PyObject_ClearWeakRefs(op);
-    }
-    stream_clear(op);
-    PyObject_GC_Del(op);
+    cc_dealloc_handle(op, stream_clear);
 }
 
 static PyObject *
