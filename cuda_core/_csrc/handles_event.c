@@ -147,16 +147,6 @@ event_repr(PyObject *op)
     return PyUnicode_FromString(buf);
 }
 
-#define EVENT_LIVE(self) \
-    do { \
-        if ((self)->released) { \
-            return cc_closed("event"); \
-        } \
-        if (cc_require_bound()) { \
-            return NULL; \
-        } \
-    } while (0)
-
 static PyObject *
 event_py_record(PyObject *op, PyObject *stream)
 {
@@ -174,7 +164,7 @@ static PyObject *
 event_query(PyObject *op, PyObject *unused)
 {
     cc_event *self = (cc_event *)op;
-    EVENT_LIVE(self);
+    CC_LIVE(self, "event");
     void *h = self->address;
     int st;
     CC_CALL(st, cc_driver.event_query(h));
@@ -191,7 +181,7 @@ static PyObject *
 event_sync(PyObject *op, PyObject *unused)
 {
     cc_event *self = (cc_event *)op;
-    EVENT_LIVE(self);
+    CC_LIVE(self, "event");
     void *h = self->address;
     int st;
     CC_CALL(st, cc_driver.event_synchronize(h));
