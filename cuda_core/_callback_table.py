@@ -101,15 +101,7 @@ def keep_in_graph(graph: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> 
     clone of this one) may retain the returned user object with :func:`retain_in_graph`; the
     entry is dropped when the last of them releases it.
     """
-    key = new_key()
-    with _lock:
-        _kept[key] = (fn, args)
-    try:
-        obj = handle_return(driver.cuUserObjectCreate(key, DROP_KEPT, 1, _NO_SYNC), "cuUserObjectCreate")
-    except BaseException:
-        with _lock:
-            _kept.pop(key, None)
-        raise
+    key, obj = new_user_object(fn, args)
     handle_return(driver.cuGraphRetainUserObject(graph, obj, 1, _MOVE), "cuGraphRetainUserObject")
     return key, obj
 

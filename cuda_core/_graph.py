@@ -71,6 +71,12 @@ def instantiate(graph: Any, opts: GraphCompleteOptions, keep: tuple[Any, ...] = 
     return g
 
 
+def dot_print(graph: Any, path: str, options: GraphDebugPrintOptions | dict[str, Any] | None) -> None:
+    """``cuGraphDebugDotPrint`` ``graph`` to ``path`` with ``options``' detail flags."""
+    opts = check_or_create_options(GraphDebugPrintOptions, options, "options")
+    handle_return(driver.cuGraphDebugDotPrint(graph, str(path).encode(), opts._flags()), "cuGraphDebugDotPrint")
+
+
 class GraphBuilder(CaptureOps):
     """A graph under construction by stream capture.
 
@@ -328,12 +334,10 @@ class GraphBuilder(CaptureOps):
             Building has not finished.
         """
         self._check_open()
-        opts = check_or_create_options(GraphDebugPrintOptions, options, "options")
+        opts = check_or_create_options(GraphDebugPrintOptions, options, "options")  # before the state check, as ever
         if self.handle is None:
             raise RuntimeError("debug_dot_print() needs a finished graph: call end_building() first")
-        handle_return(
-            driver.cuGraphDebugDotPrint(self.handle, str(path).encode(), opts._flags()), "cuGraphDebugDotPrint"
-        )
+        dot_print(self.handle, path, opts)
 
     def _close_joined(self) -> None:
         streams, self._joined = self._joined, []

@@ -260,9 +260,7 @@ class GraphDefinition:
         options : GraphDebugPrintOptions or dict, optional
             Extra detail to include.
         """
-        opts = check_or_create_options(GraphDebugPrintOptions, options, "options")
-        handle_return(driver.cuGraphDebugDotPrint(self._live(), str(path).encode(), opts._flags()),
-                      "cuGraphDebugDotPrint")
+        _graph_mod.dot_print(self._live(), path, options)
 
     def nodes(self) -> set[GraphNode]:
         """Every node of this graph (not those inside its child or branch graphs).

@@ -171,6 +171,23 @@ int cc_ctx_pool_event(cc_ctx *ctx, unsigned int flags, int recorded, void *addre
 /* A finalizer failed with the exception set: a ResourceWarning naming what (an Exception), the
  * unraisable hook (anything else). Clears the error. */
 void cc_report_release_failure(PyObject *self, const char *what);
+/* First thing in a method of a handle with a released flag: return the closed error (naming
+ * what) if it was released, or NULL with the error set when no driver is bound. */
+#define CC_LIVE(self, what) \
+    do { \
+        if ((self)->released) { \
+            return cc_closed(what); \
+        } \
+        if (cc_require_bound()) { \
+            return NULL; \
+        } \
+    } while (0)
+/* tp_finalize of a handle not yet released: run release(op, NULL) (outside interpreter
+ * shutdown) with the exception in flight kept; a failure is reported as releasing what. */
+void cc_finalize_release(PyObject *op, PyCFunction release, const char *what);
+/* tp_dealloc of a GC handle type with weak references: finalize (the release runs there),
+ * then clear and free; nothing more if the finalizer resurrected the object. */
+void cc_dealloc_handle(PyObject *op, inquiry clear);
 
 cc_stream *cc_stream_new_owned(void *address, cc_ctx *ctx, unsigned int flags, int has_priority, int priority);
 cc_event *cc_event_new_owned(void *address, cc_ctx *ctx, unsigned int flags);

@@ -112,17 +112,9 @@ done:
 static void
 event_finalize(PyObject *op)
 {
-    if (((cc_event *)op)->released || CC_FINALIZING()) {
-        return;
+    if (!((cc_event *)op)->released) {
+        cc_finalize_release(op, event_release, "an event");
     }
-    CC_SAVE_EXC(saved);
-    PyObject *r = event_release(op, NULL);
-    if (r == NULL) {
-        cc_report_release_failure(op, "an event");
-    } else {
-        Py_DECREF(r);
-    }
-    CC_RESTORE_EXC(saved);
 }
 
 static int
@@ -142,15 +134,7 @@ event_clear(PyObject *op)
 static void
 event_dealloc(PyObject *op)
 {
-    if (PyObject_CallFinalizerFromDealloc(op) < 0) {
-        return;
-    }
-    PyObject_GC_UnTrack(op);
-    if (((cc_event *)op)->weakreflist != NULL) {
-        PyObject_ClearWeakRefs(op);
-    }
-    event_clear(op);
-    PyObject_GC_Del(op);
+    cc_dealloc_handle(op, event_clear);
 }
 
 static PyObject *
@@ -162,16 +146,6 @@ event_repr(PyObject *op)
              self->flags, self->released ? " released" : "");
     return PyUnicode_FromString(buf);
 }
-
-#define EVENT_LIVE(self) \
-    do { \
-        if ((self)->released) { \
-            return cc_closed("event"); \
-        } \
-        if (cc_require_bound()) { \
-            return NULL; \
-        } \
-    } while (0)
 
 static PyObject *
 event_py_record(PyObject *op, PyObject *stream)
@@ -190,7 +164,7 @@ static PyObject *
 event_query(PyObject *op, PyObject *unused)
 {
     cc_event *self = (cc_event *)op;
-    EVENT_LIVE(self);
+    CC_LIVE(self, "event");
     void *h = self->address;
     int st;
     CC_CALL(st, cc_driver.event_query(h));
@@ -207,7 +181,7 @@ static PyObject *
 event_sync(PyObject *op, PyObject *unused)
 {
     cc_event *self = (cc_event *)op;
-    EVENT_LIVE(self);
+    CC_LIVE(self, "event");
     void *h = self->address;
     int st;
     CC_CALL(st, cc_driver.event_synchronize(h));

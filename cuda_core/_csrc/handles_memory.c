@@ -227,15 +227,7 @@ alloc_clear(PyObject *op)
 static void
 alloc_dealloc(PyObject *op)
 {
-    if (PyObject_CallFinalizerFromDealloc(op) < 0) {
-        return;
-    }
-    PyObject_GC_UnTrack(op);
-    if (((cc_alloc *)op)->weakreflist != NULL) {
-        PyObject_ClearWeakRefs(op);
-    }
-    alloc_clear(op);
-    PyObject_GC_Del(op);
+    cc_dealloc_handle(op, alloc_clear);
 }
 
 static PyObject *

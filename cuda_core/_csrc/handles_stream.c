@@ -110,18 +110,9 @@ done:
 static void
 stream_finalize(PyObject *op)
 {
-    cc_stream *self = (cc_stream *)op;
-    if (self->released || CC_FINALIZING()) {
-        return;
+    if (!((cc_stream *)op)->released) {
+        cc_finalize_release(op, stream_release, "a stream");
     }
-    CC_SAVE_EXC(saved);
-    PyObject *r = stream_release(op, NULL);
-    if (r == NULL) {
-        cc_report_release_failure(op, "a stream");
-    } else {
-        Py_DECREF(r);
-    }
-    CC_RESTORE_EXC(saved);
 }
 
 static int
@@ -146,15 +137,7 @@ stream_clear(PyObject *op)
 static void
 stream_dealloc(PyObject *op)
 {
-    if (PyObject_CallFinalizerFromDealloc(op) < 0) {
-        return; /* resurrected */
-    }
-    PyObject_GC_UnTrack(op);
-    if (((cc_stream *)op)->weakreflist != NULL) {
-        PyObject_ClearWeakRefs(op);
-    }
-    stream_clear(op);
-    PyObject_GC_Del(op);
+    cc_dealloc_handle(op, stream_clear);
 }
 
 static PyObject *
@@ -167,21 +150,11 @@ stream_repr(PyObject *op)
     return PyUnicode_FromString(buf);
 }
 
-#define STREAM_LIVE(self) \
-    do { \
-        if ((self)->released) { \
-            return cc_closed("stream"); \
-        } \
-        if (cc_require_bound()) { \
-            return NULL; \
-        } \
-    } while (0)
-
 static PyObject *
 stream_sync(PyObject *op, PyObject *unused)
 {
     cc_stream *self = (cc_stream *)op;
-    STREAM_LIVE(self);
+    CC_LIVE(self, "stream");
     void *h = self->address;
     int st;
     CC_CALL(st, cc_driver.stream_synchronize(h));
@@ -195,7 +168,7 @@ static PyObject *
 stream_query(PyObject *op, PyObject *unused)
 {
     cc_stream *self = (cc_stream *)op;
-    STREAM_LIVE(self);
+    CC_LIVE(self, "stream");
     void *h = self->address;
     int st;
     CC_CALL(st, cc_driver.stream_query(h));
@@ -231,7 +204,7 @@ stream_wait(PyObject *op, PyObject *event)
         PyErr_SetString(PyExc_TypeError, "wait: event must be an EventHandle");
         return NULL;
     }
-    STREAM_LIVE(self);
+    CC_LIVE(self, "stream");
     if (((cc_event *)event)->released) {
         return cc_closed("event");
     }
@@ -255,7 +228,7 @@ stream_memcpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "memcpy(dst, src, nbytes) takes 3 arguments");
         return NULL;
     }
-    STREAM_LIVE(self);
+    CC_LIVE(self, "stream");
     if (cc_int_address(args[0], &dst) || cc_int_address(args[1], &src) || cc_int_size(args[2], &n, "nbytes")) {
         return NULL;
     }

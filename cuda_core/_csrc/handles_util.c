@@ -203,3 +203,34 @@ cc_report_release_failure(PyObject *self, const char *what)
     }
     Py_XDECREF(exc);
 }
+
+void
+cc_finalize_release(PyObject *op, PyCFunction release, const char *what)
+{
+    if (CC_FINALIZING()) {
+        return;
+    }
+    CC_SAVE_EXC(saved);
+    PyObject *r = release(op, NULL);
+    if (r == NULL) {
+        cc_report_release_failure(op, what);
+    } else {
+        Py_DECREF(r);
+    }
+    CC_RESTORE_EXC(saved);
+}
+
+void
+cc_dealloc_handle(PyObject *op, inquiry clear)
+{
+    if (PyObject_CallFinalizerFromDealloc(op) < 0) {
+        return; /* resurrected */
+    }
+    PyObject_GC_UnTrack(op);
+    PyObject **weakrefs = (PyObject **)((char *)op + Py_TYPE(op)->tp_weaklistoffset);
+    if (*weakrefs != NULL) {
+        PyObject_ClearWeakRefs(op);
+    }
+    clear(op);
+    PyObject_GC_Del(op);
+}

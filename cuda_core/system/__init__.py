@@ -36,111 +36,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import exceptions, typing
+from . import _versions, exceptions, typing
 from ._device import Device, get_p2p_status, get_topology_common_ancestor, register_events
 from ._device_info import NvlinkInfo
 from ._nvml import CUDA_BINDINGS_NVML_IS_COMPATIBLE
-from ._versions import (
-    get_bindings_version,
-    get_driver_branch,
-    get_driver_version,
-    get_driver_version_full,
-    get_kernel_mode_driver_version,
-    get_num_devices,
-    get_nvjitlink_version,
-    get_nvml_version,
-    get_nvrtc_version,
-    get_nvvm_version,
-    get_process_name,
-    get_user_mode_driver_version,
-)
-from .exceptions import (
-    AlreadyInitializedError,
-    ArgumentVersionMismatchError,
-    CorruptedInforomError,
-    DeprecatedError,
-    DriverNotLoadedError,
-    FreqNotSupportedError,
-    FunctionNotFoundError,
-    GpuIsLostError,
-    GpuNotFoundError,
-    InsufficientPowerError,
-    InsufficientResourcesError,
-    InsufficientSizeError,
-    InUseError,
-    InvalidArgumentError,
-    InvalidStateError,
-    IrqIssueError,
-    LibraryNotFoundError,
-    LibRmVersionMismatchError,
-    MemoryError,
-    NoDataError,
-    NoPermissionError,
-    NotFoundError,
-    NotReadyError,
-    NotSupportedError,
-    NvmlError,
-    OperatingSystemError,
-    ResetRequiredError,
-    ResetTypeNotSupportedError,
-    TimeoutError,
-    UninitializedError,
-    UnknownError,
-    VgpuEccNotSupportedError,
-)
+from ._versions import *
+from .exceptions import *
 
+# The version functions and the error classes are listed once, in their own modules.
 __all__ = [
-    "AlreadyInitializedError",
-    "ArgumentVersionMismatchError",
     "CUDA_BINDINGS_NVML_IS_COMPATIBLE",
-    "CorruptedInforomError",
-    "DeprecatedError",
     "Device",
-    "DriverNotLoadedError",
-    "FreqNotSupportedError",
-    "FunctionNotFoundError",
-    "GpuIsLostError",
-    "GpuNotFoundError",
-    "InUseError",
-    "InsufficientPowerError",
-    "InsufficientResourcesError",
-    "InsufficientSizeError",
-    "InvalidArgumentError",
-    "InvalidStateError",
-    "IrqIssueError",
-    "LibRmVersionMismatchError",
-    "LibraryNotFoundError",
-    "MemoryError",
-    "NoDataError",
-    "NoPermissionError",
-    "NotFoundError",
-    "NotReadyError",
-    "NotSupportedError",
     "NvlinkInfo",
-    "NvmlError",
-    "OperatingSystemError",
-    "ResetRequiredError",
-    "ResetTypeNotSupportedError",
-    "TimeoutError",
-    "UninitializedError",
-    "UnknownError",
-    "VgpuEccNotSupportedError",
-    "get_bindings_version",
-    "get_driver_branch",
-    "get_driver_version",
-    "get_driver_version_full",
-    "get_kernel_mode_driver_version",
-    "get_num_devices",
-    "get_nvjitlink_version",
-    "get_nvml_version",
-    "get_nvrtc_version",
-    "get_nvvm_version",
     "get_p2p_status",
-    "get_process_name",
     "get_topology_common_ancestor",
-    "get_user_mode_driver_version",
     "register_events",
 ]
+__all__ += _versions.__all__
+__all__ += exceptions.__all__
+__all__.sort()
 
 _ = (exceptions, typing)  # public submodules, as in cuda.core.system
 
@@ -148,11 +62,11 @@ _ = (exceptions, typing)  # public submodules, as in cuda.core.system
 def __getattr__(name: str) -> Any:
     # cuda.core.experimental's ``system`` was an object with these properties.
     if name == "driver_version":
-        return get_driver_version()
+        return _versions.get_driver_version()
     if name == "num_devices":
-        return get_num_devices()
+        return _versions.get_num_devices()
     if name == "devices":
         from .._device import Device as CudaDevice
 
-        return tuple(CudaDevice(i) for i in range(get_num_devices()))
+        return tuple(CudaDevice(i) for i in range(_versions.get_num_devices()))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

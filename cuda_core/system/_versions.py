@@ -35,10 +35,13 @@ def _driver_version_int() -> int:
     return int(handle_return(result, "cuDriverGetVersion"))
 
 
+def _text(value: Any) -> str:
+    # NVML's string queries give bytes or str depending on the cuda-bindings version.
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _version_tuple(text: Any) -> tuple[int, ...]:
-    if isinstance(text, bytes):
-        text = text.decode()
-    return tuple(int(p) for p in str(text).strip().split(".") if p.isdigit())
+    return tuple(int(p) for p in _text(text).strip().split(".") if p.isdigit())
 
 
 def _kernel_mode_version() -> tuple[int, ...]:
@@ -61,8 +64,7 @@ def get_user_mode_driver_version() -> tuple[int, ...]:
     CUDADriverNotFoundError
         libcuda is not installed.
     """
-    v = _driver_version_int()
-    return (v // 1000, (v % 1000) // 10)
+    return get_driver_version_full()[:2]
 
 
 def get_kernel_mode_driver_version() -> tuple[int, ...]:
@@ -117,8 +119,7 @@ def get_driver_branch() -> str:
     NvmlError
         NVML reported another error (e.g. ``FunctionNotFoundError`` on drivers before r570).
     """
-    branch = call(nvml.system_get_driver_branch)
-    return branch.decode() if isinstance(branch, bytes) else str(branch)
+    return _text(call(nvml.system_get_driver_branch))
 
 
 def get_process_name(pid: int) -> str:
@@ -145,8 +146,7 @@ def get_process_name(pid: int) -> str:
         raise TypeError(f"pid must be an int (got {pid!r})")
     if pid <= 0:
         raise ValueError(f"pid must be > 0 (got {pid!r})")
-    name = call(nvml.system_get_process_name, pid)
-    return name.decode() if isinstance(name, bytes) else str(name)
+    return _text(call(nvml.system_get_process_name, pid))
 
 
 def get_driver_version_full(kernel_mode: bool = False) -> tuple[int, ...]:

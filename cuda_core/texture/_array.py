@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, Self
 
 import numpy
 from cuda.bindings import driver
@@ -139,15 +139,8 @@ class OpaqueArrayOptions:
         check_channels(self.num_channels)
 
 
-class OpaqueArray(Owner):
-    """A CUDA array (``CUarray``): texture/surface storage with a driver-chosen layout.
-
-    Made by :meth:`Device.create_opaque_array <cuda_core.Device.create_opaque_array>` (owned:
-    destroyed with ``cuArrayDestroy`` once it and every texture or surface on it are closed or
-    collected) or :meth:`MipmappedArray.get_level` (a level: borrowed from its mipmapped array,
-    which it keeps alive). It has no device pointer, so no DLPack or
-    ``__cuda_array_interface__``: move data with :meth:`copy_from` / :meth:`copy_to`.
-    """
+class ArrayStorage(Owner):
+    """What OpaqueArray and MipmappedArray share: the element layout and its making."""
 
     __slots__ = ("_format", "_num_channels", "_shape", "_surface")
     _format: ArrayFormatType
@@ -155,21 +148,13 @@ class OpaqueArray(Owner):
     _num_channels: int
     _surface: bool
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("OpaqueArray cannot be instantiated directly; use Device.create_opaque_array()")
-
     @classmethod
     def _make(cls, ref: ResourceRef, shape: tuple[int, ...], format: ArrayFormatType, num_channels: int,
-              surface: bool, device: Any) -> OpaqueArray:
+              surface: bool, device: Any) -> Self:
         self = object.__new__(cls)
         self._ref, self._shape, self._format, self._num_channels = ref, shape, format, num_channels
         self._surface, self._device = bool(surface), device
         return self
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The shape in elements: ``(width,)``, ``(width, height)`` or ``(width, height, depth)``."""
-        return self._shape
 
     @property
     def format(self) -> ArrayFormatType:
@@ -180,6 +165,27 @@ class OpaqueArray(Owner):
     def num_channels(self) -> int:
         """Channels per element (1, 2 or 4)."""
         return self._num_channels
+
+
+class OpaqueArray(ArrayStorage):
+    """A CUDA array (``CUarray``): texture/surface storage with a driver-chosen layout.
+
+    Made by :meth:`Device.create_opaque_array <cuda_core.Device.create_opaque_array>` (owned:
+    destroyed with ``cuArrayDestroy`` once it and every texture or surface on it are closed or
+    collected) or :meth:`MipmappedArray.get_level` (a level: borrowed from its mipmapped array,
+    which it keeps alive). It has no device pointer, so no DLPack or
+    ``__cuda_array_interface__``: move data with :meth:`copy_from` / :meth:`copy_to`.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("OpaqueArray cannot be instantiated directly; use Device.create_opaque_array()")
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape in elements: ``(width,)``, ``(width, height)`` or ``(width, height, depth)``."""
+        return self._shape
 
     @property
     def element_bytes(self) -> int:

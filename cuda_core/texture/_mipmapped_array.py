@@ -8,8 +8,8 @@ from typing import Any
 from cuda.bindings import driver
 
 from .._utils import arg_error, check_int, handle_return
-from ..typing import ArrayFormatType
 from ._array import (
+    ArrayStorage,
     OpaqueArray,
     array_descriptor,
     check_channels,
@@ -17,7 +17,7 @@ from ._array import (
     normalize_format,
     options_of,
 )
-from ._ref import Owner, ResourceRef, destroy_mipmapped_array, invalid_value
+from ._ref import ResourceRef, destroy_mipmapped_array, invalid_value
 
 __all__ = ["MipmappedArray", "MipmappedArrayOptions"]
 
@@ -56,7 +56,7 @@ class MipmappedArrayOptions:
         self.num_levels = check_int("num_levels", self.num_levels, 1)
 
 
-class MipmappedArray(Owner):
+class MipmappedArray(ArrayStorage):
     """A mipmapped CUDA array: level 0 of :attr:`shape` and each level half the size of the last.
 
     Made by :meth:`Device.create_mipmapped_array <cuda_core.Device.create_mipmapped_array>`;
@@ -66,12 +66,8 @@ class MipmappedArray(Owner):
     object and every level and texture on it are closed or collected.
     """
 
-    __slots__ = ("_format", "_num_channels", "_num_levels", "_shape", "_surface")
-    _format: ArrayFormatType
-    _shape: tuple[int, ...]
-    _num_channels: int
+    __slots__ = ("_num_levels",)
     _num_levels: int
-    _surface: bool
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("MipmappedArray cannot be instantiated directly; use Device.create_mipmapped_array()")
@@ -94,16 +90,6 @@ class MipmappedArray(Owner):
     def shape(self) -> tuple[int, ...]:
         """Level 0's shape, in elements."""
         return self._shape
-
-    @property
-    def format(self) -> ArrayFormatType:
-        """The channel format."""
-        return self._format
-
-    @property
-    def num_channels(self) -> int:
-        """Channels per element (1, 2 or 4)."""
-        return self._num_channels
 
     @property
     def num_levels(self) -> int:
@@ -130,8 +116,7 @@ def _create_mipmapped_array(device: Any, options: Any) -> MipmappedArray:
                             f"(floor(log2({max(o.shape)})) + 1) (got {o.num_levels})")
     desc = array_descriptor(o.shape, o.format, o.num_channels, bool(o.is_surface_load_store))
     h = handle_return(driver.cuMipmappedArrayCreate(desc, o.num_levels), "cuMipmappedArrayCreate")
-    self = object.__new__(MipmappedArray)
-    self._ref = ResourceRef(int(h), destroy_mipmapped_array)
-    self._shape, self._format, self._num_channels = o.shape, o.format, o.num_channels
-    self._num_levels, self._surface, self._device = o.num_levels, bool(o.is_surface_load_store), device
+    ref = ResourceRef(int(h), destroy_mipmapped_array)
+    self = MipmappedArray._make(ref, o.shape, o.format, o.num_channels, bool(o.is_surface_load_store), device)
+    self._num_levels = o.num_levels
     return self
