@@ -40,7 +40,8 @@ Protocol (every name below exists in both backends):
     ``expose()`` (the raw handle was handed out: it may be recorded behind our back),
     ``release()``. A never-recorded event goes back to the clean pool; a recorded one to the
     recorded pool, which only ``record_event`` draws from (it records the event at once, so
-    earlier work on it is unobservable).
+    earlier work on it is unobservable). An interprocess event (``CU_EVENT_INTERPROCESS``) is
+    never pooled: another process may hold it open and wait on its record.
 ``Allocation``
     ``pool_allocate(pool, size, stream, ctx)`` allocates from a memory pool, ordered on a
     stream handle; the allocation is freed with ``cuMemFreeAsync`` on its deallocation stream.
@@ -111,13 +112,14 @@ from cuda.bindings import driver
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 _CUcontext = driver.CUcontext
 _CUstream = driver.CUstream
 _CUevent = driver.CUevent
 _SUCCESS = 0
 _NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
+_INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
 _STREAM_POOL_CAP = 32
 _EVENT_POOL_CAP = 64
 _LEGACY = int(driver.CU_STREAM_LEGACY)
@@ -450,7 +452,7 @@ class EventHandle:
         self.ctx = ctx
         self.flags = flags
         self._gen = ctx._id
-        self._poolable = poolable
+        self._poolable = poolable and not flags & _INTERPROCESS  # another process may hold it
         self._recorded = False
         self._released = False
         return self

@@ -268,6 +268,16 @@ def test_event_pools(hb, dev):
     s.wait(w)
     r.release()
     w.release()
+    # An interprocess event is destroyed at release, never pooled: another process may hold it.
+    before = ctx.pooled()
+    ipc_flags = DISABLE_TIMING | int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
+    first = ctx.record_event(ipc_flags, s)
+    first.sync()
+    first.release()
+    assert ctx.pooled() == before
+    second = ctx.record_event(ipc_flags, s)
+    assert second.recorded and ctx.pooled() == before
+    second.release()
     s.release()
 
 

@@ -15,6 +15,7 @@
 
 #define CC_STREAM_POOL_CAP 32
 #define CC_EVENT_POOL_CAP 64
+#define CC_EVENT_INTERPROCESS 0x4 /* CU_EVENT_INTERPROCESS: such an event is never pooled */
 #define CC_STREAM_LEGACY ((void *)(uintptr_t)1)
 
 #if PY_VERSION_HEX >= 0x030D0000

@@ -14,7 +14,7 @@ cc_event_new_owned(void *address, cc_ctx *ctx, unsigned int flags)
     ev->weakreflist = NULL;
     ev->gen = ctx->id;
     ev->flags = flags;
-    ev->poolable = 1;
+    ev->poolable = !(flags & CC_EVENT_INTERPROCESS); /* another process may hold it */
     ev->recorded = 0;
     ev->released = 0;
     PyObject_GC_Track(ev);

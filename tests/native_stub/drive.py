@@ -243,10 +243,16 @@ def event_pools() -> None:
     other.release()  # bypassing the real flow: its driver event is gone, so it must not be reused
     ctx.drop_pools()
     # The cap: 64 idle events per pool.
-    evs = [ctx.create_event(4) for _ in range(70)]
+    evs = [ctx.create_event(1) for _ in range(70)]
     del evs
     assert ctx.pooled() == (0, 64, 0) and count("cuEventDestroy") == 7
-    assert ctx.record_event(4, s).recorded and count("cuEventCreate") == 3 + 70
+    assert ctx.record_event(1, s).recorded and count("cuEventCreate") == 3 + 70
+    assert ctx.pooled() == (0, 63, 1)
+    # An interprocess event (flag 4) is destroyed, never pooled: another process may hold it.
+    for _ in range(2):
+        ipc = ctx.record_event(4 | 2, s)
+        ipc.release()
+    assert ctx.pooled() == (0, 63, 1) and count("cuEventCreate") == 3 + 72 and count("cuEventDestroy") == 9
 
 
 @check
