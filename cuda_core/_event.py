@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from cuda.bindings import driver
 
 from ._backend import backend
-from ._utils import arg_error, check_or_create_options, handle_return
+from ._utils import TypeValueError, arg_error, check_or_create_options, ensure_driver, handle_return
 
 if TYPE_CHECKING:
     from ._context import Context
@@ -38,7 +38,9 @@ class EventOptions:
         :meth:`Event.sync` blocks the thread instead of spinning.
     ipc_enabled : bool
         The event can be shared with another process (:attr:`Event.ipc_descriptor`); requires
-        ``timing_enabled=False``.
+        ``timing_enabled=False``. As in ``cuda.core``, an IPC-enabled event is made by
+        :meth:`Stream.record` (``stream.record(options=EventOptions(ipc_enabled=True))``) and
+        recorded once: record a new one for each signal.
     """
 
     timing_enabled: bool | None = False
@@ -51,12 +53,17 @@ class EventOptions:
             # Exactly a bool or None (unset), as in cuda.core, which refuses 1 and numpy.True_ here.
             if value is not None and not isinstance(value, bool):
                 raise arg_error(field, "True, False or None", value, exc=TypeError)
-        if self.ipc_enabled and self.timing_enabled:
-            raise arg_error(
-                "timing_enabled", "False when ipc_enabled is True", True, "CUDA IPC events cannot record timing"
-            )
 
     def _flags(self) -> int:
+        # Checked when an event is made, as in cuda.core (which raises TypeError there).
+        if self.ipc_enabled and self.timing_enabled:
+            raise arg_error(
+                "timing_enabled",
+                "False when ipc_enabled is True",
+                True,
+                "CUDA IPC events cannot record timing",
+                exc=TypeValueError,
+            )
         flags = 0 if self.timing_enabled else _DISABLE_TIMING
         if self.blocking_sync:
             flags |= _BLOCKING_SYNC
@@ -66,7 +73,11 @@ class EventOptions:
 
 
 class IPCEventDescriptor:
-    """A picklable description of an IPC-enabled event, to open it in another process."""
+    """A picklable description of an IPC-enabled event, to open it in another process.
+
+    From :attr:`Event.ipc_descriptor`; opened by :meth:`Event.from_ipc_descriptor`. It carries
+    no file descriptor and pickles anywhere.
+    """
 
     __slots__ = ("_busy_wait", "_reserved")
 
@@ -74,7 +85,7 @@ class IPCEventDescriptor:
         if not isinstance(reserved, bytes) or len(reserved) != 64:
             raise arg_error("reserved", "64 bytes from Event.ipc_descriptor", reserved, exc=TypeError)
         self._reserved = reserved
-        self._busy_wait = busy_wait
+        self._busy_wait = bool(busy_wait)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (IPCEventDescriptor, (self._reserved, self._busy_wait))
@@ -96,15 +107,22 @@ class Event:
     elapsed time in milliseconds between two completed events created with
     ``EventOptions(timing_enabled=True)``. The event's driver handle is owned by an
     ``EventHandle`` of the handle layer, which holds the event's context handle; closing the
-    event (or collecting it) gives the handle back to the context's idle pool or destroys it.
+    event (or collecting it) gives the handle back to the context's idle pool or destroys it
+    (an IPC-enabled event is always destroyed: another process may hold it).
+
+    An IPC-enabled event (made by ``stream.record(options=EventOptions(ipc_enabled=True))``)
+    is sent to another process through ``multiprocessing`` (a ``Process`` argument, a ``Queue``
+    or a ``Pipe``: the receiver opens it), or as its :attr:`ipc_descriptor`. Keep it open
+    until the other process has waited on it.
     """
 
-    __slots__ = ("__weakref__", "_device", "_flags", "_h", "_handle")
+    __slots__ = ("__weakref__", "_device", "_flags", "_h", "_handle", "_ipc")
 
     _h: Any  # the EventHandle (released once closed)
     _handle: driver.CUevent | None  # the binding object, made on first use of .handle; None once closed
     _device: Device
     _flags: int  # the CUevent_flags it was created with
+    _ipc: IPCEventDescriptor  # the descriptor of an IPC event, set once asked for (or opened from)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("Event cannot be constructed directly; use Device.create_event() or Stream.record()")
@@ -121,6 +139,11 @@ class Event:
     @classmethod
     def _create(cls, device: Device, options: Any) -> Event:
         flags = _DISABLE_TIMING if options is None else check_or_create_options(EventOptions, options, "options")._flags()
+        if flags & _INTERPROCESS:
+            raise TypeError(
+                "an IPC-enabled event must be recorded when it is made (as in cuda.core): use "
+                "stream.record(options=EventOptions(ipc_enabled=True)), not Device.create_event()"
+            )
         return cls._wrap(device._context_handle().create_event(flags), device)
 
     def _check_open(self) -> None:
@@ -221,20 +244,58 @@ class Event:
             raise RuntimeError("cannot time events: an event has not completed yet; call sync() on the end event first")
         return float(handle_return((err, ms), "cuEventElapsedTime"))
 
+    def get_ipc_descriptor(self) -> IPCEventDescriptor:
+        """A picklable descriptor another process opens with :meth:`from_ipc_descriptor`.
+
+        Returns
+        -------
+        IPCEventDescriptor
+            Made once per event (an event opened from a descriptor returns that descriptor).
+
+        Raises
+        ------
+        RuntimeError
+            The event is closed or not IPC-enabled.
+        """
+        self._check_open()
+        desc: IPCEventDescriptor | None = getattr(self, "_ipc", None)
+        if desc is None:
+            if not self._flags & _INTERPROCESS:
+                raise RuntimeError(
+                    "the event is not IPC-enabled; record one with "
+                    "stream.record(options=EventOptions(ipc_enabled=True))"
+                )
+            ipc = handle_return(driver.cuIpcGetEventHandle(driver.CUevent(self._h.address)), "cuIpcGetEventHandle")
+            desc = self._ipc = IPCEventDescriptor(bytes(ipc.reserved), self.is_sync_busy_waited)
+        return desc
+
     @property
     def ipc_descriptor(self) -> IPCEventDescriptor:
-        """A picklable descriptor another process opens with :meth:`from_ipc_descriptor`."""
-        self._check_open()
-        if not self._flags & _INTERPROCESS:
-            raise RuntimeError("the event is not IPC-enabled; create it with EventOptions(ipc_enabled=True)")
-        ipc = handle_return(driver.cuIpcGetEventHandle(self.handle), "cuIpcGetEventHandle")
-        return IPCEventDescriptor(bytes(ipc.reserved), self.is_sync_busy_waited)
+        """The same as :meth:`get_ipc_descriptor`."""
+        return self.get_ipc_descriptor()
 
     @classmethod
     def from_ipc_descriptor(cls, ipc_descriptor: IPCEventDescriptor) -> Event:
-        """Open an event shared by another process, on the current device.
+        """Open an event shared by another process, in the current device's context.
 
-        The returned event is owned by this process's handle and closed like any other event.
+        Parameters
+        ----------
+        ipc_descriptor : IPCEventDescriptor
+            From :attr:`ipc_descriptor` in the exporting process.
+
+        Returns
+        -------
+        Event
+            Owned by this process (closing it closes this process's handle only). Wait on it
+            with :meth:`Stream.wait` or :meth:`sync`; it cannot be recorded here.
+
+        Raises
+        ------
+        TypeError
+            ``ipc_descriptor`` is not an IPCEventDescriptor.
+        CUDAError
+            No context is current (call ``Device.set_current()`` first), or the driver cannot
+            open the event.
         """
         from ._device import Device  # a Device creates events: _device imports this module
 
@@ -242,12 +303,25 @@ class Event:
             raise arg_error("ipc_descriptor", "an IPCEventDescriptor", ipc_descriptor, exc=TypeError)
         dev = Device()
         dev._require_ctx("Event.from_ipc_descriptor")
+        return cls._open(ipc_descriptor, dev)
+
+    @classmethod
+    def _open(cls, desc: IPCEventDescriptor, dev: Device) -> Event:
         ipc = driver.CUipcEventHandle()
-        ipc.reserved = ipc_descriptor._reserved
+        ipc.reserved = desc._reserved
         with dev._scope():
             handle = handle_return(driver.cuIpcOpenEventHandle(ipc), "cuIpcOpenEventHandle")
-        flags = _DISABLE_TIMING | _INTERPROCESS | (0 if ipc_descriptor._busy_wait else _BLOCKING_SYNC)
-        return cls._wrap(backend.EventHandle.adopt(int(handle), dev._context_handle(), flags), dev)
+        flags = _DISABLE_TIMING | _INTERPROCESS | (0 if desc._busy_wait else _BLOCKING_SYNC)
+        ev = cls._wrap(backend.EventHandle.adopt(int(handle), dev._context_handle(), flags), dev)
+        ev._ipc = desc
+        return ev
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "an Event pickles only through multiprocessing (a Process argument, a Queue or a Pipe), "
+            "and only when IPC-enabled; otherwise send event.ipc_descriptor and open it with "
+            "Event.from_ipc_descriptor()"
+        )
 
     def close(self) -> None:
         """Destroy the event (idempotent)."""
@@ -274,3 +348,16 @@ class Event:
         if self._handle is None:
             return "<Event closed>"
         return f"<Event handle=0x{self._h.address:x}>"
+
+
+def rebuild_event(desc: IPCEventDescriptor, device_id: int) -> Event:
+    """Unpickle an event sent through multiprocessing: open it in the current device's context,
+    or, where no context is current yet (an argument of a new process), in the primary context
+    of the sender's device ordinal ``device_id`` (not made current)."""
+    from ._device import Device  # a Device creates events: _device imports this module
+
+    ensure_driver()
+    ordinal = backend.ctx_get_device()
+    dev = Device(ordinal if ordinal >= 0 else device_id)
+    dev._primary_ctx()
+    return Event._open(desc, dev)

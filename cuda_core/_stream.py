@@ -26,6 +26,7 @@ _DEFAULT_FLAGS = int(driver.CUstream_flags.CU_STREAM_DEFAULT)
 _StreamHandle = backend.StreamHandle
 _borrow_handle = _StreamHandle.borrow
 _DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+_INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
 
 
 @dataclass
@@ -315,6 +316,12 @@ class Stream:
         -------
         Event
             The recorded event; it completes when all work queued before it has.
+
+        Raises
+        ------
+        TypeError
+            ``event`` is IPC-enabled: such an event is recorded once, when it is made (as in
+            ``cuda.core``); record a new one with ``options=EventOptions(ipc_enabled=True)``.
         """
         if event is None:
             if self._handle is None:
@@ -328,13 +335,27 @@ class Stream:
                 flags = check_or_create_options(EventOptions, options, "options")._flags()
             ctxh = self._h.ctx
             if ctxh is None or ctxh is dev._ctxh:
-                return Event._wrap(dev._ctxh.record_event(flags, self._h), dev)
-            # A stream of another context: the event is made (and pooled) in that context.
-            return adopt_child(Event._wrap(ctxh.record_event(flags, self._h), dev), ctxh)  # type: ignore[no-any-return]
+                ev = Event._wrap(dev._ctxh.record_event(flags, self._h), dev)
+            else:  # a stream of another context: the event is made (and pooled) in that context
+                ev = adopt_child(Event._wrap(ctxh.record_event(flags, self._h), dev), ctxh)
+            if flags & _INTERPROCESS:
+                # Its descriptor is made now, on this thread: multiprocessing pickles a Queue's
+                # items on a thread of its own, which then calls no driver function.
+                try:
+                    ev.get_ipc_descriptor()
+                except BaseException:
+                    ev.close()
+                    raise
+            return ev  # type: ignore[no-any-return]
         if type(event) is not Event and not isinstance(event, Event):
             raise arg_error("event", "an Event or None", event, exc=TypeError)
         if options is not None:
             raise ValueError("options must be None when an event is given")
+        if event._flags & _INTERPROCESS:
+            raise TypeError(
+                "an IPC-enabled event is recorded once, when it is made (another process may be "
+                "waiting on that record); record a new one with options=EventOptions(ipc_enabled=True)"
+            )
         # A closed stream or event has released its handle, which refuses: "the ... is closed".
         event._h.record(self._h)
         return event

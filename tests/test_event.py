@@ -6,11 +6,12 @@ import ctypes
 import multiprocessing
 import pickle
 import time
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import pytest
 
-from cuda_core import Device, Event, EventOptions
+from cuda_core import Device, Event, EventOptions, IPCEventDescriptor
 from cuda_core._utils import check_or_create_options
 from tests.helpers.kernels import timing_kernel
 
@@ -32,8 +33,12 @@ def test_event_options_types(field):
 
 
 def test_ipc_events_cannot_time():
-    with pytest.raises(ValueError, match="timing"):
-        EventOptions(ipc_enabled=True, timing_enabled=True)
+    # As in cuda.core: the options are accepted; making an event from them is refused (every
+    # path that makes an event turns the options into flags first).
+    opts = EventOptions(ipc_enabled=True, timing_enabled=True)
+    with pytest.raises(TypeError, match="timing_enabled must be False when ipc_enabled is True") as info:
+        opts._flags()
+    assert isinstance(info.value, ValueError)  # the class it was before cuda.core's TypeError
 
 
 def test_event_is_made_by_factories():
@@ -136,17 +141,15 @@ def test_close_twice_and_context_manager(dev):
     assert e2.is_closed
 
 
-def _ipc_child(desc: Any, conn: Any) -> None:
+def _ipc_child(conn: Any) -> None:
     """Child process: open the parent's event, wait for it, report what it saw."""
     try:
         from cuda_core import Device, Event
 
         dev = Device(0)
         dev.set_current()
-        ev = Event.from_ipc_descriptor(desc)
         conn.send(("ready", None))
-        if conn.recv() != "go":
-            raise RuntimeError("unexpected message")
+        ev = Event.from_ipc_descriptor(conn.recv())
         done_before = ev.is_done
         t0 = time.perf_counter()
         ev.sync()
@@ -169,13 +172,11 @@ def _recv(conn: Any, timeout: float) -> Any:
 
 @pytest.mark.gpu
 def test_ipc_event_round_trip_between_processes(dev):
-    ev = dev.create_event(EventOptions(ipc_enabled=True))
-    desc = ev.ipc_descriptor
-    assert pickle.loads(pickle.dumps(desc)) == desc
     mp = multiprocessing.get_context("spawn")
     parent, child = mp.Pipe()
-    proc = mp.Process(target=_ipc_child, args=(desc, child))
+    proc = mp.Process(target=_ipc_child, args=(child,))
     proc.start()
+    ev = None
     try:
         kind, payload = _recv(parent, 120)
         assert kind == "ready", payload
@@ -183,8 +184,10 @@ def test_ipc_event_round_trip_between_processes(dev):
             _sleep(dev, s, 0)
             s.sync()
             _sleep(dev, s, 1000)
-            s.record(ev)
-            parent.send("go")
+            ev = s.record(options=EventOptions(ipc_enabled=True))  # recorded once, when made
+            desc = ev.ipc_descriptor
+            assert pickle.loads(pickle.dumps(desc)) == desc
+            parent.send(desc)
             kind, payload = _recv(parent, 60)
             assert kind == "ok", payload
             done_before, waited = payload
@@ -196,5 +199,33 @@ def test_ipc_event_round_trip_between_processes(dev):
         proc.join(60)
         if proc.is_alive():
             proc.kill()
-        ev.close()
+        if ev is not None:
+            ev.close()
     assert proc.exitcode == 0
+
+
+@pytest.mark.gpu
+def test_ipc_event_rules(dev):
+    s = dev.create_stream()
+    with pytest.raises(TypeError, match="recorded when it is made"):
+        dev.create_event(EventOptions(ipc_enabled=True))
+    with pytest.raises(TypeError, match="timing_enabled must be False"):
+        s.record(options={"ipc_enabled": True, "timing_enabled": True})
+    ev = s.record(options=EventOptions(ipc_enabled=True))
+    assert ev.is_ipc_enabled and not ev.is_timing_enabled
+    with pytest.raises(TypeError, match="recorded once"):
+        s.record(ev)
+    with pytest.raises(TypeError, match="only through multiprocessing"):
+        pickle.dumps(ev)
+    desc = ev.ipc_descriptor
+    assert isinstance(desc, IPCEventDescriptor) and pickle.loads(pickle.dumps(desc)) == desc
+    plain = s.record()
+    with pytest.raises(RuntimeError, match="not IPC-enabled"):
+        plain.get_ipc_descriptor()
+    with pytest.raises(RuntimeError, match="not IPC-enabled"):
+        ForkingPickler.dumps(plain)
+    ev.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        _ = ev.ipc_descriptor
+    plain.close()
+    s.close()
