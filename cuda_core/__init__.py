@@ -40,6 +40,7 @@ from . import (
     _stream,
     _tensor_map,
 )
+from . import _mp_reduction as _mp_reduction  # registers the multiprocessing reducers (IPC)
 from . import graph as graph  # registers the explicit-graph API with GraphBuilder and Graph
 from . import system as system
 from . import texture as texture

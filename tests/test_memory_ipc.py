@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import pickle
+import uuid
+from multiprocessing.reduction import ForkingPickler
 
 import pytest
 
@@ -92,9 +95,17 @@ def test_non_ipc_resource_refuses_to_export():
     mr = DeviceMemoryResource(dev, DeviceMemoryResourceOptions())
     with pytest.raises(RuntimeError, match="IPC-enabled"):
         mr.get_allocation_handle()
+    with pytest.raises(RuntimeError, match="not IPC-enabled"):
+        _ = mr.allocation_handle
+    with pytest.raises(TypeError, match="IPC-enabled"):
+        ForkingPickler.dumps(mr)  # what multiprocessing would send
+    with pytest.raises(RuntimeError, match="not IPC-enabled"):
+        mr.register(uuid.uuid4())
     b = mr.allocate(16, stream=dev.default_stream)
     with pytest.raises(RuntimeError, match="IPC-enabled"):
         b.get_ipc_descriptor()
+    with pytest.raises(TypeError, match="IPC-enabled"):
+        pickle.dumps(b)
     b.close()
     mr.close()
 
@@ -109,8 +120,13 @@ def _pickled_child(mr, a, b, later, results):
         s = dev.create_stream()
         assert mr.is_mapped and mr.uuid is not None
         assert type(mr).from_registry(mr.uuid) is mr
-        if isinstance(mr, DeviceMemoryResource):
-            assert PinnedMemoryResource.from_registry(mr.uuid) is mr  # one registry
+        other = PinnedMemoryResource if isinstance(mr, DeviceMemoryResource) else DeviceMemoryResource
+        try:  # one registry, but a lookup names the class it expects
+            other.from_registry(mr.uuid)
+        except RuntimeError as exc:
+            assert "not a" in str(exc), exc
+        else:
+            raise AssertionError(f"{other.__name__}.from_registry found a {type(mr).__name__}")
         ok = a.is_mapped and a._mr is mr and b._mr is mr
         for buf, fill in ((a, 0x11), (b, 0x22)):
             out = bytearray(buf.size)
@@ -178,9 +194,6 @@ def test_pinned_resource_and_buffers_pickle_to_another_process():
 
 
 def test_registry_in_one_process():
-    import pickle
-    import uuid
-
     from cuda_core import Device, DeviceMemoryResource, DeviceMemoryResourceOptions
 
     dev = Device(0)
@@ -197,14 +210,17 @@ def test_registry_in_one_process():
     buf = mr.allocate(64, stream=s)
     with pytest.raises(RuntimeError, match="another process"):
         pickle.loads(pickle.dumps(buf))
-    with pytest.raises(RuntimeError, match="mapped resource"):
+    assert mr.register(mr.uuid) is mr  # an exporter is registered under its own uuid already
+    with pytest.raises(RuntimeError, match=r"registered under .* already"):
         mr.register(uuid.uuid4())
-    with pytest.raises(RuntimeError, match="no open memory resource"):
+    with pytest.raises(RuntimeError, match="not IPC-enabled"):
+        plain.register(uuid.uuid4())
+    with pytest.raises(RuntimeError, match="was not found"):
         DeviceMemoryResource.from_registry(uuid.uuid4())
     with pytest.raises(TypeError, match="uuid"):
         DeviceMemoryResource.from_registry(str(mr.uuid))
     buf.close()
     key = mr.uuid
     mr.close()
-    with pytest.raises(RuntimeError, match="no open memory resource"):
+    with pytest.raises(RuntimeError, match="was not found"):
         DeviceMemoryResource.from_registry(key)

@@ -232,17 +232,12 @@ class Buffer:
         self.close()
 
     def __reduce__(self) -> Any:
-        # A buffer of an exporting IPC-enabled pool travels as (its resource, its descriptor):
-        # the receiving process maps the pool once (registered by uuid) and the buffer in it.
-        mr = self._mr
-        if self._ptr is not None and getattr(mr, "_uuid", None) is not None and not mr._mapped:  # type: ignore[union-attr]
-            from ._ipc import rebuild_buffer  # _ipc builds on buffers (cycle)
+        # A buffer of an IPC-enabled pool (or of a mapping of one) travels as (its resource, its
+        # descriptor): the receiving process maps the pool once (registered by uuid) and the
+        # buffer in it. Unpickling maps memory: unpickle buffers from trusted peers only.
+        from ._ipc import reduce_buffer  # _ipc builds on buffers (cycle)
 
-            return (rebuild_buffer, (mr, self.get_ipc_descriptor()))
-        raise TypeError(
-            "only an open Buffer of an IPC-enabled pool can be pickled (it is mapped in the "
-            "receiving process); share other memory with get_ipc_descriptor()/from_ipc_descriptor()"
-        )
+        return reduce_buffer(self)
 
     # -- facts --------------------------------------------------------------------------------
 
@@ -588,15 +583,14 @@ class Buffer:
         -------
         IPCBufferDescriptor
             A small picklable object; pass it with the resource's allocation handle to
-            :meth:`Buffer.from_ipc_descriptor` in the other process.
+            :meth:`Buffer.from_ipc_descriptor` in the other process. A mapped buffer returns
+            the descriptor it was mapped from.
 
         Raises
         ------
         RuntimeError
             The buffer is closed, or its resource is not an IPC-enabled pool.
         """
-        if self._ptr is None:
-            raise closed_error()
         from ._ipc import export_buffer  # _ipc builds on buffers
 
         return export_buffer(self)
@@ -616,9 +610,11 @@ class Buffer:
             The resource made by :meth:`DeviceMemoryResource.from_allocation_handle` from the
             exporting pool's allocation handle.
         ipc_descriptor : IPCBufferDescriptor
-            From :meth:`get_ipc_descriptor` in the exporting process.
+            From :meth:`get_ipc_descriptor` in the exporting process. Its bytes come from that
+            process: map descriptors from trusted peers only.
         stream : Stream, optional
-            The deallocation stream of the mapping (``None``: the device's default stream).
+            The deallocation stream of the mapping (``None``: the device's default stream);
+            positional or keyword (``cuda.core`` 1.2 takes it as a keyword).
 
         Returns
         -------
@@ -629,9 +625,11 @@ class Buffer:
         Raises
         ------
         TypeError
-            Wrong argument types.
+            Wrong argument types, or ``mr`` is not a mapped resource.
+        ValueError
+            The descriptor's size exceeds the allocation it names (nothing stays mapped).
         CUDAError
-            The driver could not import the pointer.
+            The driver could not import the pointer (a descriptor of another pool).
         """
         from ._ipc import import_buffer  # _ipc builds on buffers
 

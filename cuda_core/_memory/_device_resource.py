@@ -81,9 +81,10 @@ class DeviceMemoryResource(_PoolResource):
     Notes
     -----
     Buffers are freed stream-ordered on their deallocation stream. An IPC-enabled resource
-    shares its pool through :meth:`get_allocation_handle` (a file descriptor); another process
+    shares its pool through :attr:`allocation_handle` (a file descriptor); another process
     maps it with :meth:`from_allocation_handle` and then maps single buffers with
-    :meth:`Buffer.from_ipc_descriptor`.
+    :meth:`Buffer.from_ipc_descriptor`. With ``multiprocessing`` (spawn), send the resource
+    and its buffers themselves: the receiver maps them (see :doc:`/ipc`).
 
     Examples
     --------
@@ -158,21 +159,22 @@ class DeviceMemoryResource(_PoolResource):
         Returns
         -------
         IPCAllocationHandle
-            Owned by the resource (closed by :meth:`close`); it pickles through
-            ``multiprocessing`` (the file descriptor is duplicated into the receiver).
+            Owned by the resource (closed by :meth:`close`; do not close it yourself). It pickles
+            through ``multiprocessing`` (the descriptor is duplicated into the receiver). A
+            mapped resource returns the duplicate it keeps, so that it can be passed on.
 
         Raises
         ------
         RuntimeError
             The pool is not IPC-enabled, or the resource is closed.
         """
-        from ._ipc import export_pool
+        from ._ipc import export_pool  # _ipc builds on the resources
 
         return export_pool(self)
 
     @property
     def allocation_handle(self) -> Any:
-        """The same as :meth:`get_allocation_handle`."""
+        """The same as :meth:`get_allocation_handle` (the name ``cuda.core`` 1.2 uses)."""
         return self.get_allocation_handle()
 
     @classmethod
@@ -184,30 +186,35 @@ class DeviceMemoryResource(_PoolResource):
         device_id : Device or int
             The device (in this process) the pool's memory is on.
         alloc_handle : IPCAllocationHandle or int
-            The exporter's allocation handle, or a file descriptor received by other means
-            (the caller keeps ownership of a plain descriptor).
+            The exporter's allocation handle, or a file descriptor received by other means.
+            The caller keeps ownership of either: the mapping keeps a duplicate.
 
         Returns
         -------
         DeviceMemoryResource
             A mapped resource: it cannot allocate; it maps buffers with
-            :meth:`Buffer.from_ipc_descriptor`.
+            :meth:`Buffer.from_ipc_descriptor`. A handle that carries a :attr:`uuid` (one sent
+            through ``multiprocessing``) registers the mapping under it; a resource registered
+            under that uuid already is returned instead (the pool is mapped once per process).
 
         Raises
         ------
         TypeError
             ``alloc_handle`` is neither a handle nor an int.
+        RuntimeError
+            ``alloc_handle`` is closed, or its uuid names a resource of another class.
         CUDAError
             The driver cannot import the pool.
         """
-        from ._ipc import import_pool
+        from ._ipc import import_pool  # _ipc builds on the resources
 
         return import_pool(cls, _device_of(device_id), alloc_handle)  # type: ignore[no-any-return]
 
     def __reduce__(self) -> Any:
-        from ._ipc import reduce_resource
+        # Plain pickle: by uuid (multiprocessing sends the allocation handle: _mp_reduction).
+        from ._ipc import reduce_resource  # _ipc builds on the resources
 
-        return reduce_resource(self, self._dev_id)
+        return reduce_resource(self)
 
     def __repr__(self) -> str:
         kind = "mapped" if self._mapped else ("owned pool" if self._owned else "current pool")

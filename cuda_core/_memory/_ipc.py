@@ -1,10 +1,10 @@
-"""Sharing pool memory between processes: allocation handles (fds) and buffer descriptors."""
+"""Sharing pool memory between processes: allocation handles (fds), buffer descriptors, mapping
+an exported pool and its buffers, and how resources and buffers pickle."""
 
 from __future__ import annotations
 
 import ctypes
 import os
-import threading
 import uuid as uuid_mod
 import weakref
 from typing import Any
@@ -13,14 +13,17 @@ from cuda.bindings import driver
 
 from .._errors import CUDAError
 from .._utils import arg_error, ensure_driver, handle_return
+from . import _ipc_registry as registry
 from ._buffer import Buffer
-from ._buffer_support import stream_context
+from ._buffer_support import closed_error, stream_context
 from ._pool import set_access
+from ._resource import in_context
 
 __all__ = ["IPCAllocationHandle", "IPCBufferDescriptor"]
 
 _POSIX_FD = driver.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
 _EXPORT_BYTES = 64  # sizeof(CUmemPoolPtrExportData)
+_PA = driver.CUpointer_attribute
 
 
 def _close_fd(fd: int) -> None:
@@ -33,10 +36,11 @@ def _close_fd(fd: int) -> None:
 class IPCAllocationHandle:
     """A memory pool's shareable handle: a POSIX file descriptor this object owns.
 
-    Get one from :meth:`DeviceMemoryResource.get_allocation_handle`; give it to another process
-    through ``multiprocessing`` (pickling duplicates the descriptor into the receiver, as for
-    a socket) or send :attr:`handle` yourself (``socket`` ``SCM_RIGHTS``,
-    ``multiprocessing.reduction.send_handle``) and wrap it there with :meth:`from_fd`.
+    Get one from :attr:`DeviceMemoryResource.allocation_handle`; give it to another process
+    through ``multiprocessing`` (a ``Process`` argument, a ``Queue`` or a ``Pipe``: the
+    descriptor is duplicated into the receiver, as for a socket) or send :attr:`handle` yourself
+    (``multiprocessing.reduction.send_handle``) and wrap it there with :meth:`from_fd`. Plain
+    :mod:`pickle` refuses it (a file descriptor means nothing in another process).
     ``close()`` closes the descriptor; so does garbage collection.
     """
 
@@ -47,7 +51,7 @@ class IPCAllocationHandle:
     _uuid: uuid_mod.UUID | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("use DeviceMemoryResource.get_allocation_handle() or IPCAllocationHandle.from_fd()")
+        raise RuntimeError("use DeviceMemoryResource.allocation_handle or IPCAllocationHandle.from_fd()")
 
     @classmethod
     def from_fd(cls, fd: int) -> IPCAllocationHandle:
@@ -85,13 +89,18 @@ class IPCAllocationHandle:
 
     @property
     def handle(self) -> int:
-        """The file descriptor."""
+        """The file descriptor; ``-1`` once closed, as in ``cuda.core``."""
+        return self._fd
+
+    def _live_fd(self) -> int:
         if self._fd < 0:
             raise RuntimeError("the IPCAllocationHandle is closed")
         return self._fd
 
     def __int__(self) -> int:
-        return self.handle
+        if self._fd < 0:
+            raise ValueError("the IPCAllocationHandle is closed; it has no file descriptor")
+        return self._fd
 
     @property
     def is_closed(self) -> bool:
@@ -111,113 +120,30 @@ class IPCAllocationHandle:
         self.close()
 
     def __reduce__(self) -> Any:
-        from multiprocessing import reduction
-
-        return (_rebuild_handle, (reduction.DupFd(self.handle), self._uuid))
+        raise TypeError(
+            "an IPCAllocationHandle (a file descriptor) pickles only through multiprocessing "
+            "(a Process argument, a Queue or a Pipe), which duplicates the descriptor into the "
+            "receiver; otherwise send .handle with multiprocessing.reduction.send_handle()"
+        )
 
     def __repr__(self) -> str:
         return f"<IPCAllocationHandle fd={self._fd}>"
 
 
-def _rebuild_handle(dup: Any, uuid: uuid_mod.UUID | None = None) -> IPCAllocationHandle:
+def rebuild_allocation_handle(dup: Any, uuid: uuid_mod.UUID | None) -> IPCAllocationHandle:
+    """Unpickle an allocation handle sent through multiprocessing (``dup``: its ``DupFd``)."""
     h = IPCAllocationHandle.from_fd(dup.detach())
     h._uuid = uuid
     return h
 
 
-# -- the registry of shared resources, by uuid ----------------------------------------------------
-# An IPC-enabled resource gets a uuid when it is made; pickling it sends its allocation handle
-# and uuid, and the receiving process maps the pool once and registers the mapping under that
-# uuid, so that every later resource or buffer pickled from the same exporter finds it.
-# Mapped resources are held for the life of the process (or until closed); exporting ones are
-# held weakly (they are found when something is unpickled in their own process).
-_registry: dict[uuid_mod.UUID, Any] = {}
-_exporters: weakref.WeakValueDictionary[uuid_mod.UUID, Any] = weakref.WeakValueDictionary()
-_registry_lock = threading.Lock()
-
-
-def new_exporter(mr: Any) -> uuid_mod.UUID:
-    """A fresh uuid for an IPC-enabled resource that exports its pool, and its registration."""
-    key = uuid_mod.uuid4()
-    _exporters[key] = mr
-    return key
-
-
-def register(mr: Any, key: Any) -> Any:
-    """``mr.register(key)``: the mapped resource registered under ``key`` (``mr`` if none was)."""
-    if not isinstance(key, uuid_mod.UUID):
-        raise arg_error("uuid", "a uuid.UUID", key, exc=TypeError)
-    if not mr._mapped:
-        raise RuntimeError(
-            "only a mapped resource (from from_allocation_handle()) is registered; an exporting "
-            "resource is found by its own uuid already"
-        )
-    with _registry_lock:
-        found = _registry.get(key)
-        if found is not None and found._pool is not None:
-            return found
-        _registry[key] = mr
-        mr._uuid = key
-    return mr
-
-
-def from_registry(key: Any) -> Any:
-    """The resource registered (mapped here) or exporting under ``key``; ``RuntimeError`` if none."""
-    if not isinstance(key, uuid_mod.UUID):
-        raise arg_error("uuid", "a uuid.UUID", key, exc=TypeError)
-    with _registry_lock:
-        found = _registry.get(key)
-        if found is None or found._pool is None:
-            found = _exporters.get(key)
-    if found is None or found._pool is None:
-        raise RuntimeError(f"no open memory resource is registered under {key}")
-    return found
-
-
-def rebuild_resource(cls: Any, key: uuid_mod.UUID, handle: IPCAllocationHandle, *args: Any) -> Any:
-    """Unpickle a shared resource: the one registered under ``key``, or a new mapping of the
-    pool behind ``handle`` (``cls.from_allocation_handle(*args, handle)``), registered."""
-    try:
-        try:
-            return from_registry(key)
-        except RuntimeError:
-            return cls.from_allocation_handle(*args, handle).register(key)
-    finally:
-        handle.close()  # the pool is imported (or was already): the received descriptor is spent
-
-
-def reduce_resource(mr: Any, *args: Any) -> Any:
-    """``__reduce__`` of an exporting IPC-enabled pool resource (``args``: what its
-    ``from_allocation_handle`` takes before the handle)."""
-    if mr._uuid is None or mr._mapped:
-        raise TypeError(
-            f"only an IPC-enabled {type(mr).__name__} that exports its pool can be pickled "
-            "(a mapped one is sent by its exporter)"
-        )
-    return (rebuild_resource, (type(mr), mr._uuid, export_pool(mr), *args))
-
-
-def rebuild_buffer(mr: Any, desc: IPCBufferDescriptor) -> Buffer:
-    """Unpickle a shared buffer: map it through the (unpickled) resource ``mr``."""
-    if not mr._mapped:
-        raise RuntimeError(
-            "a pickled Buffer is mapped in another process; in the exporting process, use the "
-            "buffer itself"
-        )
-    from .._device import Device
-
-    # In the resource's device context: unpickling may run before the receiver made one current.
-    dev = Device(mr._dev_id if mr._dev_id >= 0 else None)
-    dev._primary_ctx()
-    with dev._scope():
-        return import_buffer(mr, desc, None)
-
-
 class IPCBufferDescriptor:
     """A picklable description of one buffer of an IPC-enabled pool (64 opaque bytes + size).
 
-    From :meth:`Buffer.get_ipc_descriptor`; mapped in another process by
+    From :attr:`Buffer.ipc_descriptor`; mapped in another process by
     :meth:`Buffer.from_ipc_descriptor`. It carries no file descriptor and pickles anywhere.
+    Its bytes come from the exporting process: map descriptors from trusted peers only (a
+    ``size`` larger than the allocation it names is refused).
     """
 
     __slots__ = ("_payload", "_size")
@@ -253,16 +179,24 @@ class IPCBufferDescriptor:
         return f"<IPCBufferDescriptor size={self._size}>"
 
 
+# -- pools --------------------------------------------------------------------------------------
+
+
 def export_pool(mr: Any) -> IPCAllocationHandle:
-    pool = mr._live_pool()
-    if not mr._ipc_enabled or mr._mapped:
+    """``mr.allocation_handle``: the exporter's handle (made once), or the one a mapping keeps."""
+    mr._live_pool()
+    if not mr._ipc_enabled:
         raise RuntimeError(
             "the memory resource is not IPC-enabled; create it with "
-            "DeviceMemoryResourceOptions(ipc_enabled=True)"
+            f"{type(mr).__name__}Options(ipc_enabled=True)"
         )
     h = mr._alloc_handle
+    if mr._mapped:
+        if h is None or h.is_closed:
+            raise RuntimeError("the mapped memory resource's allocation handle was closed; it cannot be shared on")
+        return h  # type: ignore[no-any-return]
     if h is None or h.is_closed:
-        fd = handle_return(driver.cuMemPoolExportToShareableHandle(pool, _POSIX_FD, 0), "cuMemPoolExportToShareableHandle")
+        fd = handle_return(driver.cuMemPoolExportToShareableHandle(mr._pool, _POSIX_FD, 0), "cuMemPoolExportToShareableHandle")
         h = IPCAllocationHandle.from_fd(int(fd))
         h._uuid = mr._uuid
         mr._alloc_handle = h
@@ -270,23 +204,35 @@ def export_pool(mr: Any) -> IPCAllocationHandle:
 
 
 def import_pool(cls: Any, device: Any, alloc_handle: Any) -> Any:
+    """``cls.from_allocation_handle``: the resource registered under the handle's uuid, else a
+    new mapping of the pool (``device``: the Device of a device pool, ``None`` for a host pool),
+    registered under that uuid. The mapping keeps its own duplicate of the descriptor."""
     if isinstance(alloc_handle, IPCAllocationHandle):
-        fd = alloc_handle.handle
+        fd = alloc_handle._live_fd()
+        key = alloc_handle.uuid
     elif isinstance(alloc_handle, int) and not isinstance(alloc_handle, bool) and alloc_handle >= 0:
-        fd = alloc_handle
+        fd, key = alloc_handle, None
     else:
         raise arg_error("alloc_handle", "an IPCAllocationHandle or a file descriptor", alloc_handle, exc=TypeError)
+    if key is not None and registry.find(key) is not None:
+        return registry.find_registered(cls, key)
     ensure_driver()
-    from .._device import Device
+    from .._device import Device  # resources are made below devices
 
     # In the device's primary context (it may not be current yet: a resource is unpickled
     # before the receiving code runs); a host pool uses the current device's.
     scope_dev = Device() if device is None else device
     scope_dev._primary_ctx()
-    with scope_dev._scope():
-        pool = handle_return(
-            driver.cuMemPoolImportFromShareableHandle(fd, _POSIX_FD, 0), "cuMemPoolImportFromShareableHandle"
-        )
+    own = IPCAllocationHandle.from_fd(os.dup(fd))
+    own._uuid = key
+    try:
+        with scope_dev._scope():
+            pool = handle_return(
+                driver.cuMemPoolImportFromShareableHandle(fd, _POSIX_FD, 0), "cuMemPoolImportFromShareableHandle"
+            )
+    except BaseException:
+        own.close()
+        raise
     mr = object.__new__(cls)
     if device is None:  # a host (pinned) pool: every device of this process may need access
         mr._numa_id = -1
@@ -297,26 +243,48 @@ def import_pool(cls: Any, device: Any, alloc_handle: Any) -> Any:
         mr._peers = ()
         mr._init_pool(pool, True, device._id, ipc=True, mapped=True)
         devices = [device._id]
+    mr._alloc_handle = own
     try:  # an imported pool may need access granted for this process's devices
         set_access(pool, devices)
     except CUDAError:
         pass  # the owning device always has access; nothing to grant
-    return mr
+    if key is None:
+        return mr
+    found = registry.register(mr, key)
+    if found is not mr:  # another thread mapped the same pool meanwhile
+        mr.close()
+    return found
+
+
+# -- buffers ------------------------------------------------------------------------------------
+
+# The descriptor each mapped buffer was imported from (what its ipc_descriptor returns, so that
+# a mapped buffer can be passed on).
+_imported: weakref.WeakKeyDictionary[Buffer, IPCBufferDescriptor] = weakref.WeakKeyDictionary()
 
 
 def export_buffer(buf: Buffer) -> IPCBufferDescriptor:
+    """``buf.ipc_descriptor``: its export data, or the descriptor a mapped buffer came from."""
+    if buf._ptr is None:
+        raise closed_error()
     mr = buf._mr
-    if mr is None or not getattr(mr, "_ipc_enabled", False) or getattr(mr, "_mapped", True):
+    if mr is None or not getattr(mr, "_ipc_enabled", False):
         raise RuntimeError(
             "only buffers allocated from an IPC-enabled DeviceMemoryResource or PinnedMemoryResource "
             "can be shared (options with ipc_enabled=True)"
         )
+    if mr._mapped:  # type: ignore[attr-defined]
+        desc = _imported.get(buf)
+        if desc is None:
+            raise RuntimeError("this buffer of a mapped resource was not mapped from a descriptor; it cannot be shared on")
+        return desc
     data = handle_return(driver.cuMemPoolExportPointer(buf._ptr), "cuMemPoolExportPointer")
     return IPCBufferDescriptor(ctypes.string_at(data.getPtr(), _EXPORT_BYTES), buf._size)
 
 
 def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
-    from .. import _stream as _stream_mod
+    """``Buffer.from_ipc_descriptor``: map the buffer, owned by the returned Buffer."""
+    from .. import _stream as _stream_mod  # streams are made above memory
     from ._pool import _PoolResource
 
     if not isinstance(mr, _PoolResource) or not mr.is_mapped:
@@ -333,12 +301,97 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     data = driver.CUmemPoolPtrExportData()
     ctypes.memmove(data.getPtr(), desc.payload, _EXPORT_BYTES)
     ctx = stream_context(s)
-    ptr = handle_return(_import_pointer(ctx, pool, data), "cuMemPoolImportPointer")
-    return Buffer._owned(int(ptr), desc.size, mr, s, None)
+    ptr = int(handle_return(in_context(ctx, driver.cuMemPoolImportPointer, pool, data), "cuMemPoolImportPointer"))
+    buf = Buffer._owned(ptr, desc.size, mr, s, None)
+    try:
+        available = _extent(ptr, ctx)
+        if desc.size > available:
+            raise arg_error(
+                "ipc_descriptor.size",
+                f"at most the mapped allocation extent ({available} bytes)",
+                desc.size,
+                "the descriptor's size exceeds the allocation it names",
+            )
+    except BaseException:
+        buf.close()  # unmap what was mapped
+        raise
+    _imported[buf] = desc
+    return buf
 
 
-def _import_pointer(ctx: Any, pool: Any, data: Any) -> Any:
-    from ._resource import in_context
+def _extent(ptr: int, ctx: Any) -> int:
+    """Bytes from ``ptr`` to the end of the allocation that holds it."""
+    start = handle_return(
+        in_context(ctx, driver.cuPointerGetAttribute, _PA.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr),
+        "cuPointerGetAttribute",
+    )
+    size = handle_return(
+        in_context(ctx, driver.cuPointerGetAttribute, _PA.CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr),
+        "cuPointerGetAttribute",
+    )
+    return int(start) + int(size) - ptr
 
-    return in_context(ctx, driver.cuMemPoolImportPointer, pool, data)
 
+# -- pickling -----------------------------------------------------------------------------------
+# Plain pickle sends a resource by its uuid (found again with from_registry in the receiver);
+# multiprocessing sends it with its allocation handle (the reducer registered in
+# cuda_core._mp_reduction), so the receiver maps the pool once and registers the mapping. A
+# Buffer travels as (its resource, its descriptor) either way.
+
+
+def reduce_resource(mr: Any) -> Any:
+    """``__reduce__`` of an IPC-enabled pool resource: by uuid."""
+    if mr._uuid is None:
+        raise TypeError(
+            f"only an IPC-enabled {type(mr).__name__} (or a mapping of one) can be pickled; create it "
+            f"with {type(mr).__name__}Options(ipc_enabled=True)"
+        )
+    return (registry.find_registered, (type(mr), mr._uuid))
+
+
+def reduce_resource_for_process(mr: Any) -> Any:
+    """The multiprocessing reducer of an IPC-enabled pool resource: with its allocation handle."""
+    reduce_resource(mr)  # the TypeError of a resource that is not IPC-enabled
+    return (rebuild_resource, (type(mr), mr._uuid, export_pool(mr), mr._dev_id))
+
+
+def rebuild_resource(cls: Any, key: uuid_mod.UUID, handle: IPCAllocationHandle, dev_id: int) -> Any:
+    """Unpickle a resource sent through multiprocessing: the one registered under ``key``, or a
+    new mapping of the pool behind ``handle`` (on device ``dev_id``; ``-1``: a host pool)."""
+    try:
+        if registry.find(key) is not None:
+            return registry.find_registered(cls, key)
+        from .._device import Device  # resources are made below devices
+
+        return import_pool(cls, Device(dev_id) if dev_id >= 0 else None, handle)
+    finally:
+        handle.close()  # the pool is mapped (or was already); the mapping keeps its own duplicate
+
+
+def reduce_buffer(buf: Buffer) -> Any:
+    """``Buffer.__reduce__``: (its resource, its descriptor), for an open buffer of an
+    IPC-enabled pool or of a mapping of one."""
+    mr = buf._mr
+    if buf._ptr is None or getattr(mr, "_uuid", None) is None:
+        raise TypeError(
+            "only an open Buffer of an IPC-enabled pool (or of a registered mapping of one) can be "
+            "pickled (it is mapped in the receiving process); share other memory with "
+            "ipc_descriptor/from_ipc_descriptor()"
+        )
+    return (rebuild_buffer, (mr, export_buffer(buf)))
+
+
+def rebuild_buffer(mr: Any, desc: IPCBufferDescriptor) -> Buffer:
+    """Unpickle a shared buffer: map it through the (unpickled) resource ``mr``."""
+    if not mr._mapped:
+        raise RuntimeError(
+            "a pickled Buffer is mapped in another process; in the exporting process, use the "
+            "buffer itself"
+        )
+    from .._device import Device  # resources are made below devices
+
+    # In the resource's device context: unpickling may run before the receiver made one current.
+    dev = Device(mr._dev_id if mr._dev_id >= 0 else None)
+    dev._primary_ctx()
+    with dev._scope():
+        return import_buffer(mr, desc, None)

@@ -104,9 +104,10 @@ class PinnedMemoryResource(_PoolResource):
 
     # -- IPC ------------------------------------------------------------------------------------
 
-    @property
-    def allocation_handle(self) -> Any:
+    def get_allocation_handle(self) -> Any:
         """The pool's shareable handle (an :class:`IPCAllocationHandle` owned by the resource).
+
+        A mapped resource returns the duplicate it keeps, so that it can be passed on.
 
         Raises
         ------
@@ -114,9 +115,14 @@ class PinnedMemoryResource(_PoolResource):
             The pool is not IPC-enabled (``PinnedMemoryResourceOptions(ipc_enabled=True)``),
             or the resource is closed.
         """
-        from ._ipc import export_pool
+        from ._ipc import export_pool  # _ipc builds on the resources
 
         return export_pool(self)
+
+    @property
+    def allocation_handle(self) -> Any:
+        """The same as :meth:`get_allocation_handle` (the name ``cuda.core`` 1.2 uses)."""
+        return self.get_allocation_handle()
 
     @classmethod
     def from_allocation_handle(cls, alloc_handle: Any) -> PinnedMemoryResource:
@@ -125,21 +131,24 @@ class PinnedMemoryResource(_PoolResource):
         Parameters
         ----------
         alloc_handle : IPCAllocationHandle or int
-            The exporter's allocation handle, or a file descriptor received by other means
-            (the caller keeps ownership of a plain descriptor).
+            The exporter's allocation handle, or a file descriptor received by other means.
+            The caller keeps ownership of either: the mapping keeps a duplicate.
 
         Returns
         -------
         PinnedMemoryResource
             A mapped resource: it cannot allocate; it maps buffers with
-            :meth:`Buffer.from_ipc_descriptor`.
+            :meth:`Buffer.from_ipc_descriptor`. As for
+            :meth:`DeviceMemoryResource.from_allocation_handle`, a handle with a uuid registers
+            the mapping (or finds the one registered).
         """
-        from ._ipc import import_pool
+        from ._ipc import import_pool  # _ipc builds on the resources
 
         return import_pool(cls, None, alloc_handle)  # type: ignore[no-any-return]
 
     def __reduce__(self) -> Any:
-        from ._ipc import reduce_resource
+        # Plain pickle: by uuid (multiprocessing sends the allocation handle: _mp_reduction).
+        from ._ipc import reduce_resource  # _ipc builds on the resources
 
         return reduce_resource(self)
 
@@ -159,7 +168,8 @@ class PinnedMemoryResource(_PoolResource):
         return True
 
     def __repr__(self) -> str:
-        return f"<PinnedMemoryResource {'owned pool' if self._owned else 'current pool'}>"
+        kind = "mapped" if self._mapped else ("owned pool" if self._owned else "current pool")
+        return f"<PinnedMemoryResource {kind}{' ipc' if self._ipc_enabled else ''}>"
 
 
 def _current_device_numa_id() -> int:

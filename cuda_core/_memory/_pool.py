@@ -11,6 +11,7 @@ from .._backend import backend
 from .._errors import CUDAError
 from .._logging import logger as _log
 from .._utils import check_int, ensure_driver, handle_return, make_error
+from . import _ipc_registry as _registry
 from ._buffer import Buffer
 from ._buffer_support import (
     Stream,
@@ -161,9 +162,7 @@ class _PoolResource(MemoryResource):
         self._alloc_pool = 0 if mapped else self._pool_int
         self._uuid = None
         if ipc and not mapped:
-            from ._ipc import new_exporter  # _ipc builds on pools
-
-            self._uuid = new_exporter(self)
+            self._uuid = _registry.new_exporter(self)
         if owned:
             self._fin = weakref.finalize(self, _PoolHolder(pool))
             self._fin.atexit = False
@@ -184,47 +183,48 @@ class _PoolResource(MemoryResource):
 
     @property
     def uuid(self) -> Any:
-        """A ``uuid.UUID`` naming an IPC-enabled resource across processes (the exporter's,
-        for a mapping registered with :meth:`register`); ``None`` otherwise.
+        """A ``uuid.UUID`` naming an IPC-enabled resource across processes (a mapping has its
+        exporter's); ``None`` otherwise.
 
-        Pickling an IPC-enabled resource (``multiprocessing``) sends its allocation handle and
-        uuid; the receiver maps the pool once and registers the mapping under the uuid, so
-        buffers pickled later find it (:meth:`from_registry`).
+        Sending an IPC-enabled resource through ``multiprocessing`` sends its allocation handle
+        and uuid: the receiver maps the pool once and registers the mapping under the uuid. Plain
+        :mod:`pickle` sends the uuid alone, which the receiver looks up (:meth:`from_registry`);
+        buffers find their resource the same way.
         """
         return self._uuid
 
     def register(self, uuid: Any) -> Any:
-        """Register this mapped resource under ``uuid`` (the exporter's :attr:`uuid`).
+        """Register this mapped resource under ``uuid`` (its exporter's :attr:`uuid`).
+
+        An exporting resource is found by its own uuid already: registering it under that uuid
+        returns it.
 
         Returns
         -------
-        The resource registered under ``uuid``: this one, or the one registered before.
+        The resource registered under ``uuid``: this one, or the mapping of the same pool
+        registered before.
 
         Raises
         ------
         TypeError
             ``uuid`` is not a ``uuid.UUID``.
         RuntimeError
-            The resource is not a mapping (from ``from_allocation_handle``).
+            The resource is closed, not IPC-enabled, or registered under another uuid.
         """
-        from ._ipc import register  # _ipc builds on pools
+        return _registry.register(self, uuid)
 
-        return register(self, uuid)
-
-    @staticmethod
-    def from_registry(uuid: Any) -> Any:
-        """The open resource registered (or exporting) in this process under ``uuid``.
+    @classmethod
+    def from_registry(cls, uuid: Any) -> Any:
+        """The open resource of this class registered (or exporting) in this process under ``uuid``.
 
         Raises
         ------
         TypeError
             ``uuid`` is not a ``uuid.UUID``.
         RuntimeError
-            No open resource is registered under ``uuid``.
+            No open resource is registered under ``uuid``, or it is of another class.
         """
-        from ._ipc import from_registry  # _ipc builds on pools
-
-        return from_registry(uuid)
+        return _registry.find_registered(cls, uuid)
 
     def _live_pool(self) -> Any:
         pool = self._pool
@@ -252,11 +252,12 @@ class _PoolResource(MemoryResource):
         Raises
         ------
         TypeError
-            ``stream`` is not a stream or ``size`` is not an int.
+            ``stream`` is not a stream, ``size`` is not an int, or the resource is a mapped
+            (imported) one, which cannot allocate (as in ``cuda.core``).
         ValueError
             ``size`` is negative.
         RuntimeError
-            The resource is closed or is a mapped (imported) resource, which cannot allocate.
+            The resource is closed.
         CUDAError
             The pool cannot provide the memory (the message names the requested size).
         """
@@ -286,9 +287,9 @@ class _PoolResource(MemoryResource):
         pool = self._pool
         if pool is None or self._mapped:
             self._live_pool()
-            raise RuntimeError(
+            raise TypeError(
                 "a mapped (imported) memory resource cannot allocate; it only maps buffers "
-                "shared with Buffer.from_ipc_descriptor()"
+                "shared with Buffer.from_ipc_descriptor() (allocate in the exporting process)"
             )
         live_handle(s)
         if not size:
@@ -393,6 +394,8 @@ class _PoolResource(MemoryResource):
         if h is not None:
             self._alloc_handle = None
             h.close()
+        if self._mapped and self._uuid is not None:
+            _registry.unregister(self)
         fin = self._fin
         self._pool = None
         self._alloc_pool = 0
