@@ -198,7 +198,8 @@ class _PoolResource(MemoryResource):
 
         Returns
         -------
-        The resource registered under ``uuid``: this one, or the one registered before.
+        MemoryResource
+            The resource registered under ``uuid``: this one, or the one registered before.
 
         Raises
         ------
