@@ -150,6 +150,8 @@ def test_index_toctree_lists_the_pages():
     expected = [
         "install",
         "quickstart",
+        "tutorial_cupy",
+        "tutorial_pytorch",
         "migration",
         "cpu_walkthrough",
         "devices",
@@ -228,3 +230,22 @@ def test_sphinx_is_nitpicky_and_suppresses_nothing():
         assert knob not in text, f"docs/conf.py sets {knob}"
     ci = (DOCS.parent / ".ci" / "run").read_text()
     assert "python -m sphinx -n -W" in ci
+
+
+@pytest.mark.parametrize("page, script", [("tutorial_cupy", "cupy_tutorial.py"),
+                                          ("tutorial_pytorch", "pytorch_tutorial.py")])
+def test_tutorials_show_only_the_tested_example(page, script):
+    # The tutorial's code is the example that tests/test_examples.py runs, included piece by
+    # piece between "# [name]" / "# [/name]" markers, so the page cannot drift from it.
+    text = (DOCS / f"{page}.rst").read_text()
+    assert "code-block" not in text and not re.search(r"::\n\n    \S", text), "inline code in a tutorial"
+    assert re.findall(r"literalinclude:: \.\./examples/(\S+)", text) and all(
+        name == script for name in re.findall(r"literalinclude:: \.\./examples/(\S+)", text))
+    src = (DOCS.parent / "examples" / script).read_text()
+    shown = re.findall(r":start-after: # \[(\w+)\]\n\s+:end-before: # \[/(\w+)\]", text)
+    assert shown and all(start == end for start, end in shown)
+    marked = re.findall(r"^\s*# \[(\w+)\]$", src, re.MULTILINE)
+    assert sorted(marked) == sorted(start for start, _ in shown), "every marked part is shown once"
+    for name in marked:
+        assert src.count(f"# [{name}]\n") == 1 and src.count(f"# [/{name}]\n") == 1, name
+
