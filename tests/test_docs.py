@@ -249,3 +249,9 @@ def test_tutorials_show_only_the_tested_example(page, script):
     for name in marked:
         assert src.count(f"# [{name}]\n") == 1 and src.count(f"# [/{name}]\n") == 1, name
 
+
+def test_code_blocks_scroll_instead_of_being_clipped():
+    conf = (DOCS / "conf.py").read_text()
+    assert re.search(r'^html_css_files = \["cuda_core\.css"\]', conf, re.MULTILINE)
+    css = (DOCS / "_static" / "cuda_core.css").read_text()
+    assert re.search(r"div\.highlight pre \{[^}]*overflow-x: auto", css)
