@@ -533,19 +533,20 @@ class Buffer:
             The consumer's stream. A buffer has no pending producer work of its own, so no
             synchronisation is added; order your writes before handing the buffer over.
         max_version : tuple of int, optional
-            ``(major, minor)``: the highest DLPack version the consumer supports; ``>= (1, 0)`` gives a versioned
-            capsule.
+            ``(major, minor)``: the highest DLPack version the consumer supports;
+            ``>= (1, 0)`` gives a versioned capsule.
         dl_device : tuple of int, optional
-            ``(device_type, device_id)``: the device the consumer wants; must be the buffer's own (or ``(kDLCPU, 0)`` for
-            host-accessible memory).
+            ``(device_type, device_id)``: the device the consumer wants; must be the buffer's
+            own (or ``(kDLCPU, 0)`` for host-accessible memory).
         copy : bool, optional
             ``True`` is refused (no copy is made); ``False`` or ``None`` export the memory itself.
 
         Returns
         -------
         :class:`!PyCapsule`
-            A DLPack capsule. It keeps this Buffer object alive until the consumer releases it. Closing
-            the buffer while a consumer still uses the memory frees it under the consumer.
+            A DLPack capsule. It keeps this Buffer object alive until the consumer releases it.
+            Closing the buffer while a consumer still uses the memory frees it under the
+            consumer.
 
         Raises
         ------
