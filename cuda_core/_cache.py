@@ -127,8 +127,8 @@ class ProgramCacheResource:
 
         Parameters
         ----------
-        items : mapping or iterable of (key, value) pairs, optional
-            Entries to store; keys are bytes or str, values bytes or :class:`ObjectCode`.
+        items : mapping or iterable, optional
+            Entries to store, a mapping or ``(key, value)`` pairs; keys are bytes or str, values bytes or :class:`ObjectCode`.
         **kwargs
             More entries, keyed by name (str keys).
 
@@ -227,7 +227,8 @@ class FileStreamProgramCache(ProgramCacheResource):
     Parameters
     ----------
     path : str or os.PathLike, optional
-        The cache directory (created if missing); default :func:`default_cache_dir`.
+        The cache directory (created if missing); default ``$CUDA_CORE_CACHE_DIR``, else
+        ``$XDG_CACHE_HOME/cuda_core/programs`` (``~/.cache/cuda_core/programs``).
     max_size_bytes : int, optional
         Soft cap on the entries' total size; least recently used entries are evicted first.
         ``None`` (the default, as in ``cuda.core``) means no cap. The process's default

@@ -64,7 +64,7 @@ def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
 
     Parameters
     ----------
-    stream : Stream or GraphBuilder or object with ``__cuda_stream__``
+    stream : Stream or GraphBuilder or IsStreamType
         Where to enqueue. While the stream is being captured, the call is recorded into the
         graph and runs on every replay; the callable stays alive as long as the graph does.
     fn : callable

@@ -263,8 +263,8 @@ class Context:
 
     @property
     def resources(self) -> DeviceResources:
-        """The resources provisioned for this context: a green context's own partition, the
-        whole device's for any other context.
+        """The resources provisioned for this context (a green context's own partition, the
+        whole device's for any other context).
 
         Raises
         ------

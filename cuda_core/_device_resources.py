@@ -103,14 +103,14 @@ class SMResourceOptions:
 
     Attributes
     ----------
-    count : int or Sequence[int], optional
+    count : int or sequence of int, optional
         SMs per group. ``None`` (or 0): discovery, the driver picks the count.
-    coscheduled_sm_count : int or Sequence[int], optional
+    coscheduled_sm_count : int or sequence of int, optional
         SMs guaranteed to be co-scheduled together in each group (CUDA 13.1+).
-    preferred_coscheduled_sm_count : int or Sequence[int], optional
+    preferred_coscheduled_sm_count : int or sequence of int, optional
         Preferred co-scheduled SM count; the driver falls back to ``coscheduled_sm_count``
         (CUDA 13.1+).
-    backfill : bool or Sequence[bool]
+    backfill : bool or sequence of bool
         Let the driver relax co-scheduling to reach counts that are not multiples of the
         co-scheduling alignment (CUDA 13.1+; default ``False``).
     """
@@ -269,8 +269,9 @@ class SMResource:
 
         Returns
         -------
-        tuple[list[SMResource], SMResource]
-            ``(groups, remainder)``: each group holds SMs no other group holds; the remainder
+        tuple
+            ``(groups, remainder)``, a list of :class:`SMResource` and an :class:`SMResource`:
+            each group holds SMs no other group holds; the remainder
             holds those left over (perhaps none). With the CUDA 12 split API the driver may
             return fewer groups than asked for when the SMs run out.
 

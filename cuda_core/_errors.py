@@ -37,6 +37,9 @@ class CUDAError(Exception):
     name : str
         The status name, e.g. ``"CUDA_ERROR_OUT_OF_MEMORY"`` (for :class:`NVRTCError`, the
         program's name; the status name is always in :attr:`error_name`).
+    error_name : str
+        The status name, for every error (equal to :attr:`name` except for
+        :class:`NVRTCError`).
     api : str
         The library call that failed, e.g. ``"cuMemAllocAsync"``.
     explanation : str
@@ -128,7 +131,15 @@ class _LinkerNotFoundError(CompilerLibraryNotFoundError, CUDADriverNotFoundError
 
 
 class CompileError(CUDAError):
-    """Compilation or linking failed; the full log is kept in :attr:`log`."""
+    """Compilation or linking failed; the full log is kept in :attr:`log`.
+
+    Attributes
+    ----------
+    log : str
+        The compiler's or linker's log.
+    options : tuple of str
+        The options passed to the compiler or linker.
+    """
 
     def __init__(
         self,
@@ -156,9 +167,9 @@ class CompileError(CUDAError):
 class NVRTCError(CompileError):
     """NVRTC failed, usually because the source did not compile.
 
-    The message holds the whole compiler log. :attr:`name` is the program's name,
-    :attr:`log` the compiler log, :attr:`options` the options passed to NVRTC and
-    :attr:`error_name` the NVRTC status name.
+    The message holds the whole compiler log. :attr:`~CUDAError.name` is the program's name,
+    :attr:`~CompileError.log` the compiler log, :attr:`~CompileError.options` the options passed
+    to NVRTC and :attr:`~CUDAError.error_name` the NVRTC status name.
     """
 
     def __init__(

@@ -448,7 +448,7 @@ class Graph:
 
         Parameters
         ----------
-        stream : Stream or GraphBuilder or object with ``__cuda_stream__``
+        stream : Stream or GraphBuilder or IsStreamType
             Where to replay.
 
         Raises
@@ -468,7 +468,7 @@ class Graph:
 
         Parameters
         ----------
-        stream : Stream or GraphBuilder or object with ``__cuda_stream__``
+        stream : Stream or GraphBuilder or IsStreamType
             Where to upload.
 
         Raises

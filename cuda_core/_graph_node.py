@@ -249,11 +249,11 @@ class GraphNode:
         ----------
         size : int
             Bytes to allocate (> 0).
-        device : Device or int, optional
+        device : ~cuda_core.Device or int, optional
             Where to allocate; the current context's device by default.
         memory_type : {"device", "host", "managed"}
             Device memory (default), pinned host memory or managed memory (driver permitting).
-        peer_access : list of Device or int, optional
+        peer_access : list of ~cuda_core.Device or int, optional
             Devices that get read-write access.
 
         Returns

@@ -191,7 +191,7 @@ class MemsetNode(GraphNode):
 
     @property
     def element_size(self) -> int:
-        """Bytes per element: 1, 2 or 4."""
+        """int: Bytes per element (1, 2 or 4)."""
         return int(self._params().elementSize)
 
     @property

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from collections import namedtuple
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from cuda.bindings import driver
 
@@ -19,10 +18,34 @@ from ._utils import arg_error, call, ensure_driver, handle_return, raise_status
 
 __all__ = ["Kernel", "KernelAttributes", "KernelOccupancy"]
 
-ParamInfo = namedtuple("ParamInfo", ["offset", "size"])
-MaxPotentialBlockSizeOccupancyResult = namedtuple(
-    "MaxPotentialBlockSizeOccupancyResult", ["min_grid_size", "max_block_size"]
-)
+class ParamInfo(NamedTuple):
+    """Where one kernel parameter lies in the argument buffer (:attr:`Kernel.arguments_info`).
+
+    Attributes
+    ----------
+    offset : int
+        Byte offset of the parameter.
+    size : int
+        Size of the parameter in bytes.
+    """
+
+    offset: int
+    size: int
+
+
+class MaxPotentialBlockSizeOccupancyResult(NamedTuple):
+    """The result of :meth:`KernelOccupancy.max_potential_block_size`.
+
+    Attributes
+    ----------
+    min_grid_size : int
+        The smallest grid that reaches full occupancy of the device.
+    max_block_size : int
+        The block size that maximises occupancy.
+    """
+
+    min_grid_size: int
+    max_block_size: int
 
 _CUresult = driver.CUresult
 _FA = driver.CUfunction_attribute
@@ -323,7 +346,7 @@ class KernelOccupancy:
 
         Parameters
         ----------
-        dynamic_shared_memory_needed : int or driver.CUoccupancyB2DSize
+        dynamic_shared_memory_needed : int or cuda.bindings.driver.CUoccupancyB2DSize
             Dynamic shared memory per block in bytes, or a C callback
             ``size_t (*)(int block_size)`` giving it per block size, wrapped as
             ``driver.CUoccupancyB2DSize(_ptr=address)`` (as ``cuda.core`` documents) or
@@ -480,7 +503,7 @@ class Kernel:
 
     @property
     def handle(self) -> Any:
-        """driver.CUkernel: The kernel handle (``int(kernel.handle)`` is its address)."""
+        """cuda.bindings.driver.CUkernel: The kernel handle (``int(kernel.handle)`` is its address)."""
         return self._handle
 
     @property

@@ -127,7 +127,7 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
 
     Parameters
     ----------
-    stream : Stream, GraphBuilder or object with ``__cuda_stream__``
+    stream : Stream, GraphBuilder or IsStreamType
         Where the launch is ordered (PyTorch and CuPy streams work as they are). A graph
         builder records the launch as a kernel node.
     config : LaunchConfig
@@ -263,7 +263,7 @@ class PreparedLaunch:
 
     Parameters
     ----------
-    stream : Stream, GraphBuilder or object with ``__cuda_stream__``
+    stream : Stream, GraphBuilder or IsStreamType
         As for :func:`launch`.
     config : LaunchConfig
         As for :func:`launch`.

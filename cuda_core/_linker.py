@@ -7,7 +7,6 @@ that link-time optimisation is not available.
 from __future__ import annotations
 
 import ctypes
-import enum
 import os
 import warnings
 from dataclasses import dataclass
@@ -31,25 +30,13 @@ from ._utils import (
     options_repr,
     suggest_fields,
 )
+from .typing import CompilerBackendType
 
 __all__ = ["Linker", "LinkerOptions"]
 
 
 def _tf(v: bool) -> str:
     return "true" if v else "false"
-
-
-class CompilerBackendType(enum.StrEnum):
-    """The compiler or linker behind a :class:`Program` or :class:`Linker` (a ``str``).
-
-    Members compare equal to their values: ``"NVRTC"``, ``"NVVM"``, ``"nvJitLink"``,
-    ``"driver"``.
-    """
-
-    NVRTC = "NVRTC"
-    NVVM = "NVVM"
-    NVJITLINK = "nvJitLink"
-    DRIVER = "driver"
 
 
 @suggest_fields
@@ -89,7 +76,7 @@ class LinkerOptions:
         Disable nvJitLink's own cache (``-no-cache``).
     numba_debug : bool, optional
         Accepted for compatibility with ``cuda.core`` and ignored: it is a compiler option
-        (:attr:`ProgramOptions.numba_debug`) that no linker takes. Setting it warns
+        (``ProgramOptions(numba_debug=True)``) that no linker takes. Setting it warns
         (``DeprecationWarning``).
 
     Raises
@@ -155,7 +142,7 @@ class LinkerOptions:
 
         Returns
         -------
-        list[bytes]
+        list of bytes
 
         Raises
         ------

@@ -112,10 +112,6 @@ class StridedMemoryView(_ViewBase):
         The extents.
     strides : tuple of int or None
         Strides in elements (not bytes); ``None`` when the array is C-contiguous.
-    dtype : numpy.dtype
-        The element type.
-    size : int
-        Number of elements.
     device_id : int
         The device ordinal, or ``-1`` for host memory.
     is_device_accessible : bool
@@ -300,7 +296,7 @@ class StridedMemoryView(_ViewBase):
         itemsize : int, optional
             The element size in bytes, for a view without a dtype (:attr:`dtype` is then
             ``None`` and the view cannot be exported through DLPack).
-        dtype : numpy dtype or str, optional
+        dtype : numpy.dtype or str, optional
             The element type; its item size must equal ``itemsize`` when both are given.
         is_readonly : bool
             Mark the view read-only.
@@ -400,12 +396,12 @@ class StridedMemoryView(_ViewBase):
 
         Parameters
         ----------
-        layout : layout, optional
+        layout : object, optional
             An object with ``shape``, ``strides`` (in elements; ``None`` for C-contiguous),
             ``itemsize`` and optionally ``slice_offset`` (elements from this view's pointer to
             the new first element), such as ``cuda.core``'s ``_StridedLayout``. ``None``: this
             view's layout.
-        dtype : numpy dtype or str, optional
+        dtype : numpy.dtype or str, optional
             The element type; its item size must be the layout's (or this view's, without a
             layout). ``None``: this view's dtype.
 
@@ -434,7 +430,7 @@ class StridedMemoryView(_ViewBase):
         or ``options=``, not both. The view must be device-accessible, 16-byte aligned, rank
         1-5, contiguous in its last dimension, with other strides multiples of 16 bytes;
         ``box_dim`` fits inside the tensor. Any rule broken raises ``ValueError`` (``TypeError``
-        for a wrong type) before the driver is called. See :mod:`cuda_core._tensor_map`.
+        for a wrong type) before the driver is called. See :class:`~cuda_core.TensorMapDescriptorOptions`.
         """
         from ._tensor_map import TensorMapDescriptor  # tensor maps are built on views
 

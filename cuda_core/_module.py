@@ -160,7 +160,7 @@ class ObjectCode:
 
     @property
     def handle(self) -> Any:
-        """driver.CUlibrary: The loaded library (loads it on first access; owned by this object).
+        """cuda.bindings.driver.CUlibrary: The loaded library (loads it on first access; owned by this object).
 
         Raises
         ------
@@ -294,7 +294,7 @@ class ObjectCode:
 
         Returns
         -------
-        driver.CUmodule
+        cuda.bindings.driver.CUmodule
 
         Raises
         ------

@@ -17,10 +17,11 @@ from . import _cache
 from ._compilers import require
 from ._errors import NVRTCError, NVVMError
 from ._holder import HandleHolder
-from ._linker import CompilerBackendType, Linker, _link_inputs
+from ._linker import Linker, _link_inputs
 from ._module import ObjectCode
 from ._program_options import ProgramOptions
 from ._utils import ValueRuntimeError, arg_error, check_or_create_options, handle_return, run_once
+from .typing import CompilerBackendType
 
 __all__ = ["Program", "ProgramOptions"]
 
@@ -214,8 +215,8 @@ class Program:
             string is taken as one name (``cuda.core`` would split it into characters). Their lowered
             (mangled) names go into :attr:`ObjectCode.symbol_mapping`, so
             ``get_kernel("vector_add<float>")`` works.
-        logs : object with ``write(str)``, optional
-            Receives the compiler log when there is one (nothing on a cache hit).
+        logs : file-like object, optional
+            Anything with ``write(str)``; receives the compiler log when there is one (nothing on a cache hit).
         cache : ProgramCacheResource, bool or None, optional
             ``None`` (the default) uses the process's default compile cache (memory and disk;
             see :func:`cuda_core.utils.get_default_program_cache`), ``False`` skips caching,

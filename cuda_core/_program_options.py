@@ -139,8 +139,9 @@ class ProgramOptions:
         ``--use_fast_math``, ``--extra-device-vectorization``.
     link_time_optimization, gen_opt_lto : bool, optional
         Emit LTO-IR (``--dlink-time-opt``), optimise it (``--gen-opt-lto``).
-    define_macro : str, tuple[str, str] or a sequence of them, optional
-        ``--define-macro=NAME`` or ``NAME=VALUE``.
+    define_macro : str, tuple or sequence, optional
+        ``--define-macro=NAME`` or ``NAME=VALUE``: a name, a ``(name, value)`` pair, or a
+        sequence of names and pairs.
     undefine_macro, include_path, pre_include : str or sequence of str, optional
         ``--undefine-macro``, ``--include-path``, ``--pre-include``.
     use_bundled_headers : bool, optional
@@ -187,9 +188,9 @@ class ProgramOptions:
     pch_verbose, pch_messages, instantiate_templates_in_pch : bool, optional
         Precompiled-header switches. The ``fdevice_time_trace``, ``device_float128``,
         ``frandom_seed``, ``ofast_compile`` and PCH options need NVRTC 12.8 or later.
-    extra_sources : sequence of (str, str or bytes), optional
+    extra_sources : sequence of tuple, optional
         More NVVM IR modules (text or bitcode) compiled with an NVVM program, as
-        ``((name, source), ...)``. NVVM only.
+        ``((name, source), ...)`` with ``name`` a str and ``source`` a str or bytes. NVVM only.
     use_libdevice : bool, optional
         Link NVIDIA's libdevice math library into an NVVM program. NVVM only.
     numba_debug : bool, optional
@@ -315,7 +316,7 @@ class ProgramOptions:
 
         Returns
         -------
-        list[bytes]
+        list of bytes
             One flag per item.
 
         Raises

@@ -168,7 +168,7 @@ class Process:
 
     @property
     def state(self) -> ProcessStateType:
-        """The checkpoint state: ``"running"``, ``"locked"``, ``"checkpointed"`` or ``"failed"``.
+        """The checkpoint state, ``"running"``, ``"locked"``, ``"checkpointed"`` or ``"failed"``.
 
         Raises :class:`RuntimeError` for a state the driver reports that is none of these.
         """

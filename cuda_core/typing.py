@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 DevicePointerType: TypeAlias = driver.CUdeviceptr | int | None
-"""What a device address may be given as: a ``CUdeviceptr``, an ``int``, or ``None`` (0)."""
+"""What a device address may be given as (a ``CUdeviceptr``, an ``int``, or ``None`` for 0)."""
 
 DeviceResourcesType: TypeAlias = Sequence[Any]
 """A sequence of device resources (SM or work-queue resources) for a context."""
@@ -78,7 +78,10 @@ class ObjectCodeFormatType(StrEnum):
 
 
 class CompilerBackendType(StrEnum):
-    """The compiler behind a :class:`~cuda_core.Program`."""
+    """The compiler or linker behind a :class:`~cuda_core.Program` or :class:`~cuda_core.Linker`.
+
+    Members compare equal to their values: ``"NVRTC"``, ``"NVVM"``, ``"nvJitLink"``, ``"driver"``.
+    """
 
     NVRTC = "NVRTC"
     NVVM = "NVVM"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # document the checkout, installed or not
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
 from cuda_core import __version__  # noqa: E402
 
@@ -19,26 +20,33 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
+    "cuda_core_refs",  # docs/_ext: how references resolve offline (read its docstring)
 ]
 
 # numpy-style docstrings only.
 napoleon_google_docstring = False
 napoleon_numpy_docstring = True
-napoleon_use_ivar = True
+napoleon_use_ivar = False
 napoleon_use_rtype = False
+# "int, optional" and "{'ptx', 'cubin'}" become markup, not references to "optional" or "{'ptx'".
+napoleon_preprocess_types = True
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_default_options = {"show-inheritance": True}
 autoclass_content = "class"
 
-nitpicky = False
-# References into cuda.bindings and other third-party types cannot be resolved here.
-suppress_warnings = ["ref.python", "ref.class", "ref.obj"]
+# Every reference must resolve; nothing is suppressed or ignored. Names outside cuda_core
+# render as code text (no inventory is reachable offline): see docs/_ext/cuda_core_refs.py.
+nitpicky = True
 
 html_theme = "alabaster"
+# Room for ~100-column code beside the sidebar; docs/_static/cuda_core.css makes anything wider
+# scroll with a visible scrollbar instead of being clipped.
+html_theme_options = {"page_width": "1180px", "body_max_width": "none", "code_font_size": "0.85em"}
 html_title = f"cuda_core {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["cuda_core.css"]  # not custom.css: alabaster already links its own, empty one
 exclude_patterns = ["_build"]
 templates_path: list[str] = []
 master_doc = "index"

@@ -13,8 +13,9 @@ import cuda_core
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 API = DOCS / "api"
-# ``.. autoclass:: cuda_core.Device`` and kin; ``.. automodule:: cuda_core.system``.
-_DIRECTIVE = re.compile(r"^\s*\.\.\s+auto(\w+)::\s+(\S+)", re.MULTILINE)
+# ``.. autoclass:: cuda_core.Device`` and kin; ``.. automodule:: cuda_core.system``; an explicit
+# signature may follow the name (``.. autoclass:: cuda_core.MemoryPoolAttributes()``).
+_DIRECTIVE = re.compile(r"^\s*\.\.\s+auto(\w+)::\s+([\w.]+)", re.MULTILINE)
 # Public modules that are documented as modules, not star-exported into cuda_core.
 _PUBLIC_MODULES = {"system", "utils", "graph", "experimental", "checkpoint", "__main__"}
 # Private modules that export nothing and need no __all__.
@@ -149,6 +150,8 @@ def test_index_toctree_lists_the_pages():
     expected = [
         "install",
         "quickstart",
+        "tutorial_cupy",
+        "tutorial_pytorch",
         "migration",
         "cpu_walkthrough",
         "devices",
@@ -218,3 +221,38 @@ def test_troubleshooting_covers_the_first_hour():
                   "The compile cache", "The native backend is off", "CUDA errors and what they mean",
                   'pip install "cudacore[cu13]"', "--clear-cache", "CUDA_CORE_NO_FASTPATH"):
         assert topic in text, topic
+
+
+def test_sphinx_is_nitpicky_and_suppresses_nothing():
+    # Every reference resolves (docs/_ext/cuda_core_refs.py says how, offline); none is ignored.
+    text = (DOCS / "conf.py").read_text()
+    assert re.search(r"^nitpicky = True$", text, re.MULTILINE)
+    for knob in ("suppress_warnings", "nitpick_ignore"):
+        assert knob not in text, f"docs/conf.py sets {knob}"
+    ci = (DOCS.parent / ".ci" / "run").read_text()
+    assert "python -m sphinx -n -W" in ci
+
+
+@pytest.mark.parametrize("page, script", [("tutorial_cupy", "cupy_tutorial.py"),
+                                          ("tutorial_pytorch", "pytorch_tutorial.py")])
+def test_tutorials_show_only_the_tested_example(page, script):
+    # The tutorial's code is the example that tests/test_examples.py runs, included piece by
+    # piece between "# [name]" / "# [/name]" markers, so the page cannot drift from it.
+    text = (DOCS / f"{page}.rst").read_text()
+    assert "code-block" not in text and not re.search(r"::\n\n    \S", text), "inline code in a tutorial"
+    assert re.findall(r"literalinclude:: \.\./examples/(\S+)", text) and all(
+        name == script for name in re.findall(r"literalinclude:: \.\./examples/(\S+)", text))
+    src = (DOCS.parent / "examples" / script).read_text()
+    shown = re.findall(r":start-after: # \[(\w+)\]\n\s+:end-before: # \[/(\w+)\]", text)
+    assert shown and all(start == end for start, end in shown)
+    marked = re.findall(r"^\s*# \[(\w+)\]$", src, re.MULTILINE)
+    assert sorted(marked) == sorted(start for start, _ in shown), "every marked part is shown once"
+    for name in marked:
+        assert src.count(f"# [{name}]\n") == 1 and src.count(f"# [/{name}]\n") == 1, name
+
+
+def test_code_blocks_scroll_instead_of_being_clipped():
+    conf = (DOCS / "conf.py").read_text()
+    assert re.search(r'^html_css_files = \["cuda_core\.css"\]', conf, re.MULTILINE)
+    css = (DOCS / "_static" / "cuda_core.css").read_text()
+    assert re.search(r"div\.highlight pre \{[^}]*overflow-x: auto", css)

@@ -105,7 +105,7 @@ def test_linker_argument_errors():
 
 
 def test_which_backend_name_default_and_numba_debug():
-    from cuda_core._linker import CompilerBackendType
+    from cuda_core.typing import CompilerBackendType
 
     b = Linker.which_backend()
     assert b is CompilerBackendType.NVJITLINK and b == "nvJitLink"  # nvJitLink is installed here

@@ -101,7 +101,7 @@ class Buffer:
 
         Parameters
         ----------
-        ptr : int or CUdeviceptr
+        ptr : int or cuda.bindings.driver.CUdeviceptr
             The address of the memory.
         size : int
             Its size in bytes.
@@ -356,7 +356,7 @@ class Buffer:
 
         Returns
         -------
-        Buffer or the host object
+        Buffer or host object
             ``dst`` (or the new buffer).
 
         Raises
@@ -527,20 +527,21 @@ class Buffer:
         stream : int, optional
             The consumer's stream. A buffer has no pending producer work of its own, so no
             synchronisation is added; order your writes before handing the buffer over.
-        max_version : (int, int), optional
-            The highest DLPack version the consumer supports; ``>= (1, 0)`` gives a versioned
-            capsule.
-        dl_device : (int, int), optional
-            The device the consumer wants; must be the buffer's own (or ``(kDLCPU, 0)`` for
-            host-accessible memory).
+        max_version : tuple of int, optional
+            ``(major, minor)``: the highest DLPack version the consumer supports;
+            ``>= (1, 0)`` gives a versioned capsule.
+        dl_device : tuple of int, optional
+            ``(device_type, device_id)``: the device the consumer wants; must be the buffer's
+            own (or ``(kDLCPU, 0)`` for host-accessible memory).
         copy : bool, optional
             ``True`` is refused (no copy is made); ``False`` or ``None`` export the memory itself.
 
         Returns
         -------
-        PyCapsule
-            The capsule keeps this Buffer object alive until the consumer releases it. Closing
-            the buffer while a consumer still uses the memory frees it under the consumer.
+        :class:`!PyCapsule`
+            A DLPack capsule. It keeps this Buffer object alive until the consumer releases it.
+            Closing the buffer while a consumer still uses the memory frees it under the
+            consumer.
 
         Raises
         ------

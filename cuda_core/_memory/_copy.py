@@ -136,7 +136,7 @@ class CopyOptions:
     ----------
     src_access_order : MemcpySrcAccessOrder or str
         How the source may be read; default ``"stream"`` (in stream order).
-    src_location_hint, dst_location_hint : Device, Host or None
+    src_location_hint, dst_location_hint : ~cuda_core.Device, Host or None
         Where the source / destination memory is expected to be. Honoured by the driver only
         for managed memory (on devices with concurrent managed access) and for pageable
         memory on devices that access it directly; ignored otherwise. ``None``: no hint.
@@ -341,8 +341,9 @@ def prefetch_batch(stream: Any, buffers: Sequence[Any], locations: Any) -> None:
         First and required; not the legacy default stream.
     buffers : sequence of Buffer
         Managed-memory buffers (e.g. from :class:`ManagedMemoryResource`).
-    locations : Device, Host, or a sequence of them
-        One target for every buffer, or one per buffer (paired by index).
+    locations : ~cuda_core.Device, Host or sequence
+        One target (a Device or Host) for every buffer, or a sequence of them, one per buffer
+        (paired by index).
 
     Raises
     ------

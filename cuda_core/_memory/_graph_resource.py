@@ -182,7 +182,7 @@ class GraphMemoryResource(MemoryResource):
 
         Parameters
         ----------
-        ptr : int or CUdeviceptr
+        ptr : int or cuda.bindings.driver.CUdeviceptr
             The address from :meth:`allocate`.
         size : int
             The size that was allocated (unused).

@@ -157,8 +157,8 @@ class AccessedBySetProxy(MutableSet):  # type: ignore[type-arg]
 class ManagedBuffer(Buffer):
     """A :class:`Buffer` of managed (unified) memory, with memory advice as properties.
 
-    :meth:`ManagedMemoryResource.allocate` returns one; :meth:`ManagedBuffer.from_handle` wraps
-    another managed allocation. Advice applies to the whole buffer (``cuMemAdvise``) and is
+    :meth:`ManagedMemoryResource.allocate` returns one; ``ManagedBuffer.from_handle`` (see
+    :meth:`Buffer.from_handle`) wraps another managed allocation. Advice applies to the whole buffer (``cuMemAdvise``) and is
     read back from the driver (``cuMemRangeGetAttribute``) at every access.
 
     Examples

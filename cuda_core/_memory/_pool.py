@@ -201,8 +201,9 @@ class _PoolResource(MemoryResource):
 
         Returns
         -------
-        The resource registered under ``uuid``: this one, or the mapping of the same pool
-        registered before.
+        MemoryResource
+            The resource registered under ``uuid``: this one, or the mapping of the same pool
+            registered before.
 
         Raises
         ------

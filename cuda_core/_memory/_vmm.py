@@ -517,7 +517,7 @@ class VirtualMemoryResource(MemoryResource):
 
         Parameters
         ----------
-        ptr : int or CUdeviceptr
+        ptr : int or cuda.bindings.driver.CUdeviceptr
             The buffer's address.
         size : int
             Its size (used only for memory this resource does not know).

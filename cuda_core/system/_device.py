@@ -423,8 +423,8 @@ class Device:
 
         Parameters
         ----------
-        events : EventType, str, or list of them
-            The event types to record, e.g. ``"xid_critical_error"``.
+        events : EventType, str or list
+            The event types to record (a member or name, or a list of them), e.g. ``"xid_critical_error"``.
 
         Returns
         -------
@@ -523,8 +523,8 @@ def register_events(events: Any) -> RegisteredSystemEvents:
 
     Parameters
     ----------
-    events : SystemEventType, str, or list of them
-        ``"bind"``, ``"unbind"``, or both.
+    events : SystemEventType, str or list
+        ``"bind"``, ``"unbind"``, or a list of both.
 
     Returns
     -------

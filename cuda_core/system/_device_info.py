@@ -228,8 +228,8 @@ class ClockInfo:
 
         Returns
         -------
-        tuple of (int, int)
-            Minimum and maximum clock in MHz.
+        tuple of int
+            ``(minimum, maximum)`` clock in MHz.
         """
         if isinstance(pstate, bool) or not isinstance(pstate, int) or not 0 <= pstate <= 15:
             raise ValueError(f"pstate must be an int from 0 to 15 (got {pstate!r})")

@@ -114,7 +114,7 @@ class EventData:
 
 
 class DeviceEvents:
-    """Device events being recorded; get one from :meth:`Device.register_events`.
+    """Device events being recorded; get one from :meth:`cuda_core.system.Device.register_events`.
 
     Owns an NVML event set, freed by :meth:`close` (idempotent), on ``with`` exit, or when
     collected.

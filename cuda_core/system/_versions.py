@@ -188,7 +188,7 @@ def get_driver_version(kernel_mode: bool = False) -> tuple[int, int]:
 
     Returns
     -------
-    tuple of (int, int)
+    tuple of int
         Major and minor version.
 
     Raises
@@ -242,7 +242,7 @@ def get_nvrtc_version() -> tuple[int, int]:
 
     Returns
     -------
-    tuple of (int, int)
+    tuple of int
         Major and minor version, e.g. ``(13, 0)``.
 
     Raises
@@ -262,7 +262,7 @@ def get_nvjitlink_version() -> tuple[int, int]:
 
     Returns
     -------
-    tuple of (int, int)
+    tuple of int
         Major and minor version.
 
     Raises
@@ -282,7 +282,7 @@ def get_nvvm_version() -> tuple[int, int]:
 
     Returns
     -------
-    tuple of (int, int)
+    tuple of int
         Major and minor version.
 
     Raises

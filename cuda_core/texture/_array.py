@@ -184,7 +184,7 @@ class OpaqueArray(ArrayStorage):
 
     @property
     def shape(self) -> tuple[int, ...]:
-        """The shape in elements: ``(width,)``, ``(width, height)`` or ``(width, height, depth)``."""
+        """The shape in elements, ``(width,)``, ``(width, height)`` or ``(width, height, depth)``."""
         return self._shape
 
     @property

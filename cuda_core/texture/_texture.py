@@ -241,8 +241,8 @@ class TextureObjectOptions:
         Filtering between mip levels.
     mipmap_level_bias, min_mipmap_level_clamp, max_mipmap_level_clamp : float
         Mip level selection.
-    border_color : tuple of 4 floats, optional
-        The colour of ``BORDER`` addressing (default zeros).
+    border_color : tuple of float, optional
+        The colour of ``BORDER`` addressing, four floats (default zeros).
     """
 
     address_mode: AddressModeType | str | tuple[AddressModeType | str, ...] = AddressModeType.CLAMP
