@@ -11,17 +11,9 @@ import pytest
 
 import cuda_core
 from cuda_core import _nvml_report, system
+from tests.helpers import nvml_present
 
-
-def _nvml_present() -> bool:
-    try:
-        system.get_nvml_version()
-    except system.LibraryNotFoundError:
-        return False
-    return True
-
-
-no_nvml = pytest.mark.skipif(_nvml_present(), reason="NVML is installed here")
+no_nvml = pytest.mark.skipif(nvml_present(), reason="NVML is installed here")
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

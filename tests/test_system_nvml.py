@@ -11,17 +11,9 @@ import pytest
 from cuda_core import CUDADriverNotFoundError, system
 from cuda_core.system import _nvml
 from cuda_core.system.typing import ClockType, GpuP2PStatus, GpuTopologyLevel
+from tests.helpers import nvml_present
 
-
-def _nvml_present() -> bool:
-    try:
-        system.get_nvml_version()
-    except system.LibraryNotFoundError:
-        return False
-    return True
-
-
-no_nvml = pytest.mark.skipif(_nvml_present(), reason="NVML is installed here")
+no_nvml = pytest.mark.skipif(nvml_present(), reason="NVML is installed here")
 
 # -- CPU tier ----------------------------------------------------------------------------------
 

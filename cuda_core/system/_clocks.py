@@ -11,7 +11,7 @@ import ctypes
 from typing import Any
 
 from .._utils import check_int
-from ._device_info import enum_arg, members_from_mask, scalar
+from ._device_info import StructView, enum_arg, members_from_mask, scalar
 from ._nvml import call, nvml
 from .typing import ClockId, ClocksEventReasons, ClockType
 
@@ -187,22 +187,12 @@ class _UtilizationDomain(ctypes.Structure):
     ]
 
 
-class GpuDynamicPstatesUtilization:
-    """One utilization domain of :class:`GpuDynamicPstatesInfo` (read from its sample).
+class GpuDynamicPstatesUtilization(StructView):
+    """One utilization domain of :class:`GpuDynamicPstatesInfo` (read from its sample; made
+    from the entry's address and the structure that owns it)."""
 
-    Parameters
-    ----------
-    ptr : int
-        Address of the domain's entry inside ``owner``'s memory.
-    owner : object
-        The NVML structure that holds the entry; kept alive by this object.
-    """
-
-    __slots__ = ("_owner", "_raw")
-
-    def __init__(self, ptr: int, owner: object) -> None:
-        self._owner = owner
-        self._raw = _UtilizationDomain.from_address(int(ptr))
+    __slots__ = ()
+    _layout = _UtilizationDomain
 
     @property
     def is_present(self) -> bool:
@@ -248,14 +238,9 @@ class GpuDynamicPstatesInfo:
         return int(getattr(nvml, "MAX_GPU_UTILIZATIONS", 8))
 
     def __getitem__(self, idx: int) -> GpuDynamicPstatesUtilization:
-        n = len(self)
-        i = check_int("idx", idx)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"utilization domain index out of range: {idx} (there are {n})")
-        base = int(self._info.utilization.ptr)
-        return GpuDynamicPstatesUtilization(base + i * ctypes.sizeof(_UtilizationDomain), self._info)
+        return GpuDynamicPstatesUtilization.element(
+            self._info.utilization, idx, len(self), self._info, "utilization domain"
+        )
 
 
 class ClockQueries:

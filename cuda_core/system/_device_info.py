@@ -10,9 +10,10 @@ them from ``Device`` properties rather than building them.
 
 from __future__ import annotations
 
-from typing import Any
+import ctypes
+from typing import Any, ClassVar
 
-from .._utils import ValueOverflowError, arg_error
+from .._utils import ValueOverflowError, arg_error, check_int
 from ._nvml import call, nvml, text
 
 __all__ = [
@@ -57,6 +58,44 @@ def members_from_mask(mask: int, by_bit: dict[int, Any], what: str) -> list[Any]
         except KeyError:
             raise ValueError(f"NVML reported an unknown {what} bit: {1 << bit:#x}") from None
     return out
+
+
+class StructView:
+    """Base of the objects that read one element of an array of anonymous structs inside an
+    NVML structure (which ``cuda.bindings.nvml`` does not wrap element by element).
+
+    Subclasses set ``_layout`` to the element's ``ctypes.Structure``.
+
+    Parameters
+    ----------
+    ptr : int
+        Address of the element inside ``owner``'s memory.
+    owner : object
+        The NVML structure that holds the element; kept alive by this object.
+    """
+
+    __slots__ = ("_owner", "_raw")
+    _layout: ClassVar[type[ctypes.Structure]]
+
+    def __init__(self, ptr: int, owner: object) -> None:
+        self._owner = owner
+        self._raw: Any = self._layout.from_address(int(ptr))
+
+    @classmethod
+    def element(cls, array: Any, idx: Any, length: int, owner: object, what: str) -> Any:
+        """The view of element ``idx`` of the NVML array ``array`` (which has ``.ptr``)."""
+        i = sequence_index(idx, length, what)
+        return cls(int(array.ptr) + i * ctypes.sizeof(cls._layout), owner)
+
+
+def sequence_index(idx: Any, length: int, what: str) -> int:
+    """``idx`` of a sequence of ``length`` items (negative counts from the end), or IndexError."""
+    i = check_int("idx", idx)
+    if i < 0:
+        i += length
+    if not 0 <= i < length:
+        raise IndexError(f"{what} index out of range: {idx} (there are {length})")
+    return i
 
 
 def unsigned_arg(name: str, value: Any) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._utils import TypeValueError, arg_error, check_int
-from ._device_info import scalar
+from ._device_info import scalar, sequence_index
 from ._nvml import call, nvml, raise_for_status
 
 __all__ = ["FieldValue", "FieldValueQueries", "FieldValues"]
@@ -120,12 +120,7 @@ class FieldValues:
         return 0 if self._raw is None else len(self._raw)
 
     def __getitem__(self, idx: int) -> FieldValue:
-        n = len(self)
-        i = check_int("idx", idx)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"field value index out of range: {idx} (there are {n})")
+        i = sequence_index(idx, len(self), "field value")
         return FieldValue(self._raw[i])
 
     def validate(self) -> None:

@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from .._utils import arg_error, check_int
-from ._device_info import enum_arg, members_from_mask, scalar
+from ._device_info import StructView, enum_arg, members_from_mask, scalar
 from ._nvml import call, nvml
 from .typing import (
     CoolerControl,
@@ -71,22 +71,12 @@ class _Sensor(ctypes.Structure):
     ]
 
 
-class ThermalSensor:
-    """One thermal sensor of a :class:`ThermalSettings` (read from its sample). Degrees C.
+class ThermalSensor(StructView):
+    """One thermal sensor of a :class:`ThermalSettings` (read from its sample; made from the
+    entry's address and the structure that owns it). Degrees C."""
 
-    Parameters
-    ----------
-    ptr : int
-        Address of the sensor's entry inside ``owner``'s memory.
-    owner : object
-        The NVML structure that holds the entry; kept alive by this object.
-    """
-
-    __slots__ = ("_owner", "_raw")
-
-    def __init__(self, ptr: int, owner: object) -> None:
-        self._owner = owner
-        self._raw = _Sensor.from_address(int(ptr))
+    __slots__ = ()
+    _layout = _Sensor
 
     @property
     def controller(self) -> ThermalController:
@@ -130,14 +120,7 @@ class ThermalSettings:
         return min(scalar(self._settings.count), _MAX_SENSORS)
 
     def __getitem__(self, idx: int) -> ThermalSensor:
-        n = len(self)
-        i = check_int("idx", idx)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"thermal sensor index out of range: {idx} (there are {n})")
-        base = int(self._settings.sensor.ptr)
-        return ThermalSensor(base + i * ctypes.sizeof(_Sensor), self._settings)
+        return ThermalSensor.element(self._settings.sensor, idx, len(self), self._settings, "thermal sensor")
 
 
 class Temperature:
