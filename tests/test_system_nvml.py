@@ -152,8 +152,9 @@ def test_event_arguments_are_checked_before_nvml():
         system.get_process_name(0)
 
 
-def test_nvlink_max_links_is_nvml_constant():
-    assert system.NvlinkInfo.max_links >= 18
+def test_nvlink_max_links_is_nvml_constant_and_deprecated():
+    with pytest.warns(DeprecationWarning, match="get_nvlink_count"):
+        assert system.NvlinkInfo.max_links >= 18
 
 
 # -- GPU tier ----------------------------------------------------------------------------------
@@ -255,7 +256,7 @@ def test_nvlinks_are_consistent():
         if link.state:
             assert link.version >= (1, 0)
     with pytest.raises(ValueError, match="link must be an NVLink link"):
-        nv.get_nvlink(system.NvlinkInfo.max_links + 1)
+        nv.get_nvlink(18 + 1)  # NVML_NVLINK_MAX_LINKS is 18
 
 
 @pytest.mark.gpu

@@ -11,6 +11,7 @@ them from ``Device`` properties rather than building them.
 from __future__ import annotations
 
 import ctypes
+import warnings
 from typing import Any, ClassVar
 
 from .._utils import ValueOverflowError, arg_error, check_int
@@ -335,8 +336,14 @@ class _NvlinkInfoMeta(type):
     def max_links(cls) -> int:
         """NVML's static maximum number of NVLink links (``NVML_NVLINK_MAX_LINKS``).
 
-        Deprecated in cuda.core 1.1: use :meth:`cuda_core.system.Device.get_nvlink_count`.
+        Deprecated since cuda.core 1.1 (reading it warns with :class:`DeprecationWarning`, as
+        there): use :meth:`cuda_core.system.Device.get_nvlink_count`.
         """
+        warnings.warn(
+            "NvlinkInfo.max_links is deprecated and will be removed; use Device.get_nvlink_count()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return int(getattr(nvml, "NVLINK_MAX_LINKS", 18))
 
 
