@@ -3,7 +3,9 @@
 The report (also :func:`cuda_core.show_config`) names Python, ``cuda-bindings``, the
 handle-layer backend (and how to rebuild it where that helps), the NVIDIA driver (or says that
 none was found) and whether it suits ``cuda-bindings``, every GPU with its key properties,
-the NVRTC, nvJitLink and libNVVM versions (or the install command for a missing one), the
+what NVML says of each GPU (clocks, memory, power, temperature, NVLink) and the peer-to-peer
+matrix between them (or one line saying why NVML is not available), the NVRTC, nvJitLink and
+libNVVM versions (or the install command for a missing one), the
 compile cache (directory, entries, size) and the NumPy, CuPy and PyTorch versions with whether
 their CUDA matches the driver. The self-check then compiles a small kernel; with a GPU it also
 launches it and verifies the result, without one it compiles for ``--arch`` and says that

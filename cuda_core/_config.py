@@ -18,6 +18,8 @@ import sys
 import sysconfig
 from typing import Any
 
+from . import _nvml_report
+
 __all__ = ["show_config"]
 
 _FRAMEWORKS = (("numpy", "NumPy"), ("cupy", "CuPy"), ("torch", "PyTorch"))
@@ -28,7 +30,9 @@ def show_config(mode: str = "stdout") -> dict[str, Any] | None:
 
     The report names cuda_core, Python, ``cuda-bindings``, the handle-layer backend (native
     or pure Python, why, and the rebuild command where one helps), the NVIDIA driver and
-    whether it suits the installed ``cuda-bindings``, every GPU with its key properties, the
+    whether it suits the installed ``cuda-bindings``, every GPU with its key properties, what
+    NVML says of each GPU (clocks, memory, power, temperature, NVLink) and the peer-to-peer
+    matrix between the GPUs (or one line saying why NVML cannot be used), the
     NVRTC/nvJitLink/libNVVM versions (or the install command when one is missing), the compile
     cache's directory, entry count and size, and the NumPy, CuPy and PyTorch versions with
     whether their CUDA major version matches the driver's. It runs no self-check and creates
@@ -88,6 +92,7 @@ def collect() -> dict[str, Any]:
     }
     info["driver"] = _driver()
     info["gpus"] = _gpus(info["driver"]["device_count"])
+    info["nvml"] = _nvml_report.collect()
     info["compilers"] = _compilers()
     info["cache"] = cache_status()
     info["frameworks"] = {name: _framework(name, info["driver"]["cuda_major"]) for name, _ in _FRAMEWORKS}
@@ -355,6 +360,7 @@ def format_report(info: dict[str, Any]) -> list[str]:
             f"  [{g['ordinal']}] {g['name']}, compute capability {g['compute_capability']}, "
             f"{g['memory_bytes'] / 2**30:.1f} GiB, {g['multiprocessors']} SMs, PCI {g['pci_bus_id']}"
         )
+    lines.extend(_nvml_report.format_lines(info["nvml"]))
     names = {"nvrtc": "NVRTC", "nvjitlink": "nvJitLink", "nvvm": "libNVVM"}
     for lib, entry in info["compilers"].items():
         if entry["version"] is not None:

@@ -6,9 +6,11 @@ settable there must be settable here, methods must accept the same argument name
 positions, and options dataclasses must have the same fields with the same defaults. Top-level
 names of ``cuda.core``, ``cuda.core.utils`` and ``cuda.core.graph`` must exist here too.
 
-Known differences are listed in ``KNOWN_GAPS`` (see /tmp/parity_report.md for the audit they
-come from); shrink that set as fixes land: ``test_known_gaps_are_still_gaps`` fails when an
-entry is no longer a gap (for the audited cuda.core version), so the set stays honest.
+Known differences are listed in ``KNOWN_GAPS`` (empty since issue 12: every gap of the audit
+is closed); a new entry needs a reason. ``test_known_gaps_are_still_gaps`` fails when an entry
+is no longer a gap (for the audited cuda.core version), so the set stays honest. Besides the
+public classes, the objects ``system.Device``'s queries return and the ``system.typing``
+enumerations (every member) are compared.
 
 Gap keys:
     ``name:<module>.<Name>``           public name of cuda.core missing here
@@ -229,6 +231,35 @@ CLASSES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ),
     ("system.Device", ("cuda.core.system.Device",), ("cuda_core.system.Device",)),
     ("system.NvlinkInfo", ("cuda.core.system.NvlinkInfo",), ("cuda_core.system.NvlinkInfo",)),
+    # The objects system.Device's queries return (cuda.core keeps them in system._device and
+    # system._system_events; ours live in the module of their concept).
+    *[
+        (f"system.{name}", (f"cuda.core.system._device.{name}",), (f"cuda_core.system.{mod}.{name}",))
+        for mod, names in (
+            ("_device_info", ("BAR1MemoryInfo", "MemoryInfo", "PciInfo", "ProcessInfo", "Utilization")),
+            ("_clocks", ("ClockInfo", "ClockOffsets", "GpuDynamicPstatesInfo", "GpuDynamicPstatesUtilization")),
+            ("_thermal", ("CoolerInfo", "FanInfo", "Temperature", "ThermalSensor", "ThermalSettings")),
+            ("_board", ("DeviceAttributes", "InforomInfo", "RepairStatus")),
+            ("_mig", ("MigInfo",)),
+            ("_field_values", ("FieldValue", "FieldValues")),
+            ("_events", ("DeviceEvents", "EventData")),
+        )
+        for name in names
+    ],
+    *[
+        (f"system.{name}", (f"cuda.core.system._system_events.{name}",), (f"cuda_core.system._events.{name}",))
+        for name in ("RegisteredSystemEvents", "SystemEvent", "SystemEvents")
+    ],
+    # The enumerations of cuda.core.system.typing: every member must exist here too.
+    *[
+        (f"system.typing.{name}", (f"cuda.core.system.typing.{name}",), (f"cuda_core.system.typing.{name}",))
+        for name in (
+            "AddressingMode", "AffinityScope", "ClockId", "ClockType", "ClocksEventReasons",
+            "CoolerControl", "CoolerTarget", "DeviceArch", "EventType", "FanControlPolicy",
+            "GpuP2PCapsIndex", "GpuP2PStatus", "GpuTopologyLevel", "InforomObject",
+            "SystemEventType", "TemperatureThresholds", "ThermalController", "ThermalTarget",
+        )
+    ],
     ("checkpoint.Process", ("cuda.core.checkpoint.Process",), ("cuda_core.checkpoint.Process",)),
 ]
 
@@ -238,6 +269,8 @@ NAME_MODULES = (
     "cuda.core.utils",
     "cuda.core.graph",
     "cuda.core.system",
+    "cuda.core.system.exceptions",
+    "cuda.core.system.typing",
     "cuda.core.checkpoint",
     "cuda.core.texture",
 )
@@ -280,24 +313,6 @@ KNOWN_GAPS: frozenset[str] = frozenset(
     {
         # -- missing public names / submodules --
         # -- class members (filled from the audit; see the report for priorities) --
-        # cuda.core.system.Device queries not yet wrapped (issue #12 follow-up)
-        "system.Device.addressing_mode",
-        "system.Device.attributes",
-        "system.Device.clear_field_values",
-        "system.Device.cooler",
-        "system.Device.current_clock_event_reasons",
-        "system.Device.dynamic_pstates_info",
-        "system.Device.get_all_devices_with_cpu_affinity",
-        "system.Device.get_cpu_affinity",
-        "system.Device.get_fan",
-        "system.Device.get_field_values",
-        "system.Device.get_memory_affinity",
-        "system.Device.inforom",
-        "system.Device.is_auto_boosted_clocks_enabled",
-        "system.Device.is_c2c_enabled",
-        "system.Device.mig",
-        "system.Device.repair_status",
-        "system.Device.supported_clock_event_reasons",
     }
 )
 

@@ -6,21 +6,25 @@ import importlib
 from collections.abc import Iterator
 from typing import Any
 
+from .._utils import arg_error, check_int
+from ._affinity import AffinityQueries, gpus_near_cpu
+from ._board import BoardQueries
+from ._clocks import ClockQueries
 from ._device_info import (
     BAR1MemoryInfo,
-    ClockInfo,
     MemoryInfo,
     NvlinkInfo,
     PciInfo,
     ProcessInfo,
-    Temperature,
     Utilization,
     enum_arg,
-    scalar,
 )
 from ._events import DeviceEvents, RegisteredSystemEvents, event_types_from_mask
+from ._field_values import FieldValueQueries
+from ._mig import MigQueries
 from ._nvml import ERROR_CLASSES, call, nvml
-from .typing import ClockType, DeviceArch, GpuP2PCapsIndex, GpuP2PStatus, GpuTopologyLevel
+from ._thermal import ThermalQueries
+from .typing import DeviceArch, GpuP2PCapsIndex, GpuP2PStatus, GpuTopologyLevel
 
 __all__ = ["Device", "get_p2p_status", "get_topology_common_ancestor", "register_events"]
 
@@ -32,9 +36,12 @@ _BRANDS = {
 }
 
 
-class Device:
+class Device(AffinityQueries, BoardQueries, ClockQueries, FieldValueQueries, MigQueries, ThermalQueries):
     """A GPU as the NVIDIA Management Library (NVML) sees it: identity, memory, clocks,
-    temperature, power, PCI and NVLink facts.
+    temperature and cooling, power, PCI, NVLink, MIG, InfoROM, affinity and field values.
+
+    The members of each concept live in their own module (``_clocks``, ``_thermal``,
+    ``_board``, ``_mig``, ``_affinity``, ``_field_values``) and are inherited from there.
 
     For running CUDA work use :class:`cuda_core.Device`; :meth:`to_cuda_device` and
     :meth:`cuda_core.Device.to_system_device` go from one to the other (matched by UUID).
@@ -242,6 +249,27 @@ class Device:
         for i in range(cls.get_device_count()):
             yield cls(index=i)
 
+    @classmethod
+    def get_all_devices_with_cpu_affinity(cls, cpu_index: int) -> Iterator[Device]:
+        """The GPUs that have an affinity with CPU ``cpu_index`` (Linux).
+
+        Parameters
+        ----------
+        cpu_index : int
+            The CPU number, as the operating system counts CPUs.
+
+        Returns
+        -------
+        iterator of Device
+            The GPUs close to that CPU.
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``cpu_index`` is not an int >= 0 (checked when called, before NVML is asked).
+        """
+        return iter([cls._from_handle(h) for h in gpus_near_cpu(cpu_index)])
+
     @property
     def is_display_connected(self) -> bool:
         """Whether a physical display is connected to one of this GPU's connectors."""
@@ -252,65 +280,17 @@ class Device:
         """Whether a display is initialised on this GPU (memory set aside for a surface)."""
         return bool(call(nvml.device_get_display_active, self._handle))
 
-    @property
-    def num_fans(self) -> int:
-        """The number of fans on this GPU's board (0 for passively cooled boards)."""
-        return int(call(nvml.device_get_num_fans, self._handle))
-
-    def set_cpu_affinity(self) -> None:
-        """Bind the calling thread to the CPUs closest to this GPU (Linux).
-
-        Returns
-        -------
-        None
-        """
-        call(nvml.device_set_cpu_affinity, self._handle)
-
-    def clear_cpu_affinity(self) -> None:
-        """Undo :meth:`set_cpu_affinity`: the calling thread may run on any CPU again.
-
-        Returns
-        -------
-        None
-        """
-        call(nvml.device_clear_cpu_affinity, self._handle)
-
-    # -- memory, clocks, power, temperature, utilization ---------------------------------------
+    # -- memory, power, utilization, processes -------------------------------------------------
 
     @property
     def memory_info(self) -> MemoryInfo:
         """Device memory (total, free, used, reserved) in bytes, as a :class:`MemoryInfo`."""
-        m = call(nvml.device_get_memory_info_v2, self._handle)
-        return MemoryInfo(scalar(m.free), scalar(m.total), scalar(m.used), scalar(m.reserved))
+        return MemoryInfo(call(nvml.device_get_memory_info_v2, self._handle))
 
     @property
     def bar1_memory_info(self) -> BAR1MemoryInfo:
         """The BAR1 aperture (total, free, used) in bytes, as a :class:`BAR1MemoryInfo`."""
-        m = call(nvml.device_get_bar1_memory_info, self._handle)
-        return BAR1MemoryInfo(scalar(m.bar1_free), scalar(m.bar1_total), scalar(m.bar1_used))
-
-    def get_clock(self, clock_type: ClockType | str) -> ClockInfo:
-        """A :class:`ClockInfo` for one clock domain (``"graphics"``, ``"sm"``, ``"memory"``,
-        ``"video"``).
-
-        Returns
-        -------
-        ClockInfo
-            Queries of that clock.
-        """
-        return ClockInfo(self._handle, clock_type)
-
-    @property
-    def performance_state(self) -> int | None:
-        """The current performance state, 0 (P0, fastest) to 15; ``None`` if unknown."""
-        value = int(call(nvml.device_get_performance_state, self._handle))
-        return value if 0 <= value <= 15 else None
-
-    @property
-    def supported_pstates(self) -> list[int]:
-        """The performance states this GPU supports, each 0 to 15."""
-        values = call(nvml.device_get_supported_performance_states, self._handle)
-        return [int(v) for v in values if 0 <= int(v) <= 15]
+        return BAR1MemoryInfo(call(nvml.device_get_bar1_memory_info, self._handle))
 
     @property
     def power_usage(self) -> int:
@@ -323,61 +303,49 @@ class Device:
         return int(call(nvml.device_get_enforced_power_limit, self._handle))
 
     @property
-    def temperature(self) -> Temperature:
-        """A :class:`Temperature` for this GPU's temperature readings."""
-        return Temperature(self._handle)
-
-    @property
     def utilization(self) -> Utilization:
         """GPU and memory :class:`Utilization` (percent) over the last sample period."""
-        u = call(nvml.device_get_utilization_rates, self._handle)
-        return Utilization(scalar(u.gpu), scalar(u.memory))
+        return Utilization(call(nvml.device_get_utilization_rates, self._handle))
 
     @property
     def compute_running_processes(self) -> list[ProcessInfo]:
         """Processes with a CUDA context on this GPU, as :class:`ProcessInfo` objects."""
         procs = call(nvml.device_get_compute_running_processes_v3, self._handle)
-        out = []
-        for i in range(len(procs)):
-            p = procs[i]
-            out.append(
-                ProcessInfo(
-                    scalar(p.pid), scalar(p.used_gpu_memory),
-                    scalar(p.gpu_instance_id), scalar(p.compute_instance_id),
-                )
-            )
-        return out
+        return [ProcessInfo(self, procs[i]) for i in range(len(procs))]
 
     # -- PCI, NVLink, topology, events ------------------------------------------------------
 
     @property
     def pci_info(self) -> PciInfo:
-        """The PCI attributes of this GPU, as a :class:`PciInfo`."""
-        return PciInfo(call(nvml.device_get_pci_info_ext, self._handle), self._handle)
+        """The PCI attributes of this GPU, as a :class:`PciInfo`; ``RuntimeError`` for a device
+        without them (a MIG device), as in cuda.core."""
+        try:
+            info = call(nvml.device_get_pci_info_ext, self._handle)
+        except ERROR_CLASSES["InvalidArgumentError"] as exc:
+            raise RuntimeError(f"this device has no PCI attributes (is it a MIG device?): {exc}") from None
+        return PciInfo(info, self._handle)
 
     def get_nvlink_count(self) -> int:
-        """The number of NVLink links this GPU has (0 where it has none).
+        """The number of NVLink links this GPU has (NVML's ``DEV_NVLINK_LINK_COUNT`` field;
+        0 where NVML says NVLink is not supported, e.g. on PCIe boards).
 
         Returns
         -------
         int
-            The link count.
+            The link count; the links are numbered 0 to count - 1.
         """
-        return len(self._nvlinks())
-
-    def _nvlinks(self) -> list[int]:
-        skip = (ERROR_CLASSES["NotSupportedError"], ERROR_CLASSES["InvalidArgumentError"])
-        links = []
-        for link in range(NvlinkInfo.max_links):
-            try:
-                call(nvml.device_get_nvlink_state, self._handle, link)
-            except skip:
-                continue
-            links.append(link)
-        return links
+        try:
+            return int(self.get_field_values([_NVLINK_LINK_COUNT])[0].value)
+        except ERROR_CLASSES["NotSupportedError"]:
+            return 0
 
     def get_nvlink(self, link: int) -> NvlinkInfo:
         """The :class:`NvlinkInfo` of one NVLink link.
+
+        Parameters
+        ----------
+        link : int
+            The link, 0 to :meth:`get_nvlink_count` ``- 1``.
 
         Returns
         -------
@@ -386,14 +354,17 @@ class Device:
 
         Raises
         ------
+        TypeError
+            ``link`` is not an int.
         ValueError
             This GPU has no link number ``link``.
         """
-        if isinstance(link, bool) or not isinstance(link, int) or link not in self._nvlinks():
-            raise ValueError(
-                f"link must be one of this device's NVLink links {self._nvlinks()} (got {link!r})"
-            )
-        return NvlinkInfo(self, link)
+        index = check_int("link", link)
+        count = self.get_nvlink_count()
+        if not 0 <= index < count:
+            rule = f"an NVLink link of this device, 0 to {count - 1}" if count else "an NVLink link, but this device has none"
+            raise arg_error("link", rule, link)
+        return NvlinkInfo(self, index)
 
     def get_nvlinks(self) -> Iterator[NvlinkInfo]:
         """Every NVLink link of this GPU, as :class:`NvlinkInfo` objects.
@@ -401,10 +372,9 @@ class Device:
         Returns
         -------
         iterator of NvlinkInfo
-            One per link.
+            One per link (none on a board without NVLink).
         """
-        for link in self._nvlinks():
-            yield NvlinkInfo(self, link)
+        return iter([NvlinkInfo(self, link) for link in range(self.get_nvlink_count())])
 
     def get_topology_nearest_gpus(self, level: GpuTopologyLevel | str) -> Iterator[Device]:
         """The GPUs connected to this one at topology ``level`` (Linux).
@@ -436,7 +406,7 @@ class Device:
         NotSupportedError
             None of the requested events can be recorded on this GPU.
         """
-        return DeviceEvents(self._handle, events, Device._from_handle)
+        return DeviceEvents(self._handle, events)
 
     def get_supported_event_types(self) -> list[Any]:
         """The :class:`~cuda_core.system.typing.EventType` values this GPU can record.
@@ -449,6 +419,7 @@ class Device:
         return event_types_from_mask(int(call(nvml.device_get_supported_event_types, self._handle)))
 
 
+_NVLINK_LINK_COUNT = 91  # NVML_FI_DEV_NVLINK_LINK_COUNT
 _TOPOLOGY = {
     GpuTopologyLevel.INTERNAL: 0,
     GpuTopologyLevel.SINGLE: 10,
@@ -544,4 +515,4 @@ def register_events(events: Any) -> RegisteredSystemEvents:
     >>> events = system.register_events(["bind", "unbind"])  # doctest: +SKIP
     >>> batch = events.wait(timeout_ms=10_000)  # doctest: +SKIP
     """
-    return RegisteredSystemEvents(events, lambda bus_id: Device(pci_bus_id=bus_id))
+    return RegisteredSystemEvents(events)

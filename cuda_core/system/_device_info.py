@@ -1,25 +1,28 @@
-"""Small value objects returned by :class:`cuda_core.system.Device` queries.
+"""Value objects of :class:`cuda_core.system.Device` (memory, PCI, utilization, processes,
+NVLink) and the helpers that decode NVML's answers.
 
-Each is a snapshot taken when the property was read (``device.memory_info.free`` reads NVML
-once per ``memory_info`` access), except :class:`ClockInfo`, :class:`Temperature` and
-:class:`NvlinkInfo`, whose methods and properties query NVML each time.
+Each value object is a snapshot of the NVML structure read when the property was asked for
+(``device.memory_info.free`` reads NVML once per ``memory_info`` access), except
+:class:`NvlinkInfo` and the PCI link queries of :class:`PciInfo`, which ask NVML each time.
+As in ``cuda.core``, their constructors take the ``cuda.bindings.nvml`` structure; code gets
+them from ``Device`` properties rather than building them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import ctypes
+import warnings
+from typing import Any, ClassVar
 
-from ._nvml import call, nvml
-from .typing import ClockId, ClockType, TemperatureThresholds
+from .._utils import ValueOverflowError, arg_error, check_int
+from ._nvml import call, nvml, text
 
 __all__ = [
     "BAR1MemoryInfo",
-    "ClockInfo",
     "MemoryInfo",
     "NvlinkInfo",
     "PciInfo",
     "ProcessInfo",
-    "Temperature",
     "Utilization",
 ]
 
@@ -28,6 +31,83 @@ def scalar(value: Any) -> int:
     """An ``int`` from an NVML field that may come back as a one-element array."""
     item = getattr(value, "item", None)
     return int(item() if item is not None else value)
+
+
+def unpack_bitmask(words: Any) -> list[int]:
+    """The indices of the set bits of a bitmask given as 64-bit words, lowest word first."""
+    out = []
+    for i, word in enumerate(words):
+        w = int(word) & 0xFFFFFFFFFFFFFFFF
+        bit = 0
+        while w:
+            if w & 1:
+                out.append(64 * i + bit)
+            w >>= 1
+            bit += 1
+    return out
+
+
+def members_from_mask(mask: int, by_bit: dict[int, Any], what: str) -> list[Any]:
+    """The enum members whose NVML bit is set in ``mask``, lowest bit first.
+
+    Raises ``ValueError`` for a set bit no member stands for (as ``cuda.core`` does).
+    """
+    out = []
+    for bit in unpack_bitmask([mask]):
+        try:
+            out.append(by_bit[1 << bit])
+        except KeyError:
+            raise ValueError(f"NVML reported an unknown {what} bit: {1 << bit:#x}") from None
+    return out
+
+
+class StructView:
+    """Base of the objects that read one element of an array of anonymous structs inside an
+    NVML structure (which ``cuda.bindings.nvml`` does not wrap element by element).
+
+    Subclasses set ``_layout`` to the element's ``ctypes.Structure``.
+
+    Parameters
+    ----------
+    ptr : int
+        Address of the element inside ``owner``'s memory.
+    owner : object
+        The NVML structure that holds the element; kept alive by this object.
+    """
+
+    __slots__ = ("_owner", "_raw")
+    _layout: ClassVar[type[ctypes.Structure]]
+
+    def __init__(self, ptr: int, owner: object) -> None:
+        self._owner = owner
+        self._raw: Any = self._layout.from_address(int(ptr))
+
+    @classmethod
+    def element(cls, array: Any, idx: Any, length: int, owner: object, what: str) -> Any:
+        """The view of element ``idx`` of the NVML array ``array`` (which has ``.ptr``)."""
+        i = sequence_index(idx, length, what)
+        return cls(int(array.ptr) + i * ctypes.sizeof(cls._layout), owner)
+
+
+def sequence_index(idx: Any, length: int, what: str) -> int:
+    """``idx`` of a sequence of ``length`` items (negative counts from the end), or IndexError."""
+    i = check_int("idx", idx)
+    if i < 0:
+        i += length
+    if not 0 <= i < length:
+        raise IndexError(f"{what} index out of range: {idx} (there are {length})")
+    return i
+
+
+def unsigned_arg(name: str, value: Any) -> int:
+    """An argument NVML takes as an unsigned int: ``TypeError`` for a non-integer, and for a
+    negative one an error that is a ``ValueError`` and the ``OverflowError`` cuda.core lets
+    through from the conversion."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise arg_error(name, "an int >= 0", value, exc=TypeError)
+    if value.__index__() < 0:
+        raise arg_error(name, "an int >= 0", value, exc=ValueOverflowError)
+    return int(value.__index__())
 
 
 def enum_arg(name: str, value: Any, enum_type: type, mapping: dict[Any, Any]) -> Any:
@@ -48,8 +128,9 @@ class MemoryInfo:
 
     __slots__ = ("_free", "_reserved", "_total", "_used")
 
-    def __init__(self, free: int, total: int, used: int, reserved: int = 0) -> None:
-        self._free, self._total, self._used, self._reserved = free, total, used, reserved
+    def __init__(self, memory_info: Any) -> None:  # an nvml.Memory_v2
+        self._free, self._total = scalar(memory_info.free), scalar(memory_info.total)
+        self._used, self._reserved = scalar(memory_info.used), scalar(memory_info.reserved)
 
     @property
     def free(self) -> int:
@@ -78,9 +159,16 @@ class MemoryInfo:
 
 
 class BAR1MemoryInfo(MemoryInfo):
-    """BAR1 aperture of a GPU (device memory mapped for the CPU and peers), in bytes."""
+    """BAR1 aperture of a GPU (device memory mapped for the CPU and peers), in bytes.
+
+    ``reserved`` is always 0.
+    """
 
     __slots__ = ()
+
+    def __init__(self, memory_info: Any) -> None:  # an nvml.BAR1Memory
+        self._free, self._total = scalar(memory_info.bar1_free), scalar(memory_info.bar1_total)
+        self._used, self._reserved = scalar(memory_info.bar1_used), 0
 
 
 class PciInfo:
@@ -88,14 +176,14 @@ class PciInfo:
 
     __slots__ = ("_handle", "_info")
 
-    def __init__(self, info: Any, handle: int) -> None:
-        self._info = info
+    def __init__(self, pci_info_ext: Any, handle: int) -> None:  # an nvml.PciInfoExt_v1
+        self._info = pci_info_ext
         self._handle = handle
 
     @property
     def bus_id(self) -> str:
         """The ``domain:bus:device.function`` identifier, e.g. ``"00000000:65:00.0"``."""
-        return str(self._info.bus_id)
+        return text(self._info.bus_id)
 
     @property
     def domain(self) -> int:
@@ -138,13 +226,19 @@ class PciInfo:
         return int(self._info.sub_class)
 
     @property
-    def max_link_generation(self) -> int:
-        """The highest PCIe generation the GPU and system together support."""
+    def link_generation(self) -> int:
+        """The highest PCIe generation this GPU and system together allow (a generation 4 GPU
+        in a generation 3 slot reports 3)."""
         return int(call(nvml.device_get_max_pcie_link_generation, self._handle))
 
     @property
+    def max_link_generation(self) -> int:
+        """The highest PCIe generation the GPU itself supports."""
+        return int(call(nvml.device_get_gpu_max_pcie_link_generation, self._handle))
+
+    @property
     def max_link_width(self) -> int:
-        """The widest PCIe link (lanes) the GPU and system together support."""
+        """The widest PCIe link (lanes) the GPU and system together allow."""
         return int(call(nvml.device_get_max_pcie_link_width, self._handle))
 
     @property
@@ -157,127 +251,23 @@ class PciInfo:
         """The PCIe link width (lanes) in use now."""
         return int(call(nvml.device_get_curr_pcie_link_width, self._handle))
 
-    def __repr__(self) -> str:
-        return f"PciInfo(bus_id={self.bus_id!r})"
-
-
-_CLOCK_TYPES = {
-    ClockType.GRAPHICS: 0,  # NVML_CLOCK_GRAPHICS
-    ClockType.SM: 1,
-    ClockType.MEMORY: 2,
-    ClockType.VIDEO: 3,
-}
-_CLOCK_IDS = {ClockId.CURRENT: 0, ClockId.CUSTOMER_BOOST_MAX: 3}
-
-
-class ClockInfo:
-    """One clock domain of a GPU; each method asks NVML anew. Speeds are in MHz.
-
-    Get one from :meth:`cuda_core.system.Device.get_clock`.
-    """
-
-    __slots__ = ("_handle", "_type")
-
-    def __init__(self, handle: int, clock_type: ClockType | str) -> None:
-        self._handle = handle
-        self._type = enum_arg("clock_type", clock_type, ClockType, _CLOCK_TYPES)
-
-    def get_current_mhz(self, clock_id: ClockId | str = ClockId.CURRENT) -> int:
-        """The clock speed now (or the OEM boost maximum), in MHz.
-
-        Parameters
-        ----------
-        clock_id : ClockId or str, optional
-            ``"current"`` (default) or ``"customer_boost_max"``.
-
-        Returns
-        -------
-        int
-            The clock speed in MHz.
-        """
-        cid = enum_arg("clock_id", clock_id, ClockId, _CLOCK_IDS)
-        return int(call(nvml.device_get_clock, self._handle, self._type, cid))
-
-    def get_max_mhz(self) -> int:
-        """The highest clock speed of this domain, in MHz.
-
-        Returns
-        -------
-        int
-            The maximum clock speed in MHz.
-        """
-        return int(call(nvml.device_get_max_clock_info, self._handle, self._type))
-
-    def get_max_customer_boost_mhz(self) -> int:
-        """The OEM-defined maximum boost clock of this domain, in MHz (Pascal or newer).
-
-        Returns
-        -------
-        int
-            The maximum customer boost clock in MHz.
-        """
-        return int(call(nvml.device_get_max_customer_boost_clock, self._handle, self._type))
-
-    def get_min_max_clock_of_pstate_mhz(self, pstate: int) -> tuple[int, int]:
-        """The ``(min, max)`` clock of this domain at performance state ``pstate``, in MHz.
-
-        Parameters
-        ----------
-        pstate : int
-            0 (P0, fastest) to 15.
-
-        Returns
-        -------
-        tuple of int
-            ``(minimum, maximum)`` clock in MHz.
-        """
-        if isinstance(pstate, bool) or not isinstance(pstate, int) or not 0 <= pstate <= 15:
-            raise ValueError(f"pstate must be an int from 0 to 15 (got {pstate!r})")
-        lo, hi = call(nvml.device_get_min_max_clock_of_p_state, self._handle, self._type, pstate)
-        return (int(lo), int(hi))
-
-
-_THRESHOLDS = {member: i for i, member in enumerate(TemperatureThresholds)}
-
-
-class Temperature:
-    """Temperature readings of a GPU in degrees Celsius; each call asks NVML anew."""
-
-    __slots__ = ("_handle",)
-
-    def __init__(self, handle: int) -> None:
-        self._handle = handle
-
-    def get_sensor(self) -> int:
-        """The GPU core temperature, in degrees Celsius.
-
-        Returns
-        -------
-        int
-            The temperature in degrees Celsius.
-        """
-        return int(call(nvml.device_get_temperature_v, self._handle, 0))  # NVML_TEMPERATURE_GPU
-
-    def get_threshold(self, threshold_type: TemperatureThresholds | str) -> int:
-        """A temperature threshold of this GPU (``"slowdown"``, ``"shutdown"``, ...), in degrees C.
-
-        Parameters
-        ----------
-        threshold_type : TemperatureThresholds or str
-            Which threshold.
-
-        Returns
-        -------
-        int
-            The threshold in degrees Celsius.
-        """
-        t = enum_arg("threshold_type", threshold_type, TemperatureThresholds, _THRESHOLDS)
-        return int(call(nvml.device_get_temperature_threshold, self._handle, t))
+    @property
+    def rx_throughput(self) -> int:
+        """PCIe receive throughput in KB/s, counted over a 20 ms interval (Maxwell or newer)."""
+        return int(call(nvml.device_get_pcie_throughput, self._handle, 1))  # NVML_PCIE_UTIL_RX_BYTES
 
     @property
-    def margin(self) -> int:
-        """Degrees Celsius left before the nearest slowdown threshold."""
-        return int(call(nvml.device_get_margin_temperature, self._handle))
+    def tx_throughput(self) -> int:
+        """PCIe transmit throughput in KB/s, counted over a 20 ms interval (Maxwell or newer)."""
+        return int(call(nvml.device_get_pcie_throughput, self._handle, 0))  # NVML_PCIE_UTIL_TX_BYTES
+
+    @property
+    def replay_counter(self) -> int:
+        """The PCIe replay counter (link-level retransmissions)."""
+        return int(call(nvml.device_get_pcie_replay_counter, self._handle))
+
+    def __repr__(self) -> str:
+        return f"PciInfo(bus_id={self.bus_id!r})"
 
 
 class Utilization:
@@ -285,8 +275,8 @@ class Utilization:
 
     __slots__ = ("_gpu", "_memory")
 
-    def __init__(self, gpu: int, memory: int) -> None:
-        self._gpu, self._memory = gpu, memory
+    def __init__(self, utilization: Any) -> None:  # an nvml.Utilization
+        self._gpu, self._memory = scalar(utilization.gpu), scalar(utilization.memory)
 
     @property
     def gpu(self) -> int:
@@ -305,11 +295,13 @@ class Utilization:
 class ProcessInfo:
     """A process with a compute context on a GPU (a snapshot)."""
 
-    __slots__ = ("_ci", "_gi", "_pid", "_used")
+    __slots__ = ("_ci", "_device", "_gi", "_pid", "_used")
 
-    def __init__(self, pid: int, used_gpu_memory: int, gpu_instance_id: int, compute_instance_id: int) -> None:
-        self._pid, self._used = pid, used_gpu_memory
-        self._gi, self._ci = gpu_instance_id, compute_instance_id
+    def __init__(self, device: Any, process_info: Any) -> None:  # one nvml.ProcessInfo
+        self._device = device
+        self._pid, self._used = scalar(process_info.pid), scalar(process_info.used_gpu_memory)
+        self._gi = scalar(process_info.gpu_instance_id)
+        self._ci = scalar(process_info.compute_instance_id)
 
     @property
     def pid(self) -> int:
@@ -344,8 +336,14 @@ class _NvlinkInfoMeta(type):
     def max_links(cls) -> int:
         """NVML's static maximum number of NVLink links (``NVML_NVLINK_MAX_LINKS``).
 
-        Deprecated in cuda.core 1.1: use :meth:`cuda_core.system.Device.get_nvlink_count`.
+        Deprecated since cuda.core 1.1 (reading it warns with :class:`DeprecationWarning`, as
+        there): use :meth:`cuda_core.system.Device.get_nvlink_count`.
         """
+        warnings.warn(
+            "NvlinkInfo.max_links is deprecated and will be removed; use Device.get_nvlink_count()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return int(getattr(nvml, "NVLINK_MAX_LINKS", 18))
 
 

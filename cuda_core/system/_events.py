@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 from ._device_info import scalar
@@ -61,6 +60,13 @@ def event_types_from_mask(mask: int) -> list[EventType]:
     return [member for bit, member in _EVENT_BACK.items() if bit and mask & bit]
 
 
+def _device_class() -> Any:
+    # Imported at call time: cuda_core.system._device imports this module (Device.register_events).
+    from ._device import Device
+
+    return Device
+
+
 def _free_event_set(free: Any, handle: int) -> None:
     try:
         free(handle)
@@ -73,8 +79,9 @@ class EventData:
 
     __slots__ = ("_ci", "_data", "_device", "_gi", "_type")
 
-    def __init__(self, raw: Any, make_device: Callable[[int], Any]) -> None:
-        self._device = make_device(scalar(raw.device_))
+    def __init__(self, event_data: Any) -> None:  # an nvml.EventData
+        raw = event_data
+        self._device = _device_class()._from_handle(scalar(raw.device_))
         self._type = _EVENT_BACK.get(scalar(raw.event_type), EventType.NONE)
         self._data = scalar(raw.event_data)
         self._gi = scalar(raw.gpu_instance_id)
@@ -120,9 +127,8 @@ class DeviceEvents:
     collected.
     """
 
-    def __init__(self, device_handle: int, events: Any, make_device: Callable[[int], Any]) -> None:
+    def __init__(self, device_handle: int, events: Any) -> None:
         mask = _mask("events", events, EventType, _EVENT_BITS)
-        self._make_device = make_device
         handle = int(call(nvml.event_set_create))
         self._handle = handle
         self._finalizer = weakref.finalize(self, _free_event_set, nvml.event_set_free, handle)
@@ -148,7 +154,7 @@ class DeviceEvents:
             The GPU fell off the bus.
         """
         _check_timeout(timeout_ms)
-        return EventData(call(nvml.event_set_wait_v2, self._handle, timeout_ms), self._make_device)
+        return EventData(call(nvml.event_set_wait_v2, self._handle, timeout_ms))
 
     def close(self) -> None:
         """Free the event set (idempotent)."""
@@ -169,19 +175,19 @@ class DeviceEvents:
 class SystemEvent:
     """One system event (a GPU bound to or unbound from the driver)."""
 
-    __slots__ = ("_gpu_id", "_make_device", "_type")
+    __slots__ = ("_gpu_id", "_type")
 
-    def __init__(
-        self, event_type: SystemEventType, gpu_id: int, make_device: Callable[[str], Any]
-    ) -> None:
-        self._type = event_type
-        self._gpu_id = gpu_id
-        self._make_device = make_device
+    def __init__(self, event_data: Any) -> None:  # one nvml.SystemEventData_v1
+        self._type = scalar(event_data.event_type)
+        self._gpu_id = scalar(event_data.gpu_id)
 
     @property
     def event_type(self) -> SystemEventType:
-        """``SystemEventType.BIND`` or ``UNBIND``."""
-        return self._type
+        """``SystemEventType.BIND`` or ``UNBIND`` (``ValueError`` for a kind NVML added later)."""
+        try:
+            return _SYSTEM_BACK[self._type]
+        except KeyError:
+            raise ValueError(f"NVML reported an unknown system event type {self._type:#x}") from None
 
     @property
     def gpu_id(self) -> int:
@@ -191,14 +197,16 @@ class SystemEvent:
     @property
     def device(self) -> Any:
         """The :class:`cuda_core.system.Device` this event is about (found by PCI bus id)."""
-        return self._make_device(pci_bus_id_from_gpu_id(self._gpu_id))
+        return _device_class()(pci_bus_id=pci_bus_id_from_gpu_id(self._gpu_id))
 
 
 class SystemEvents:
     """The system events one :meth:`RegisteredSystemEvents.wait` delivered (a sequence)."""
 
-    def __init__(self, events: list[SystemEvent]) -> None:
-        self._events = events
+    __slots__ = ("_events",)
+
+    def __init__(self, event_data: Any) -> None:  # an nvml.SystemEventData_v1 array
+        self._events = [SystemEvent(event_data[i]) for i in range(len(event_data))]
 
     def __len__(self) -> int:
         return len(self._events)
@@ -213,9 +221,8 @@ class RegisteredSystemEvents:
     Owns an NVML system event set, freed by :meth:`close`, on ``with`` exit, or when collected.
     """
 
-    def __init__(self, events: Any, make_device: Callable[[str], Any]) -> None:
+    def __init__(self, events: Any) -> None:
         mask = _mask("events", events, SystemEventType, _SYSTEM_BITS)
-        self._make_device = make_device
         handle = int(call(nvml.system_event_set_create))
         self._handle = handle
         self._finalizer = weakref.finalize(self, _free_event_set, nvml.system_event_set_free, handle)
@@ -248,14 +255,7 @@ class RegisteredSystemEvents:
         _check_timeout(timeout_ms)
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
             raise ValueError(f"buffer_size must be an int >= 1 (got {buffer_size!r})")
-        raw = call(nvml.system_event_set_wait, self._handle, timeout_ms, buffer_size)
-        out = []
-        for i in range(len(raw)):
-            item = raw[i]
-            kind = _SYSTEM_BACK.get(scalar(item.event_type))
-            if kind is not None:
-                out.append(SystemEvent(kind, scalar(item.gpu_id), self._make_device))
-        return SystemEvents(out)
+        return SystemEvents(call(nvml.system_event_set_wait, self._handle, timeout_ms, buffer_size))
 
     def close(self) -> None:
         """Free the event set (idempotent)."""

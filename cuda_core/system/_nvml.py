@@ -120,7 +120,11 @@ def nvml_api_name(fn_name: str) -> str:
     suffix = ""
     if len(parts) > 1 and parts[-1][:1] == "v" and parts[-1][1:].isdigit():
         suffix = "_" + parts.pop()
-    return "nvml" + "".join(p[:1].upper() + p[1:] for p in parts) + suffix
+    return "nvml" + "".join(_NAME_WORDS.get(p) or p[:1].upper() + p[1:] for p in parts) + suffix
+
+
+# Words NVML's C names spell other than capitalised (nvmlDeviceGetLastBBXFlushTime, ...).
+_NAME_WORDS = {"bbx": "BBX", "rpm": "RPM", "nvlink": "NvLink", "uuid": "UUID"}
 
 
 def make_error(status: int, api: str, explanation: str = "") -> Exception:
@@ -139,6 +143,18 @@ def make_error(status: int, api: str, explanation: str = "") -> Exception:
     err.name = name  # type: ignore[attr-defined]
     err.api = api  # type: ignore[attr-defined]
     return err
+
+
+def raise_for_status(status: Any, api: str, explanation: str = "") -> None:
+    """Raise the NVML error for a status NVML reported inside a result (nothing for success)."""
+    code = int(status)
+    if code != 0:
+        raise make_error(code, api, explanation)
+
+
+def text(value: Any) -> str:
+    """An NVML string answer as ``str`` (some cuda-bindings versions give ``bytes``)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def status_of(error_class: type[Exception]) -> int:

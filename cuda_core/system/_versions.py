@@ -8,7 +8,7 @@ from cuda.bindings import driver
 
 from .._errors import CUDADriverNotFoundError, CUDAError
 from .._utils import ensure_driver, handle_return, nvrtc_version
-from ._nvml import call, nvml
+from ._nvml import call, nvml, text
 
 __all__ = [
     "get_bindings_version",
@@ -35,13 +35,8 @@ def _driver_version_int() -> int:
     return int(handle_return(result, "cuDriverGetVersion"))
 
 
-def _text(value: Any) -> str:
-    # NVML's string queries give bytes or str depending on the cuda-bindings version.
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _version_tuple(text: Any) -> tuple[int, ...]:
-    return tuple(int(p) for p in _text(text).strip().split(".") if p.isdigit())
+def _version_tuple(value: Any) -> tuple[int, ...]:
+    return tuple(int(p) for p in text(value).strip().split(".") if p.isdigit())
 
 
 def _kernel_mode_version() -> tuple[int, ...]:
@@ -119,7 +114,7 @@ def get_driver_branch() -> str:
     NvmlError
         NVML reported another error (e.g. ``FunctionNotFoundError`` on drivers before r570).
     """
-    return _text(call(nvml.system_get_driver_branch))
+    return text(call(nvml.system_get_driver_branch))
 
 
 def get_process_name(pid: int) -> str:
@@ -146,7 +141,7 @@ def get_process_name(pid: int) -> str:
         raise TypeError(f"pid must be an int (got {pid!r})")
     if pid <= 0:
         raise ValueError(f"pid must be > 0 (got {pid!r})")
-    return _text(call(nvml.system_get_process_name, pid))
+    return text(call(nvml.system_get_process_name, pid))
 
 
 def get_driver_version_full(kernel_mode: bool = False) -> tuple[int, ...]:

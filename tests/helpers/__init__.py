@@ -26,6 +26,18 @@ def gpu_skip_reason() -> str | None:
     return None
 
 
+@functools.cache
+def nvml_present() -> bool:
+    """Whether NVML (``libnvidia-ml.so.1``, part of the driver) can be started here."""
+    from cuda_core import system
+
+    try:
+        system.get_nvml_version()
+    except system.LibraryNotFoundError:
+        return False
+    return True
+
+
 def gpu_count() -> int:
     """The number of CUDA devices (0 without a driver)."""
     if gpu_skip_reason() is not None:
