@@ -212,9 +212,11 @@ class BoardQueries:
 
     @property
     def addressing_mode(self) -> AddressingMode | None:
-        """How this GPU reaches the host's system-allocated memory: ``AddressingMode.HMM``
-        (driver-mirrored page tables), ``AddressingMode.ATS`` (shared page tables), or ``None``
-        when it cannot (Turing or newer, Linux)."""
+        """The way this GPU reaches the host's system-allocated memory.
+
+        ``AddressingMode.HMM`` (driver-mirrored page tables), ``AddressingMode.ATS`` (shared
+        page tables), or ``None`` when it cannot (Turing or newer, Linux).
+        """
         raw = call(nvml.device_get_addressing_mode, self._handle)
         return _ADDRESSING_MODES.get(scalar(raw.value))
 

@@ -142,7 +142,7 @@ class ClockInfo:
 
         Returns
         -------
-        tuple of (int, int)
+        tuple of int
             Minimum and maximum clock in MHz.
 
         Raises

@@ -196,7 +196,7 @@ class FieldValueQueries:
 
         Parameters
         ----------
-        field_ids : list of FieldId or (FieldId, int)
+        field_ids : list of FieldId or tuple of FieldId and int
             The fields, each a ``FieldId`` member (``cuda_core.system.typing.FieldId``, which is
             ``cuda.bindings.nvml.FieldId``) or a ``(field_id, scope_id)`` pair. An empty list
             gives an empty result without asking NVML.
@@ -229,7 +229,7 @@ class FieldValueQueries:
 
         Parameters
         ----------
-        field_ids : list of FieldId or (FieldId, int)
+        field_ids : list of FieldId or tuple of FieldId and int
             The fields, as for :meth:`get_field_values`. An empty list does nothing.
 
         Returns

@@ -274,7 +274,7 @@ class FanInfo:
 
     @property
     def control_policy(self) -> FanControlPolicy:
-        """Who sets the fan's speed: the driver (``TEMPERATURE_CONTROLLED``) or ``MANUAL``."""
+        """The fan's control policy, ``TEMPERATURE_CONTROLLED`` (set by the driver) or ``MANUAL``."""
         value = int(call(nvml.device_get_fan_control_policy_v2, self._handle, self._fan))
         try:
             return _FAN_POLICIES[value]
