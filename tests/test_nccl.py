@@ -337,6 +337,15 @@ def test_rendezvous_times_out_naming_the_missing_side():
         nccl.exchange_unique_id(0, 3, "127.0.0.1", port, unique_id=bytes(128), timeout=0.5)
 
 
+def test_rendezvous_on_a_taken_port_says_so():
+    import socket
+
+    with socket.create_server(("", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(RuntimeError, match=rf"rank 0 cannot listen on port {port} .*choose another port"):
+            nccl.exchange_unique_id(0, 2, "127.0.0.1", port, unique_id=bytes(128), timeout=1)
+
+
 def test_rendezvous_ignores_strangers_on_its_port():
     import socket
 

@@ -145,9 +145,12 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
 
 
 def _listen(port: int, backlog: int) -> socket.socket:
-    try:
-        if socket.has_dualstack_ipv6():
+    if socket.has_dualstack_ipv6():
+        try:  # IPv6 and IPv4 peers; a host whose IPv6 is switched off falls through to IPv4
             return socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True, backlog=backlog)
+        except OSError:
+            pass
+    try:
         return socket.create_server(("", port), backlog=backlog)
     except OSError as exc:
         raise RuntimeError(f"rank 0 cannot listen on port {port} for the unique-id rendezvous: {exc}; "
