@@ -115,15 +115,21 @@ class CompilerLibraryNotFoundError(CUDAError, _DynamicLibNotFoundError):
     """
 
     def __init__(self, library: str, soname: str, needed_by: str, remedy: str, detail: str = "") -> None:
-        self.library = library
-        self.needed_by = needed_by
-        self.remedy = remedy
-        self.detail = detail
-        explanation = f"{library} was not found, and {needed_by} needs it; install it with: {remedy}"
-        if detail:
-            explanation += f" (loader said: {detail})"
-        # Not super(): a subclass may also derive from CUDADriverNotFoundError (another signature).
-        CUDAError.__init__(self, soname, "LIBRARY_NOT_FOUND", explanation, None)
+        library_not_found(self, library, soname, needed_by, remedy, detail)
+
+
+def library_not_found(err: CUDAError, library: str, soname: str, needed_by: str, remedy: str, detail: str) -> None:
+    """Fill in an error about a missing optional library: its attributes (``library``,
+    ``needed_by``, ``remedy``, ``detail``) and the message that names the remedy."""
+    err.library = library  # type: ignore[attr-defined]
+    err.needed_by = needed_by  # type: ignore[attr-defined]
+    err.remedy = remedy  # type: ignore[attr-defined]
+    err.detail = detail  # type: ignore[attr-defined]
+    explanation = f"{library} was not found, and {needed_by} needs it; install it with: {remedy}"
+    if detail:
+        explanation += f" (loader said: {detail})"
+    # Not super(): a subclass may also derive from CUDADriverNotFoundError (another signature).
+    CUDAError.__init__(err, soname, "LIBRARY_NOT_FOUND", explanation, None)
 
 
 class _LinkerNotFoundError(CompilerLibraryNotFoundError, CUDADriverNotFoundError):

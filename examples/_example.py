@@ -2,7 +2,7 @@
 
 An example either checks its result and exits 0 (1 on a wrong result), or exits with
 :data:`MISSING` (3) after printing ONE line ``missing requirement [<key>]: <what>``, where
-``<key>`` is ``gpu``, ``2gpus``, ``cc90``, ``cupy`` or ``torch``. ``tests/test_examples.py``
+``<key>`` is ``gpu``, ``2gpus``, ``cc90``, ``cupy``, ``torch`` or ``nccl``. ``tests/test_examples.py``
 turns that line into a skip where the requirement is really absent and a failure where it is not.
 """
 
@@ -49,3 +49,14 @@ def need_module(name: str) -> ModuleType:
         return importlib.import_module(name)
     except ImportError:
         missing(name, f"{name} (pip install {_PIP.get(name, name)})")
+
+
+def need_nccl() -> ModuleType:
+    """``cuda_core.nccl`` with nccl4py and the NCCL library loadable, or exit naming the remedy."""
+    from cuda_core import nccl
+
+    try:
+        nccl.library_info()
+    except nccl.NCCLNotFoundError as exc:
+        missing("nccl", f"nccl4py and the NCCL library ({exc.remedy})")
+    return nccl

@@ -163,6 +163,7 @@ def test_index_toctree_lists_the_pages():
         "launching",
         "interop",
         "graphs",
+        "nccl",
         "system",
         "tma",
         "textures",
@@ -198,6 +199,15 @@ def test_every_graph_name_is_documented():
         if f"cuda_core.graph.{n}" not in documented and f"cuda_core.{n}" not in documented
     ]
     assert not missing, f"cuda_core.graph names not documented: {missing}"
+
+
+def test_every_nccl_name_is_documented():
+    nccl = importlib.import_module("cuda_core.nccl")
+    documented = {target for _, target, _ in _directives()}
+    missing = [n for n in nccl.__all__ if f"cuda_core.nccl.{n}" not in documented]
+    assert not missing, f"cuda_core.nccl names not documented: {missing}"
+    for name in nccl.__all__:
+        assert (getattr(nccl, name).__doc__ or "").strip(), f"cuda_core.nccl.{name} has no docstring"
 
 
 def test_every_texture_name_is_documented():

@@ -3,7 +3,7 @@
 An example exits 0 (checked), 1 (a wrong result) or 3 after ONE line
 ``missing requirement [<key>]: <what>`` (see ``examples/_example.py``). Status 3 is a skip,
 with that line as the reason, where the requirement is really absent (the CPU tier: no GPU,
-no CuPy, no PyTorch), and a failure where it is present: on the H100 an example that says
+no CuPy, no PyTorch, no NCCL), and a failure where it is present: on the H100 an example that says
 "no GPU" is broken. Anything else (a traceback, an unknown status) is a failure.
 """
 
@@ -43,6 +43,10 @@ def _present(key: str) -> bool | None:
         return gpu_skip_reason() is None
     if key in ("cupy", "torch"):
         return importlib.util.find_spec(key) is not None
+    if key == "nccl":
+        from cuda_core import nccl
+
+        return nccl.is_available()
     m = re.fullmatch(r"(\d+)gpus", key)
     if m:
         return gpu_count() >= int(m.group(1))

@@ -1,0 +1,40 @@
+"""Collectives over several GPUs and machines with NCCL, on cuda_core's buffers, views and streams.
+
+Built on NVIDIA's nccl4py (``pip install "cudacore[nccl]"`` brings it and the NCCL library).
+Importing this module needs neither; the first call that does raises
+:class:`NCCLNotFoundError` naming the remedy. One rank per GPU::
+
+    from cuda_core import Device, nccl
+    from cuda_core.utils import StridedMemoryView
+
+    uid = nccl.exchange_unique_id(rank, world_size, master_addr, master_port)
+    dev = Device(local_rank)
+    dev.set_current()
+    s = dev.create_stream()
+    with nccl.Communicator.init(world_size, rank, uid, device=dev) as comm:
+        buf = dev.allocate(4 * n, stream=s)
+        grad = StridedMemoryView.from_buffer(buf, (n,), dtype="float32")
+        comm.all_reduce(grad, op="sum", stream=s)  # in place, ordered on s
+
+:meth:`Communicator.as_nccl4py` gives nccl4py's own communicator for everything else; its
+methods take cuda_core's objects directly (DLPack, ``__cuda_stream__``).
+"""
+
+from __future__ import annotations
+
+from . import _communicator, _errors, _group, _loader, _rendezvous
+from ._communicator import *  # noqa: F403
+from ._errors import *  # noqa: F403
+from ._group import *  # noqa: F403
+from ._loader import *  # noqa: F403
+from ._rendezvous import *  # noqa: F403
+
+__all__ = sorted(
+    {
+        *_communicator.__all__,
+        *_errors.__all__,
+        *_group.__all__,
+        *_loader.__all__,
+        *_rendezvous.__all__,
+    }
+)
