@@ -148,7 +148,7 @@ class Communicator:
         unique_id : bytes
             The 128 bytes from :func:`get_unique_id` on one rank (or nccl4py's ``UniqueId``);
             send them to the others with :func:`exchange_unique_id`, ``multiprocessing``, MPI...
-        device : Device or int, optional
+        device : cuda_core.Device or int, optional
             This rank's GPU; its context must exist (``Device.set_current()``). ``None``: the
             current device (``Device()``).
 
@@ -191,7 +191,7 @@ class Communicator:
 
         Parameters
         ----------
-        devices : sequence of Device or int, optional
+        devices : sequence of cuda_core.Device or int, optional
             The GPUs, rank ``i`` on ``devices[i]``; ``None``: every visible GPU.
 
         Returns
@@ -261,7 +261,8 @@ class Communicator:
 
         Returns
         -------
-        nccl.core.Communicator
+        object
+            nccl4py's ``nccl.core.Communicator``.
 
         Raises
         ------
@@ -282,14 +283,14 @@ class Communicator:
         ----------
         sendbuf : Buffer, StridedMemoryView or device array
             This rank's contribution; its element count is the count reduced.
-        recvbuf : same kinds, optional
+        recvbuf : Buffer, StridedMemoryView or device array, optional
             Where the result goes, at least as long as ``sendbuf``; ``None``: in place, into
             ``sendbuf``.
         op : str or int
             ``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"avg"``, or an NCCL op from nccl4py.
         stream : Stream
             The stream the reduction is ordered on (keyword-only, required).
-        dtype : numpy dtype, optional
+        dtype : numpy.dtype, optional
             The element type of Buffer arguments (required for them: a reduction must know it);
             a view's own dtype must match it when both are given.
 
@@ -323,13 +324,13 @@ class Communicator:
         sendbuf : Buffer, StridedMemoryView or device array
             The data, read on ``root`` only; on the other ranks it may be ``None`` when
             ``recvbuf`` is given.
-        recvbuf : same kinds, optional
+        recvbuf : Buffer, StridedMemoryView or device array, optional
             Where the data lands; ``None``: in place, into ``sendbuf`` (on every rank).
         root : int
             The rank whose data is sent.
         stream : Stream
             The stream the copy is ordered on (keyword-only, required).
-        dtype : numpy dtype, optional
+        dtype : numpy.dtype, optional
             The element type of Buffer arguments (default: bytes).
 
         Raises
@@ -362,12 +363,12 @@ class Communicator:
         ----------
         sendbuf : Buffer, StridedMemoryView or device array
             This rank's piece.
-        recvbuf : same kinds
+        recvbuf : Buffer, StridedMemoryView or device array
             At least ``nranks`` times as long as ``sendbuf``; rank ``r``'s piece lands at
             element ``r * len(sendbuf)``. (In place: ``sendbuf`` may be that slice of it.)
         stream : Stream
             The stream the gather is ordered on (keyword-only, required).
-        dtype : numpy dtype, optional
+        dtype : numpy.dtype, optional
             The element type of Buffer arguments (default: bytes).
 
         Raises
@@ -392,13 +393,13 @@ class Communicator:
         ----------
         sendbuf : Buffer, StridedMemoryView or device array
             ``nranks`` blocks of ``len(recvbuf)`` elements (at least).
-        recvbuf : same kinds
+        recvbuf : Buffer, StridedMemoryView or device array
             This rank's block of the result; its length is the block size.
         op : str or int
             ``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"avg"``, or an NCCL op from nccl4py.
         stream : Stream
             The stream the reduction is ordered on (keyword-only, required).
-        dtype : numpy dtype, optional
+        dtype : numpy.dtype, optional
             The element type of Buffer arguments (required for them).
 
         Raises

@@ -46,7 +46,7 @@ _API = Path(__file__).resolve().parent.parent / "api"
 # object"); these are shown as written. Anything else that is not a name must be fixed.
 _PROSE_TYPES = frozenset({
     "sequence", "mapping", "iterable", "iterator", "callable",
-    "file-like object", "host object", "buffer-protocol object",
+    "file-like object", "host object", "buffer-protocol object", "device array",
 })
 
 
