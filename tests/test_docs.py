@@ -155,6 +155,7 @@ def test_index_toctree_lists_the_pages():
         "streams_events",
         "green_contexts",
         "memory",
+        "multi_gpu",
         "compiling",
         "launching",
         "interop",

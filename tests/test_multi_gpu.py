@@ -37,6 +37,7 @@ from cuda_core._stream import LEGACY_DEFAULT_STREAM, _DeviceDefaultStream
 from cuda_core._utils import handle_return
 from cuda_core.utils import StridedMemoryView
 from tests.helpers import gpu_count
+from tests.helpers.kernels import TIMING_SRC, current_context_int
 
 gpu = pytest.mark.gpu
 two_gpus = pytest.mark.skipif(gpu_count() < 2, reason="needs two GPUs")
@@ -108,12 +109,8 @@ def test_default_streams_of_two_devices_are_not_equal():
 # ---------------------------------------------------------------------------------------------
 # GPU tier: helpers.
 
-SRC = r"""
-__device__ unsigned long long now_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+# The timing kernels of tests/helpers (sleep_ns, gtime) and a few of our own.
+SRC = TIMING_SRC + r"""
 extern "C" __global__ void fill_index(int* out, unsigned long long n, int base) {
     unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     if (i < n) out[i] = base + (int)i;
@@ -122,13 +119,9 @@ extern "C" __global__ void copy_ints(int* out, const int* in, unsigned long long
     unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     if (i < n) out[i] = in[i];
 }
-extern "C" __global__ void sleep_ns(unsigned long long ns) {
-    unsigned long long t0 = now_ns();
-    while (now_ns() - t0 < ns) { __nanosleep(2000); }
-}
 extern "C" __global__ void sleep_then_fill(int* out, unsigned long long n, unsigned long long ns, int value) {
-    unsigned long long t0 = now_ns();
-    while (now_ns() - t0 < ns) { __nanosleep(2000); }
+    unsigned long long t0 = gtime();
+    while (gtime() - t0 < ns) { __nanosleep(2000); }
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
          i += (unsigned long long)gridDim.x * blockDim.x) {
         out[i] = value;
@@ -157,10 +150,6 @@ def host_ints(buf: Any, stream: Any) -> np.ndarray:
     out = np.empty(buf.size // 4, np.int32)
     buf.copy_to(out, stream=stream)  # complete when it returns
     return out
-
-
-def current_context() -> int:
-    return int(handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent"))
 
 
 def pointer_device(buf: Any) -> int:
@@ -238,12 +227,12 @@ def test_one_thread_per_device_allocates_launches_and_checks():
 @gpu
 def test_device_is_per_thread_and_follows_the_threads_context(dev):
     last = gpu_count() - 1
-    before = current_context()
+    before = current_context_int()
     seen: dict[str, Any] = {}
 
     def work() -> None:
         seen["fresh"] = Device()  # nothing is current on a new thread: device 0
-        seen["fresh_ctx"] = current_context()
+        seen["fresh_ctx"] = current_context_int()
         Device(last).set_current()
         seen["after"] = Device()
         seen["same"] = Device(last)
@@ -254,7 +243,7 @@ def test_device_is_per_thread_and_follows_the_threads_context(dev):
     assert seen["fresh"].device_id == 0 and seen["fresh_ctx"] == 0
     assert seen["after"] is seen["same"] and seen["after"].device_id == last
     assert seen["after"] is not Device(last) and seen["after"] == Device(last)
-    assert current_context() == before  # the other thread's set_current() did not touch ours
+    assert current_context_int() == before  # the other thread's set_current() did not touch ours
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,7 +254,7 @@ def test_device_is_per_thread_and_follows_the_threads_context(dev):
 @two_gpus
 def test_default_stream_of_another_device_while_one_is_current():
     d0, d1 = two_devices()
-    ctx0 = current_context()
+    ctx0 = current_context_int()
     fill, sleep = kernel(d1, "fill_index"), kernel(d1, "sleep_ns")
     ds1 = d1.default_stream
     assert isinstance(ds1, _DeviceDefaultStream) and ds1.device is d1
@@ -277,7 +266,7 @@ def test_default_stream_of_another_device_while_one_is_current():
     np.testing.assert_array_equal(host_ints(buf, ds1), 7 + np.arange(n, dtype=np.int32))
     PreparedLaunch(ds1, grid(n), fill, buf, np.uint64(n), np.int32(-3))()
     np.testing.assert_array_equal(host_ints(buf, ds1), np.arange(n, dtype=np.int32) - 3)
-    assert current_context() == ctx0
+    assert current_context_int() == ctx0
 
     launch(ds1, LaunchConfig(grid=1, block=1), sleep, np.uint64(300_000_000))
     ev = ds1.record()  # an event of device 1, recorded behind the sleeping kernel
@@ -287,7 +276,7 @@ def test_default_stream_of_another_device_while_one_is_current():
     assert time.perf_counter() - t0 < 0.2
     ds1.sync()  # waits for the kernel on device 1
     assert time.perf_counter() - t0 > 0.25 and ev.is_done
-    assert current_context() == ctx0
+    assert current_context_int() == ctx0
 
     buf.close()
     mr1 = DeviceMemoryResource(d1, DeviceMemoryResourceOptions())
@@ -296,7 +285,7 @@ def test_default_stream_of_another_device_while_one_is_current():
     own.close()
     ds1.sync()
     assert mr1.attributes.used_mem_current == 0
-    assert current_context() == ctx0
+    assert current_context_int() == ctx0
     mr1.close()
 
 
@@ -304,7 +293,7 @@ def test_default_stream_of_another_device_while_one_is_current():
 @two_gpus
 def test_buffer_of_device_1_collected_while_device_0_is_current():
     _, d1 = two_devices()
-    ctx0 = current_context()
+    ctx0 = current_context_int()
     mr1 = DeviceMemoryResource(d1, DeviceMemoryResourceOptions())
     s1 = d1.create_stream()
     box: dict[str, Any] = {}
@@ -325,7 +314,7 @@ def test_buffer_of_device_1_collected_while_device_0_is_current():
     s1.sync()
     d1.default_stream.sync()
     assert mr1.attributes.used_mem_current == 0
-    assert current_context() == ctx0
+    assert current_context_int() == ctx0
     s1.close()
     mr1.close()
 
