@@ -37,7 +37,7 @@ from _harness import environment_line, markdown_table
 
 MIB = 1 << 20
 SIZES = (1 * MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB)
-ROUNDS = 11
+ROUNDS = 9
 IMPLS = ("cuda_core", "cuda.core", "cuMemcpyPeerAsync", "cuMemcpyAsync", "torch .to()")
 OURS = "cuda_core"
 TARGET = 0.95
@@ -46,8 +46,8 @@ Op = tuple[Callable[[], object], Callable[[], object]]  # (issue one copy, wait 
 
 
 def reps_for(nbytes: int) -> int:
-    """Copies per round: about 2 GiB, at least 8, at most 512."""
-    return max(8, min(512, (2 << 30) // nbytes))
+    """Copies per round: about 1 GiB, at least 4, at most 256."""
+    return max(4, min(256, (1 << 30) // nbytes))
 
 
 def measure(ops: dict[str, Op | str], nbytes: int) -> dict[str, float | str]:

@@ -219,7 +219,10 @@ def copy_between(dst: Any, src: Any, s: Any, tried: bool = False) -> Any:
             return dst
         except CUDAError as exc:
             error = exc
-    pair = peer_devices(dst._pointer_attrs(), src._pointer_attrs(), stream_device_id(s))
+    try:
+        pair = peer_devices(dst._pointer_attrs(), src._pointer_attrs(), stream_device_id(s))
+    except CUDAError:  # the stream's device is unknown (a token with no context current)
+        pair = None
     if pair is not None:
         peer_copy(dptr, pair[0], sptr, pair[1], n, s)
     elif error is not None:
