@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-__all__ = ["Row", "Suite", "environment_line", "time_op"]
+__all__ = ["Row", "Suite", "environment_line", "markdown_table", "time_op"]
 
 
 def time_op(fn: Callable[[], object], *, number: int = 1000, repeat: int = 15, warmup: int = 200) -> float:
@@ -141,13 +141,18 @@ class Suite:
                     ok = isinstance(v, float) and isinstance(b, float) and b > 0
                     cells.append(f"{v / b:.2f}" if ok else "n/a")  # type: ignore[operator]
             lines.append(cells)
-        widths = [max(len(r[c]) for r in lines) for c in range(len(head))]
-        out = [f"## {self.title}", ""]
-        for n, r in enumerate(lines):
-            out.append("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
-            if n == 0:
-                out.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
-        return "\n".join(out)
+        return markdown_table(self.title, lines)
+
+
+def markdown_table(title: str, lines: list[list[str]]) -> str:
+    """``## title`` and a Markdown table of ``lines`` (the first is the header), padded."""
+    widths = [max(len(r[c]) for r in lines) for c in range(len(lines[0]))]
+    out = [f"## {title}", ""]
+    for n, r in enumerate(lines):
+        out.append("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+        if n == 0:
+            out.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(out)
 
 
 def environment_line() -> str:

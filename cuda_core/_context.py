@@ -42,6 +42,7 @@ _GREEN_FLAGS = int(getattr(getattr(driver, "CUgreenCtxCreate_flags", None), "CU_
 # and allocation of a context shares its idle pools and generation. A handle that fails its
 # check (the context was destroyed, its address reused) is replaced.
 _handles: dict[int, Any] = {}
+_handles_lock = threading.Lock()  # threads of one process share the contexts: one handle each
 # What owns each live context made by Device.create_context, by address: a Stream of it
 # reports that context (green, with its resources) as its Context, also after the Context
 # object the user got was collected (the context lives on while its streams and events do).
@@ -52,11 +53,15 @@ def context_handle(address: int, device: int = -1) -> Any:
     """The ContextHandle of the context at ``address`` (``device >= 0``: the primary context
     of that device, which the handle re-initialises when it finds it reset)."""
     h = _handles.get(address)
-    if h is None or (device >= 0 and h.device < 0) or not h.check():
-        if h is not None:
-            _log.debug("context 0x%x was reset or destroyed: its idle pools are dropped", address)
-        h = _handles[address] = backend.ContextHandle(address, device)
-        _log.debug("context 0x%x (device %d): new handle, generation %d", address, device, h.generation)
+    if h is not None and (device < 0 or h.device >= 0) and h.check():
+        return h
+    with _handles_lock:  # two threads meeting a new context make one handle, not two
+        h = _handles.get(address)
+        if h is None or (device >= 0 and h.device < 0) or not h.check():
+            if h is not None:
+                _log.debug("context 0x%x was reset or destroyed: its idle pools are dropped", address)
+            h = _handles[address] = backend.ContextHandle(address, device)
+            _log.debug("context 0x%x (device %d): new handle, generation %d", address, device, h.generation)
     return h
 
 

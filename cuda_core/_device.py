@@ -521,10 +521,18 @@ class Device:
 
     @property
     def default_stream(self) -> Stream:
-        """The default (legacy, synchronising) stream of this device's context."""
-        if self._default_stream is None:
-            self._default_stream = Stream._legacy_default(self)
-        return self._default_stream
+        """The default (legacy, synchronising) stream of this device's primary context.
+
+        Once the device has a context (:meth:`set_current`), work queued on it runs on this
+        device even on a thread where another device's context is current (the driver's token
+        for it would otherwise mean the current context's stream). Before that, it is the
+        legacy default stream of whatever context is current, as
+        :data:`~cuda_core.LEGACY_DEFAULT_STREAM` is.
+        """
+        s = self._default_stream
+        if s is None or s._ctx is not self._ctx or s._handle is None:
+            s = self._default_stream = Stream._legacy_default(self)
+        return s
 
     def create_stream(self, obj: Any = None, options: StreamOptions | dict | None = None) -> Stream:
         """Create a new stream on this device, or wrap a foreign stream.

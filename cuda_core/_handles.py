@@ -45,6 +45,10 @@ Protocol (every name below exists in both backends):
 ``Allocation``
     ``pool_allocate(pool, size, stream, ctx)`` allocates from a memory pool, ordered on a
     stream handle; the allocation is freed with ``cuMemFreeAsync`` on its deallocation stream.
+    A default-stream token (0, ``CU_STREAM_LEGACY``, ``CU_STREAM_PER_THREAD``) names the
+    default stream of whichever context is current: with ``ctx`` given, both calls run with
+    ``ctx`` current (a device's default stream, also on a thread where another device is
+    current); a real stream is tried as it is and, where that fails, once more with ``ctx``.
     ``Allocation.adopt(ptr, size, free, stream, ctx)`` owns memory freed by the Python
     callable ``free(ptr, size, stream)``. ``set_stream(stream)``, ``close(stream=None)``.
     Freed once: at ``close()`` or when collected (a failure then is a ``ResourceWarning``);
@@ -123,6 +127,7 @@ _INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
 _STREAM_POOL_CAP = 32
 _EVENT_POOL_CAP = 64
 _LEGACY = int(driver.CU_STREAM_LEGACY)
+_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # streams at or below this address are tokens
 _is_finalizing = sys.is_finalizing
 
 
@@ -590,10 +595,15 @@ class Allocation:
             with _Current(ctx.address):
                 _check(driver.cuMemFreeAsync(self.ptr, _CUstream(_LEGACY))[0], "cuMemFreeAsync")
             return
-        err = int(driver.cuMemFreeAsync(self.ptr, _CUstream(s.address))[0])
-        if err and ctx is not None:
-            with _Current(ctx.address):  # a default-stream token needs the context current
-                err = int(driver.cuMemFreeAsync(self.ptr, _CUstream(s.address))[0])
+        h = _CUstream(s.address)
+        if ctx is not None and s.address <= _LAST_TOKEN:
+            with _Current(ctx.address):  # a token: the default stream of the memory's context
+                err = int(driver.cuMemFreeAsync(self.ptr, h)[0])
+        else:
+            err = int(driver.cuMemFreeAsync(self.ptr, h)[0])
+            if err and ctx is not None:
+                with _Current(ctx.address):
+                    err = int(driver.cuMemFreeAsync(self.ptr, h)[0])
         _check(err, "cuMemFreeAsync")
 
     def __del__(self) -> None:
@@ -605,13 +615,18 @@ class Allocation:
 
 
 def pool_allocate(pool: int, size: int, stream: StreamHandle, ctx: ContextHandle | None) -> Allocation:
-    """``cuMemAllocFromPoolAsync(size, pool, stream)``; where that fails and ``ctx`` is given,
-    tried once more with ``ctx`` current (a default-stream token needs it)."""
+    """``cuMemAllocFromPoolAsync(size, pool, stream)``: with ``ctx`` current for a default-stream
+    token; for a real stream as it is and, where that fails and ``ctx`` is given, once more
+    with ``ctx`` current."""
     h = _CUstream(stream.address) if not stream._released else stream._live()
-    err, ptr = driver.cuMemAllocFromPoolAsync(size, driver.CUmemoryPool(pool), h)
-    if err and ctx is not None:
-        with _Current(ctx.address):
+    if ctx is not None and stream.address <= _LAST_TOKEN:
+        with _Current(ctx.address):  # a token: the default stream of ctx, not the current one's
             err, ptr = driver.cuMemAllocFromPoolAsync(size, driver.CUmemoryPool(pool), h)
+    else:
+        err, ptr = driver.cuMemAllocFromPoolAsync(size, driver.CUmemoryPool(pool), h)
+        if err and ctx is not None:
+            with _Current(ctx.address):
+                err, ptr = driver.cuMemAllocFromPoolAsync(size, driver.CUmemoryPool(pool), h)
     _check(err, "cuMemAllocFromPoolAsync")
     return Allocation.adopt(int(ptr), size, None, stream, ctx)
 

@@ -20,7 +20,7 @@ from cuda.bindings import driver
 from ._errors import CUDAError
 from ._kernel_arg_handler import MISS, Plan, kernel_label, make_plan, set_arg
 from ._launch_config import LaunchConfig
-from ._stream import Stream, as_stream
+from ._stream import Stream, _DeviceDefaultStream, as_stream
 from ._utils import arg_error, handle_return, make_error
 
 __all__ = ["PreparedLaunch", "launch"]
@@ -109,6 +109,16 @@ def _entry(kernel: Any) -> _KernelEntry:
     return entry  # type: ignore[no-any-return]
 
 
+def _in_context_of(device: Any, call: Any) -> Any:
+    """``call()`` run with ``device``'s context current (for a device's default stream)."""
+
+    def scoped() -> Any:
+        with device._scope():
+            return call()
+
+    return scoped
+
+
 def _device_of(stream: Any) -> Any:
     dev = stream._device
     return dev if dev is not None else stream.device  # default streams follow the current context
@@ -160,6 +170,12 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     """
     if type(stream) is not Stream:
         stream = _as_stream(stream)
+        if type(stream) is _DeviceDefaultStream:
+            # A device's default stream: its token means "the current context's", so the launch
+            # runs (on the plain twin) with the device's context current.
+            with stream._device._scope():  # type: ignore[union-attr]
+                launch(stream._plain, config, kernel, *kernel_args)
+            return
     if type(config) is not LaunchConfig:
         _check_config(config)
     try:
@@ -337,7 +353,10 @@ class PreparedLaunch:
     def _use(self, plan: Plan, slot: tuple[Any, ...]) -> None:
         # Everything the launch passes is fixed now: the call is one driver call.
         self._plan, self._slot = plan, slot
-        self._call = functools.partial(self._cfg.launch, self._entry.func, slot[1])
+        call = functools.partial(self._cfg.launch, self._entry.func, slot[1])
+        if type(self._stream) is _DeviceDefaultStream:  # its token needs its context current
+            call = _in_context_of(self._stream._device, call)
+        self._call = call
 
     def __call__(self, *kernel_args: Any) -> None:
         """Launch, with the bound arguments or with ``kernel_args`` (which are then bound).

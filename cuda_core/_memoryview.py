@@ -444,7 +444,9 @@ class StridedMemoryView(_ViewBase):
 
         Any strides work on either side (host, pinned, managed or device memory of one
         device); the views must have the same shape and item size (bytes are copied, no
-        conversion), and this view must be writable.
+        conversion), and this view must be writable. Views of device memory on two devices
+        are copied when both are contiguous (an extension: ``cuda.core`` copies on one device
+        only), directly where the pools grant access and as a peer copy otherwise.
 
         Parameters
         ----------
@@ -464,7 +466,7 @@ class StridedMemoryView(_ViewBase):
         ------
         ValueError
             Shapes or item sizes differ, this view is read-only, neither view has a dtype, or
-            the views are on two devices.
+            the views are on two devices and one of them is not contiguous.
         TypeError
             ``other``, ``allocator``, ``blocking`` or ``stream`` has the wrong type.
         CUDAError

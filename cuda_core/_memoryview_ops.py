@@ -4,7 +4,9 @@ A copy between views of the same shape and item size goes, for any strides, thro
 ``cuMemcpyAsync``/``cuMemcpy2DAsync`` on unified addresses (host, pinned, managed and device
 memory alike): adjacent axes that are contiguous in both views are merged, the innermost
 remaining axes become one 2-D copy, and the outer axes are walked in Python. Two views of
-host-only memory are copied by NumPy, without a stream.
+host-only memory are copied by NumPy, without a stream. Two contiguous views of device memory
+on two devices are copied as one run of bytes (a peer copy where the pools do not grant the
+stream's device access); strided layouts across two devices are refused.
 """
 
 from __future__ import annotations
@@ -212,18 +214,38 @@ def copy_views(dst: Any, src: Any, stream: Any, allocator: Any, blocking: Any) -
     if not dst.is_device_accessible and not src.is_device_accessible:
         numpy.copyto(_host_array(dst, item), _host_array(src, item))
         return
-    if dst.is_device_accessible and src.is_device_accessible and dst.device_id >= 0 and src.device_id >= 0:
-        if dst.device_id != src.device_id and dst._dl_device_type == src._dl_device_type == 2:
-            raise ValueError(
-                f"device-to-device copies must stay on one device (destination {dst.device_id}, source {src.device_id})"
-            )
-    s = _resolve_stream(stream, dst, src)
     dstr = tuple(x * item for x in elem_strides(dst))
     sstr = tuple(x * item for x in elem_strides(src))
-    strided_copy(dst.ptr, dstr, src.ptr, sstr, tuple(dst.shape), item, s)
+    shape = tuple(dst.shape)
+    s = _resolve_stream(stream, dst, src)
+    if _on_two_devices(dst, src):
+        # Device memory of two devices: one contiguous run of bytes goes as a peer copy.
+        ns, ds, ss = _merge(shape, dstr, sstr)
+        if ns and not (len(ns) == 1 and ds[0] == ss[0] == item):
+            raise ValueError(
+                f"a copy between two devices (destination {dst.device_id}, source {src.device_id}) must be "
+                "between contiguous views; copy into a contiguous view on the source's device first"
+            )
+        if all(shape):
+            from ._memory._buffer_support import copy_across_devices
+
+            nbytes = item * (ns[0] if ns else 1)
+            copy_across_devices(dst.ptr, dst.device_id, src.ptr, src.device_id, nbytes, s)
+    else:
+        strided_copy(dst.ptr, dstr, src.ptr, sstr, shape, item, s)
     d2d = dst.is_device_accessible and src.is_device_accessible
     if blocking or (blocking is None and not d2d):
         s.sync()
+
+
+def _on_two_devices(dst: Any, src: Any) -> bool:
+    """Whether both views are plain device memory (DLPack kDLCUDA) of two different devices."""
+    return (
+        dst._dl_device_type == src._dl_device_type == 2
+        and dst.device_id >= 0
+        and src.device_id >= 0
+        and dst.device_id != src.device_id
+    )
 
 
 def _resolve_stream(stream: Any, dst: Any, src: Any) -> Any:

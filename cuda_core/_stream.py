@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "StreamOptions"]
 
+_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # 0, legacy, per-thread: the default-stream tokens
 _NON_BLOCKING = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
 _DEFAULT_FLAGS = int(driver.CUstream_flags.CU_STREAM_DEFAULT)
 _StreamHandle = backend.StreamHandle
@@ -198,7 +199,18 @@ class Stream:
 
     @classmethod
     def _legacy_default(cls, device: Device) -> Stream:
-        return cls._wrap(driver.CUstream(driver.CU_STREAM_LEGACY), device, device._ctx)
+        """``device.default_stream``: bound to the device's primary context once it has one
+        (a :class:`_DeviceDefaultStream`); before that, the token as it is (it then follows
+        whatever context is current, as :data:`LEGACY_DEFAULT_STREAM` does)."""
+        legacy = driver.CUstream(driver.CU_STREAM_LEGACY)
+        ctxh = device._ctxh
+        if ctxh is None:
+            return cls._wrap(legacy, device, None)
+        bound: Any = _DeviceDefaultStream._wrap(legacy, device, device._ctx)
+        bound._h = _borrow_handle(bound._int, ctxh, None)  # its context goes with it to the handle layer
+        bound._plain = plain = Stream._wrap(legacy, device, device._ctx)
+        plain._h = bound._h
+        return bound
 
     # -- facts --------------------------------------------------------------------------------
 
@@ -374,16 +386,18 @@ class Stream:
             return
         self._live()
         other = as_stream(event_or_stream, "event_or_stream")
-        if other._int == self._int:
+        if other._int == self._int and (other._int > _LAST_TOKEN or other._ctx is self._ctx):
             return
-        flags = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+        # An event made in *other*'s context and recorded on it (a stream of another device
+        # takes only events of its own context), which this stream then waits for: a stream may
+        # wait for an event of any device. A plain default-stream token is recorded in this
+        # stream's context. Waiting captures the record, so the event is given back at once.
         with self._owning_device()._scope():
-            ev = handle_return(driver.cuEventCreate(flags), "cuEventCreate")
-            try:
-                handle_return(driver.cuEventRecord(ev, other._live()), "cuEventRecord")
-                handle_return(driver.cuStreamWaitEvent(self._live(), ev, 0), "cuStreamWaitEvent")
-            finally:
-                handle_return(driver.cuEventDestroy(ev), "cuEventDestroy")
+            ev = other.record()
+        try:
+            self._h.wait(ev._h)
+        finally:
+            ev.close()
 
     def _owning_device(self) -> Device:
         dev = self.device
@@ -421,6 +435,46 @@ class Stream:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _DeviceDefaultStream(Stream):
+    """``Device.default_stream`` of a device with a context: its primary context's legacy
+    default stream, whatever context is current on the calling thread.
+
+    The driver names the legacy default stream of every context with one token
+    (``CU_STREAM_LEGACY``), which means "the current context's". So that work queued here runs
+    on this device (also from a thread where another device is current), each operation makes
+    the device's context current for the call and restores the caller's: the methods below;
+    launches (``launch`` runs the plain twin ``_plain`` inside the scope); allocations, frees,
+    copies and fills (their context goes with the stream: ``_ctx``, and the handle's ``ctx``).
+    """
+
+    __slots__ = ("_plain",)
+
+    _plain: Stream  # the same stream as a plain Stream, for calls made with the context current
+
+    def sync(self) -> None:
+        """Block the calling thread until all work queued on the stream is done."""
+        with self._device._scope():  # type: ignore[union-attr]
+            Stream.sync(self)
+
+    def record(self, event: Event | None = None, options: EventOptions | dict | None = None) -> Event:
+        """Record *event* (a new one made with *options* if none is given) on this stream."""
+        with self._device._scope():  # type: ignore[union-attr]
+            return Stream.record(self, event, options)
+
+    def wait(self, event_or_stream: Any) -> None:
+        """Make later work on this stream wait for an event, or for all work now on another stream."""
+        with self._device._scope():  # type: ignore[union-attr]
+            Stream.wait(self, event_or_stream)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _DeviceDefaultStream):  # one token, but two devices' streams
+            return int(self._ctx) == int(other._ctx) and (self._handle is None) == (other._handle is None)  # type: ignore[arg-type]
+        return Stream.__eq__(self, other)
+
+    def __hash__(self) -> int:
+        return Stream.__hash__(self)
 
 
 _CUstream = driver.CUstream

@@ -159,6 +159,7 @@ def test_index_toctree_lists_the_pages():
         "green_contexts",
         "memory",
         "ipc",
+        "multi_gpu",
         "compiling",
         "launching",
         "interop",

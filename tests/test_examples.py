@@ -88,17 +88,21 @@ def test_judge_rules():
     assert judge("x.py", 3, "missing requirement [numpy]: numpy\n", "").startswith("skip:")
 
 
-@pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
-def test_example_runs(script: Path):
+def _run(script: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     timeout = TIMEOUTS.get(script.name, 120)
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             [sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"{script.name} ran past {timeout} s\nstdout:\n{exc.stdout}\nstderr:\n{exc.stderr}")
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_runs(script: Path):
+    proc = _run(script)
     verdict = judge(script.name, proc.returncode, proc.stdout, proc.stderr)
     if verdict is None:
         return
@@ -106,3 +110,16 @@ def test_example_runs(script: Path):
     if kind == "skip":
         pytest.skip(reason)
     pytest.fail(f"{reason}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+
+
+@pytest.mark.gpu
+def test_multi_gpu_reduction_uses_every_gpu():
+    """The reduction example splits over every visible GPU and says when there is only one."""
+    proc = _run(ROOT / "examples" / "multi_gpu_reduction.py")
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    n = gpu_count()
+    for i in range(n):
+        assert f"device {i} (" in proc.stdout, proc.stdout
+    assert f"device {n} (" not in proc.stdout
+    assert ("only one GPU is visible" in proc.stdout) == (n == 1)
+    assert f"{n} GPU(s): sum of squares" in proc.stdout

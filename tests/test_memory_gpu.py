@@ -23,7 +23,6 @@ from cuda_core import (
     PinnedMemoryResource,
     SynchronousMemoryResource,
 )
-from tests.helpers import gpu_count
 from tests.helpers.kernels import compile_kernel
 
 pytestmark = pytest.mark.gpu
@@ -429,32 +428,6 @@ def test_soak_100k_allocate_close(dev):
     print(f"100k x 1 MiB allocate+close: {elapsed:.2f} s")
     mr.close()
     s.close()
-
-
-@pytest.mark.skipif(gpu_count() < 2, reason="peer access needs two GPUs")
-def test_peer_accessible_by(dev, stream):
-    mr = DeviceMemoryResource(dev, DeviceMemoryResourceOptions())
-    other = Device(1 if dev.device_id == 0 else 0)
-    assert mr.peer_accessible_by == ()
-    mr.peer_accessible_by = [other]
-    assert mr.peer_accessible_by == (other.device_id,)
-    b = mr.allocate(4096, stream=stream)
-    b.fill(0x77, stream=stream)
-    stream.sync()
-    other.set_current()
-    s2 = other.create_stream()
-    peer = DeviceMemoryResource(other).allocate(4096, stream=s2)
-    peer.copy_from(b, stream=s2)
-    out = bytearray(4096)
-    peer.copy_to(out, stream=s2)
-    assert bytes(out) == b"\x77" * 4096
-    peer.close()
-    s2.close()
-    dev.set_current()
-    mr.peer_accessible_by = []
-    assert mr.peer_accessible_by == ()
-    b.close()
-    mr.close()
 
 
 def test_buffer_protocol_on_pinned_memory(dev, stream):

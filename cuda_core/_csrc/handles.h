@@ -17,6 +17,9 @@
 #define CC_EVENT_POOL_CAP 64
 #define CC_EVENT_INTERPROCESS 0x4 /* CU_EVENT_INTERPROCESS: such an event is never pooled */
 #define CC_STREAM_LEGACY ((void *)(uintptr_t)1)
+/* The default-stream tokens: NULL, CU_STREAM_LEGACY (1) and CU_STREAM_PER_THREAD (2) name the
+ * default stream of whichever context is current on the calling thread. */
+#define CC_IS_TOKEN(stream) ((uintptr_t)(stream) <= 2)
 
 #if PY_VERSION_HEX >= 0x030D0000
 #define CC_FINALIZING() Py_IsFinalizing()

@@ -71,21 +71,25 @@ free_legacy_nogil(unsigned long long ptr, void *ctx, const char **api)
     return st != CC_SUCCESS ? st : pst;
 }
 
-/* Without the GIL: cuMemFreeAsync on stream; on failure (and with ctx) once more, ctx current
- * (a default-stream token needs it). */
+/* Without the GIL: cuMemFreeAsync on stream. A default-stream token with ctx is freed with ctx
+ * current (the token names the stream of whichever context is current: another device's, on a
+ * thread where that one is); a real stream is tried as it is, then (with ctx) once more with ctx
+ * current. */
 static int
 free_on_stream_nogil(unsigned long long ptr, void *stream, void *ctx, const char **api)
 {
     *api = "cuMemFreeAsync";
-    int st = cc_driver.mem_free_async(ptr, stream);
-    if (st == CC_SUCCESS || ctx == NULL) {
-        return st;
+    if (ctx == NULL || !CC_IS_TOKEN(stream)) {
+        int st = cc_driver.mem_free_async(ptr, stream);
+        if (st == CC_SUCCESS || ctx == NULL) {
+            return st;
+        }
     }
     int pushed, pst = cc_push_nogil(ctx, &pushed, api);
     if (pst != CC_SUCCESS) {
         return pst;
     }
-    st = cc_driver.mem_free_async(ptr, stream);
+    int st = cc_driver.mem_free_async(ptr, stream);
     pst = cc_pop_nogil(pushed, api);
     if (st != CC_SUCCESS) {
         *api = "cuMemFreeAsync";
@@ -305,20 +309,23 @@ PyTypeObject cc_Allocation_Type = {
     .tp_finalize = alloc_finalize,
 };
 
-/* Without the GIL: cuMemAllocFromPoolAsync; on failure (and with ctx) once more, ctx current. */
+/* Without the GIL: cuMemAllocFromPoolAsync, with ctx current for a default-stream token (as in
+ * free_on_stream_nogil); a real stream is tried as it is, then (with ctx) once more, ctx current. */
 static int
 alloc_from_pool_nogil(unsigned long long *ptr, size_t size, void *pool, void *stream, void *ctx, const char **api)
 {
     *api = "cuMemAllocFromPoolAsync";
-    int st = cc_driver.mem_alloc_from_pool_async(ptr, size, pool, stream);
-    if (st == CC_SUCCESS || ctx == NULL) {
-        return st;
+    if (ctx == NULL || !CC_IS_TOKEN(stream)) {
+        int st = cc_driver.mem_alloc_from_pool_async(ptr, size, pool, stream);
+        if (st == CC_SUCCESS || ctx == NULL) {
+            return st;
+        }
     }
     int pushed, pst = cc_push_nogil(ctx, &pushed, api);
     if (pst != CC_SUCCESS) {
         return pst;
     }
-    st = cc_driver.mem_alloc_from_pool_async(ptr, size, pool, stream);
+    int st = cc_driver.mem_alloc_from_pool_async(ptr, size, pool, stream);
     pst = cc_pop_nogil(pushed, api);
     if (st != CC_SUCCESS) {
         *api = "cuMemAllocFromPoolAsync";

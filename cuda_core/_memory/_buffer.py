@@ -385,6 +385,7 @@ class Buffer:
         if options is not None:
             copy_with_options(dst, self, s, options, "Buffer.copy_to")
             return dst
+        tried = False
         if dst.__class__ is Buffer and dst._size == self._size and dst._ptr is not None and s._int > _LAST_TOKEN \
                 and self._size:
             # The common case in one call: a real stream carries its context.
@@ -392,9 +393,9 @@ class Buffer:
                 s._h.memcpy(dst._ptr, ptr, self._size)
                 return dst
             except CUDAError:
-                pass  # retried below with the stream's context current, which reports the error
+                tried = True  # a peer copy, or an error reported with the stream's context current
         if isinstance(dst, Buffer):
-            return copy_between(dst, self, s)
+            return copy_between(dst, self, s, tried)
         addr, n, keep = host_address(dst, "dst", True)
         if n != self._size:
             raise ValueError(f"dst must have the size of the source ({self._size} bytes) (got {n} bytes)")
@@ -438,6 +439,7 @@ class Buffer:
         if options is not None:
             copy_with_options(self, src, s, options, "Buffer.copy_from")
             return
+        tried = False
         if src.__class__ is Buffer and src._size == self._size and src._ptr is not None and s._int > _LAST_TOKEN \
                 and self._size:
             # The common case in one call: a real stream carries its context.
@@ -445,9 +447,9 @@ class Buffer:
                 s._h.memcpy(ptr, src._ptr, self._size)
                 return
             except CUDAError:
-                pass  # retried below with the stream's context current, which reports the error
+                tried = True  # a peer copy, or an error reported with the stream's context current
         if isinstance(src, Buffer):
-            copy_between(self, src, s)
+            copy_between(self, src, s, tried)
             return
         addr, n, keep = host_address(src, "src", False)
         if n != self._size:

@@ -19,6 +19,7 @@ from ._resource import MemoryResource, in_context
 __all__: list[str] = []  # private module
 
 _cuMemcpyAsync = driver.cuMemcpyAsync
+_cuMemcpyPeerAsync = driver.cuMemcpyPeerAsync
 _cuMemcpyHtoDAsync = driver.cuMemcpyHtoDAsync
 _cuMemcpyDtoHAsync = driver.cuMemcpyDtoHAsync
 _cuStreamSynchronize = driver.cuStreamSynchronize
@@ -194,8 +195,14 @@ def host_copy(unified: bool, to_host: bool, dst: int, src: int, n: int, s: Any) 
     sync_stream(s, ctx)
 
 
-def copy_between(dst: Any, src: Any, s: Any) -> Any:
-    """Queue a copy of Buffer ``src`` into Buffer ``dst`` (open, same size) on stream ``s``."""
+def copy_between(dst: Any, src: Any, s: Any, tried: bool = False) -> Any:
+    """Queue a copy of Buffer ``src`` into Buffer ``dst`` (open, same size) on stream ``s``.
+
+    A unified-address ``cuMemcpyAsync`` first (``tried``: the caller's failed already); where
+    the driver refuses it for device memory of two devices, or of another device than the
+    stream's (pools that do not grant the stream's device access), ``cuMemcpyPeerAsync``
+    between the devices' primary contexts.
+    """
     dptr = dst._ptr
     sptr = src._ptr
     if dptr is None or sptr is None:
@@ -203,9 +210,76 @@ def copy_between(dst: Any, src: Any, s: Any) -> Any:
     n = src._size
     if dst._size != n:
         raise ValueError(f"dst must have the size of the source ({n} bytes) (got {dst._size} bytes)")
-    if n:
-        device_copy(dptr, sptr, n, s)
+    if not n:
+        return dst
+    error = None
+    if not tried:
+        try:
+            device_copy(dptr, sptr, n, s)
+            return dst
+        except CUDAError as exc:
+            error = exc
+    try:
+        pair = peer_devices(dst._pointer_attrs(), src._pointer_attrs(), stream_device_id(s))
+    except CUDAError:  # the stream's device is unknown (a token with no context current)
+        pair = None
+    if pair is not None:
+        peer_copy(dptr, pair[0], sptr, pair[1], n, s)
+    elif error is not None:
+        raise error
+    else:
+        device_copy(dptr, sptr, n, s)  # reports the driver's error, with the context current
     return dst
+
+
+def stream_device_id(s: Any) -> int:
+    """The ordinal of the device stream ``s`` belongs to (the current one for a plain token)."""
+    dev = s._device
+    return int((dev if dev is not None else s.device)._id)
+
+
+def peer_devices(dst: tuple[int, bool, bool, bool], src: tuple[int, bool, bool, bool], stream_dev: int) -> tuple[int, int] | None:
+    """``(dst device, src device)`` when a copy between the memory described by the pointer
+    attributes ``dst`` and ``src`` (``Buffer._pointer_attrs()``) is a peer copy: both are
+    device memory (neither host-accessible nor managed) and they are on two devices, or on
+    another device than the stream's. ``None`` for every other copy."""
+    dd, _, dhost, dmanaged = dst
+    sd, _, shost, smanaged = src
+    if dd < 0 or sd < 0 or dhost or shost or dmanaged or smanaged:
+        return None
+    if dd == sd == stream_dev:
+        return None
+    return dd, sd
+
+
+def peer_copy(dst: int, dst_dev: int, src: int, src_dev: int, n: int, s: Any) -> None:
+    """Queue ``cuMemcpyPeerAsync`` of ``n`` bytes from device ``src_dev``'s memory at ``src``
+    to device ``dst_dev``'s at ``dst`` on stream ``s`` (between the primary contexts)."""
+    from .._device import Device  # memory is built above devices
+
+    dctx = Device(dst_dev)._primary_ctx()
+    sctx = Device(src_dev)._primary_ctx()
+    h = live_handle(s)
+    ctx = s._ctx
+    if ctx is None:
+        ctx = stream_context(s)
+    r = on_stream(s, ctx, _cuMemcpyPeerAsync, dst, dctx, src, sctx, n, h)
+    if r[0]:
+        raise_status(
+            r[0],
+            "cuMemcpyPeerAsync",
+            f"copying {n} bytes from device {src_dev} to device {dst_dev} on a stream of device "
+            f"{stream_device_id(s)}",
+        )
+
+
+def copy_across_devices(dst: int, dst_dev: int, src: int, src_dev: int, n: int, s: Any) -> None:
+    """Queue a copy of ``n`` bytes between device memory of two devices on stream ``s``: direct
+    (``cuMemcpyAsync``) where the pools grant access, else ``cuMemcpyPeerAsync``."""
+    try:
+        device_copy(dst, src, n, s)
+    except CUDAError:
+        peer_copy(dst, dst_dev, src, src_dev, n, s)
 
 
 def device_copy(dst: int, src: int, n: int, s: Any) -> None:

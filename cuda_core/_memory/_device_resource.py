@@ -9,14 +9,8 @@ from typing import Any
 from cuda.bindings import driver
 
 from .._utils import arg_error, check_or_create_options, ensure_driver, handle_return
-from ._pool import (
-    _PoolResource,
-    check_bool,
-    check_max_size,
-    create_pool,
-    device_count,
-    set_access,
-)
+from ._peer import PeerAccessibleBySetProxy, replace_peer_access
+from ._pool import _PoolResource, check_bool, check_max_size, create_pool
 from ._resource import MemoryResource
 
 __all__ = ["DeviceMemoryResource", "DeviceMemoryResourceOptions"]
@@ -96,7 +90,6 @@ class DeviceMemoryResource(_PoolResource):
     def __init__(self, device_id: Any, options: DeviceMemoryResourceOptions | dict | None = None) -> None:
         dev = _device_of(device_id)
         self._device = dev
-        self._peers: tuple[int, ...] = ()
         if options is None:
             ensure_driver()
             pool = handle_return(driver.cuDeviceGetMemPool(dev._cu_device), "cuDeviceGetMemPool")
@@ -107,7 +100,7 @@ class DeviceMemoryResource(_PoolResource):
             return
         opts = check_or_create_options(DeviceMemoryResourceOptions, options, "options")
         pool = create_pool(_PINNED, _LOC_DEVICE, dev._id, opts.max_size, opts.ipc_enabled)
-        self._init_pool(pool, True, dev._id, ipc=opts.ipc_enabled)
+        self._init_pool(pool, True, dev._id, ipc=opts.ipc_enabled, peers=True)
 
     @property
     def is_device_accessible(self) -> bool:
@@ -127,29 +120,43 @@ class DeviceMemoryResource(_PoolResource):
     # -- peer access ----------------------------------------------------------------------------
 
     @property
-    def peer_accessible_by(self) -> tuple[int, ...]:
-        """Ordinals of other devices granted read-write access to this pool's memory.
+    def peer_accessible_by(self) -> PeerAccessibleBySetProxy:
+        """The other devices whose kernels and copies can read and write this pool's memory.
 
-        Set it to an iterable of :class:`Device` or ordinals; devices added get access,
-        devices removed lose it (``cuMemPoolSetAccess``). The owning device is ignored.
+        A live set-like view of :class:`Device` objects (see
+        :class:`~cuda_core._memory._peer.PeerAccessibleBySetProxy`): every read asks the driver
+        (``cuMemPoolGetAccess``), so all resources over the same pool agree; ``add``,
+        ``discard``, ``update``, ``clear`` and ``|=``/``-=``/``&=``/``^=`` change it with one
+        ``cuMemPoolSetAccess`` each. Elements may be given as Devices or ordinals; the owning
+        device is never listed and is ignored when given. Access covers every allocation of
+        the pool, past and future.
+
+        Assign an iterable of Devices or ordinals to grant exactly those devices access (and
+        revoke it from the others) in one driver call; assign ``[]`` to revoke all.
+
+        Raises
+        ------
+        ValueError
+            A device cannot reach this device's memory (``Device(i).can_access_peer(owner)``
+            is false), or an ordinal is out of range.
+        TypeError
+            The value assigned is not an iterable of Devices or ordinals.
+        RuntimeError
+            The resource is closed.
+
+        Examples
+        --------
+        >>> mr = DeviceMemoryResource(0)
+        >>> mr.peer_accessible_by = [1]          # device 1 may use device 0's pool
+        >>> Device(1) in mr.peer_accessible_by and 1 in mr.peer_accessible_by
+        True
+        >>> mr.peer_accessible_by.discard(1)     # or: mr.peer_accessible_by = []
         """
-        return self._peers
+        return PeerAccessibleBySetProxy(self)
 
     @peer_accessible_by.setter
     def peer_accessible_by(self, devices: Iterable[Any]) -> None:
-        pool = self._live_pool()
-        wanted = set()
-        n = device_count()
-        for d in devices:
-            i = int(d)
-            if isinstance(d, bool) or not 0 <= i < n:
-                raise arg_error("peer_accessible_by", f"devices or ordinals in [0, {n})", d)
-            if i != self._dev_id:
-                wanted.add(i)
-        current = set(self._peers)
-        set_access(pool, sorted(wanted - current), readwrite=True)
-        set_access(pool, sorted(current - wanted), readwrite=False)
-        self._peers = tuple(sorted(wanted))
+        replace_peer_access(self, devices)
 
     # -- IPC ------------------------------------------------------------------------------------
 

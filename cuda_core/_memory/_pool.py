@@ -40,16 +40,21 @@ def _destroy_pool(pool: Any) -> None:
 
 
 class _PoolHolder:
-    """Owns only the raw CUmemoryPool handle (for the resource's finalizer)."""
+    """Owns only the raw CUmemoryPool handle (for the resource's finalizer), and the ordinal of
+    the device whose memory it holds where its peer access is to be revoked before it is
+    destroyed (``-1``: none)."""
 
-    __slots__ = ("pool",)
+    __slots__ = ("owner", "pool")
 
-    def __init__(self, pool: Any) -> None:
+    def __init__(self, pool: Any, owner: int = -1) -> None:
         self.pool = pool
+        self.owner = owner
 
     def __call__(self) -> None:
         pool, self.pool = self.pool, None
         if pool is not None:
+            if self.owner >= 0:
+                revoke_peer_access(pool, self.owner)
             _destroy_pool(pool)
 
 
@@ -151,7 +156,9 @@ class _PoolResource(MemoryResource):
     _alloc_pool: int  # the pool's address while it can allocate; 0 when closed or mapped
     _uuid: Any  # uuid.UUID of an IPC-enabled resource (see uuid), else None
 
-    def _init_pool(self, pool: Any, owned: bool, dev_id: int, *, ipc: bool = False, mapped: bool = False) -> None:
+    def _init_pool(
+        self, pool: Any, owned: bool, dev_id: int, *, ipc: bool = False, mapped: bool = False, peers: bool = False
+    ) -> None:
         self._pool = pool
         self._pool_int = int(pool) if pool is not None else 0
         self._owned = owned
@@ -164,7 +171,9 @@ class _PoolResource(MemoryResource):
         if ipc and not mapped:
             self._uuid = _registry.new_exporter(self)
         if owned:
-            self._fin = weakref.finalize(self, _PoolHolder(pool))
+            # ``peers``: a device pool whose peer access the resource manages is cleared before
+            # it is destroyed (the driver may hand the handle out again with the old access).
+            self._fin = weakref.finalize(self, _PoolHolder(pool, dev_id if peers and not mapped else -1))
             self._fin.atexit = False
         else:
             self._fin = None
@@ -435,34 +444,71 @@ def current_pool(alloc_type: Any, loc_type: int, loc_id: int) -> driver.CUmemory
     return handle_return(driver.cuMemGetMemPool(make_location(loc_type, loc_id), alloc_type), "cuMemGetMemPool")
 
 
+_RW = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+_NO_ACCESS = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_NONE
+_LOC_DEVICE = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE)
+
+
+def has_access(pool: Any, device_id: int) -> bool:
+    """Whether device ``device_id`` can read and write the pool's memory (``cuMemPoolGetAccess``)."""
+    err, flags = driver.cuMemPoolGetAccess(pool, make_location(_LOC_DEVICE, device_id))
+    if err:
+        raise make_error(err, "cuMemPoolGetAccess", f"querying device {device_id}'s access to a memory pool")
+    return flags == _RW
+
+
 def lacking_access(pool: Any, device_ids: list[int]) -> list[int]:
     """The devices of ``device_ids`` that cannot yet read and write the pool's memory."""
-    rw = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-    loc_device = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE)
     out = []
     for d in device_ids:
-        err, flags = driver.cuMemPoolGetAccess(pool, make_location(loc_device, d))
-        if err or flags != rw:
+        err, flags = driver.cuMemPoolGetAccess(pool, make_location(_LOC_DEVICE, d))
+        if err or flags != _RW:
             out.append(d)
     return out
 
 
-def set_access(pool: Any, device_ids: list[int], readwrite: bool = True) -> None:
-    """Grant (or revoke) access to a pool from devices."""
-    if not device_ids:
-        return
-    flags = (
-        driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-        if readwrite
-        else driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_NONE
-    )
+def set_access(pool: Any, device_ids: list[int], readwrite: bool = True, revoke: list[int] | tuple[int, ...] = ()) -> None:
+    """Grant (``readwrite``) or revoke access to a pool from the devices ``device_ids``, and
+    revoke it from the devices ``revoke``: one ``cuMemPoolSetAccess`` for all of them (the
+    driver updates the mappings of every allocation at once)."""
+    grant = _RW if readwrite else _NO_ACCESS
     descs = []
-    for d in device_ids:
-        desc = driver.CUmemAccessDesc()
-        desc.location = make_location(int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE), d)
-        desc.flags = flags
-        descs.append(desc)
-    handle_return(driver.cuMemPoolSetAccess(pool, descs, len(descs)), "cuMemPoolSetAccess")
+    for flags, ids in ((grant, device_ids), (_NO_ACCESS, revoke)):
+        for d in ids:
+            desc = driver.CUmemAccessDesc()
+            desc.location = make_location(_LOC_DEVICE, d)
+            desc.flags = flags
+            descs.append(desc)
+    if descs:
+        handle_return(driver.cuMemPoolSetAccess(pool, descs, len(descs)), "cuMemPoolSetAccess")
+
+
+def revoke_peer_access(pool: Any, owner: int) -> None:
+    """Revoke every other device's access to a device pool that is about to be destroyed, so
+    that a pool the driver makes later with the same handle does not start out shared; never
+    raises (a finalizer calls it).
+
+    Only a pool with no memory in use is changed: the driver destroys a pool only once its
+    last allocation is freed, and a buffer still open (or a free still queued) may be in use
+    by a peer. One request per device: the driver checks a request as a whole and refuses all
+    of it for one device it cannot change.
+    """
+    try:
+        err, used = driver.cuMemPoolGetAttribute(pool, _PA.CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
+        if err or int(used):
+            return
+        count = int(driver.cuDeviceGetCount()[1])
+        for d in range(count):
+            if d == owner:
+                continue
+            err, flags = driver.cuMemPoolGetAccess(pool, make_location(_LOC_DEVICE, d))
+            if not err and flags != _NO_ACCESS:
+                desc = driver.CUmemAccessDesc()
+                desc.location = make_location(_LOC_DEVICE, d)
+                desc.flags = _NO_ACCESS
+                driver.cuMemPoolSetAccess(pool, [desc], 1)
+    except Exception:  # interpreter exit / driver gone: nothing to do
+        pass
 
 
 def check_max_size(value: Any) -> int:
@@ -475,6 +521,7 @@ def check_bool(name: str, value: Any) -> bool:
 
 
 def device_count() -> int:
-    ensure_driver()
-    return int(handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount"))
+    from .._device import _get_device_count  # memory is built above devices
+
+    return _get_device_count()
 
