@@ -116,7 +116,7 @@ from cuda.bindings import driver
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 _CUcontext = driver.CUcontext
 _CUstream = driver.CUstream
