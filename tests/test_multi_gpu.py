@@ -153,8 +153,19 @@ def host_ints(buf: Any, stream: Any) -> np.ndarray:
 
 
 def pointer_device(buf: Any) -> int:
-    attr = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
-    return int(handle_return(driver.cuPointerGetAttribute(attr, buf.handle), "cuPointerGetAttribute"))
+    """The device whose pool ``buf`` came from, asked of the driver through the pointer.
+
+    Not ``CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL``: on driver 580 it reads 0 for pool memory of
+    every device (seen on two H200s); the pool handle of the pointer is what tells.
+    """
+    attr = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE
+    pool = int(handle_return(driver.cuPointerGetAttribute(attr, buf.handle), "cuPointerGetAttribute"))
+    owners = [
+        i for i in range(gpu_count())
+        if int(handle_return(driver.cuDeviceGetMemPool(i), "cuDeviceGetMemPool")) == pool
+    ]
+    assert len(owners) == 1, f"pool 0x{pool:x} of {buf!r} belongs to devices {owners}"
+    return owners[0]
 
 
 def two_devices() -> tuple[Device, Device]:

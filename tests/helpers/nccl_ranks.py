@@ -8,6 +8,7 @@ so they are stopped). The ``rank_*`` functions assert on the data they read back
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing
 import queue as _queue
 import socket
@@ -44,11 +45,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _entry(target: Callable[..., Any], rank: int, world: int, port: int, out: Any, args: tuple[Any, ...]) -> None:
+def _entry(target: Callable[..., Any], rank: int, world: int, port: int, out: Any, args: tuple[Any, ...],
+           dump_after: float) -> None:
+    # A rank stuck in NCCL is killed by run_ranks; dump its stacks first so the failure says where.
+    faulthandler.dump_traceback_later(dump_after, exit=False)
     try:
         out.put((rank, True, target(rank, world, port, *args)))
     except BaseException:
         out.put((rank, False, traceback.format_exc()))
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def run_ranks(target: Callable[..., Any], world: int, *args: Any, procs: int | None = None, timeout: float = 180.0) -> list[Any]:
@@ -62,7 +68,8 @@ def run_ranks(target: Callable[..., Any], world: int, *args: Any, procs: int | N
     out = ctx.Queue()
     port = free_port()
     n = world if procs is None else procs
-    ps = [ctx.Process(target=_entry, args=(target, r, world, port, out, args)) for r in range(n)]
+    dump_after = max(1.0, timeout - 10.0)
+    ps = [ctx.Process(target=_entry, args=(target, r, world, port, out, args, dump_after)) for r in range(n)]
     for p in ps:
         p.start()
     results: dict[int, tuple[bool, Any]] = {}
