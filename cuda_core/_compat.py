@@ -14,9 +14,10 @@ cuda_core runs on ``cuda-bindings`` 12.9.3 or newer 12.x (extra ``cu12``) and on
   ``cuGraphRemoveDependencies``, ``cuStreamUpdateCaptureDependencies`` (an edge-data argument),
   ``cuStreamGetCaptureInfo``, ``cuGraphGetEdges``, ``cuGraphNodeGetDependencies``,
   ``cuGraphNodeGetDependentNodes`` (an edge-data item in the result) and ``cuMemcpyBatchAsync``
-  (no ``failIdx`` in the result). On 12.x they call the form every 12.x driver has where no
-  edge data or NUMA location is given, else the ``_v2``/``_v4`` form, after checking the
-  driver is new enough for it.
+  (no ``failIdx`` in the result); ``cuDeviceGetUuid`` and ``cuEventElapsedTime`` are the
+  ``_v2`` calls in 13.x, and so on 12.x (the latter where the driver has it, 12.8+). On 12.x
+  they call the form every 12.x driver has where no edge data or NUMA location is given, else
+  the ``_v2``/``_v4`` form, after checking the driver is new enough for it.
 * **Calls newer than CUDA 12.0** (:data:`SINCE`: the CUDA version that introduced each one
   cuda_core uses, from the ``PFN_<name>_v<version>`` typedefs of ``cudaTypedefs.h``) check the
   driver's version on their first call; **calls only 13.x binds** raise on 12.x. Both raise
@@ -339,6 +340,22 @@ def _memcpy_batch(*args: Any) -> Any:
     return (_drv.cuMemcpyBatchAsync(*args)[0],)  # 12.x adds failIdx
 
 
+def _device_uuid(dev: Any) -> Any:
+    return _drv.cuDeviceGetUuid_v2(dev)  # what 13.x's cuDeviceGetUuid is (MIG UUIDs in MIG mode)
+
+
+def _elapsed_time(hStart: Any, hEnd: Any) -> Any:
+    # 13.x's cuEventElapsedTime is 12.8's _v2 (the same times; it does not report errors of
+    # pending work). Chosen on the first call, when the driver can be asked.
+    try:
+        v2 = driver_version() >= (12, 8)
+    except CUDADriverNotFoundError:
+        v2 = False
+    fn = _drv.cuEventElapsedTime_v2 if v2 else _drv.cuEventElapsedTime
+    _module.cuEventElapsedTime = fn
+    return fn(hStart, hEnd)
+
+
 _SHIMS: dict[str, Callable[..., Any]] = {
     "cuCtxCreate": _ctx_create,
     "cuMemAdvise": _mem_advise,
@@ -352,6 +369,8 @@ _SHIMS: dict[str, Callable[..., Any]] = {
     "cuGraphNodeGetDependencies": _node_deps,
     "cuGraphNodeGetDependentNodes": _node_dependents,
     "cuMemcpyBatchAsync": _memcpy_batch,
+    "cuDeviceGetUuid": _device_uuid,
+    "cuEventElapsedTime": _elapsed_time,
 }
 """The 13.x form of each call whose Python form changed in 13.0, written for 12.x."""
 for _name, _fn in _SHIMS.items():

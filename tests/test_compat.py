@@ -141,6 +141,8 @@ FORMS_13 = {
     "cuGraphGetEdges": ["hGraph", "numEdges"],
     "cuGraphNodeGetDependencies": ["hNode", "numDependencies"],
     "cuGraphNodeGetDependentNodes": ["hNode", "numDependentNodes"],
+    "cuDeviceGetUuid": ["dev"],
+    "cuEventElapsedTime": ["hStart", "hEnd"],
 }
 
 
