@@ -352,7 +352,7 @@ def _elapsed_time(hStart: Any, hEnd: Any) -> Any:
     except CUDADriverNotFoundError:
         v2 = False
     fn = _drv.cuEventElapsedTime_v2 if v2 else _drv.cuEventElapsedTime
-    _module.cuEventElapsedTime = fn
+    vars(_module)["cuEventElapsedTime"] = fn  # later look-ups get the call itself
     return fn(hStart, hEnd)
 
 

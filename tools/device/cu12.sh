@@ -39,8 +39,12 @@ shopt -s nullglob
 wheels=(.whl/cuda_bindings-12.9.*-cp312-*.whl .whl/cuda_pathfinder-*.whl)
 [ ${#wheels[@]} -eq 2 ] || fail_setup "carry .whl with the cuda-bindings 12.9 cp312 wheel and the cuda-pathfinder wheel (found: ${wheels[*]:-none})"
 [ -d .devcarry/cu12 ] || fail_setup "carry .devcarry/cu12 (python tools/precompile_cu12.py in a cu12 environment)"
-python3 -m pip install --quiet --no-deps --no-index --target "$WORK/site" "${wheels[@]}" >> "$LOG/setup.txt" 2>&1 \
-    || fail_setup "pip could not install ${wheels[*]}"
+if ! python3 -m pip install --quiet --no-deps --no-index --target "$WORK/site" "${wheels[@]}" >> "$LOG/setup.txt" 2>&1; then
+    # No pip: a wheel of these (no scripts, no data) installs by unpacking it.
+    echo "pip failed; unpacking the wheels instead" >> "$LOG/setup.txt"
+    python3 -c 'import sys, zipfile; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in sys.argv[2:]]' \
+        "$WORK/site" "${wheels[@]}" >> "$LOG/setup.txt" 2>&1 || fail_setup "could not install ${wheels[*]}"
+fi
 export PYTHONPATH="$WORK/site:$ROOT"
 export CUDA_CORE_CACHE_DIR="$WORK/cache"
 python3 setup.py -q build_ext --inplace >> "$LOG/setup.txt" 2>&1 || fail_setup "the native backend did not build"
