@@ -22,11 +22,10 @@ import sys
 from collections.abc import Callable
 from typing import Any, cast
 
-from cuda.bindings import driver
-
 import cuda_core
 
 from . import _config
+from ._compat import driver
 from ._utils import handle_return
 
 __all__: list[str] = []  # a command, not an API

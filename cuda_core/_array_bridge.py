@@ -25,10 +25,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy
-from cuda.bindings import driver
 
 from . import _dlpack as _dl
 from ._backend import backend
+from ._compat import driver
 from ._interop_py import AMBIGUOUS
 from ._utils import ensure_driver, handle_return, raise_status
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy
-from cuda.bindings import driver
 
 from . import _dlpack as _dl
 from ._array_bridge import AMBIGUOUS
+from ._compat import driver
 from ._utils import handle_return
 
 __all__: list[str] = []  # private module

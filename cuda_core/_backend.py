@@ -18,8 +18,7 @@ import os
 import warnings
 from typing import Any
 
-from cuda.bindings import driver
-
+from ._compat import driver
 from ._logging import logger as _log
 
 __all__: list[str] = []  # private module

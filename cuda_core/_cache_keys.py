@@ -22,10 +22,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import cuda.bindings
-from cuda.bindings import driver
-
 from ._cache_paths import stamp_dir
+from ._compat import BINDINGS_TEXT, driver
 from ._compilers import nvjitlink_available, nvrtc_version_cached, require
 from ._utils import ensure_driver, handle_return
 
@@ -78,7 +76,7 @@ def _loaded_path(lib: str) -> str:
 def _env_identity() -> bytes:
     parts = [
         sys.prefix,
-        getattr(cuda.bindings, "__version__", "?"),
+        BINDINGS_TEXT,
         os.environ.get("LD_LIBRARY_PATH", ""),
         os.environ.get("CUDA_HOME", ""),
         os.environ.get("CUDA_PATH", ""),

@@ -19,8 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from cuda.bindings import driver
-
+from ._compat import driver
 from ._lifetime import immortal
 from ._utils import handle_return
 

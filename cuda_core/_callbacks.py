@@ -25,10 +25,9 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
-from cuda.bindings import driver
-
 from . import _backend
 from . import _callback_table as _table
+from ._compat import driver
 from ._utils import arg_error, ensure_driver, handle_return, raise_status
 
 __all__: list[str] = []  # private module; Stream.launch_host_func and GraphBuilder.callback are public

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._compat import BINDINGS_MAJOR, foreign_compiler, install_hint
 from ._errors import CompilerLibraryNotFoundError, _LinkerNotFoundError
 from ._logging import logger as _log
 from ._utils import nvrtc_version, run_once
@@ -24,19 +25,9 @@ _LIBRARIES = {
 _present: set[str] = set()
 
 
-def bindings_major() -> int:
-    """The major version of ``cuda-bindings`` (13 when it cannot be read)."""
-    try:
-        from cuda.bindings import __version__ as version
-
-        return int(str(version).split(".")[0])
-    except (ImportError, ValueError):
-        return 13
-
-
 def remedy() -> str:
     """The command that installs the compiler libraries matching ``cuda-bindings``."""
-    return f'pip install "cudacore[cu{bindings_major()}]"'
+    return install_hint(BINDINGS_MAJOR)
 
 
 def is_missing_library(exc: BaseException) -> bool:
@@ -61,11 +52,26 @@ def _probe(lib: str) -> None:
         nvvm.version()
 
 
+def _foreign(lib: str) -> str | None:
+    """Why the loaded *lib* is of a CUDA major cuda_core does not use here (``None``: usable).
+
+    libNVVM is not checked: its version is its IR version (2.0 under both majors)."""
+    if lib == "nvrtc":
+        major, minor = nvrtc_version()
+    elif lib == "nvjitlink":
+        from cuda.bindings import nvjitlink
+
+        major, minor = (int(v) for v in nvjitlink.version())
+    else:
+        return None
+    return foreign_compiler(f"{_LIBRARIES[lib][0].split(' (')[0]} {major}.{minor}", major)
+
+
 def library_not_found(lib: str, needed_by: str, exc: BaseException | None = None) -> CompilerLibraryNotFoundError:
     """The error for compiler library *lib* (``"nvrtc"``, ``"nvjitlink"``, ``"nvvm"``) missing."""
     what, soname = _LIBRARIES[lib]
     detail = str(exc).splitlines()[0] if exc is not None and str(exc) else ""
-    return CompilerLibraryNotFoundError(what, f"{soname}.{bindings_major()}", needed_by, remedy(), detail)
+    return CompilerLibraryNotFoundError(what, f"{soname}.{BINDINGS_MAJOR}", needed_by, remedy(), detail)
 
 
 def linker_not_found(needed_by: str) -> CompilerLibraryNotFoundError:
@@ -73,7 +79,7 @@ def linker_not_found(needed_by: str) -> CompilerLibraryNotFoundError:
     what, soname = _LIBRARIES["nvjitlink"]
     return _LinkerNotFoundError(
         what,
-        f"{soname}.{bindings_major()}",
+        f"{soname}.{BINDINGS_MAJOR}",
         f"{needed_by} (its fallback, the NVIDIA driver's linker, is missing too)",
         remedy(),
     )
@@ -93,6 +99,10 @@ def require(lib: str, needed_by: str) -> None:
             _log.debug("%s not found: %s", lib, exc)
             raise library_not_found(lib, needed_by, exc) from exc
         raise
+    why = _foreign(lib)
+    if why is not None:
+        _log.debug("%s not used: %s", lib, why)
+        raise library_not_found(lib, needed_by, RuntimeError(why))
     _present.add(lib)
     _log.debug("%s loaded", lib)
 
@@ -129,6 +139,9 @@ def nvjitlink_available() -> bool:
         from cuda.bindings import nvjitlink
 
         nvjitlink.version()
+        why = _foreign("nvjitlink")
+        if why is not None:
+            raise RuntimeError(why)
     except Exception as exc:
         _log.debug("nvJitLink not available (%s): the driver's linker will link", exc)
         return False

@@ -30,7 +30,8 @@ def show_config(mode: str = "stdout") -> dict[str, Any] | None:
 
     The report names cuda_core, Python, ``cuda-bindings``, the handle-layer backend (native
     or pure Python, why, and the rebuild command where one helps), the NVIDIA driver and
-    whether it suits the installed ``cuda-bindings``, every GPU with its key properties, what
+    whether it suits the installed ``cuda-bindings`` (the pairing: the bindings' major version,
+    the CUDA version the driver supports, and a verdict), every GPU with its key properties, what
     NVML says of each GPU (clocks, memory, power, temperature, NVLink) and the peer-to-peer
     matrix between the GPUs (or one line saying why NVML cannot be used), the
     NVRTC/nvJitLink/libNVVM versions (or the install command when one is missing), the compile
@@ -91,6 +92,7 @@ def collect() -> dict[str, Any]:
         "backend": backend_status(),
     }
     info["driver"] = _driver()
+    info["pairing"] = info["driver"].pop("pairing")
     info["gpus"] = _gpus(info["driver"]["device_count"])
     info["nvml"] = _nvml_report.collect()
     info["compilers"] = _compilers()
@@ -138,16 +140,17 @@ def backend_status() -> dict[str, Any]:
 
 def _driver() -> dict[str, Any]:
     from . import system
-    from ._compilers import bindings_major
+    from ._compat import pairing
     from ._errors import CUDADriverNotFoundError, CUDAError
 
     out: dict[str, Any] = {
         "found": False, "cuda_version": None, "cuda_major": None, "kernel_mode_version": None,
-        "device_count": 0, "error": None, "bindings_compatible": None, "verdict": "",
+        "device_count": 0, "error": None, "bindings_compatible": None, "verdict": "", "pairing": None,
     }  # fmt: skip
-    bmajor = bindings_major()
+    cuda: tuple[int, int] | None = None
     try:
         major, minor, *_ = system.get_driver_version_full()
+        cuda = (major, minor)
         out.update(found=True, cuda_version=f"{major}.{minor}", cuda_major=major)
         try:
             out["kernel_mode_version"] = ".".join(str(p) for p in system.get_driver_version_full(kernel_mode=True))
@@ -158,24 +161,13 @@ def _driver() -> dict[str, Any]:
         out["error"] = f"no NVIDIA driver found ({exc.explanation})"
     except CUDAError as exc:
         out.update(found=True, error=f"present, but {exc}")
-    if out["cuda_major"] is None:
-        out["verdict"] = f"unknown (no usable driver); cuda-bindings {bmajor}.x needs a driver for CUDA {bmajor}.0 or newer"
-    elif out["cuda_major"] >= bmajor:
-        out["bindings_compatible"] = True
-        out["verdict"] = f"compatible (cuda-bindings {bmajor}.x on a driver for CUDA {out['cuda_version']})"
-    else:
-        out["bindings_compatible"] = False
-        out["verdict"] = (
-            f"INCOMPATIBLE: cuda-bindings {bmajor}.x needs a driver for CUDA {bmajor}.0 or newer, this one "
-            f"supports CUDA {out['cuda_version']}; update the driver, or install cuda-bindings "
-            f"{out['cuda_major']}.x"
-        )
+    pair = pairing(cuda)
+    out.update(pairing=pair, bindings_compatible=pair["compatible"], verdict=pair["verdict"])
     return out
 
 
 def _gpus(count: int) -> list[dict[str, Any]]:
-    from cuda.bindings import driver
-
+    from ._compat import driver
     from ._utils import handle_return
 
     attr = driver.CUdevice_attribute
@@ -329,7 +321,8 @@ def format_report(info: dict[str, Any]) -> list[str]:
     lines = [
         f"cuda_core {info['cuda_core']['version']} ({info['cuda_core']['path']})",
         f"Python {info['python']['version']} ({info['python']['executable']}, {info['python']['machine']})",
-        f"cuda-bindings {info['cuda_bindings']}",
+        f"cuda-bindings {info['cuda_bindings']} (CUDA {info['pairing']['bindings_major']}.x bindings, "
+        f"extra {info['pairing']['extra']})",
         f"cuda-pathfinder {info['cuda_pathfinder'] or 'not installed'}",
     ]
     b = info["backend"]

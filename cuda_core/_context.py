@@ -16,10 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import cuda.bindings
-from cuda.bindings import driver
-
 from ._backend import backend
+from ._compat import driver
 from ._device_resources import (
     DeviceResources,
     SMResource,
@@ -35,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Context", "ContextOptions"]
 
-_V13 = int(str(cuda.bindings.__version__).split(".", 1)[0]) >= 13
 _GREEN_FLAGS = int(getattr(getattr(driver, "CUgreenCtxCreate_flags", None), "CU_GREEN_CTX_DEFAULT_STREAM", 1))
 
 # ContextHandle by context address: one handle per live context, so that every stream, event
@@ -367,8 +364,7 @@ def adopt_child(stream_or_event: Any, ctxh: Any) -> Any:
 def _create_plain(device: Device) -> Any:
     """``cuCtxCreate`` on ``device``, popped again so that the caller's context stays current."""
     dev = driver.CUdevice(device.device_id)
-    result = driver.cuCtxCreate(None, 0, dev) if _V13 else driver.cuCtxCreate(0, dev)
-    ctx = handle_return(result, "cuCtxCreate")
+    ctx = handle_return(driver.cuCtxCreate(None, 0, dev), "cuCtxCreate")
     handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
     return ctx
 

@@ -6,9 +6,8 @@ import threading
 from collections import namedtuple
 from typing import TYPE_CHECKING, Any
 
-from cuda.bindings import driver
-
 from ._backend import backend
+from ._compat import device_attribute, device_attributes, driver
 from ._context import Context, ContextOptions, context_handle
 from ._device_resources import DeviceResources
 from ._errors import CUDAError
@@ -94,8 +93,8 @@ def _is_bool_attribute(name: str) -> bool:
 class DeviceProperties:
     """The attributes of a device (``CUdevice_attribute``), as cached read-only properties.
 
-    Every ``CU_DEVICE_ATTRIBUTE_X`` of the installed ``cuda-bindings`` is available as the
-    property ``x`` (lower case), e.g. ``max_threads_per_block``, ``multiprocessor_count``,
+    Every ``CU_DEVICE_ATTRIBUTE_X`` of CUDA 13.0 and of the installed ``cuda-bindings`` is
+    available as the property ``x`` (lower case), e.g. ``max_threads_per_block``, ``multiprocessor_count``,
     ``cluster_launch``. Capability flags are ``bool``; everything else is ``int``. Each value is
     queried from the driver once and then cached. Obtained from :attr:`Device.properties`.
     """
@@ -120,7 +119,7 @@ class DeviceProperties:
             return self._cache[name]
         except KeyError:
             pass
-        value = int(handle_return(driver.cuDeviceGetAttribute(attr, self._dev), "cuDeviceGetAttribute"))
+        value = device_attribute(attr, int(self._dev))
         out: int | bool = bool(value) if as_bool else value
         self._cache[name] = out
         return out
@@ -152,15 +151,13 @@ def _make_property(name: str, attr: driver.CUdevice_attribute) -> property:
 _ALIASES = {"virtual_address_management_supported": "virtual_memory_management_supported"}
 
 _ATTRIBUTE_NAMES: list[str] = []
-for _attr in driver.CUdevice_attribute:
-    _name = _attr.name.removeprefix("CU_DEVICE_ATTRIBUTE_").lower()
-    if _name == "max":
-        continue
+for _enum_name, _attr in device_attributes():
+    _name = _enum_name.removeprefix("CU_DEVICE_ATTRIBUTE_").lower()
     for _n in (_name, _ALIASES.get(_name)):
         if _n is not None:
             _ATTRIBUTE_NAMES.append(_n)
             setattr(DeviceProperties, _n, _make_property(_n, _attr))
-del _attr, _name, _n
+del _enum_name, _attr, _name, _n
 
 
 # ---------------------------------------------------------------------------------------------

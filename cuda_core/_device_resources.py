@@ -13,14 +13,11 @@ read resources; ``cuDevSmResourceSplit`` (CUDA 13.1+, per-group counts and co-sc
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import cuda.bindings
-from cuda.bindings import driver
-
+from ._compat import driver, has, missing, require
 from ._errors import CUDAError
 from ._utils import arg_error, check_or_create_options, handle_return
 
@@ -38,50 +35,27 @@ _SCOPES = getattr(driver, "CUdevWorkqueueConfigScope", None)
 _BACKFILL = getattr(getattr(driver, "CUdevSmResourceGroup_flags", None), "CU_DEV_SM_RESOURCE_GROUP_BACKFILL", 1)
 _INVALID_CONFIG = driver.CUresult.CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION
 
-# ---------------------------------------------------------------------------------------------
-# Versions: the driver's and the bindings', read once.
-
-_versions_lock = threading.Lock()
-_versions: list[tuple[tuple[int, int], tuple[int, int]]] = []
-
-
-def _read_versions() -> tuple[tuple[int, int], tuple[int, int]]:
-    if not _versions:
-        with _versions_lock:
-            if not _versions:
-                v = int(handle_return(driver.cuDriverGetVersion(), "cuDriverGetVersion"))
-                parts = str(cuda.bindings.__version__).split(".")
-                b = (int(parts[0]), int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0)
-                _versions.append(((v // 1000, (v % 1000) // 10), b))
-    return _versions[0]
-
-
-def _require(feature: str, need: tuple[int, int]) -> None:
-    drv, bind = _read_versions()
-    text = f"{need[0]}.{need[1]}"
-    if drv < need:
-        raise NotImplementedError(f"{feature} needs a CUDA {text} or newer driver (this one is CUDA {drv[0]}.{drv[1]})")
-    if bind < need:
-        raise NotImplementedError(
-            f"{feature} needs cuda-bindings {text} or newer (installed: {cuda.bindings.__version__})"
-        )
-
 
 def require_green_contexts() -> None:
     """Raise ``NotImplementedError`` unless the driver and bindings have green contexts (12.4+)."""
-    _require("green contexts", (12, 4))
+    require("green contexts", bindings=(12, 4), driver=(12, 4))
 
 
 def _require_workqueue() -> None:
     require_green_contexts()
-    _require("WorkqueueResource", (13, 1))
+    require("WorkqueueResource", bindings=(13, 1), driver=(13, 1))
     if _WQ_CONFIG is None:
         raise NotImplementedError("WorkqueueResource needs cuda-bindings with CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG")
 
 
 def _structured_split() -> bool:
-    drv, bind = _read_versions()
-    return drv >= (13, 1) and bind >= (13, 1) and hasattr(driver, "cuDevSmResourceSplit")
+    return has("cuDevSmResourceSplit")
+
+
+def _needs_structured_split(feature: str) -> NotImplementedError:
+    """The error for a split only ``cuDevSmResourceSplit`` (CUDA 13.1) can make."""
+    why = missing(feature, bindings=(13, 1), driver=(13, 1))
+    return NotImplementedError(why or f"{feature} needs cuDevSmResourceSplit (CUDA 13.1)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,11 +299,11 @@ class SMResource:
     def _split_by_count(self, groups: list[tuple[int, int, int, bool]], dry_run: bool) -> tuple[list[SMResource], SMResource]:
         counts = {g[0] for g in groups}
         if any(g[1] or g[2] for g in groups):
-            raise NotImplementedError("coscheduled_sm_count and preferred_coscheduled_sm_count need a CUDA 13.1 driver")
+            raise _needs_structured_split("SMResource.split with coscheduled_sm_count or preferred_coscheduled_sm_count")
         if any(g[3] for g in groups):
-            raise NotImplementedError("backfill needs a CUDA 13.1 driver")
+            raise _needs_structured_split("SMResource.split with backfill")
         if len(counts) > 1:
-            raise NotImplementedError("groups of different SM counts need a CUDA 13.1 driver; give one count for all")
+            raise _needs_structured_split("SMResource.split into groups of different SM counts (give one count for all)")
         result, n, remainder = handle_return(
             driver.cuDevSmResourceSplitByCount(len(groups), self._res, 0, counts.pop()),
             "cuDevSmResourceSplitByCount",

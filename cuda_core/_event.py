@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cuda.bindings import driver
-
 from ._backend import backend
+from ._compat import driver
 from ._utils import TypeValueError, arg_error, check_or_create_options, ensure_driver, handle_return
 
 if TYPE_CHECKING:

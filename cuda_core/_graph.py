@@ -17,10 +17,9 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from cuda.bindings import driver
-
 from . import _graph_driver as _gd
 from ._callbacks import launch_host_func
+from ._compat import driver
 from ._graph_capture import CaptureOps
 from ._graph_options import GraphCompleteOptions, GraphDebugPrintOptions
 from ._holder import HandleHolder

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda.bindings import driver
-
 from . import _graph_driver as _gd
+from ._compat import driver
 from ._graph_cond import GraphCondition, check_condition
 from ._utils import arg_error, check_int, handle_return
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda.bindings import driver
-
+from ._compat import driver
 from ._graph_driver import current_context
 from ._utils import arg_error, check_int, handle_return
 

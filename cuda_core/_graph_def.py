@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda.bindings import driver
-
 from . import _graph as _graph_mod
 from . import _graph_driver as _gd
 from . import _graph_nodes  # noqa: F401  (registers the node kinds)
+from ._compat import driver
 from ._graph import Graph, GraphCompleteOptions, GraphDebugPrintOptions
 from ._graph_cond import GraphCondition
 from ._graph_exec_nodes import executable_node

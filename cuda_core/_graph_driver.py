@@ -1,54 +1,41 @@
-"""Graph driver calls whose Python signature differs between ``cuda-bindings`` 12.x and 13.x.
+"""The graph driver calls every graph module shares: add nodes and edges, walk the graph, and
+read or set a capture's dependencies.
 
-``cuda-bindings`` 13 added an edge-data argument to the calls that add or remove edges, add a
-node, or change a capture's dependencies, and an edge-data item to what the edge queries
-return. This module is the one place that knows; every graph module calls these helpers.
-All results go through :func:`~cuda_core._utils.handle_return`.
+The calls are written in their ``cuda-bindings`` 13.x form (an edge-data argument, an edge-data
+item in the results); :mod:`cuda_core._compat` gives them that form on 12.x too. All results go
+through :func:`~cuda_core._utils.handle_return`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import cuda.bindings
-from cuda.bindings import driver
-
+from ._compat import driver
 from ._utils import handle_return, make_error
 
 __all__: list[str] = []  # private module
 
-_V13 = int(str(cuda.bindings.__version__).split(".", 1)[0]) >= 13
 _SET_DEPS = driver.CUstreamUpdateCaptureDependencies_flags.CU_STREAM_SET_CAPTURE_DEPENDENCIES
 _NO_CONTEXT = driver.CUresult.CUDA_ERROR_INVALID_CONTEXT
 
 
 def add_node(graph: Any, deps: list[Any], params: Any) -> Any:
     """``cuGraphAddNode``: add a node described by a ``CUgraphNodeParams`` after ``deps``."""
-    if _V13:
-        return handle_return(driver.cuGraphAddNode(graph, deps, None, len(deps), params), "cuGraphAddNode")
-    return handle_return(driver.cuGraphAddNode(graph, deps, len(deps), params), "cuGraphAddNode")
+    return handle_return(driver.cuGraphAddNode(graph, deps, None, len(deps), params), "cuGraphAddNode")
 
 
 def add_edges(graph: Any, src: list[Any], dst: list[Any]) -> None:
     """``cuGraphAddDependencies``: ``dst[i]`` depends on ``src[i]``."""
     if not src:
         return
-    if _V13:
-        handle_return(driver.cuGraphAddDependencies(graph, src, dst, None, len(src)), "cuGraphAddDependencies")
-    else:
-        handle_return(driver.cuGraphAddDependencies(graph, src, dst, len(src)), "cuGraphAddDependencies")
+    handle_return(driver.cuGraphAddDependencies(graph, src, dst, None, len(src)), "cuGraphAddDependencies")
 
 
 def remove_edges(graph: Any, src: list[Any], dst: list[Any]) -> None:
     """``cuGraphRemoveDependencies``: drop the edges ``src[i] -> dst[i]``."""
     if not src:
         return
-    if _V13:
-        handle_return(
-            driver.cuGraphRemoveDependencies(graph, src, dst, None, len(src)), "cuGraphRemoveDependencies"
-        )
-    else:
-        handle_return(driver.cuGraphRemoveDependencies(graph, src, dst, len(src)), "cuGraphRemoveDependencies")
+    handle_return(driver.cuGraphRemoveDependencies(graph, src, dst, None, len(src)), "cuGraphRemoveDependencies")
 
 
 def edges(graph: Any) -> list[tuple[Any, Any]]:
@@ -90,17 +77,13 @@ def successors(node: Any) -> list[Any]:
 def capture_info(stream: Any) -> tuple[Any, list[Any]]:
     """``(graph, dependencies)`` of a stream being captured (``cuStreamGetCaptureInfo``)."""
     out = handle_return(driver.cuStreamGetCaptureInfo(stream), "cuStreamGetCaptureInfo")
-    # 12.x: (status, id, graph, deps, n); 13.x: (status, id, graph, deps, edge data, n)
-    n = out[-1]
+    n = out[-1]  # (status, id, graph, deps, edge data, n)
     return out[2], list(out[3][:n]) if n else []
 
 
 def set_capture_dependencies(stream: Any, deps: list[Any]) -> None:
     """Make the next captured work on ``stream`` depend on exactly ``deps``."""
-    if _V13:
-        r = driver.cuStreamUpdateCaptureDependencies(stream, deps, None, len(deps), _SET_DEPS)
-    else:
-        r = driver.cuStreamUpdateCaptureDependencies(stream, deps, len(deps), _SET_DEPS)
+    r = driver.cuStreamUpdateCaptureDependencies(stream, deps, None, len(deps), _SET_DEPS)
     handle_return(r, "cuStreamUpdateCaptureDependencies")
 
 

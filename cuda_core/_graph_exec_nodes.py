@@ -12,9 +12,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from cuda.bindings import driver
-
 from . import _callback_table as _table
+from ._compat import driver
 from ._graph_driver import current_context
 from ._graph_node import GraphNode
 from ._graph_params import check_event, host_callback, kernel_params, memcpy_params, memset_params

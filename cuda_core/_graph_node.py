@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from cuda.bindings import driver
-
 from . import _callback_table as _table
 from . import _graph_driver as _gd
+from ._compat import MANAGED_ALLOCATION, driver, require_cuda13
 from ._graph_cond import check_condition
 from ._graph_driver import current_context
 from ._graph_params import (
@@ -264,6 +263,8 @@ class GraphNode:
         ------
         ValueError
             A bad ``size`` or ``memory_type``.
+        NotImplementedError
+            ``memory_type="managed"`` without CUDA 13 (``cuda-bindings`` and driver).
         """
         n = check_int("size", size, 1)
         mtype = str(getattr(memory_type, "value", memory_type))
@@ -274,7 +275,8 @@ class GraphNode:
         props = p.poolProps
         loc_t = driver.CUmemLocationType
         if mtype == "managed":
-            props.allocType = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_MANAGED
+            require_cuda13('a graph allocation of memory_type="managed"')
+            props.allocType = MANAGED_ALLOCATION
         else:
             props.allocType = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
         if mtype == "host":

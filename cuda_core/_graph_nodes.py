@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda.bindings import driver
-
+from ._compat import MANAGED_ALLOCATION, driver
 from ._graph_node import GraphNode
 from ._graph_params import check_event, kernel_params, memcpy_params, memset_params
 from ._graph_state import KINDS
@@ -144,7 +143,7 @@ class AllocNode(GraphNode):
         if "memory_type" in m:
             return str(m["memory_type"])
         props = self._params().poolProps
-        if props.allocType == driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_MANAGED:
+        if MANAGED_ALLOCATION is not None and props.allocType == MANAGED_ALLOCATION:
             return "managed"
         return "host" if props.location.type == driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST else "device"
 

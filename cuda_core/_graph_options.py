@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from cuda.bindings import driver
+from ._compat import driver
 
 __all__ = ["GraphCompleteOptions", "GraphDebugPrintOptions"]
 

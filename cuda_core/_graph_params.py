@@ -11,8 +11,7 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
-from cuda.bindings import driver
-
+from ._compat import driver
 from ._event import Event
 from ._graph_driver import current_context
 from ._kernel import Kernel

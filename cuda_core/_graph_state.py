@@ -11,9 +11,8 @@ import weakref
 from collections.abc import Iterable, Iterator, MutableSet
 from typing import Any
 
-from cuda.bindings import driver
-
 from . import _graph_driver as _gd
+from ._compat import driver
 from ._holder import HandleHolder
 from ._utils import handle_return
 

@@ -13,8 +13,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from cuda.bindings import driver
-
+from ._compat import driver
 from ._memory import Buffer
 from ._stream import Stream, as_stream
 from ._utils import arg_error, ensure_driver, handle_return

@@ -112,7 +112,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from cuda.bindings import driver
+from ._compat import driver
 
 __all__: list[str] = []  # private module
 

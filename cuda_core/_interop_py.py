@@ -259,7 +259,7 @@ def record_wait(event: int, producer: int, consumer: int) -> int:
     """``cuEventRecord(event, producer)`` then ``cuStreamWaitEvent(consumer, event, 0)``, one
     pair at a time: 0, ``-status`` of a failed record (nothing ordered), ``+status`` of a
     failed wait."""
-    from cuda.bindings import driver
+    from ._compat import driver
 
     ev, p, c = driver.CUevent(event), driver.CUstream(producer), driver.CUstream(consumer)
     with _order_lock:

@@ -12,8 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from cuda.bindings import driver
-
+from ._compat import driver, has
 from ._utils import arg_error, call, ensure_driver, handle_return, raise_status
 
 __all__ = ["Kernel", "KernelAttributes", "KernelOccupancy"]
@@ -535,9 +534,9 @@ class Kernel:
 
     def _query_params(self) -> tuple[tuple[int, int], ...] | None:
         ensure_driver()
-        fn = getattr(driver, "cuKernelGetParamInfo", None)
-        if fn is None:
+        if not has("cuKernelGetParamInfo"):
             return None
+        fn = driver.cuKernelGetParamInfo
         out: list[tuple[int, int]] = []
         while True:
             res = fn(self._handle, len(out))

@@ -24,9 +24,9 @@ import sys
 from typing import Any
 
 import numpy as np
-from cuda.bindings import driver
 
 from ._backend import backend
+from ._compat import driver
 from ._graph_cond import GraphCondition
 from ._tensor_map import TensorMapDescriptor
 

@@ -15,8 +15,7 @@ import functools
 import struct
 from typing import Any
 
-from cuda.bindings import driver
-
+from ._compat import driver
 from ._errors import CUDAError
 from ._kernel_arg_handler import MISS, Plan, kernel_label, make_plan, set_arg
 from ._launch_config import LaunchConfig

@@ -12,8 +12,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from cuda.bindings import driver
-
+from ._compat import driver
 from ._compilers import linker_not_found, nvjitlink_available
 from ._errors import LinkerError
 from ._logging import logger as _log

@@ -16,8 +16,8 @@ import itertools
 from typing import Any
 
 import numpy
-from cuda.bindings import driver
 
+from ._compat import driver
 from ._utils import arg_error, handle_return
 
 __all__: list[str] = []  # private: StridedMemoryView's methods call these

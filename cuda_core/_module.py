@@ -11,8 +11,7 @@ import os
 import weakref
 from typing import Any
 
-from cuda.bindings import driver
-
+from ._compat import driver
 from ._holder import HandleHolder
 from ._kernel import Kernel, KernelAttributes, KernelOccupancy
 from ._utils import arg_error, ensure_driver, handle_return

@@ -13,8 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cuda.bindings import driver
-
+from ._compat import driver
 from ._compilers import nvrtc_version_cached
 from ._errors import CUDAError
 from ._utils import arg_error, as_flag, ensure_driver, handle_return, options_repr, suggest_fields

@@ -6,10 +6,9 @@ from contextlib import nullcontext as _nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cuda.bindings import driver
-
 from ._backend import backend
 from ._callbacks import launch_host_func
+from ._compat import driver
 from ._context import Context, adopt_child, context_handle
 from ._event import Event, EventOptions
 from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy
-from cuda.bindings import driver
 
+from ._compat import driver, require
 from ._utils import arg_error, check_int, ensure_driver, handle_return
 
 __all__ = ["TensorMapDescriptor", "TensorMapDescriptorOptions"]
@@ -445,10 +445,7 @@ class TensorMapDescriptor:
                           mode: Any = TensorMapIm2ColWideMode.W, swizzle: Any = TensorMapSwizzle.SWIZZLE_128B,
                           l2_promotion: Any = TensorMapL2Promotion.NONE,
                           oob_fill: Any = TensorMapOOBFill.NONE) -> TensorMapDescriptor:
-        """An im2col-wide tensor map (``cuTensorMapEncodeIm2colWide``: CUDA 13+, sm_100+)."""
-        fn = getattr(driver, "cuTensorMapEncodeIm2colWide", None)
-        if fn is None:
-            raise RuntimeError("im2col-wide tensor maps need cuda-bindings 13 or later")
+        """An im2col-wide tensor map (``cuTensorMapEncodeIm2colWide``: CUDA 12.8+, sm_100+)."""
         lay = _Layout(view, _normalize_data_type(data_type), min_rank=3)
         rank = len(lay.shape)
         _require_enum("mode", mode, TensorMapIm2ColWideMode)
@@ -458,8 +455,9 @@ class TensorMapDescriptor:
         ppc = check_int("pixels_per_column", pixels_per_column, 1, 1024)
         es = _check_element_strides(element_strides, rank)
         _check_common(lay, interleave, swizzle, l2_promotion, oob_fill, 16)
+        require("im2col-wide tensor maps", bindings=(12, 8), driver=(12, 8))
         cu = _encode(
-            "cuTensorMapEncodeIm2colWide", fn, _DT(int(lay.dtype)), rank, lay.ptr, _u64(lay.shape),
+            "cuTensorMapEncodeIm2colWide", driver.cuTensorMapEncodeIm2colWide, _DT(int(lay.dtype)), rank, lay.ptr, _u64(lay.shape),
             _u64(lay.byte_strides[:-1]), lo, hi, cpp, ppc, _u32(es),
             driver.CUtensorMapInterleave(int(interleave)), driver.CUtensorMapIm2ColWideMode(int(mode)),
             driver.CUtensorMapSwizzle(int(swizzle)), driver.CUtensorMapL2promotion(int(l2_promotion)),

@@ -14,9 +14,10 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from cuda.bindings import driver, nvrtc
+from cuda.bindings import nvrtc
 
 from . import _backend
+from ._compat import driver
 from ._errors import CUDADriverNotFoundError, CUDAError
 from ._logging import logger as _log
 

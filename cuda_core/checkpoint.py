@@ -14,7 +14,8 @@ Requirements (the driver's, not cuda_core's):
 
 * Linux only, with an NVIDIA driver of the r570 branch or newer (CUDA 12.8+);
   :meth:`Process.restore` with a ``gpu_mapping`` (restoring onto other GPUs) needs r580+.
-* ``cuda-bindings`` with the checkpoint API (12.8+, or 13.0.2+).
+* ``cuda-bindings`` with the checkpoint API (12.9.3+, or 13.0.2+); restoring with a
+  ``gpu_mapping`` needs ``cuda-bindings`` 13 (the 12.x bindings lack ``CUcheckpointGpuPair``).
 * The caller needs the right to inspect the target (same user, or ``CAP_SYS_PTRACE``), and the
   calling process must be able to initialise CUDA.
 * The target must be in the expected state for each step (see each method). Work in flight is
@@ -41,8 +42,7 @@ import ctypes
 from collections.abc import Mapping
 from typing import Any
 
-from cuda.bindings import driver
-
+from ._compat import BINDINGS_TEXT, CUDA13, driver, driver_version, missing
 from ._errors import CUDAError
 from ._utils import ensure_driver, handle_return
 from .typing import ProcessStateType
@@ -64,10 +64,9 @@ _NEEDED = (
     "cuCheckpointProcessGetRestoreThreadId",
     "CUcheckpointLockArgs",
     "CUcheckpointRestoreArgs",
-    "CUcheckpointGpuPair",
     "CUprocessState",
 )
-_MIN_DRIVER = 12080  # CUDA 12.8, the r570 driver branch
+_MIN_DRIVER = (12, 8)  # the r570 driver branch
 _UNSUPPORTED = "CUDA checkpointing is not supported by the installed NVIDIA driver"
 
 
@@ -86,21 +85,19 @@ def _check_support() -> None:
     global _checked
     if _checked:
         return
-    missing = [name for name in _NEEDED if not hasattr(driver, name)]
-    if missing:
-        import cuda.bindings
-
+    absent = [name for name in _NEEDED if not hasattr(driver, name)]
+    if absent:
         raise _unsupported(
-            missing[0],
-            f"cuda-bindings {cuda.bindings.__version__} lacks the CUDA checkpoint API "
-            f"(missing {', '.join(missing)}); install cuda-bindings 12.8+ or 13.0.2+",
+            absent[0],
+            f"cuda-bindings {BINDINGS_TEXT} lacks the CUDA checkpoint API "
+            f"(missing {', '.join(absent)}); install cuda-bindings 12.9.3+ or 13.0.2+",
         )
     ensure_driver()
-    version = int(handle_return(driver.cuDriverGetVersion(), "cuDriverGetVersion"))
+    version = driver_version()
     if version < _MIN_DRIVER:
         raise _unsupported(
             "cuCheckpointProcessLock",
-            f"{_UNSUPPORTED}: it supports CUDA {version // 1000}.{(version % 1000) // 10}; "
+            f"{_UNSUPPORTED}: it supports CUDA {version[0]}.{version[1]}; "
             "checkpointing needs CUDA 12.8 (driver r570) or newer",
         )
     _checked = True
@@ -220,7 +217,9 @@ class Process:
             Restore onto other GPUs: maps each checkpointed GPU's UUID to the UUID of the GPU
             to restore onto (``str`` as :attr:`cuda_core.Device.uuid` gives it, or
             ``CUuuid``). When given, it must cover every GPU the kernel driver sees;
-            ``CUDA_VISIBLE_DEVICES`` does not shrink it. Needs driver r580 or newer.
+            ``CUDA_VISIBLE_DEVICES`` does not shrink it. Needs driver r580 or newer (CUDA 13)
+            and ``cuda-bindings`` 13; elsewhere a :class:`RuntimeError` (as for a missing
+            checkpoint API) names what is missing.
         """
         keep: list[Any] = []  # ctypes buffers the CUuuid objects point into, alive for the call
         args = _restore_args(gpu_mapping, keep)
@@ -244,11 +243,15 @@ def _restore_args(gpu_mapping: Mapping[Any, Any] | None, keep: list[Any]) -> Any
         )
     if not gpu_mapping:
         return None
+    uuids = [(_uuid(old, keep), _uuid(new, keep)) for old, new in gpu_mapping.items()]
+    why = missing("Process.restore with a gpu_mapping", bindings=CUDA13)  # the driver checks its own
+    if why is not None:
+        raise _unsupported("cuCheckpointProcessRestore", why)
     pairs = []
-    for old, new in gpu_mapping.items():
+    for old_uuid, new_uuid in uuids:
         pair = driver.CUcheckpointGpuPair()
-        pair.oldUuid = _uuid(old, keep)
-        pair.newUuid = _uuid(new, keep)
+        pair.oldUuid = old_uuid
+        pair.newUuid = new_uuid
         pairs.append(pair)
     args = driver.CUcheckpointRestoreArgs()
     args.gpuPairs = pairs

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
-from cuda.bindings import driver
+from ._compat import driver
 
 __all__ = [
     "AddressModeType",

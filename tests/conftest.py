@@ -5,6 +5,11 @@ Shared GPU fixtures live here too; they reach the driver only when a (GPU) test 
 The whole session (and every subprocess it starts) compiles into a temporary cache directory
 (``CUDA_CORE_CACHE_DIR``), never into the user's ``~/.cache/cuda_core``: the session fails if
 that directory changed while it ran (``tests/test_cache_hygiene.py`` checks it too).
+
+With ``CUDA_CORE_TEST_PRECOMPILED=<folder>`` (the GPU tier under ``cuda-bindings`` 12.x on a
+machine without NVRTC 12, ``tools/device/cu12.sh``), compiles are answered from kernels compiled
+beforehand, and a test that needed NVRTC 12 for anything else is a skip with the reason
+"NVRTC 12 is not installed on this machine" (``tests/helpers/precompiled.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import tempfile
 
 import pytest
 
-from tests.helpers import gpu_skip_reason, user_cache_snapshot
+from tests.helpers import gpu_skip_reason, precompiled, user_cache_snapshot
 
 _session_cache: str | None = None
 _user_cache_before: dict[str, tuple[int, int]] = {}
@@ -27,6 +32,17 @@ def pytest_configure(config):
     _session_cache = tempfile.mkdtemp(prefix="cuda_core_test_cache_")
     os.environ["CUDA_CORE_CACHE_DIR"] = _session_cache
     os.environ.pop("CUDA_CORE_CACHE", None)
+    if os.environ.get(precompiled.ENV):
+        precompiled.serve(os.environ[precompiled.ENV])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed and os.environ.get(precompiled.ENV) and precompiled.failed_for_want_of_nvrtc_12(str(report.longrepr)):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {precompiled.SKIP_REASON}")
 
 
 def pytest_sessionfinish(session, exitstatus):

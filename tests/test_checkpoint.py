@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from cuda_core import CUDAError
+from cuda_core._compat import BINDINGS_MAJOR
 from cuda_core.checkpoint import Process
 from cuda_core.checkpoint import _restore_args as restore_args
 
@@ -50,6 +51,10 @@ def test_restore_mapping_is_checked():
 def test_restore_mapping_builds_gpu_pairs():
     old, new = "00112233-4455-6677-8899-aabbccddeeff", "GPU-ffeeddcc-bbaa-9988-7766-554433221100"
     keep: list = []
+    if BINDINGS_MAJOR < 13:  # the 12.x bindings have no CUcheckpointGpuPair
+        with pytest.raises(RuntimeError, match=r"gpu_mapping needs cuda-bindings 13\.0 or newer \(installed: 12\."):
+            restore_args({old: new}, keep)
+        return
     args = restore_args({old: new}, keep)
     assert args.gpuPairsCount == 1
     pair = args.gpuPairs[0]

@@ -7,7 +7,9 @@ import pytest
 from cuda.bindings import driver
 
 from cuda_core import LEGACY_DEFAULT_STREAM, Buffer, Device, Host
+from cuda_core._compat import has
 from cuda_core.utils import CopyOptions, MemcpyOverlapMode, MemcpySrcAccessOrder, copy_batch
+from tests.helpers import cuda13_bindings
 from tests.test_memory import HostIntResource
 
 _LOC = driver.CUmemLocationType
@@ -194,7 +196,57 @@ def test_batch_memory_operations_check_their_arguments_first():
         discard_batch(LEGACY_DEFAULT_STREAM, [a, b])
 
 
+def _last_prefetch(buf) -> int:
+    """``CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION`` of a managed buffer (-1: the host)."""
+    attr = driver.CUmem_range_attribute.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION
+    err, value = driver.cuMemRangeGetAttribute(4, attr, buf.handle, buf.size)
+    assert err == driver.CUresult.CUDA_SUCCESS, err
+    return int(value)
+
+
 @pytest.mark.gpu
+def test_prefetch_of_allocated_managed_memory_under_either_major(gpu):
+    """cuMemAllocManaged memory: ManagedBuffer.prefetch and prefetch_batch move it, through the
+    13.x call or, under cuda-bindings 12.x, the 12.x one (prefetch_batch: one per buffer)."""
+    from cuda_core import ManagedBuffer
+    from cuda_core.utils import prefetch_batch
+
+    dev, s = gpu
+    if not dev.properties.concurrent_managed_access:
+        pytest.skip("the device has no concurrent managed access")
+    raws, bufs = [], []
+    for n in (4096, 1 << 20):
+        err, raw = driver.cuMemAllocManaged(n, int(driver.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL))
+        assert err == driver.CUresult.CUDA_SUCCESS
+        raws.append(raw)
+        bufs.append(ManagedBuffer.from_handle(int(raw), n, owner=raw))
+    datas = [np.arange(b.size, dtype=np.uint8) for b in bufs]
+    for d, b in zip(datas, bufs):
+        b.copy_from(d, stream=s)
+    bufs[0].prefetch(dev, stream=s)
+    s.sync()
+    assert _last_prefetch(bufs[0]) == dev.device_id
+    bufs[0].prefetch(Host(), stream=s)
+    s.sync()
+    assert _last_prefetch(bufs[0]) == -1
+    one_by_one = not has("cuMemPrefetchBatchAsync")  # 12.x: cuMemPrefetchAsync per buffer
+    prefetch_batch(s, bufs, dev)
+    s.sync()
+    if one_by_one:
+        assert [_last_prefetch(b) for b in bufs] == [dev.device_id] * 2
+    prefetch_batch(s, bufs, [Host(), dev])
+    s.sync()
+    if one_by_one:
+        assert [_last_prefetch(b) for b in bufs] == [-1, dev.device_id]
+    for d, b in zip(datas, bufs):  # prefetching moves pages, never contents
+        np.testing.assert_array_equal(_read(b, s), d)
+    for b, raw in zip(bufs, raws):
+        b.close()
+        assert driver.cuMemFree(raw)[0] == driver.CUresult.CUDA_SUCCESS
+
+
+@pytest.mark.gpu
+@cuda13_bindings
 def test_prefetch_and_discard_batches_on_managed_memory(gpu):
     from cuda_core import ManagedMemoryResource, ManagedMemoryResourceOptions
     from cuda_core.utils import discard_batch, discard_prefetch_batch, prefetch_batch

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from cuda_core._compilers import bindings_major
+from cuda_core._compat import BINDINGS_MAJOR
 from tests.helpers import gpu_skip_reason
 
 ROOT = Path(__file__).resolve().parent.parent
-REMEDY = f'pip install "cudacore[cu{bindings_major()}]"'
+REMEDY = f'pip install "cudacore[cu{BINDINGS_MAJOR}]"'
 
 _HIDE = """
 import cuda.pathfinder as _pf
@@ -71,7 +71,7 @@ def _caught(missing: tuple[str, ...], call: str) -> dict:
 def test_missing_nvrtc_names_library_user_and_remedy():
     out = _caught(("nvrtc",), 'Program("__global__ void k(){}", "c++", ProgramOptions(arch="sm_90")).compile("ptx")')
     assert REMEDY in out["msg"]
-    assert "NVRTC" in out["msg"] and f"libnvrtc.so.{bindings_major()}" in out["msg"]
+    assert "NVRTC" in out["msg"] and f"libnvrtc.so.{BINDINGS_MAJOR}" in out["msg"]
     assert "Program.compile() of C++ code" in out["msg"]
     assert out["library"].startswith("NVRTC")
     assert out["remedy"] == REMEDY
@@ -118,3 +118,20 @@ def test_error_pickles_with_its_attributes():
     assert type(back) is CompilerLibraryNotFoundError
     assert str(back) == str(err)
     assert (back.library, back.needed_by, back.remedy) == ("NVRTC", "Program.compile()", REMEDY)
+
+
+def test_ci_runs_the_readme_commands():
+    """.ci/run installs with each of the README's install commands and runs its test command."""
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    block = re.search(r"## Set up\n\n```bash\n(.*?)```", readme, re.S)
+    assert block is not None, "README.md has no '## Set up' bash block"
+    commands = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines() if line.strip()]
+    assert commands == ['pip install -e ".[cu13,test]"', 'pip install -e ".[cu12,test]"', "python -m pytest"]
+    ci = (root / ".ci" / "run").read_text()
+    for cmd in commands[:2]:
+        assert f"python -m pip install --quiet -e {cmd.removeprefix('pip install -e ')}" in ci, cmd
+    assert "python -m pytest -p no:cacheprovider" in ci
+    assert ci.count("run_pytest \"cu13") == 2 and ci.count("run_pytest \"cu12") == 2

@@ -84,6 +84,7 @@ SCALAR_CASES = [
     (driver.CUsurfObject(78), "unsigned long long", struct.pack("<Q", 78)),
     (driver.CUgraphConditionalHandle(79), "unsigned long long", struct.pack("<Q", 79)),
 ]
+SCALAR_NAMES = tuple(sorted({f"write_scalar<{c}>" for _, c, _ in SCALAR_CASES}))
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +126,7 @@ def _read(buf, n, stream):
 
 @pytest.fixture(scope="module")
 def scalar_module(dev):
-    names = tuple(sorted({f"write_scalar<{c}>" for _, c, _ in SCALAR_CASES}))
-    return _compile(dev, WRITE_SCALAR, names)
+    return _compile(dev, WRITE_SCALAR, SCALAR_NAMES)
 
 
 @pytest.mark.gpu

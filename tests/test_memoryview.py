@@ -566,27 +566,29 @@ def test_gpu_cupy_fast_path_equals_dlpack_path(monkeypatch):
     s.close()
 
 
+FILL_COPY_SRC = r"""
+extern "C" __global__ void delayed_fill(int* a, int n, int v, unsigned long long ns)
+{
+    unsigned long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do { __nanosleep(1000); asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = v;
+}
+extern "C" __global__ void copy_i32(const int* src, int* dst, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
+"""
+
+
 def _delay_env():
     from cuda_core import Device, LaunchConfig, Program, ProgramOptions
 
-    src = r"""
-    extern "C" __global__ void delayed_fill(int* a, int n, int v, unsigned long long ns)
-    {
-        unsigned long long t0, t;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-        do { __nanosleep(1000); asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
-        int i = blockIdx.x * blockDim.x + threadIdx.x;
-        if (i < n) a[i] = v;
-    }
-    extern "C" __global__ void copy_i32(const int* src, int* dst, int n)
-    {
-        int i = blockIdx.x * blockDim.x + threadIdx.x;
-        if (i < n) dst[i] = src[i];
-    }
-    """
     dev = Device()
     dev.set_current()
-    obj = Program(src, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    obj = Program(FILL_COPY_SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
     return dev, obj.get_kernel("delayed_fill"), obj.get_kernel("copy_i32"), LaunchConfig(grid=4, block=256)
 
 

@@ -15,6 +15,7 @@ import pytest
 
 import cuda_core
 from cuda_core import ManagedBuffer
+from cuda_core._compat import BINDINGS_MAJOR
 from cuda_core.utils import StridedMemoryView as SMV
 
 
@@ -170,17 +171,18 @@ def test_managed_buffer_advice_and_prefetch(dev):
     from cuda_core import CUDAError, Host, ManagedMemoryResource
 
     s = dev.create_stream()
-    mr = ManagedMemoryResource()
-    pooled = mr.allocate(1 << 20, stream=s)
-    assert type(pooled) is ManagedBuffer and pooled.is_managed
-    try:
-        pooled.read_mostly = True
-        pooled.read_mostly = False
-    except CUDAError as exc:
-        # Driver 580 (CUDA 13.0) refuses advice on memory from a managed pool; the same calls
-        # work on cuMemAllocManaged memory below.
-        assert exc.name == "CUDA_ERROR_NOT_SUPPORTED", exc
-    pooled.close()
+    if BINDINGS_MAJOR >= 13:  # managed memory pools are a CUDA 13 feature
+        mr = ManagedMemoryResource()
+        pooled = mr.allocate(1 << 20, stream=s)
+        assert type(pooled) is ManagedBuffer and pooled.is_managed
+        try:
+            pooled.read_mostly = True
+            pooled.read_mostly = False
+        except CUDAError as exc:
+            # Driver 580 (CUDA 13.0) refuses advice on memory from a managed pool; the same calls
+            # work on cuMemAllocManaged memory below.
+            assert exc.name == "CUDA_ERROR_NOT_SUPPORTED", exc
+        pooled.close()
     err, raw = driver.cuMemAllocManaged(1 << 20, int(driver.CUmemAttach_flags.CU_MEM_ATTACH_GLOBAL))
     assert err == driver.CUresult.CUDA_SUCCESS
     buf = ManagedBuffer.from_handle(int(raw), 1 << 20, owner=raw)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda.bindings import driver
-
 from .._backend import backend
+from .._compat import driver
 from .._errors import CUDAError
 from .._utils import TypeValueError, arg_error
 from ._buffer_export import dlpack, dlpack_device, host_view, query_pointer_attrs

@@ -5,9 +5,8 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from cuda.bindings import driver
-
 from .. import _dlpack
+from .._compat import driver
 from .._utils import arg_error, ensure_driver, handle_return
 from ._buffer_support import closed_error
 

@@ -7,10 +7,10 @@ import sys
 from typing import Any
 
 import numpy
-from cuda.bindings import driver
 
 from .. import _stream as _stream_mod
 from .._backend import backend
+from .._compat import driver
 from .._context import context_handle
 from .._errors import CUDAError
 from .._utils import arg_error, handle_return, raise_status

@@ -1,15 +1,17 @@
 """Batched memory operations: copies with transfer hints (Host, CopyOptions, copy_batch, Buffer
 copies with options) and managed-memory prefetch/discard batches.
 
-``cuMemcpyBatchAsync`` (CUDA 12.8+, bound by ``cuda.bindings`` 13 in its CUDA 13.0 form) queues
+``cuMemcpyBatchAsync`` (CUDA 12.8+; :mod:`cuda_core._compat` gives it its 13.x form) queues
 any number of pointer-to-pointer copies on a stream, each with attributes: how the source may
 be read (in stream order, during the call, or at any time) and location hints for managed
 memory, plus a request to overlap with compute. ``copy_batch`` and ``Buffer.copy_to/copy_from``
-with ``options`` use it, so the attributes are honoured on any CUDA 13 driver. The driver
+with ``options`` use it, so the attributes are honoured on any CUDA 12.8 or newer driver. The driver
 refuses the legacy default stream and streams in graph capture: both are refused here first
 with a ``TypeError`` that says so. ``prefetch_batch``, ``discard_batch`` and
 ``discard_prefetch_batch`` are the CUDA 13 ``cuMem*BatchAsync`` calls on managed memory (the
-legacy default stream is refused; capture is left to the driver).
+legacy default stream is refused; capture is left to the driver). Without CUDA 13 (bindings
+or driver), ``prefetch_batch`` queues one ``cuMemPrefetchAsync`` per buffer, as ``cuda.core``
+does on CUDA 12, and the discards raise :class:`NotImplementedError`.
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from cuda.bindings import driver
-
+from .._compat import driver, has, require_cuda13
 from .._utils import TypeValueError, arg_error, handle_return
 from ._buffer_support import as_stream, closed_error, on_stream, stream_context
 
@@ -333,7 +334,8 @@ def prefetch_batch(stream: Any, buffers: Sequence[Any], locations: Any) -> None:
     """Prefetch managed-memory buffers to a location each, asynchronously, on ``stream``.
 
     One ``cuMemPrefetchBatchAsync`` (CUDA 13): the batch is stream-ordered; its operations may
-    run in any order.
+    run in any order. Without CUDA 13 (``cuda-bindings`` 12.x or an older driver), one
+    ``cuMemPrefetchAsync`` per buffer, in order, on ``stream``.
 
     Parameters
     ----------
@@ -357,33 +359,49 @@ def prefetch_batch(stream: Any, buffers: Sequence[Any], locations: Any) -> None:
     CUDAError
         The driver refused (memory that is not managed, a device without concurrent managed access).
     """
-    _prefetching("prefetch_batch", driver.cuMemPrefetchBatchAsync, stream, buffers, locations)
+    _prefetching("prefetch_batch", stream, buffers, locations)
 
 
 def discard_prefetch_batch(stream: Any, buffers: Sequence[Any], locations: Any) -> None:
     """Discard managed-memory buffers' contents and prefetch them to a location each (no data
     moves: the pages are populated at the target). Arguments as in :func:`prefetch_batch`; one
-    ``cuMemDiscardAndPrefetchBatchAsync`` (CUDA 13)."""
-    _prefetching("discard_prefetch_batch", driver.cuMemDiscardAndPrefetchBatchAsync, stream, buffers, locations)
+    ``cuMemDiscardAndPrefetchBatchAsync``. Needs CUDA 13 (``cuda-bindings`` and driver):
+    :class:`NotImplementedError` otherwise."""
+    _prefetching("discard_prefetch_batch", stream, buffers, locations)
 
 
-def _prefetching(api: str, fn: Any, stream: Any, buffers: Sequence[Any], locations: Any) -> None:
+_BATCH_CALLS = {"prefetch_batch": "cuMemPrefetchBatchAsync", "discard_prefetch_batch": "cuMemDiscardAndPrefetchBatchAsync"}
+
+
+def _prefetching(api: str, stream: Any, buffers: Sequence[Any], locations: Any) -> None:
     bufs = _buffers(buffers, api)
     locs, idxs = _locations(locations, len(bufs))
     s = _batch_stream(stream, api, capture=True)
+    name = _BATCH_CALLS[api]
+    ctx = stream_context(s)
+    if api == "prefetch_batch" and not has(name):  # CUDA 12: one prefetch per buffer, as cuda.core
+        where = locs * len(bufs) if len(locs) == 1 else locs
+        for b, loc in zip(bufs, where):
+            if b._size:
+                r = on_stream(s, ctx, driver.cuMemPrefetchAsync, b._ptr, b._size, loc, 0, s._handle)
+                handle_return(r, "cuMemPrefetchAsync")
+        return
+    require_cuda13(api)
     if not bufs:
         return
     dptrs, sizes = _ranges(bufs)
-    r = on_stream(s, stream_context(s), fn, dptrs, sizes, len(bufs), locs, idxs, len(locs), 0, s._handle)
-    handle_return(r, fn.__name__)
+    r = on_stream(s, ctx, getattr(driver, name), dptrs, sizes, len(bufs), locs, idxs, len(locs), 0, s._handle)
+    handle_return(r, name)
 
 
 def discard_batch(stream: Any, buffers: Sequence[Any]) -> None:
     """Discard managed-memory buffers' contents, asynchronously, on ``stream``: later reads
-    return indeterminate values until written or prefetched. One ``cuMemDiscardBatchAsync``
-    (CUDA 13); arguments and errors as in :func:`prefetch_batch`."""
+    return indeterminate values until written or prefetched. One ``cuMemDiscardBatchAsync``;
+    arguments and errors as in :func:`prefetch_batch`. Needs CUDA 13 (``cuda-bindings`` and
+    driver): :class:`NotImplementedError` otherwise."""
     bufs = _buffers(buffers, "discard_batch")
     s = _batch_stream(stream, "discard_batch", capture=True)
+    require_cuda13("discard_batch")
     if not bufs:
         return
     dptrs, sizes = _ranges(bufs)

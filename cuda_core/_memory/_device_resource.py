@@ -6,8 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from cuda.bindings import driver
-
+from .._compat import driver
 from .._utils import arg_error, check_or_create_options, ensure_driver, handle_return
 from ._peer import PeerAccessibleBySetProxy, replace_peer_access
 from ._pool import _PoolResource, check_bool, check_max_size, create_pool

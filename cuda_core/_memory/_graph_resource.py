@@ -5,8 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from cuda.bindings import driver
-
+from .._compat import driver
 from .._utils import arg_error, check_int, handle_return, make_error
 from ._buffer import Buffer
 from ._buffer_support import as_stream, live_handle, on_stream, stream_context

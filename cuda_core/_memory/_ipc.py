@@ -9,8 +9,7 @@ import uuid as uuid_mod
 import weakref
 from typing import Any
 
-from cuda.bindings import driver
-
+from .._compat import driver
 from .._errors import CUDAError
 from .._utils import arg_error, ensure_driver, handle_return
 from . import _ipc_registry as registry

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda.bindings import driver
-
+from .._compat import driver
 from .._errors import CUDAError
 from .._utils import SET_CURRENT_HINT, ensure_driver
 from ._buffer_support import stream_context

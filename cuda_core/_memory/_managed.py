@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cuda.bindings import driver
-
 from .. import _stream as _stream_mod
+from .._compat import MANAGED_ALLOCATION, driver, require_cuda13
 from .._errors import CUDAError
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
 from ._buffer import Buffer
@@ -21,7 +20,8 @@ _LOC_NONE = 0  # CU_MEM_LOCATION_TYPE_NONE (named INVALID in the bindings)
 _LOC_DEVICE = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE)
 _LOC_HOST = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST)
 _LOC_HOST_NUMA = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST_NUMA)
-_MANAGED = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_MANAGED
+_MANAGED = MANAGED_ALLOCATION  # None with cuda-bindings 12.x
+_FEATURE = "ManagedMemoryResource (managed memory pools)"
 _LOCATION_TYPES = {"device": _LOC_DEVICE, "host": _LOC_HOST, "host_numa": _LOC_HOST_NUMA}
 _PREFERRED = {
     _LOC_DEVICE: lambda i: ("device", i),
@@ -83,14 +83,17 @@ class ManagedMemoryResource(_PoolResource):
 
     Raises
     ------
+    NotImplementedError
+        ``cuda-bindings`` 12.x or a driver older than CUDA 13 (no managed memory pools).
     CUDAError
-        The driver has no managed memory pools (older than CUDA 13) or cannot create one.
+        The driver cannot create the pool.
     """
 
     def __init__(self, options: ManagedMemoryResourceOptions | dict | None = None) -> None:
         from .._device import Device
 
         if options is None:
+            require_cuda13(_FEATURE)
             try:
                 pool = current_pool(_MANAGED, _LOC_NONE, 0)
             except CUDAError:  # no current managed pool: the default one
@@ -101,6 +104,7 @@ class ManagedMemoryResource(_PoolResource):
             return
         opts = check_or_create_options(ManagedMemoryResourceOptions, options, "options")
         loc_type, loc_id = opts._location()
+        require_cuda13(_FEATURE)
         pool = create_pool(_MANAGED, loc_type, loc_id, 0, False)
         self._preferred = _PREFERRED[loc_type](loc_id) if loc_type in _PREFERRED else None
         self._init_pool(pool, True, loc_id if loc_type == _LOC_DEVICE else Device()._id)

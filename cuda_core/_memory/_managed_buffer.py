@@ -6,9 +6,8 @@ import ctypes
 from collections.abc import Iterable, Iterator, MutableSet
 from typing import Any
 
-from cuda.bindings import driver
-
 from .._backend import entry_point
+from .._compat import driver, require_cuda13
 from .._utils import arg_error, handle_return, raise_status
 from ._buffer import Buffer
 from ._buffer_support import as_stream, closed_error, on_stream, stream_context
@@ -255,9 +254,13 @@ class ManagedBuffer(Buffer):
 
     def discard(self, *, stream: Any) -> None:
         """Discard the contents, ordered on ``stream`` (CUDA 13, ``cuMemDiscardBatchAsync``):
-        later reads see indeterminate values until the memory is written or prefetched."""
+        later reads see indeterminate values until the memory is written or prefetched.
+
+        Raises :class:`NotImplementedError` with ``cuda-bindings`` 12.x or a driver older than
+        CUDA 13."""
         ptr = _open(self)
         s = as_stream(stream)
+        require_cuda13("ManagedBuffer.discard")
         if self._size:
             r = on_stream(
                 s, stream_context(s), driver.cuMemDiscardBatchAsync, [driver.CUdeviceptr(ptr)], [self._size], 1, 0, s._handle
@@ -266,10 +269,14 @@ class ManagedBuffer(Buffer):
 
     def discard_prefetch(self, location: Any, *, stream: Any) -> None:
         """Discard the contents and populate the pages at ``location`` without moving data,
-        ordered on ``stream`` (CUDA 13, ``cuMemDiscardAndPrefetchBatchAsync``)."""
+        ordered on ``stream`` (CUDA 13, ``cuMemDiscardAndPrefetchBatchAsync``).
+
+        Raises :class:`NotImplementedError` with ``cuda-bindings`` 12.x or a driver older than
+        CUDA 13."""
         ptr = _open(self)
         loc = _spec(location)
         s = as_stream(stream)
+        require_cuda13("ManagedBuffer.discard_prefetch")
         if self._size:
             fn = driver.cuMemDiscardAndPrefetchBatchAsync
             r = on_stream(s, stream_context(s), fn, [driver.CUdeviceptr(ptr)], [self._size], 1, [loc], [0], 1, 0, s._handle)

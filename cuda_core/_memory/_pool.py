@@ -5,9 +5,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from cuda.bindings import driver
-
 from .._backend import backend
+from .._compat import driver
 from .._errors import CUDAError
 from .._logging import logger as _log
 from .._utils import check_int, ensure_driver, handle_return, make_error

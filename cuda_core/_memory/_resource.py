@@ -5,8 +5,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Any
 
-from cuda.bindings import driver
-
+from .._compat import driver
 from .._utils import ValueOverflowError, arg_error, handle_return
 
 if TYPE_CHECKING:

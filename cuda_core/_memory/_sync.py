@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda.bindings import driver
-
 from .. import _stream as _stream_mod
+from .._compat import driver
 from .._utils import arg_error, handle_return, make_error
 from ._buffer import Buffer
 from ._resource import MemoryResource, check_size, in_context

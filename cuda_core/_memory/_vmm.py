@@ -18,9 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cuda.bindings import driver
-
 from .. import _stream as _stream_mod
+from .._compat import CUDA13, MANAGED_ALLOCATION, driver, missing
 from .._utils import arg_error, check_int, check_or_create_options, handle_return, make_error
 from ..typing import (
     VirtualMemoryAccessType,
@@ -63,8 +62,8 @@ _ACCESS: dict[Any, Any] = {
     VirtualMemoryAccessType.READ: _A.CU_MEM_ACCESS_FLAGS_PROT_READ,
 }
 _ALLOCATION_TYPES: dict[Any, Any] = {VirtualMemoryAllocationType.PINNED: _T.CU_MEM_ALLOCATION_TYPE_PINNED}
-if hasattr(_T, "CU_MEM_ALLOCATION_TYPE_MANAGED"):  # cuda-bindings 13+
-    _ALLOCATION_TYPES[VirtualMemoryAllocationType.MANAGED] = _T.CU_MEM_ALLOCATION_TYPE_MANAGED
+if MANAGED_ALLOCATION is not None:  # cuda-bindings 13+
+    _ALLOCATION_TYPES[VirtualMemoryAllocationType.MANAGED] = MANAGED_ALLOCATION
 
 
 def _enum(name: str, cls: Any, value: Any, allow_none: bool = False) -> Any:
@@ -137,7 +136,8 @@ class VirtualMemoryResourceOptions:
     def __post_init__(self) -> None:
         self.allocation_type = _enum("allocation_type", VirtualMemoryAllocationType, self.allocation_type)
         if self.allocation_type not in _ALLOCATION_TYPES:
-            raise arg_error("allocation_type", "'pinned' with cuda-bindings older than 13", self.allocation_type)
+            why = missing("allocation_type='managed'", bindings=CUDA13)
+            raise arg_error("allocation_type", "'pinned' with cuda-bindings 12.x", self.allocation_type, hint=why or "")
         self.location_type = _enum("location_type", VirtualMemoryLocationType, self.location_type)
         self.handle_type = _enum("handle_type", VirtualMemoryHandleType, self.handle_type, allow_none=True)
         self.granularity = _enum("granularity", VirtualMemoryGranularityType, self.granularity)

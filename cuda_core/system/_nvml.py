@@ -18,16 +18,36 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from .._compat import BINDINGS_MAJOR, BINDINGS_TEXT, NVML_BINDINGS, install_hint
 from .._errors import CUDADriverNotFoundError
 
 __all__: list[str] = []  # private module
 
 try:
     from cuda.bindings import nvml as _nvml_mod
-except ImportError:  # pragma: no cover - cuda-bindings without NVML (12.x before 12.9)
+except ImportError:  # pragma: no cover - cuda-bindings without NVML (before 12.9.6 and 13.2)
     _nvml_mod = None
 
-nvml: Any = _nvml_mod
+
+
+class _NoNvml:
+    """Stands in for ``cuda.bindings.nvml`` where the bindings have none (12.9.0 to 12.9.5, 13.0,
+    13.1): ``nvml.<function>`` is a stub, and :func:`call`, through which every NVML call goes,
+    raises the error naming the bindings that have NVML before it would call one."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def unavailable(*args: Any, **kwargs: Any) -> Any:
+            ensure_nvml()  # raises: the bindings have no NVML module
+            raise AssertionError("unreachable")  # pragma: no cover
+
+        unavailable.__name__ = name
+        return unavailable
+
+
+nvml: Any = _nvml_mod if _nvml_mod is not None else _NoNvml()
 
 # The NVML calls cuda_core.system makes; a cuda-bindings whose nvml module lacks one of them is
 # too old to be used (cuda.core says so through CUDA_BINDINGS_NVML_IS_COMPATIBLE as well).
@@ -42,8 +62,8 @@ _REQUIRED = (
     "device_get_p2p_status",
     "system_event_set_create",
 )
-CUDA_BINDINGS_NVML_IS_COMPATIBLE: bool = nvml is not None and all(
-    hasattr(nvml, name) for name in _REQUIRED
+CUDA_BINDINGS_NVML_IS_COMPATIBLE: bool = _nvml_mod is not None and all(
+    hasattr(_nvml_mod, name) for name in _REQUIRED
 )
 
 # (status code, NVML status name, error class name): the one table from which both the error
@@ -82,10 +102,10 @@ STATUS_TABLE: tuple[tuple[int, str, str], ...] = (
     (999, "NVML_ERROR_UNKNOWN", "UnknownError"),
 )
 
-if nvml is not None:
-    NvmlError: type[Exception] = nvml.NvmlError
+if _nvml_mod is not None:
+    NvmlError: type[Exception] = _nvml_mod.NvmlError
     ERROR_CLASSES: dict[str, type[Exception]] = {
-        cls_name: getattr(nvml, cls_name) for _, _, cls_name in STATUS_TABLE
+        cls_name: getattr(_nvml_mod, cls_name) for _, _, cls_name in STATUS_TABLE
     }
 else:  # pragma: no cover - same names, our own classes
 
@@ -218,13 +238,12 @@ def _start() -> None:
         if _missing is not None:
             raise _missing
         if not CUDA_BINDINGS_NVML_IS_COMPATIBLE:
-            import cuda.bindings
-
             _missing = make_error(
                 13,
                 "nvmlInit_v2",
-                f"cuda-bindings {cuda.bindings.__version__} has no usable NVML module; "
-                "install cuda-bindings 13.1 or newer",
+                f"cuda-bindings {BINDINGS_TEXT} has no usable NVML module; install cuda-bindings "
+                f"{'.'.join(map(str, NVML_BINDINGS[BINDINGS_MAJOR]))} or newer "
+                f"({install_hint(BINDINGS_MAJOR)} brings one)",
             )
             raise _missing
         try:

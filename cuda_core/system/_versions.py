@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda.bindings import driver
-
+from .._compat import BINDINGS_TEXT, driver, driver_version_int
 from .._errors import CUDADriverNotFoundError, CUDAError
 from .._utils import ensure_driver, handle_return, nvrtc_version
 from ._nvml import call, nvml, text
@@ -24,15 +23,6 @@ __all__ = [
     "get_process_name",
     "get_user_mode_driver_version",
 ]
-
-
-def _driver_version_int() -> int:
-    # cuDriverGetVersion needs no cuInit, so it answers even where no GPU is usable.
-    try:
-        result = driver.cuDriverGetVersion()
-    except (RuntimeError, OSError) as exc:  # libcuda could not be loaded
-        raise CUDADriverNotFoundError(str(exc)) from None
-    return int(handle_return(result, "cuDriverGetVersion"))
 
 
 def _version_tuple(value: Any) -> tuple[int, ...]:
@@ -168,7 +158,7 @@ def get_driver_version_full(kernel_mode: bool = False) -> tuple[int, ...]:
     """
     if kernel_mode:
         return _kernel_mode_version()
-    v = _driver_version_int()
+    v = driver_version_int()
     return (v // 1000, (v % 1000) // 10, v % 10)
 
 
@@ -300,8 +290,6 @@ def get_bindings_version() -> str:
     str
         The package version.
     """
-    import cuda.bindings
-
-    return str(cuda.bindings.__version__)
+    return BINDINGS_TEXT
 
 

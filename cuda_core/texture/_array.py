@@ -13,8 +13,8 @@ import math
 from typing import Any, Self
 
 import numpy
-from cuda.bindings import driver
 
+from .._compat import driver
 from .._memory import Buffer
 from .._memory._buffer_support import (
     host_address,

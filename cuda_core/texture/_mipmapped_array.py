@@ -5,8 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from cuda.bindings import driver
-
+from .._compat import driver
 from .._utils import arg_error, check_int, handle_return
 from ._array import (
     ArrayStorage,

@@ -14,8 +14,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from cuda.bindings import driver
-
+from .._compat import driver
 from .._errors import CUDAError
 
 __all__: list[str] = []  # private module

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cuda.bindings import driver
-
+from .._compat import driver
 from .._utils import arg_error, handle_return
 from ._ref import Owner, ResourceRef, destroy_surface, invalid_value
 from ._texture import ResourceDescriptor

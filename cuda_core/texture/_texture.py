@@ -5,8 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from cuda.bindings import driver
-
+from .._compat import driver
 from .._memory import Buffer
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
 from ..typing import AddressModeType, ArrayFormatType, FilterModeType, ReadModeType

@@ -5,6 +5,18 @@ from __future__ import annotations
 import functools
 import os
 
+import pytest
+
+from cuda_core._compat import BINDINGS_MAJOR, BINDINGS_TEXT
+
+cuda13_bindings = pytest.mark.skipif(
+    BINDINGS_MAJOR < 13,
+    reason=f"needs cuda-bindings 13 (a CUDA 13 feature: managed memory pools, batched discard); "
+    f"this run has cuda-bindings {BINDINGS_TEXT}",
+)
+"""Marks a test of a feature only ``cuda-bindings`` 13 offers (under 12.x it raises
+``NotImplementedError``, which tests/test_compat.py checks)."""
+
 
 @functools.cache
 def gpu_skip_reason() -> str | None:

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The GPU tier under cuda-bindings 12.x, on the GPU machine (device tool, kind nvidia-h100-x1).
+#
+# That machine has cuda-bindings 13 and NVRTC 13 only, and no network. This script needs the
+# ignored paths .whl (the cuda-bindings 12.9 wheel for CPython 3.12 and the cuda-pathfinder
+# wheel tested with it) and .devcarry/cu12 (the kernels tools/precompile_cu12.py compiled with
+# NVRTC 12 for sm_90) carried along. It installs the wheels into a scratch folder put first on
+# PYTHONPATH (nothing of the machine's Python changes), builds the native backend in place, and
+# runs every test file in its own pytest process, on the native backend (then, as time allows, the
+# core files on the pure-Python backend), with CUDA_CORE_TEST_PRECOMPILED naming the kernels:
+# tests compiling a kernel found there launch the NVRTC 12 code; tests needing NVRTC for
+# anything else skip with "NVRTC 12 is not installed on this machine" (cuda_core does not use
+# NVRTC 13 with the 12.x bindings). Logs under $OUT/cu12/: setup.txt (install, build, the
+# environment report), summary.txt (per file and in all, skips by reason), native.log and
+# pure.log (every pytest output), misses.txt (compiles not found among the kernels), report.json.
+#
+# Usage: bash tools/device/cu12.sh   [BUDGET=seconds, default 540] [FILES="tests/test_x.py ..."]
+#        [PURE_FILES="..."] [FILE_TIMEOUT=seconds, default 180]
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}
+LOG="$OUT/cu12"
+mkdir -p "$LOG"
+ROOT=$PWD
+WORK=$(mktemp -d /tmp/cu12.XXXXXX)
+BUDGET=${BUDGET:-540}
+FILE_TIMEOUT=${FILE_TIMEOUT:-180}
+start=$SECONDS
+
+fail_setup() { echo "SETUP FAILED: $*" | tee -a "$LOG/setup.txt" "$LOG/summary.txt"; exit 1; }
+
+# -- set-up: the 12.9 bindings first on the path, the native backend built, the report ----------
+{
+    echo "== python: $(python3 --version 2>&1); machine's cuda-bindings: $(python3 -c 'import cuda.bindings as b; print(b.__version__)' 2>&1)"
+    echo "== machine's cuda-pathfinder: $(python3 -c 'import cuda.pathfinder as p; print(p.__version__)' 2>&1)"
+    echo "== carried: $(ls .whl 2>&1 | tr '\n' ' '); $(ls .devcarry/cu12/*.bin 2>/dev/null | wc -l) precompiled kernels"
+} > "$LOG/setup.txt" 2>&1
+shopt -s nullglob
+wheels=(.whl/cuda_bindings-12.9.*-cp312-*.whl .whl/cuda_pathfinder-*.whl)
+[ ${#wheels[@]} -eq 2 ] || fail_setup "carry .whl with the cuda-bindings 12.9 cp312 wheel and the cuda-pathfinder wheel (found: ${wheels[*]:-none})"
+[ -d .devcarry/cu12 ] || fail_setup "carry .devcarry/cu12 (python tools/precompile_cu12.py in a cu12 environment)"
+if ! python3 -m pip install --quiet --no-deps --no-index --target "$WORK/site" "${wheels[@]}" >> "$LOG/setup.txt" 2>&1; then
+    # No pip: a wheel of these (no scripts, no data) installs by unpacking it.
+    echo "pip failed; unpacking the wheels instead" >> "$LOG/setup.txt"
+    python3 -c 'import sys, zipfile; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in sys.argv[2:]]' \
+        "$WORK/site" "${wheels[@]}" >> "$LOG/setup.txt" 2>&1 || fail_setup "could not install ${wheels[*]}"
+fi
+export PYTHONPATH="$WORK/site:$ROOT"
+export CUDA_CORE_CACHE_DIR="$WORK/cache"
+python3 setup.py -q build_ext --inplace >> "$LOG/setup.txt" 2>&1 || fail_setup "the native backend did not build"
+python3 - >> "$LOG/setup.txt" 2>&1 <<'PY' || fail_setup "the environment is not the one this run needs (see setup.txt)"
+import cuda.bindings
+import cuda.pathfinder
+
+import cuda_core._backend as b
+from cuda_core import system
+from cuda_core._utils import ensure_driver
+
+ensure_driver()
+print(f"cuda-bindings {cuda.bindings.__version__} from {cuda.bindings.__file__}")
+print(f"cuda-pathfinder {cuda.pathfinder.__version__}; driver supports CUDA {system.get_driver_version()}")
+print(f"handle layer: native {b.NATIVE} ({b.REASON})")
+assert cuda.bindings.__version__.startswith("12.9."), "the 12.9 bindings are not the ones imported"
+assert b.NATIVE, "the native backend is not in use"
+PY
+python3 -m cuda_core >> "$LOG/setup.txt" 2>&1
+python3 -m cuda_core --json > "$LOG/report.json" 2>> "$LOG/setup.txt"
+
+# -- the tests -------------------------------------------------------------------------------
+export CUDA_CORE_TEST_PRECOMPILED="$ROOT/.devcarry/cu12"
+export CUDA_CORE_TEST_PRECOMPILED_MISSES="$LOG/misses.txt"
+: > "$LOG/misses.txt"
+: > "$LOG/summary.txt"
+mkdir -p "$WORK/logs"
+
+run_files() {  # run_files BACKEND FILES...: each file in its own pytest process, while time lasts
+    local backend=$1 f name rc line
+    shift
+    for f in "$@"; do
+        if [ $((SECONDS - start)) -gt $((BUDGET - 30)) ]; then
+            echo "[$backend] $(basename "$f"): NOT RUN (time budget of ${BUDGET}s used)" >> "$LOG/summary.txt"
+            continue
+        fi
+        name=$(basename "$f" .py)
+        if [ "$backend" = pure ]; then
+            CUDA_CORE_NO_FASTPATH=1 timeout "$FILE_TIMEOUT" python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider "$f" \
+                > "$WORK/logs/$backend-$name.log" 2>&1
+        else
+            timeout "$FILE_TIMEOUT" python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider "$f" \
+                > "$WORK/logs/$backend-$name.log" 2>&1
+        fi
+        rc=$?
+        line=$(grep -E '^=*.*[0-9]+ (passed|failed|error|errors|skipped|deselected)' "$WORK/logs/$backend-$name.log" | tail -1)
+        echo "[$backend] $name.py: rc=$rc ${line:-no summary (rc 124: timed out)}" >> "$LOG/summary.txt"
+        { echo "=================== [$backend] $f (rc=$rc)"; cat "$WORK/logs/$backend-$name.log"; } >> "$LOG/$backend.log"
+    done
+}
+
+FILES=${FILES:-$(ls tests/test_*.py)}
+# The pure-Python backend on the files that drive the handle layer hardest, as time allows.
+PURE_FILES=${PURE_FILES:-"tests/test_launcher.py tests/test_stream.py tests/test_event.py tests/test_memory_gpu.py
+    tests/test_handles.py tests/test_interop_backends.py tests/test_graph.py tests/test_copy.py tests/test_dlpack.py"}
+# shellcheck disable=SC2086
+run_files native $FILES
+# shellcheck disable=SC2086
+run_files pure $PURE_FILES
+
+# -- the summary: totals per backend, skips by reason, failures --------------------------------
+python3 - "$LOG" >> "$LOG/summary.txt" 2>&1 <<'PY'
+import collections
+import pathlib
+import re
+import sys
+
+log = pathlib.Path(sys.argv[1])
+for backend in ("native", "pure"):
+    path = log / f"{backend}.log"
+    if not path.exists():
+        print(f"\n[{backend}] not run")
+        continue
+    text = path.read_text(errors="replace")
+    totals = collections.Counter()
+    for line in (log / "summary.txt").read_text().splitlines():
+        if line.startswith(f"[{backend}] "):
+            for n, what in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", line):
+                totals["error" if what.startswith("error") else what] += int(n)
+    reasons = collections.Counter()
+    for m in re.finditer(r"^SKIPPED \[(\d+)\] [^:]+:\d+: (.*)$", text, re.M):
+        reasons[m.group(2)] += int(m.group(1))
+    print(f"\n[{backend}] totals: " + ", ".join(f"{v} {k}" for k, v in sorted(totals.items())))
+    print(f"[{backend}] skips by reason:")
+    for reason, n in reasons.most_common():
+        print(f"  {n:5d}  {reason}")
+    bad = sorted(set(re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)))
+    print(f"[{backend}] failed or errored: {len(bad)}")
+    for b in bad:
+        print(f"  {b}")
+    crashes = re.findall(r"^Fatal Python error.*$", text, re.M)
+    if crashes:
+        print(f"[{backend}] crashes: {crashes}")
+misses = (log / "misses.txt").read_text().splitlines()
+print(f"\ncompiles not found among the precompiled kernels (they skip): {len(misses)} (misses.txt)")
+PY
+echo "elapsed: $((SECONDS - start)) s of a ${BUDGET} s budget" >> "$LOG/summary.txt"
+cat "$LOG/summary.txt"
+rm -rf "$WORK"

@@ -1,0 +1,52 @@
+"""Compile the GPU tier's kernels with NVRTC 12 for the GPU run under cuda-bindings 12.x.
+
+Run where ``cuda-bindings`` 12.x and NVRTC 12 are installed (``pip install -e ".[cu12,test]"``),
+from the repository root::
+
+    python tools/precompile_cu12.py [FOLDER]      # default: .devcarry/cu12 (ignored by git)
+
+It compiles every request of ``tests/helpers/precompiled.py``'s ``REQUESTS`` for ``sm_90``
+(the H100) and writes ``<key>.bin`` and ``<key>.json`` per request into FOLDER, replacing what
+was there; ``tools/device/cu12.sh`` serves them to the tests on the GPU machine. It refuses to
+run with another major of ``cuda-bindings`` or NVRTC, and fails on any compile error.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main(argv: list[str]) -> int:
+    import cuda.bindings
+
+    from cuda_core import Program, system
+    from tests.helpers import precompiled
+
+    folder = Path(argv[1]) if len(argv) > 1 else ROOT / ".devcarry" / "cu12"
+    nvrtc = system.get_nvrtc_version()
+    if not cuda.bindings.__version__.startswith("12.") or nvrtc[0] != 12:
+        print(f"needs cuda-bindings 12.x and NVRTC 12 (found {cuda.bindings.__version__}, NVRTC {nvrtc[0]}.{nvrtc[1]})",
+              file=sys.stderr)
+        return 2
+    compiler = f"NVRTC {nvrtc[0]}.{nvrtc[1]} (cuda-bindings {cuda.bindings.__version__})"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    total = 0
+    for desc, code, options, target, names in precompiled.requests():
+        obj = Program(code, "c++", options=options).compile(target, name_expressions=names, cache=False)
+        key = precompiled.store(folder, desc, code, options, target, names, obj, compiler)
+        size = (folder / f"{key}.bin").stat().st_size
+        total += size
+        print(f"{key}  {size:8d} bytes  {desc}")
+    print(f"{len(precompiled.REQUESTS)} kernels' code, {total / 2**20:.2f} MiB, compiled by {compiler}, in {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
