@@ -24,7 +24,7 @@ from cuda_core import (
     SynchronousMemoryResource,
 )
 from cuda_core._compat import BINDINGS_MAJOR
-from tests.helpers import cuda13_bindings, gpu_count
+from tests.helpers import cuda13_bindings
 from tests.helpers.kernels import compile_kernel
 
 pytestmark = pytest.mark.gpu

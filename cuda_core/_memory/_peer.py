@@ -113,7 +113,7 @@ class PeerAccessibleBySetProxy(MutableSet):  # type: ignore[type-arg]
     Reading (``in``, iteration, ``len``) asks the driver (``cuMemPoolGetAccess``); changing it
     (``add``, ``discard``, ``update``, ``clear``, ``|=``, ``-=``, ``&=``, ``^=``) calls
     ``cuMemPoolSetAccess`` once. Nothing is cached, so every resource over the same pool sees
-    the same state. Iteration gives :class:`Device` objects in ordinal order; the methods take
+    the same state. Iteration gives :class:`cuda_core.Device` objects in ordinal order; the methods take
     a ``Device`` or an ordinal; the owning device is never a member and is ignored when given.
     Binary operators (``|``, ``&``, ``-``, ``^``) return plain ``set`` objects.
 
