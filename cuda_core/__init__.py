@@ -19,6 +19,7 @@ re-exported here; ``__all__`` is the public surface.
 from __future__ import annotations
 
 from . import (
+    _callbacks,
     _config,
     _context,
     _device,
@@ -44,6 +45,7 @@ from . import graph as graph  # registers the explicit-graph API with GraphBuild
 from . import system as system
 from . import texture as texture
 from . import utils as utils
+from ._callbacks import *
 from ._config import *
 from ._context import *
 from ._device import *
@@ -68,6 +70,7 @@ from ._version import __version__ as __version__
 
 __all__ = sorted(
     {
+        *_callbacks.__all__,
         *_config.__all__,
         *_context.__all__,
         *_device.__all__,
