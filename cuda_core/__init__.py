@@ -35,6 +35,7 @@ from . import (
     _launcher,
     _linker,
     _memory,
+    _memoryview,
     _module,
     _program,
     _program_options,
@@ -61,6 +62,7 @@ from ._launch_config import *
 from ._launcher import *
 from ._linker import *
 from ._memory import *
+from ._memoryview import *
 from ._module import *
 from ._program import *
 from ._program_options import *
@@ -86,6 +88,7 @@ __all__ = sorted(
         *_launcher.__all__,
         *_linker.__all__,
         *_memory.__all__,
+        *_memoryview.__all__,
         *_module.__all__,
         *_program.__all__,
         *_program_options.__all__,
