@@ -19,6 +19,7 @@ re-exported here; ``__all__`` is the public surface.
 from __future__ import annotations
 
 from . import (
+    _callbacks,
     _config,
     _context,
     _device,
@@ -34,6 +35,7 @@ from . import (
     _launcher,
     _linker,
     _memory,
+    _memoryview,
     _module,
     _program,
     _program_options,
@@ -45,6 +47,7 @@ from . import graph as graph  # registers the explicit-graph API with GraphBuild
 from . import system as system
 from . import texture as texture
 from . import utils as utils
+from ._callbacks import *
 from ._config import *
 from ._context import *
 from ._device import *
@@ -60,6 +63,7 @@ from ._launch_config import *
 from ._launcher import *
 from ._linker import *
 from ._memory import *
+from ._memoryview import *
 from ._module import *
 from ._program import *
 from ._program_options import *
@@ -69,6 +73,7 @@ from ._version import __version__ as __version__
 
 __all__ = sorted(
     {
+        *_callbacks.__all__,
         *_config.__all__,
         *_context.__all__,
         *_device.__all__,
@@ -84,6 +89,7 @@ __all__ = sorted(
         *_launcher.__all__,
         *_linker.__all__,
         *_memory.__all__,
+        *_memoryview.__all__,
         *_module.__all__,
         *_program.__all__,
         *_program_options.__all__,

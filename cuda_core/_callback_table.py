@@ -21,11 +21,13 @@ from typing import Any
 
 from ._compat import driver
 from ._lifetime import immortal
-from ._utils import handle_return
+from ._utils import arg_error, handle_return
 
 __all__: list[str] = []  # private module
 
 HostFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_CFuncPtr = ctypes._CFuncPtr  # type: ignore[attr-defined]
+CUHOSTFN_HINT = "declare it as ctypes.CFUNCTYPE(None, ctypes.c_void_p)"
 
 _once: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
 _kept: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
@@ -128,3 +130,41 @@ def new_user_object(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int,
             _kept.pop(key, None)
         raise
     return key, obj
+
+
+def host_callback(fn: Any, user_data: Any) -> tuple[Callable[[], Any] | None, int, int, Any]:
+    """Check a host callback as ``cuda.core`` 1.2 takes it (stream capture, graph host nodes).
+
+    Returns ``(python callable or None, C function address, userData, object to retain)``:
+
+    * a Python callable takes no arguments; ``user_data`` must be ``None`` (``ValueError``
+      otherwise). The caller routes it through a trampoline and a table key.
+    * a ctypes function pointer declared ``CFUNCTYPE(None, c_void_p)`` goes to the driver as is,
+      with ``user_data`` an ``int`` address (the caller keeps it valid), or bytes-like data
+      copied into a buffer that the returned object keeps alive (with the function pointer).
+    """
+    if isinstance(fn, _CFuncPtr):
+        restype = getattr(fn, "restype", None)
+        argtypes = tuple(getattr(fn, "argtypes", None) or ())
+        if restype is not None or argtypes != (ctypes.c_void_p,):
+            raise arg_error(
+                "fn", "a ctypes function pointer matching CUhostFn, void (*)(void*)", fn,
+                f"{CUHOSTFN_HINT} (declared restype={restype!r}, argtypes={argtypes!r})", TypeError,
+            )
+        addr = _address(fn)
+        if user_data is None:
+            return None, addr, 0, fn
+        if isinstance(user_data, int) and not isinstance(user_data, bool):
+            return None, addr, user_data, fn
+        try:
+            data = bytes(memoryview(user_data).cast("B"))
+        except TypeError:
+            raise arg_error("user_data", "None, an int address or a bytes-like object", user_data, exc=TypeError) from None
+        copy = ctypes.create_string_buffer(data, max(len(data), 1))
+        return None, addr, ctypes.addressof(copy), (fn, copy)
+    if not callable(fn):
+        raise arg_error("fn", "a callable or a ctypes CUhostFn function pointer", fn, exc=TypeError)
+    if user_data is not None:
+        raise arg_error("user_data", "None for a Python callable", user_data,
+                        "bind state with a closure or functools.partial")
+    return fn, 0, 0, None

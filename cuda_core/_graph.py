@@ -18,7 +18,7 @@ import weakref
 from typing import Any
 
 from . import _graph_driver as _gd
-from ._callbacks import launch_host_func
+from ._callbacks import enqueue_host_callback
 from ._compat import driver
 from ._graph_capture import CaptureOps
 from ._graph_options import GraphCompleteOptions, GraphDebugPrintOptions
@@ -266,28 +266,36 @@ class GraphBuilder(CaptureOps):
         return self
 
     def callback(self, fn: Any, *, user_data: Any = None) -> None:
-        """Record a host callback: ``fn()`` (or ``fn(user_data)``) runs at this point of every replay.
+        """Record a host callback that runs at this point of every replay of the graph.
 
-        The callable is kept alive as long as the graph (and every Graph completed from it).
-        It must not call CUDA; exceptions are reported via :func:`sys.unraisablehook`.
+        As in ``cuda.core`` 1.2, ``fn`` is either a Python callable taking no arguments (bind
+        state with a closure or ``functools.partial``; it runs with the GIL, and an exception
+        it raises is reported through :func:`sys.unraisablehook`), or a ctypes function
+        pointer declared ``ctypes.CFUNCTYPE(None, ctypes.c_void_p)``, which the driver calls
+        with ``user_data`` as its ``void*``. Whichever it is (and bytes-like ``user_data``,
+        copied) is kept alive as long as the graph and every Graph completed from it. A
+        callback must not call CUDA.
 
         Parameters
         ----------
-        fn : callable
+        fn : callable or ctypes function pointer
             The callback.
-        user_data : object, optional
-            Passed as the single argument when given.
+        user_data : int or bytes-like, optional
+            Only for a ctypes function pointer: an ``int`` is passed as the pointer (keep what
+            it points to valid while the graph can run); bytes-like data is copied.
 
         Raises
         ------
         RuntimeError
             Not building.
+        TypeError
+            ``fn`` is neither callable nor a ctypes function pointer declared as ``CUhostFn``,
+            or ``user_data`` is neither an int nor bytes-like.
+        ValueError
+            ``user_data`` is given with a Python callable.
         """
         self._check_building("callback()")
-        if user_data is None:
-            launch_host_func(self._cuda_core_stream, fn)
-        else:
-            launch_host_func(self._cuda_core_stream, fn, user_data)
+        enqueue_host_callback(self._cuda_core_stream, fn, user_data)
 
     # ------------------------------------------------------------------ results
 

@@ -16,7 +16,7 @@ from . import _callback_table as _table
 from ._compat import driver
 from ._graph_driver import current_context
 from ._graph_node import GraphNode
-from ._graph_params import check_event, host_callback, kernel_params, memcpy_params, memset_params
+from ._graph_params import check_event, kernel_params, memcpy_params, memset_params
 from ._graph_state import KINDS
 from ._holder import HandleHolder
 from ._utils import arg_error, handle_return
@@ -172,7 +172,7 @@ class ExecutableHostCallbackNode(ExecutableGraphNode):
 
         A Python callable is kept alive as long as this executable graph.
         """
-        py_fn, addr, ud, keep = host_callback(fn, user_data)
+        py_fn, addr, ud, keep = _table.host_callback(fn, user_data)
         if py_fn is not None:
             key, obj = _table.new_user_object(py_fn, ())
             # Our reference dies with the Graph object (its _keep list).

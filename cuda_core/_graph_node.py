@@ -25,7 +25,6 @@ from ._graph_driver import current_context
 from ._graph_params import (
     check_event,
     device_id,
-    host_callback,
     kernel_params,
     memcpy_params,
     memset_params,
@@ -455,7 +454,7 @@ class GraphNode:
         return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_HOST, h, {"callback": py_fn})
 
     def _host_params(self, fn: Any, user_data: Any, graph: Any = None) -> tuple[Any, Any, Any]:
-        py_fn, addr, ud, keep = host_callback(fn, user_data)
+        py_fn, addr, ud, keep = _table.host_callback(fn, user_data)
         if py_fn is not None:
             state = self._def._state
             key, obj = _table.keep_in_graph(state.root if graph is None else graph, py_fn, ())

@@ -7,8 +7,6 @@ can run (buffers, kernel arguments, copied user data).
 
 from __future__ import annotations
 
-import ctypes
-from collections.abc import Callable
 from typing import Any
 
 from ._compat import driver
@@ -23,8 +21,6 @@ from ._utils import arg_error, check_int, handle_return
 __all__: list[str] = []  # private module
 
 _UNIFIED = driver.CUmemorytype.CU_MEMORYTYPE_UNIFIED
-_CFuncPtr = ctypes._CFuncPtr  # type: ignore[attr-defined]
-CUHOSTFN_HINT = "declare it as ctypes.CFUNCTYPE(None, ctypes.c_void_p)"
 
 
 def check_config(config: Any) -> LaunchConfig:
@@ -136,36 +132,6 @@ def check_event(event: Any) -> Event:
     if not isinstance(event, Event):
         raise arg_error("event", "an Event (from Device.create_event() or Stream.record())", event, exc=TypeError)
     return event
-
-
-def host_callback(fn: Any, user_data: Any) -> tuple[Callable[[], Any] | None, int, int, Any]:
-    """Check a host-node callback: ``(python callable or None, C function address, userData,
-    object to retain)``. For a Python callable the caller supplies the trampoline and key."""
-    if isinstance(fn, _CFuncPtr):
-        restype = getattr(fn, "restype", None)
-        argtypes = tuple(getattr(fn, "argtypes", None) or ())
-        if restype is not None or argtypes != (ctypes.c_void_p,):
-            raise arg_error(
-                "fn", "a ctypes function pointer matching CUhostFn, void (*)(void*)", fn,
-                f"{CUHOSTFN_HINT} (declared restype={restype!r}, argtypes={argtypes!r})", TypeError,
-            )
-        addr = ctypes.cast(fn, ctypes.c_void_p).value or 0
-        if user_data is None:
-            return None, addr, 0, fn
-        if isinstance(user_data, int) and not isinstance(user_data, bool):
-            return None, addr, user_data, fn
-        try:
-            data = bytes(memoryview(user_data).cast("B"))
-        except TypeError:
-            raise arg_error("user_data", "None, an int address or a bytes-like object", user_data, exc=TypeError) from None
-        copy = ctypes.create_string_buffer(data, max(len(data), 1))
-        return None, addr, ctypes.addressof(copy), (fn, copy)
-    if not callable(fn):
-        raise arg_error("fn", "a callable or a ctypes CUhostFn function pointer", fn, exc=TypeError)
-    if user_data is not None:
-        raise arg_error("user_data", "None for a Python callable", user_data,
-                        "bind state with a closure or functools.partial")
-    return fn, 0, 0, None
 
 
 def device_id(device: Any) -> int:

@@ -7,7 +7,8 @@ them in one call, and a generated function that writes the values and launches. 
 therefore pays only for writing the values.
 
 Type table (see ``docs/launching.rst``): ``bool`` -> ``bool`` (1 byte), ``int`` -> 64-bit
-pointer-sized integer, ``float`` -> ``double``, ``complex`` -> ``complex<double>``; NumPy and
+pointer-sized integer (at the parameter's width for an integer parameter of another width,
+where the layout is known, as cuda.core's launches deliver it), ``float`` -> ``double``, ``complex`` -> ``complex<double>``; NumPy and
 ctypes scalars keep their exact width; NumPy structured scalars and ``ctypes.Structure`` pass
 by value with their own layout; ``Buffer``, ``ctypes.c_void_p``, ``__cuda_array_interface__``,
 DLPack and ``.data_ptr()`` objects pass a device pointer; ``cuda.bindings`` ``CUtexObject``,
@@ -43,6 +44,16 @@ def _neg(v: Any) -> int:
     if v < _I64_MIN:
         raise OverflowError(f"int {v} does not fit in a 64-bit kernel argument")
     return int(v) + _U64
+
+
+def _fit(v: int, size: int) -> int:
+    """``v`` as the unsigned ``size``-byte pattern the driver copies for an integer parameter of
+    that size: the low bytes, as ``cuda.core`` passes a wider integer (a Python ``int`` for an
+    ``int`` parameter). The value must fit the parameter, signed or unsigned."""
+    bits = size * 8
+    if not -(1 << (bits - 1)) <= v < 1 << bits:
+        raise OverflowError(f"{v} does not fit a {size}-byte integer parameter")
+    return v & ((1 << bits) - 1)
 
 
 def _void_bytes(v: Any, size: int) -> bytes:
@@ -312,6 +323,7 @@ class Plan:
     def _namespace(self) -> dict[str, Any]:
         return {
             "_neg": _neg,
+            "_fit": _fit,
             "_bytes": bytes,
             "_void_bytes": _void_bytes,
             "_tensor_map_bytes": _tensor_map_bytes,
@@ -427,7 +439,10 @@ def make_plan(
         if layout is not None:
             off, size = layout[i]
             if r.size != size:
-                raise TypeError(_size_message(label, i, size, a, r))
+                resized = _resized_int_rule(a, r, size)
+                if resized is None:
+                    raise TypeError(_size_message(label, i, size, a, r))
+                r = resized
             if off < pos:
                 raise TypeError(f"{label}: parameter {i} at offset {off} overlaps parameter {i - 1}")
         else:
@@ -438,14 +453,43 @@ def make_plan(
     return Plan(types, rules, offsets, pos)
 
 
+_UINT_FORMATS = {1: "B", 2: "H", 4: "I", 8: "Q"}
+_CTYPES_INTS = frozenset("bBhHiIlLqQ")
+
+
+def _resized_int_rule(value: Any, r: _Rule, size: int) -> _Rule | None:
+    """The rule for an integer argument whose width differs from its integer parameter's.
+
+    ``cuda.core`` hands the driver a pointer to each argument's own storage, and the driver
+    copies the parameter's size from it: a Python ``int`` (8 bytes) for an ``int`` parameter
+    arrives as its low 4 bytes, which is the value whenever it fits. We pack the same bytes,
+    and refuse a value that does not fit (``OverflowError``, where ``cuda.core`` truncates). A
+    narrower integer for a wider parameter (``np.int32`` for ``size_t``) is widened keeping its
+    value (``cuda.core`` would pass whatever bytes follow it). ``None`` for anything else.
+    """
+    fmt = _UINT_FORMATS.get(size)
+    t = type(value)
+    if fmt is None or t is bool:
+        return None
+    if issubclass(t, int):
+        expr = f"_fit({{a}}, {size})"
+    elif issubclass(t, np.integer):
+        expr = f"_fit(int({{a}}), {size})"
+    elif issubclass(t, ctypes._SimpleCData) and getattr(t, "_type_", "") in _CTYPES_INTS:
+        expr = f"_fit({{a}}.value, {size})"
+    else:
+        return None
+    return _Rule(size, size, fmt, expr, f"{r.ctype} passed as a {size}-byte integer")
+
+
 def _size_message(label: str, i: int, size: int, value: Any, r: _Rule) -> str:
     t = type(value)
     msg = (
         f"{label}: parameter {i} is {size} bytes, but argument {i} ({t.__name__}) "
         f"packs to {r.size} bytes ({r.ctype})"
     )
-    if t is int or t is float:
-        fits = {1: "np.int8/np.uint8", 2: "np.int16/np.uint16/np.float16", 4: "np.int32/np.uint32/np.float32"}
+    if t is float or issubclass(t, np.floating):
+        fits = {2: "np.float16", 4: "np.float32", 8: "float or np.float64"}
         if size in fits:
             msg += f"; wrap it in a {size}-byte type such as {fits[size]}"
     return msg

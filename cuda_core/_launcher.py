@@ -146,7 +146,9 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     *kernel_args
         The arguments, packed by the rules of the type table in "Launching kernels":
         ``int`` is a 64-bit value (pointers), ``float`` a ``double``, NumPy/ctypes scalars keep
-        their width, structs pass by value, arrays and ``Buffer`` pass their device pointer.
+        their width, structs pass by value, arrays and ``Buffer`` pass their device pointer. An
+        integer for an integer parameter of another width is passed at the parameter's width
+        (as ``cuda.core``'s launches deliver it), when its value fits.
 
     Raises
     ------
@@ -155,7 +157,7 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
         an argument has an unsupported type, or (where the kernel's parameter layout is known)
         the argument count or an argument's size differs from the kernel's signature.
     OverflowError
-        A value does not fit its C type.
+        A value does not fit its C type (or its integer parameter).
     ValueError
         ``config`` exceeds a limit of the stream's device (the message names the limit), or an
         argument is a closed ``Buffer``.

@@ -21,7 +21,9 @@ from . import _memoryview_ops as _ops
 from ._backend import backend
 from ._utils import arg_error
 
-__all__: list[str] = []  # the public names live in cuda_core.utils (see _UTILS_EXPORTS)
+# cuda.core 1.2 has both names in cuda.core.utils only (see _UTILS_EXPORTS); later releases also
+# export StridedMemoryView from the top level, as this does.
+__all__ = ["StridedMemoryView"]
 
 _UTILS_EXPORTS = ["StridedMemoryView", "args_viewable_as_strided_memory"]
 

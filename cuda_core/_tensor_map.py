@@ -308,7 +308,7 @@ class TensorMapDescriptor:
 
     Examples
     --------
-    >>> view = StridedMemoryView(cupy_array, stream_ptr=-1)
+    >>> view = StridedMemoryView.from_any_interface(cupy_array, stream_ptr=-1)
     >>> tmap = view.as_tensor_map(box_dim=(16, 16))
     >>> launch(s, config, kernel, tmap, out.data.ptr)
     """
@@ -481,7 +481,9 @@ class TensorMapDescriptor:
             Host memory, a misaligned address, or another shape or element size.
         """
         view_cls = self._view_cls
-        view = tensor if view_cls is None or isinstance(tensor, view_cls) else view_cls(tensor, stream_ptr=-1)
+        # from_any_interface, not the constructor cuda.core deprecates (it would warn the caller)
+        view = tensor if view_cls is None or isinstance(tensor, view_cls) else view_cls.from_any_interface(
+            tensor, stream_ptr=-1)
         lay = _Layout(view, self._dtype, min_rank=1)
         if lay.shape != self._shape:
             raise arg_error("tensor's shape", f"the shape the map was made for {self._shape}", lay.shape)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
 import time
@@ -276,7 +277,7 @@ def test_graph_host_callback_runs_each_replay_and_is_released(env, monkeypatch):
     b = s.create_graph_builder().begin_building()
     b.callback(lambda: calls.append("plain"))
     b.callback(boom)
-    b.callback(calls.append, user_data="data")
+    b.callback(functools.partial(calls.append, "data"))  # cuda.core: bind state, no user_data
     g = b.end_building().complete()
     assert calls == []
     # every replay runs every recorded callback (a callback is not one-shot inside a graph)
@@ -320,7 +321,7 @@ s.sync()
 assert [t for t, _ in seen] == ["once"], seen
 assert seen[0][1] != threading.get_ident()  # ran on a driver thread while sync() waited
 b = s.create_graph_builder().begin_building()
-b.callback(slow, user_data="graph")
+b.callback(lambda: slow("graph"))
 g = b.end_building().complete()
 for _ in range(3):
     g.launch(s)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import cuda_core.graph as G
+from cuda_core import _callback_table as _table
 from cuda_core import _graph_params as P
 from cuda_core._graph_cond import GraphCondition, check_condition
 from cuda_core._kernel_arg_handler import ParamHolder
@@ -189,19 +190,19 @@ def test_config_kernel_event_checks():
 
 def test_host_callback_forms():
     fn = lambda: None  # noqa: E731
-    assert P.host_callback(fn, None) == (fn, 0, 0, None)
+    assert _table.host_callback(fn, None) == (fn, 0, 0, None)
     with pytest.raises(ValueError, match="user_data must be None for a Python callable"):
-        P.host_callback(fn, b"x")
+        _table.host_callback(fn, b"x")
     with pytest.raises(TypeError, match="fn must be a callable"):
-        P.host_callback(42, None)
+        _table.host_callback(42, None)
     good = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda p: None)
-    py_fn, addr, ud, keep = P.host_callback(good, 1234)
+    py_fn, addr, ud, keep = _table.host_callback(good, 1234)
     assert py_fn is None and addr == ctypes.cast(good, ctypes.c_void_p).value and ud == 1234
-    _, _, ud, keep = P.host_callback(good, b"abc")
+    _, _, ud, keep = _table.host_callback(good, b"abc")
     assert ctypes.string_at(ud, 3) == b"abc" and keep[0] is good  # copied and kept by the graph
     bad = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(lambda p: 0)
     with pytest.raises(TypeError, match="CUhostFn"):
-        P.host_callback(bad, None)
+        _table.host_callback(bad, None)
 
 
 def test_set_conditional_compiles_with_nvrtc():

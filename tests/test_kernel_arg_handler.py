@@ -260,10 +260,50 @@ def test_wrong_count(args):
 
 def test_wrong_size_names_parameter_expected_and_given():
     with pytest.raises(TypeError) as ei:
-        ParamHolder((1, 5, 2.0), layout=LAYOUT, kernel_name="k")
+        ParamHolder((1, np.int32(5), np.float32(2.0)), layout=LAYOUT, kernel_name="k")
     msg = str(ei.value)
-    assert "kernel 'k'" in msg and "parameter 1 is 4 bytes" in msg and "argument 1 (int) packs to 8 bytes" in msg
-    assert "np.int32" in msg
+    assert "kernel 'k'" in msg and "parameter 2 is 8 bytes" in msg and "argument 2 (float32) packs to 4 bytes" in msg
+    assert "np.float64" in msg
+
+
+@pytest.mark.parametrize(
+    ("value", "packed"),
+    [
+        (5, struct.pack("<i", 5)),
+        (-7, struct.pack("<i", -7)),
+        (2**32 - 1, struct.pack("<I", 2**32 - 1)),  # fits unsigned
+        (np.int64(-3), struct.pack("<i", -3)),
+        (np.uint64(9), struct.pack("<I", 9)),
+        (np.int16(-2), struct.pack("<i", -2)),  # widened keeping its value
+        (np.uint8(200), struct.pack("<I", 200)),
+        (ctypes.c_int64(11), struct.pack("<i", 11)),
+    ],
+    ids=repr,
+)
+def test_integer_of_another_width_packs_like_cuda_core(value, packed):
+    # cuda.core points the driver at each argument's own storage and the driver copies the
+    # parameter's 4 bytes: a Python int for an int parameter arrives as its low bytes.
+    h = ParamHolder((0x1000, value, 2.0), layout=LAYOUT, kernel_name="k")
+    assert h.data == struct.pack("<Q", 0x1000) + packed + b"\x00" * 4 + struct.pack("<d", 2.0)
+
+
+def test_narrower_integer_widens_keeping_its_sign():
+    layout = ((0, 8), (8, 8))
+    h = ParamHolder((np.int32(-5), np.uint32(7)), layout=layout, kernel_name="k")
+    assert h.data == struct.pack("<qQ", -5, 7)
+
+
+@pytest.mark.parametrize("value", [2**32, -(2**31) - 1, np.int64(2**40)], ids=repr)
+def test_integer_that_does_not_fit_its_parameter_is_refused(value):
+    with pytest.raises(OverflowError, match=r"argument 1: .*does not fit a 4-byte integer parameter"):
+        ParamHolder((0x1000, value, 2.0), layout=LAYOUT, kernel_name="k")
+
+
+def test_bool_and_float_of_another_size_are_still_refused():
+    with pytest.raises(TypeError, match=r"parameter 1 is 4 bytes, but argument 1 \(bool\) packs to 1 byte"):
+        ParamHolder((0x1000, True, 2.0), layout=LAYOUT, kernel_name="k")
+    with pytest.raises(TypeError, match=r"parameter 1 is 4 bytes, but argument 1 \(float\) packs to 8 bytes"):
+        ParamHolder((0x1000, 1.0, 2.0), layout=LAYOUT, kernel_name="k")
 
 
 def test_wrong_size_float_for_float_param():
@@ -280,8 +320,10 @@ def test_set_arg_in_place_and_with_new_type():
     assert h.data == struct.pack("<Qi4xd", 0x1000, -7, 4.0)
     h.set_arg(1, np.uint32(9))  # another 4-byte type: re-planned, still checked
     assert h.data == struct.pack("<QI4xd", 0x1000, 9, 4.0)
+    h.set_arg(1, 3)  # a Python int for the int parameter: its low 4 bytes, as in cuda.core
+    assert h.data == struct.pack("<QI4xd", 0x1000, 3, 4.0)
     with pytest.raises(TypeError, match="parameter 1 is 4 bytes"):
-        h.set_arg(1, 3)
+        h.set_arg(1, 3.0)
     with pytest.raises(IndexError):
         h.set_arg(3, 1.0)
     with pytest.raises(OverflowError, match="argument 0"):

@@ -242,3 +242,36 @@ def test_tma_misuse_raises_and_the_process_keeps_working(dev):
     assert len(tmap._bytes) == 128
     with pytest.raises(ValueError, match="shape"):
         tmap.replace_address(StridedMemoryView.from_buffer(buf, (32, 64), dtype=np.float32))
+
+
+@pytest.mark.gpu
+def test_replace_address_takes_any_dlpack_producer_without_a_warning(dev):
+    # cuda.core takes "any object supporting DLPack or __cuda_array_interface__" here; ours
+    # once built the view with the constructor cuda.core deprecates, warning the caller.
+    import warnings
+
+    _needs_sm90(dev)
+    s = dev.create_stream()
+    host = np.arange(64 * 96, dtype=np.float32).reshape(64, 96)
+    _buf, view = _device_matrix(dev, s, host)
+    _buf2, view2 = _device_matrix(dev, s, host + 1000)
+    tmap = view.as_tensor_map(box_dim=(8, 16))
+
+    class Producer:  # a DLPack producer that is not a StridedMemoryView (as a CuPy array is not)
+        def __dlpack__(self, **kwargs):
+            return view2.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return view2.__dlpack_device__()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tmap.replace_address(Producer())
+    mod = Program(TMA_COPY, "c++", ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")).compile(
+        "cubin", name_expressions=("tma_copy<8, 16>",))
+    ker = mod.get_kernel("tma_copy<8, 16>")
+    out = dev.allocate(8 * 16 * 4, stream=s)
+    cuda_core.launch(s, cuda_core.LaunchConfig(grid=1, block=128), ker, tmap, out, np.int32(16), np.int32(8))
+    got = np.empty((8, 16), np.float32)
+    out.copy_to(got, stream=s)
+    assert got.tobytes() == (host + 1000)[8:16, 16:32].tobytes()

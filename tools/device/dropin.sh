@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Run on the GPU machine (device tool): NVIDIA's cuda.core examples, each run unmodified with
+# NVIDIA's cuda.core and with the import rewritten to cuda_core (tools/peer_examples.py).
+# Needs the examples carried: carry=[".devcarry/peer_examples"] (a git-ignored folder).
+# Writes $OUT/dropin/{table.txt,results.json,logs.txt}; prints the table.
+# Usage: bash tools/device/dropin.sh      (CUDA_CORE_NO_FASTPATH=1 for the pure-Python backend;
+#        ONLY="saxpy host_launch" to run some; EXAMPLE_TIMEOUT=seconds per run, default 150)
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/dropin"
+export CUDA_CORE_CACHE_DIR=$(mktemp -d)
+EXAMPLES=.devcarry/peer_examples
+if [ ! -d "$EXAMPLES" ]; then
+  echo "no $EXAMPLES here: run with carry=[\"$EXAMPLES\"]"; exit 2
+fi
+# Build the native backend in place (optional: a failed build leaves the pure-Python backend).
+python3 setup.py -q build_ext --inplace > /tmp/dropin_build.txt 2>&1 || tail -5 /tmp/dropin_build.txt
+python3 -c "import cuda_core._backend as b, cuda.bindings; print('cuda_core backend native =', b.NATIVE, b.REASON, '; cuda.bindings', cuda.bindings.__version__)"
+# Examples that include CUDA headers (cooperative groups, cuda/barrier, mdspan) look for a
+# toolkit in CUDA_PATH; point it at headers shipped in wheels when no toolkit is installed.
+if [ -z "${CUDA_PATH:-}" ] && [ -z "${CUDA_HOME:-}" ]; then
+  inc=$(python3 - <<'PY'
+import site, pathlib
+for base in site.getsitepackages():
+    for hit in sorted(pathlib.Path(base, "nvidia").glob("**/include/cooperative_groups.h")):
+        print(hit.parent.parent); raise SystemExit
+PY
+)
+  if [ -n "$inc" ]; then export CUDA_PATH="$inc"; echo "CUDA_PATH=$CUDA_PATH (headers from a wheel)"; fi
+fi
+python3 tools/peer_examples.py "$EXAMPLES" "$OUT/dropin" --timeout "${EXAMPLE_TIMEOUT:-150}" ${ONLY:+--only $ONLY}
