@@ -73,7 +73,7 @@ def host_launch(stream: Any, fn: Any, *, user_data: Any = None) -> None:
 
     Parameters
     ----------
-    stream : Stream or GraphBuilder or object with ``__cuda_stream__``
+    stream : Stream or GraphBuilder or IsStreamType
         The stream that orders the call; a graph builder forwards to
         :meth:`GraphBuilder.callback <cuda_core.graph.GraphBuilder.callback>`.
     fn : callable or ctypes function pointer
@@ -83,7 +83,7 @@ def host_launch(stream: Any, fn: Any, *, user_data: Any = None) -> None:
         Either is kept alive until it has run (as long as the graph, when captured). It must
         not call CUDA; an exception raised by a Python callable is reported through
         :func:`sys.unraisablehook`.
-    user_data : int or bytes-like, optional
+    user_data : int or bytes-like object, optional
         Only for a ctypes function pointer: an ``int`` is passed as the ``void*`` (keep what
         it points to valid until the function has run); bytes-like data is copied, and the
         copy lives until the function has run (as long as the graph, when captured).

@@ -280,7 +280,7 @@ class GraphBuilder(CaptureOps):
         ----------
         fn : callable or ctypes function pointer
             The callback.
-        user_data : int or bytes-like, optional
+        user_data : int or bytes-like object, optional
             Only for a ctypes function pointer: an ``int`` is passed as the pointer (keep what
             it points to valid while the graph can run); bytes-like data is copied.
 

@@ -47,6 +47,7 @@ _API = Path(__file__).resolve().parent.parent / "api"
 _PROSE_TYPES = frozenset({
     "sequence", "mapping", "iterable", "iterator", "callable",
     "file-like object", "host object", "buffer-protocol object", "device array",
+    "ctypes function pointer", "bytes-like object",
 })
 
 
