@@ -39,7 +39,7 @@ from docutils import nodes
 from sphinx.errors import PycodeError
 from sphinx.pycode import ModuleAnalyzer
 
-_DIRECTIVE = re.compile(r"^\s*\.\.\s+auto(\w+)::\s+([\w.]+)", re.MULTILINE)
+_DIRECTIVE = re.compile(r"^\s*\.\.\s+auto(\w+)::\s+([\w.]+)((?:\n[ \t]+:[\w-]+:.*)*)", re.MULTILINE)
 _API = Path(__file__).resolve().parent.parent / "api"
 
 # numpy-style docstrings may name a kind of object in words ("sequence of int", "file-like
@@ -72,7 +72,9 @@ def documented_names() -> dict[str, Any]:
     """Every name documented under ``docs/api`` (automodule members included) -> its object."""
     out: dict[str, Any] = {}
     for path in sorted(_API.glob("*.rst")):
-        for kind, target in _DIRECTIVE.findall(path.read_text()):
+        for kind, target, options in _DIRECTIVE.findall(path.read_text()):
+            if ":no-index:" in options:  # a second spelling of an entry: it makes no link target
+                continue
             obj = _resolve(target)
             out[target] = obj
             if kind == "module":
@@ -239,7 +241,19 @@ def _missing_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
     return contnode if isinstance(contnode, nodes.literal) else nodes.literal("", contnode.astext())
 
 
+def _second_spelling(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """A ``:no-index:`` entry is a second spelling of one documented elsewhere (under its index
+    name): show a link to that entry instead of the docstring again, whose relative references
+    would have no targets under this spelling."""
+    if not ("no-index" in options or "noindex" in options) or what != "class":
+        return
+    others = [full for full, o in documented_names().items() if o is obj and full != name]
+    if others:
+        lines[:] = [f"The same class as :class:`{others[0]}`; documented there.", ""]
+
+
 def setup(app: Any) -> dict[str, Any]:
+    app.connect("autodoc-process-docstring", _second_spelling, priority=380)
     app.connect("autodoc-process-docstring", _reexported_data_docstring, priority=390)
     app.connect("autodoc-process-docstring", _split_attribute_lines, priority=400)
     app.connect("autodoc-process-bases", _process_bases)
