@@ -6,6 +6,7 @@ Needs a GPU.
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 
@@ -57,7 +58,7 @@ def main() -> int:
         step(builder, graphed, k)
     # a host callback recorded into the graph runs on every replay, after the kernels before it
     # (it runs on a driver thread: it must not call CUDA; s.sync() lets it run while waiting)
-    builder.callback(replays.append, user_data=STEPS)
+    builder.callback(functools.partial(replays.append, STEPS))  # state goes in through a partial
     builder.end_building()
     with builder.complete() as graph:
         graph.upload(s)

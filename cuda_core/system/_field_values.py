@@ -159,7 +159,9 @@ class FieldValues:
 
 
 def _field_ids(field_ids: Any) -> list[Any]:
-    """``field_ids`` checked and normalised to what the bindings take: ints and (int, int)."""
+    """``field_ids`` checked and normalised to ``(field_id, scope_id)`` pairs, scope 0 where none
+    is given: cuda-bindings 13.3 leaves the scope of a bare field id uninitialised, and NVML then
+    refuses a scoped field such as ``DEV_POWER_INSTANT`` (seen on an H100, driver 580)."""
     rule = "a list of FieldId values or (FieldId, scope_id) pairs"
     if isinstance(field_ids, (str, bytes)) or not hasattr(field_ids, "__iter__"):
         raise arg_error("field_ids", rule, field_ids, exc=TypeValueError)
@@ -172,7 +174,7 @@ def _field_ids(field_ids: Any) -> list[Any]:
             fid, scope = item
             out.append((_nonnegative(name + "[0]", fid), _nonnegative(name + "[1]", scope)))
         else:
-            out.append(_nonnegative(name, item))
+            out.append((_nonnegative(name, item), 0))
     return out
 
 
