@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,13 @@ if TYPE_CHECKING:
 __all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
 
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
+_IPC_HANDLE_BYTES = 64  # CU_IPC_HANDLE_SIZE
+
+
+def _handle_bytes(ipc: Any) -> bytes:
+    # Through the struct's memory: its ``reserved`` field is not an attribute in every
+    # cuda-bindings release (12.9 and 13.5 have none).
+    return ctypes.string_at(ipc.getPtr(), _IPC_HANDLE_BYTES)
 _NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
 _DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 _BLOCKING_SYNC = int(driver.CUevent_flags.CU_EVENT_BLOCKING_SYNC)
@@ -265,7 +273,7 @@ class Event:
                     "stream.record(options=EventOptions(ipc_enabled=True))"
                 )
             ipc = handle_return(driver.cuIpcGetEventHandle(driver.CUevent(self._h.address)), "cuIpcGetEventHandle")
-            desc = self._ipc = IPCEventDescriptor(bytes(ipc.reserved), self.is_sync_busy_waited)
+            desc = self._ipc = IPCEventDescriptor(_handle_bytes(ipc), self.is_sync_busy_waited)
         return desc
 
     @property
@@ -307,7 +315,7 @@ class Event:
     @classmethod
     def _open(cls, desc: IPCEventDescriptor, dev: Device) -> Event:
         ipc = driver.CUipcEventHandle()
-        ipc.reserved = desc._reserved
+        ctypes.memmove(ipc.getPtr(), desc._reserved, _IPC_HANDLE_BYTES)
         with dev._scope():
             handle = handle_return(driver.cuIpcOpenEventHandle(ipc), "cuIpcOpenEventHandle")
         flags = _DISABLE_TIMING | _INTERPROCESS | (0 if desc._busy_wait else _BLOCKING_SYNC)

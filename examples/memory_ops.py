@@ -7,7 +7,7 @@ import sys
 import numpy as np
 from _example import need_gpu
 
-from cuda_core import ManagedMemoryResource, PinnedMemoryResource
+from cuda_core import LegacyPinnedMemoryResource, ManagedMemoryResource, PinnedMemoryResource
 
 
 def main() -> int:
@@ -21,7 +21,12 @@ def main() -> int:
     dbuf = dev.memory_resource.allocate(n, stream=s)
     dbuf.copy_from(src, stream=s)  # host -> device
 
-    pinned = PinnedMemoryResource().allocate(n, stream=s)
+    try:
+        pinned_mr = PinnedMemoryResource()  # a pinned memory pool: CUDA 13
+    except NotImplementedError as exc:  # cuda-bindings 12.x: page-locked memory without a pool
+        print(f"pinned pool unavailable ({exc}); using LegacyPinnedMemoryResource")
+        pinned_mr = LegacyPinnedMemoryResource()
+    pinned = pinned_mr.allocate(n, stream=s)
     dbuf.copy_to(pinned, stream=s)  # device -> pinned host
     s.sync()
     host_view = np.from_dlpack(pinned)  # a NumPy view of pinned memory, no copy

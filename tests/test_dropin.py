@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 import cuda_core as ours
+from cuda_core._compat import BINDINGS_MAJOR
+from tests.helpers import precompiled
 
 ARCH = "sm_90"
 
@@ -644,6 +646,10 @@ def test_misuse_raises_cuda_core_class(nv, what):
         nv_out, our_out = _outcome(_MISUSES[what], nv), _outcome(_MISUSES[what], ours)
     assert nv_out[0] == "raises", f"{what}: cuda.core accepted it ({nv_out})"
     if nv_out[1].__name__ == "NVRTCError":  # cuda.core's own class: compare by name and base
+        if our_out[1] is ours.CompilerLibraryNotFoundError and BINDINGS_MAJOR < 13:
+            # cuda.core compiles with whatever NVRTC it finds; cuda_core refuses an NVRTC newer
+            # than its bindings (cuda_core/_compat.py), as on the H100 with NVRTC 13 only.
+            pytest.skip(precompiled.SKIP_REASON)
         assert our_out[0] == "raises" and our_out[1] is ours.NVRTCError, what
         return
     _same_outcome(nv_out, our_out, what)

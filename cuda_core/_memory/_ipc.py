@@ -303,7 +303,7 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     buf = Buffer._owned(ptr, desc.size, mr, s, None)
     try:
         available = _extent(ptr, ctx)
-        if desc.size > available:
+        if available is not None and desc.size > available:
             raise arg_error(
                 "ipc_descriptor.size",
                 f"at most the mapped allocation extent ({available} bytes)",
@@ -317,8 +317,10 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     return buf
 
 
-def _extent(ptr: int, ctx: Any) -> int:
-    """Bytes from ``ptr`` to the end of the allocation that holds it."""
+def _extent(ptr: int, ctx: Any) -> int | None:
+    """Bytes from ``ptr`` to the end of the allocation that holds it; ``None`` where the driver
+    gives no range holding ``ptr`` (an imported pinned-host pool pointer on driver 580 reads a
+    range that does not contain it: seen on an H100)."""
     start = handle_return(
         in_context(ctx, driver.cuPointerGetAttribute, _PA.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr),
         "cuPointerGetAttribute",
@@ -327,7 +329,10 @@ def _extent(ptr: int, ctx: Any) -> int:
         in_context(ctx, driver.cuPointerGetAttribute, _PA.CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr),
         "cuPointerGetAttribute",
     )
-    return int(start) + int(size) - ptr
+    start, size = int(start), int(size)
+    if not start <= ptr < start + size:
+        return None
+    return start + size - ptr
 
 
 # -- pickling -----------------------------------------------------------------------------------
