@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._utils import arg_error, check_int
+from . import _events
 from ._affinity import AffinityQueries, gpus_near_cpu
 from ._board import BoardQueries
 from ._clocks import ClockQueries
@@ -516,3 +517,6 @@ def register_events(events: Any) -> RegisteredSystemEvents:
     >>> batch = events.wait(timeout_ms=10_000)  # doctest: +SKIP
     """
     return RegisteredSystemEvents(events)
+
+
+_events._DEVICE_CLASS.append(Device)  # events of a GPU report this class

@@ -60,11 +60,13 @@ def event_types_from_mask(mask: int) -> list[EventType]:
     return [member for bit, member in _EVENT_BACK.items() if bit and mask & bit]
 
 
-def _device_class() -> Any:
-    # Imported at call time: cuda_core.system._device imports this module (Device.register_events).
-    from ._device import Device
+# The system Device class, set by cuda_core.system._device when it is defined: that module
+# imports this one (Device.register_events), so this one does not import it back.
+_DEVICE_CLASS: list[Any] = []
 
-    return Device
+
+def _device_class() -> Any:
+    return _DEVICE_CLASS[0]
 
 
 def _free_event_set(free: Any, handle: int) -> None:
