@@ -25,7 +25,7 @@ cuda_core runs on ``cuda-bindings`` 12.9.3 or newer 12.x (extra ``cu12``) and on
   CUDA 12 build) naming the call, the version it needs and the installed one.
 * **Enum members only 13.x has**: :data:`MANAGED_ALLOCATION` (``None`` on 12.x), and the
   device attributes CUDA 13.0 added (:func:`device_attributes` lists them as numbers on 12.x,
-  :func:`device_attribute` reads them through the driver entry point).
+  ``_utils.device_attribute`` reads them through the driver entry point).
 
 Features check with :func:`require` (a clearer name than the call's) and probe with
 :func:`has`; :func:`pairing` is the bindings/driver verdict ``python -m cuda_core`` prints.
@@ -44,7 +44,6 @@ against the NVRTC version). ``cuda.pathfinder`` loads NVRTC and nvJitLink of eit
 
 from __future__ import annotations
 
-import ctypes
 import re
 import threading
 import types
@@ -54,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 import cuda.bindings
 from cuda.bindings import driver as _drv
 
-from ._errors import CUDADriverNotFoundError
+from ._errors import CUDADriverNotFoundError, CUDAError
 
 __all__: list[str] = []  # private module
 
@@ -164,11 +163,8 @@ def driver_version_int() -> int:
                 result = _drv.cuDriverGetVersion()
             except (RuntimeError, OSError) as exc:  # libcuda could not be loaded
                 raise CUDADriverNotFoundError(str(exc)) from None
-            if result[0]:
-                # _utils (the error funnel) imports this module, so it is imported on failure only
-                from ._utils import raise_status
-
-                raise_status(result[0], "cuDriverGetVersion")
+            if result[0]:  # built here, not by _utils' error funnel, which imports this module
+                raise CUDAError("cuDriverGetVersion", _drv.CUresult(result[0]).name, "", int(result[0]))
             _driver_version.append(int(result[1]))
     return _driver_version[0]
 
@@ -453,38 +449,11 @@ _DEVICE_ATTRIBUTES_13 = {
 def device_attributes() -> list[tuple[str, Any]]:
     """``(name, attribute)`` of every ``CU_DEVICE_ATTRIBUTE_X`` but ``MAX``: the bindings' enum
     members, and on 12.x the ones CUDA 13.0 added as plain ``int`` (read them with
-    :func:`device_attribute`)."""
+    ``_utils.device_attribute``)."""
     out = [(a.name, a) for a in _drv.CUdevice_attribute if a.name != "CU_DEVICE_ATTRIBUTE_MAX"]
     have = {name for name, _ in out}
     out += [(name, number) for name, number in _DEVICE_ATTRIBUTES_13.items() if name not in have]
     return out
-
-
-_get_attribute_fn: list[Any] = []
-
-
-def device_attribute(attribute: Any, device: int) -> int:
-    """``cuDeviceGetAttribute``: the bindings' call for an enum member; for a plain ``int`` (an
-    attribute the bindings lack) the driver entry point itself. A driver that does not know the
-    attribute answers ``CUDA_ERROR_INVALID_VALUE``, raised as a :class:`~cuda_core.CUDAError`."""
-    # _utils (the error funnel) and _backend (the entry points) import this module
-    from ._utils import handle_return, raise_status
-
-    if type(attribute) is not int:
-        return int(handle_return(_drv.cuDeviceGetAttribute(attribute, _drv.CUdevice(device)), "cuDeviceGetAttribute"))
-    if not _get_attribute_fn:
-        from ._backend import entry_point
-
-        addr = entry_point("cuDeviceGetAttribute")
-        if not addr:
-            raise RuntimeError("the CUDA driver has no cuDeviceGetAttribute entry point")
-        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int)
-        _get_attribute_fn.append(proto(addr))
-    value = ctypes.c_int(0)
-    status = _get_attribute_fn[0](value, attribute, device)
-    if status:
-        raise_status(status, "cuDeviceGetAttribute")
-    return int(value.value)
 
 
 def require_cuda13(feature: str, exc: Callable[[str], Exception] = NotImplementedError) -> None:

@@ -7,13 +7,13 @@ from collections import namedtuple
 from typing import TYPE_CHECKING, Any
 
 from ._backend import backend
-from ._compat import device_attribute, device_attributes, driver
+from ._compat import device_attributes, driver
 from ._context import Context, ContextOptions, context_handle
 from ._device_resources import DeviceResources
 from ._errors import CUDAError
 from ._event import Event
 from ._stream import Stream, _borrow, _foreign_handle_attrs
-from ._utils import SET_CURRENT_HINT, arg_error, ensure_driver, handle_return
+from ._utils import SET_CURRENT_HINT, arg_error, device_attribute, ensure_driver, handle_return
 
 if TYPE_CHECKING:
     from ._event import EventOptions

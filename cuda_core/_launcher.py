@@ -15,14 +15,16 @@ import functools
 import struct
 from typing import Any
 
+from ._callbacks import enqueue_host_callback
 from ._compat import driver
 from ._errors import CUDAError
+from ._graph import GraphBuilder
 from ._kernel_arg_handler import MISS, Plan, kernel_label, make_plan, set_arg
 from ._launch_config import LaunchConfig
 from ._stream import Stream, _DeviceDefaultStream, as_stream
 from ._utils import arg_error, handle_return, make_error
 
-__all__ = ["PreparedLaunch", "launch"]
+__all__ = ["PreparedLaunch", "host_launch", "launch"]
 
 _CUresult = driver.CUresult
 # Statuses that can mean "the current context is not the stream's": retried in its context.
@@ -428,3 +430,55 @@ class PreparedLaunch:
 
     def __repr__(self) -> str:
         return f"PreparedLaunch({self._config!r}, {len(self._args)} args)"
+
+
+def host_launch(stream: Any, fn: Any, *, user_data: Any = None) -> None:
+    """Enqueue a host function on ``stream``, to run once the work queued before it is done.
+
+    ``cuda.core``'s ``host_launch``. The function runs on a driver thread; work queued on the
+    stream after this call waits until it returns. This call returns once the function is
+    queued: observe completion with :meth:`Stream.sync` or an :class:`Event` recorded after it.
+    While the stream is captured (a :class:`~cuda_core.graph.GraphBuilder` is passed, or the
+    stream is capturing), the function is recorded into the graph and runs on every replay.
+
+    Parameters
+    ----------
+    stream : Stream or GraphBuilder or IsStreamType
+        The stream that orders the call; a graph builder forwards to
+        :meth:`GraphBuilder.callback <cuda_core.graph.GraphBuilder.callback>`.
+    fn : callable or ctypes function pointer
+        A Python callable taking no arguments (it runs with the GIL; bind state with a closure
+        or ``functools.partial``), or a ctypes function pointer declared
+        ``ctypes.CFUNCTYPE(None, ctypes.c_void_p)``, handed to the driver as is.
+        Either is kept alive until it has run (as long as the graph, when captured). It must
+        not call CUDA; an exception raised by a Python callable is reported through
+        :func:`sys.unraisablehook`.
+    user_data : int or bytes-like object, optional
+        Only for a ctypes function pointer: an ``int`` is passed as the ``void*`` (keep what
+        it points to valid until the function has run); bytes-like data is copied, and the
+        copy lives until the function has run (as long as the graph, when captured).
+
+    Raises
+    ------
+    TypeError
+        ``stream`` is not a stream, ``fn`` is neither callable nor a ctypes function pointer
+        declared as ``CUhostFn``, or ``user_data`` is of another type.
+    ValueError
+        ``user_data`` is given with a Python callable.
+    RuntimeError
+        A graph builder that is not building.
+    CUDAError
+        The driver refused the call.
+
+    Examples
+    --------
+    >>> launch(s, config, kernel, buf)                     # doctest: +SKIP
+    >>> host_launch(s, lambda: print("kernel done"))        # doctest: +SKIP
+    >>> s.sync()                                            # doctest: +SKIP
+    """
+    if isinstance(stream, GraphBuilder):
+        stream.callback(fn, user_data=user_data)
+        return
+    if stream is None:
+        raise arg_error("stream", "a Stream, a GraphBuilder or an object with __cuda_stream__", None, exc=TypeError)
+    enqueue_host_callback(as_stream(stream, "stream"), fn, user_data)

@@ -7,6 +7,7 @@ by :func:`arg_error`.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import difflib
 import functools
@@ -94,6 +95,28 @@ def _driver_error_string(status: Any) -> str:
     if err != _CU_SUCCESS or text is None:
         return ""
     return text.decode() if isinstance(text, bytes) else str(text)
+
+
+_get_attribute_fn: list[Any] = []
+
+
+def device_attribute(attribute: Any, device: int) -> int:
+    """``cuDeviceGetAttribute``: the bindings' call for an enum member; for a plain ``int`` (an
+    attribute the bindings lack) the driver entry point itself. A driver that does not know the
+    attribute answers ``CUDA_ERROR_INVALID_VALUE``, raised as a :class:`~cuda_core.CUDAError`."""
+    if type(attribute) is not int:
+        return int(handle_return(driver.cuDeviceGetAttribute(attribute, driver.CUdevice(device)), "cuDeviceGetAttribute"))
+    if not _get_attribute_fn:
+        addr = _backend.entry_point("cuDeviceGetAttribute")
+        if not addr:
+            raise RuntimeError("the CUDA driver has no cuDeviceGetAttribute entry point")
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int)
+        _get_attribute_fn.append(proto(addr))
+    value = ctypes.c_int(0)
+    status = _get_attribute_fn[0](value, attribute, device)
+    if status:
+        raise_status(status, "cuDeviceGetAttribute")
+    return int(value.value)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._utils import arg_error, check_int
-from . import _events
 from ._affinity import AffinityQueries, gpus_near_cpu
 from ._board import BoardQueries
 from ._clocks import ClockQueries
@@ -20,7 +19,7 @@ from ._device_info import (
     Utilization,
     enum_arg,
 )
-from ._events import DeviceEvents, RegisteredSystemEvents, event_types_from_mask
+from ._events import _DEVICE_CLASS, DeviceEvents, RegisteredSystemEvents, event_types_from_mask
 from ._field_values import FieldValueQueries
 from ._mig import MigQueries
 from ._nvml import ERROR_CLASSES, call, nvml
@@ -519,4 +518,4 @@ def register_events(events: Any) -> RegisteredSystemEvents:
     return RegisteredSystemEvents(events)
 
 
-_events._DEVICE_CLASS.append(Device)  # events of a GPU report this class
+_DEVICE_CLASS.append(Device)  # events of a GPU report this class
