@@ -105,10 +105,14 @@ def test_linker_argument_errors():
 
 
 def test_which_backend_name_default_and_numba_debug():
+    from cuda_core._compilers import nvjitlink_available
     from cuda_core.typing import CompilerBackendType
 
     b = Linker.which_backend()
-    assert b is CompilerBackendType.NVJITLINK and b == "nvJitLink"  # nvJitLink is installed here
+    if not nvjitlink_available():  # the GPU run under cuda-bindings 12.x has only nvJitLink 13
+        assert b is CompilerBackendType.DRIVER and b == "driver"
+        pytest.skip("nvJitLink of the installed cuda-bindings' major is not installed; the driver's linker is used")
+    assert b is CompilerBackendType.NVJITLINK and b == "nvJitLink"  # the [cu13]/[cu12] extra installs it
     assert Linker(ObjectCode.from_ptx(b".version 8.0"), options=LinkerOptions(arch=ARCH)).backend is b
     assert LinkerOptions().name == "<default linker>"
     ptx = Program(MAIN + LIB, options=ProgramOptions(arch=ARCH)).compile("ptx", cache=False)

@@ -61,8 +61,9 @@ class PinnedMemoryResource(_PoolResource):
     Parameters
     ----------
     options : PinnedMemoryResourceOptions or dict, optional
-        ``None`` (default): the driver's current pinned host pool (not owned). Given: a new
-        pool owned by the resource.
+        ``None`` (default): the driver's current pinned host pool (not owned), or a new pool
+        owned by the resource where there is none to get (cuda-bindings 12.x cannot query it).
+        Given: a new pool owned by the resource.
 
     Raises
     ------
@@ -76,7 +77,7 @@ class PinnedMemoryResource(_PoolResource):
             try:
                 pool = current_pool(_PINNED, _LOC_HOST, 0)
                 owned = False
-            except CUDAError:  # no default host pool on this driver: own one
+            except (CUDAError, NotImplementedError):  # no default host pool (driver or bindings): own one
                 pool = create_pool(_PINNED, _LOC_HOST, 0, 0, False)
                 owned = True
             self._init_pool(pool, owned, -1)

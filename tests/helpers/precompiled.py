@@ -14,7 +14,8 @@ does not use NVRTC 13 with 12.x bindings, so ``Program.compile`` of C++ raises
   :class:`~cuda_core.ObjectCode` made as ``ObjectCode.from_cubin`` makes one) and compiles
   anything else as always, which then fails for want of NVRTC 12; such a failure (also in a
   child process, e.g. an example) makes the test a skip with :data:`SKIP_REASON`. A request not
-  found is appended to ``$CUDA_CORE_TEST_PRECOMPILED_MISSES`` when that names a file.
+  found is appended to ``$CUDA_CORE_TEST_PRECOMPILED_MISSES`` when that names a file, as a line
+  of JSON; ``tools/precompile_cu12.py --misses FILE`` compiles those too, for the next run.
 
 A request is keyed by :func:`request_key`: the source, code type, target, name expressions and
 the options that differ from their defaults (so ``arch="sm_90"`` and ``arch=f"sm_{dev.arch}"``
@@ -127,6 +128,31 @@ def load(folder: Path, key: str) -> Any:
     return make(data, name=meta["name"], symbol_mapping=mapping)
 
 
+def miss_record(key: str, code: Any, options: Any, target: str, names: list[Any]) -> str:
+    """One line of the misses file: the request as JSON, for ``precompile_cu12.py --misses``."""
+    return json.dumps({"key": key, "target": target, "names": [_text(n) for n in names],
+                       "options": repr(options), "code": _text(code)})  # fmt: skip
+
+
+def missed_requests(path: Path) -> Iterator[tuple[str, str, Any, str, tuple[str, ...]]]:
+    """The requests of a misses file, as :func:`requests` gives them (once each; a request whose
+    options cannot be rebuilt from their ``repr`` is left out)."""
+    from cuda_core import ProgramOptions
+
+    seen = set()
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        if rec["key"] in seen:
+            continue
+        seen.add(rec["key"])
+        try:
+            options = eval(rec["options"], {"ProgramOptions": ProgramOptions})  # our own repr
+        except Exception:
+            continue
+        desc = f"miss {rec['key'][:8]} -> {rec['target']}" + (f" {rec['names']}" if rec["names"] else "")
+        yield desc, rec["code"], options, rec["target"], tuple(rec["names"])
+
+
 def serve(folder: str) -> None:
     """Make ``Program.compile`` answer the requests stored in ``folder`` from there."""
     from cuda_core import Program
@@ -148,7 +174,7 @@ def serve(folder: str) -> None:
             if misses:
                 names = [name_expressions] if isinstance(name_expressions, (str, bytes)) else list(name_expressions)
                 with open(misses, "a") as f:
-                    f.write(f"{key} {target_type} {names!r} {self.options!r} {str(self.code)[:60]!r}\n")
+                    f.write(miss_record(key, self.code, self.options, target_type, names) + "\n")
         return compile_(self, target_type, name_expressions, logs, cache=cache)
 
     compile._precompiled = True  # type: ignore[attr-defined]

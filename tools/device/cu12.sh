@@ -6,16 +6,14 @@
 # wheel tested with it) and .devcarry/cu12 (the kernels tools/precompile_cu12.py compiled with
 # NVRTC 12 for sm_90) carried along. It installs the wheels into a scratch folder put first on
 # PYTHONPATH (nothing of the machine's Python changes), builds the native backend in place, and
-# runs every test file in its own pytest process, on the native backend (then, as time allows, the
-# core files on the pure-Python backend), with CUDA_CORE_TEST_PRECOMPILED naming the kernels:
+# runs every test file in its own pytest process on both backends (tools/gpu_tier.sh), with CUDA_CORE_TEST_PRECOMPILED naming the kernels:
 # tests compiling a kernel found there launch the NVRTC 12 code; tests needing NVRTC for
 # anything else skip with "NVRTC 12 is not installed on this machine" (cuda_core does not use
 # NVRTC 13 with the 12.x bindings). Logs under $OUT/cu12/: setup.txt (install, build, the
 # environment report), summary.txt (per file and in all, skips by reason), native.log and
 # pure.log (every pytest output), misses.txt (compiles not found among the kernels), report.json.
 #
-# Usage: bash tools/device/cu12.sh   [BUDGET=seconds, default 540] [FILES="tests/test_x.py ..."]
-#        [PURE_FILES="..."] [FILE_TIMEOUT=seconds, default 180]
+# Usage: bash tools/device/cu12.sh   [FILES="tests/test_x.py ..."] [JOBS=8] [FILE_TIMEOUT=seconds, default 180]
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
@@ -23,7 +21,6 @@ LOG="$OUT/cu12"
 mkdir -p "$LOG"
 ROOT=$PWD
 WORK=$(mktemp -d /tmp/cu12.XXXXXX)
-BUDGET=${BUDGET:-540}
 FILE_TIMEOUT=${FILE_TIMEOUT:-180}
 start=$SECONDS
 
@@ -70,40 +67,11 @@ python3 -m cuda_core --json > "$LOG/report.json" 2>> "$LOG/setup.txt"
 export CUDA_CORE_TEST_PRECOMPILED="$ROOT/.devcarry/cu12"
 export CUDA_CORE_TEST_PRECOMPILED_MISSES="$LOG/misses.txt"
 : > "$LOG/misses.txt"
-: > "$LOG/summary.txt"
-mkdir -p "$WORK/logs"
 
-run_files() {  # run_files BACKEND FILES...: each file in its own pytest process, while time lasts
-    local backend=$1 f name rc line
-    shift
-    for f in "$@"; do
-        if [ $((SECONDS - start)) -gt $((BUDGET - 30)) ]; then
-            echo "[$backend] $(basename "$f"): NOT RUN (time budget of ${BUDGET}s used)" >> "$LOG/summary.txt"
-            continue
-        fi
-        name=$(basename "$f" .py)
-        if [ "$backend" = pure ]; then
-            CUDA_CORE_NO_FASTPATH=1 timeout "$FILE_TIMEOUT" python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider "$f" \
-                > "$WORK/logs/$backend-$name.log" 2>&1
-        else
-            timeout "$FILE_TIMEOUT" python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider "$f" \
-                > "$WORK/logs/$backend-$name.log" 2>&1
-        fi
-        rc=$?
-        line=$(grep -E '^=*.*[0-9]+ (passed|failed|error|errors|skipped|deselected)' "$WORK/logs/$backend-$name.log" | tail -1)
-        echo "[$backend] $name.py: rc=$rc ${line:-no summary (rc 124: timed out)}" >> "$LOG/summary.txt"
-        { echo "=================== [$backend] $f (rc=$rc)"; cat "$WORK/logs/$backend-$name.log"; } >> "$LOG/$backend.log"
-    done
-}
-
-FILES=${FILES:-$(ls tests/test_*.py)}
-# The pure-Python backend on the files that drive the handle layer hardest, as time allows.
-PURE_FILES=${PURE_FILES:-"tests/test_launcher.py tests/test_stream.py tests/test_event.py tests/test_memory_gpu.py
-    tests/test_handles.py tests/test_interop_backends.py tests/test_graph.py tests/test_copy.py tests/test_dlpack.py"}
-# shellcheck disable=SC2086
-run_files native $FILES
-# shellcheck disable=SC2086
-run_files pure $PURE_FILES
+# Every file on both backends, eight processes at a time (tools/gpu_tier.sh), the bindings first on
+# the path.
+EXTRA_PATH="$WORK/site" OUT="$LOG" BACKENDS="native pure" JOBS=${JOBS:-8} FILE_TIMEOUT="$FILE_TIMEOUT" \
+    FILES="${FILES:-$(ls tests/test_*.py)}" bash tools/gpu_tier.sh > "$LOG/tier.txt" 2>&1
 
 # -- the summary: totals per backend, skips by reason, failures --------------------------------
 python3 - "$LOG" >> "$LOG/summary.txt" 2>&1 <<'PY'
@@ -121,7 +89,7 @@ for backend in ("native", "pure"):
     text = path.read_text(errors="replace")
     totals = collections.Counter()
     for line in (log / "summary.txt").read_text().splitlines():
-        if line.startswith(f"[{backend}] "):
+        if line.startswith(f"[{backend}] ") and "totals" not in line:
             for n, what in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", line):
                 totals["error" if what.startswith("error") else what] += int(n)
     reasons = collections.Counter()
@@ -141,6 +109,6 @@ for backend in ("native", "pure"):
 misses = (log / "misses.txt").read_text().splitlines()
 print(f"\ncompiles not found among the precompiled kernels (they skip): {len(misses)} (misses.txt)")
 PY
-echo "elapsed: $((SECONDS - start)) s of a ${BUDGET} s budget" >> "$LOG/summary.txt"
+echo "elapsed: $((SECONDS - start)) s" >> "$LOG/summary.txt"
 cat "$LOG/summary.txt"
 rm -rf "$WORK"
