@@ -187,7 +187,7 @@ class Context:
     _owned: _Owned | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("Context cannot be constructed directly; use Device.context, Stream.context or Device.create_context()")
+        raise RuntimeError("Context objects cannot be instantiated directly. Use Device.context, Stream.context or Device.create_context()")
 
     @classmethod
     def _from_ctx(cls, handle: driver.CUcontext, device: Device | None = None) -> Context:

@@ -132,7 +132,7 @@ class Event:
     _ipc: IPCEventDescriptor  # the descriptor of an IPC event, set once asked for (or opened from)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("Event cannot be constructed directly; use Device.create_event() or Stream.record()")
+        raise RuntimeError("Event objects cannot be instantiated directly. Use Device.create_event() or Stream.record()")
 
     @classmethod
     def _wrap(cls, h: Any, device: Device) -> Event:

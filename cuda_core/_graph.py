@@ -106,8 +106,12 @@ class GraphBuilder(CaptureOps):
     _view: Any
     _joined: list[Any]  # streams of joined forks, closed with this builder
 
-    def __init__(self) -> None:
-        raise RuntimeError("use Stream.create_graph_builder() or Device.create_graph_builder() to make a GraphBuilder")
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # NotImplementedError (a RuntimeError) is what cuda.core raises here
+        raise NotImplementedError(
+            "GraphBuilder objects cannot be instantiated directly. Use Stream.create_graph_builder() "
+            "or Device.create_graph_builder()"
+        )
 
     @classmethod
     def _from_stream(cls, stream: Any, *, owns_stream: bool = False, kind: str = "primary",

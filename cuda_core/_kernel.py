@@ -463,7 +463,7 @@ class Kernel:
     _launch: Any  # the launcher's _KernelEntry, or None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("Kernel cannot be created directly; use ObjectCode.get_kernel() or Kernel.from_handle()")
+        raise RuntimeError("Kernel objects cannot be instantiated directly. Use ObjectCode.get_kernel() or Kernel.from_handle()")
 
     @classmethod
     def _from_handle(cls, handle: Any, module: Any) -> Kernel:

@@ -43,7 +43,7 @@ class ObjectCode:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "ObjectCode cannot be created directly; use Program.compile() or ObjectCode.from_cubin(), "
+            "ObjectCode objects cannot be instantiated directly. Use Program.compile() or ObjectCode.from_cubin(), "
             "from_ptx(), from_ltoir(), from_fatbin(), from_object(), from_library()"
         )
 

@@ -38,7 +38,7 @@ def test_public_names():
 
 @pytest.mark.parametrize("cls", [DeviceResources, SMResource, WorkqueueResource, Context])
 def test_not_constructible(cls):
-    with pytest.raises(RuntimeError, match="cannot be constructed directly"):
+    with pytest.raises(RuntimeError, match="directly"):
         cls()
 
 

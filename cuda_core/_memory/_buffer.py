@@ -64,7 +64,7 @@ class Buffer:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "Buffer objects cannot be created directly; use MemoryResource.allocate(), "
+            "Buffer objects cannot be instantiated directly. Use MemoryResource.allocate(), "
             "Device.allocate() or Buffer.from_handle()"
         )
 

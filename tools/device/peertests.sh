@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Run on the GPU machine (device tool): NVIDIA's own cuda.core test suite, each test module run
+# unmodified with NVIDIA's cuda.core and with the imports rewritten to cuda_core
+# (tools/peer_tests.py). Needs the tests carried: carry=[".devcarry/peer_tests"] (git-ignored;
+# it holds cuda_core/tests/... and cuda_python_test_helpers/... as laid out in NVIDIA's repo).
+# Writes $OUT/peertests/{table.txt,results.json,logs.txt}; prints the table.
+# Usage: bash tools/device/peertests.sh   (CUDA_CORE_NO_FASTPATH=1 for the pure-Python backend;
+#        ONLY="test_event test_stream" to run some; TEST_TIMEOUT=seconds per module and side)
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/peertests"
+TESTS=.devcarry/peer_tests
+if [ ! -f "$TESTS/cuda_core/tests/conftest.py" ]; then
+  echo "no $TESTS/cuda_core/tests here: run with carry=[\"$TESTS\"]"; exit 2
+fi
+python3 setup.py -q build_ext --inplace > /tmp/peertests_build.txt 2>&1 || tail -5 /tmp/peertests_build.txt
+python3 -c "import cuda_core._backend as b, cuda.bindings, cuda.core; print('cuda_core backend native =', b.NATIVE, b.REASON, '; cuda.bindings', cuda.bindings.__version__, '; cuda.core', cuda.core.__version__)"
+# Tests that include CUDA headers (latch kernel, cooperative groups) look for a toolkit in
+# CUDA_PATH; point it at headers shipped in wheels when no toolkit is installed.
+if [ -z "${CUDA_PATH:-}" ] && [ -z "${CUDA_HOME:-}" ]; then
+  inc=$(python3 - <<'PY'
+import site, pathlib
+for base in site.getsitepackages():
+    for hit in sorted(pathlib.Path(base, "nvidia").glob("**/include/cooperative_groups.h")):
+        print(hit.parent.parent); raise SystemExit
+PY
+)
+  if [ -n "$inc" ]; then export CUDA_PATH="$inc"; echo "CUDA_PATH=$CUDA_PATH (headers from a wheel)"; fi
+fi
+python3 tools/peer_tests.py "$TESTS" "$OUT/peertests" --gpu --timeout "${TEST_TIMEOUT:-900}" ${ONLY:+--only $ONLY}
