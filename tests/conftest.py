@@ -36,6 +36,12 @@ def pytest_configure(config):
         precompiled.serve(os.environ[precompiled.ENV])
 
 
+def pytest_runtest_setup(item):
+    # The tests of compiling itself (cache, logs, linking, options) must see NVRTC: no kernels
+    # compiled beforehand for them.
+    precompiled.active = item.path.name not in precompiled.NOT_SERVED
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

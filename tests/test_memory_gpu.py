@@ -94,7 +94,10 @@ def test_default_memory_resource_and_device_allocate(dev):
 
 @pytest.mark.parametrize("index", range(6))
 def test_every_resource_allocate_copy_fill_close(dev, stream, index):
-    name, mr = _resources(dev)[index]
+    resources = _resources(dev)
+    if index >= len(resources):  # the managed pool, under cuda-bindings 12.x
+        pytest.skip(cuda13_bindings.kwargs["reason"])
+    name, mr = resources[index]
     n = 4096
     a = mr.allocate(n, stream=stream)
     b = mr.allocate(n, stream=stream)

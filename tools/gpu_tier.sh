@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run on the GPU machine (device tool): every test file in its own pytest process (a crash in
 # one file cannot hide the others), on each backend of $BACKENDS, JOBS processes at a time; then
-# the files of $SERIAL (they read device-wide state such as NVML memory and clocks, which other
+# the files of $SERIAL (they read device-wide state such as free memory and clocks, which other
 # processes would change under them) one at a time; then the benchmarks named in $BENCH.
 # Logs under $OUT: summary.txt (per file, totals per backend), <backend>.log (all pytest output).
 # Where .devcarry/gl holds the EGL/OpenGL loaders (libEGL.so.1, libOpenGL.so.0, libGLdispatch.so.0
@@ -15,7 +15,7 @@ export PYTHONPATH=${EXTRA_PATH:+$EXTRA_PATH:}$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 BACKENDS=${BACKENDS:-native}
 JOBS=${JOBS:-1}
-SERIAL=${SERIAL:-"tests/test_system_nvml_compare.py tests/test_system_nvml.py tests/test_system_nvml_queries.py tests/test_nvml_report.py"}
+SERIAL=${SERIAL:-"tests/test_vmm.py tests/test_system_nvml_compare.py tests/test_system_nvml.py tests/test_system_nvml_queries.py tests/test_nvml_report.py"}
 export FILE_TIMEOUT=${FILE_TIMEOUT:-240}
 [ -d .devcarry/gl ] && export LD_LIBRARY_PATH="$PWD/.devcarry/gl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 WORK=$(mktemp -d); export WORK
