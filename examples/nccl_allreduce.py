@@ -30,7 +30,6 @@ import socket
 import sys
 import time
 from collections.abc import Mapping
-from typing import NoReturn
 
 import numpy as np
 from _example import need_gpu, need_nccl
@@ -177,21 +176,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def end_rank(status: int) -> NoReturn:
-    """End this rank's process once its communicator is destroyed and its output flushed.
-
-    It skips the interpreter's teardown (``os._exit``): on two H200s (NCCL 2.28.9, driver 580),
-    a rank that had passed its checks and destroyed its communicator sometimes never exited,
-    its main thread waiting in a native exit-time handler after every Python ``atexit`` handler
-    had run (3 runs of 4). A rank has nothing left to release at that point.
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
-
-
 def _child(rank: int, world: int, port: int) -> None:
-    end_rank(run_rank(rank, world, rank, "127.0.0.1", port))
+    sys.exit(run_rank(rank, world, rank, "127.0.0.1", port))
 
 
 def spawn_all(world: int) -> int:
@@ -226,7 +212,7 @@ def spawn_all(world: int) -> int:
 def main() -> int:
     launched = launcher_env(os.environ)
     if launched is not None:
-        end_rank(run_rank(*launched))
+        return run_rank(*launched)
     need_nccl()
     need_gpu(count=2)
     from cuda_core import system
