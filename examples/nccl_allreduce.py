@@ -180,19 +180,19 @@ def _child(rank: int, world: int, port: int) -> None:
     sys.exit(run_rank(rank, world, rank, "127.0.0.1", port))
 
 
-def spawn_all(world: int) -> int:
-    """Plain mode: one spawned process per GPU; 0 when every one passed."""
-    ctx = multiprocessing.get_context("spawn")
-    port = _free_port()
-    procs = [ctx.Process(target=_child, args=(r, world, port)) for r in range(world)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + TIMEOUT
-    while any(p.is_alive() for p in procs):
+def wait_for(procs: list, timeout: float) -> None:
+    """Wait until every process has ended; when one fails, or ``timeout`` seconds pass, stop the
+    others (after 10 s of grace for a failure: a failed rank leaves the others waiting in NCCL)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        # Ask each process once per round: ranks that end between two is_alive() calls must not
+        # leave an empty list to wait on (that would wait for the whole timeout).
         live = [p.sentinel for p in procs if p.is_alive()]
+        if not live:
+            return
         multiprocessing.connection.wait(live, timeout=max(0.0, deadline - time.monotonic()))
         failed = any(p.exitcode not in (None, 0) for p in procs)
-        if time.monotonic() >= deadline or failed:  # a failed rank leaves the others waiting in NCCL
+        if time.monotonic() >= deadline or failed:
             grace = time.monotonic() + (0 if time.monotonic() >= deadline else 10)
             for p in procs:
                 p.join(max(0.0, grace - time.monotonic()))
@@ -200,7 +200,17 @@ def spawn_all(world: int) -> int:
                     print(f"FAILED: rank {procs.index(p)} did not finish; stopping it")
                     p.kill()
                     p.join()
-            break
+            return
+
+
+def spawn_all(world: int) -> int:
+    """Plain mode: one spawned process per GPU; 0 when every one passed."""
+    ctx = multiprocessing.get_context("spawn")
+    port = _free_port()
+    procs = [ctx.Process(target=_child, args=(r, world, port)) for r in range(world)]
+    for p in procs:
+        p.start()
+    wait_for(procs, TIMEOUT)
     codes = [p.exitcode for p in procs]
     if any(c != 0 for c in codes):
         print(f"FAILED: exit codes of the ranks: {codes}")

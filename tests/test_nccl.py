@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -490,3 +491,58 @@ def test_example_under_launcher_variables_as_torchrun_sets_them():
         assert p.returncode == 0, f"rank {rank}:\n{out}"
         assert f"rank {rank} (GPU {rank}): all-reduce of" in out
     assert "NCCL 2." in outs[0]
+
+
+class _Ranks:
+    """Stand-ins for rank processes that all end right after the waiter's first is_alive() call
+    (whichever process it asks): the race of ranks ending between two looks, made certain. A
+    sentinel is the read end of a pipe whose write end is closed, as a dead process's is."""
+
+    def __init__(self, n: int) -> None:
+        self.looks = 0
+        self.procs = [self._Proc(self) for _ in range(n)]
+
+    class _Proc:
+        def __init__(self, ranks: _Ranks) -> None:
+            self.ranks = ranks
+            self.exitcode: int | None = None
+            self.sentinel, w = os.pipe()
+            os.close(w)
+
+        def is_alive(self) -> bool:
+            self.ranks.looks += 1
+            if self.ranks.looks > 1:
+                self.exitcode = 0
+            return self.exitcode is None
+
+    def close(self) -> None:
+        for p in self.procs:
+            os.close(p.sentinel)
+
+
+def test_example_waiter_returns_when_ranks_end_between_its_looks():
+    # The waiter once asked any(is_alive) and then is_alive again to build the list to wait on:
+    # ranks ending in between left an empty list, and it waited out the whole timeout.
+    mod = _load_example()
+    ranks = _Ranks(2)
+    try:
+        t0 = time.monotonic()
+        mod.wait_for(ranks.procs, timeout=30.0)
+        assert time.monotonic() - t0 < 5.0
+    finally:
+        ranks.close()
+
+
+def test_example_waiter_with_real_processes():
+    import multiprocessing
+
+    mod = _load_example()
+    ctx = multiprocessing.get_context("spawn")
+    for _ in range(3):
+        procs = [ctx.Process(target=time.sleep, args=(0.2 * r,)) for r in range(3)]
+        for p in procs:
+            p.start()
+        t0 = time.monotonic()
+        mod.wait_for(procs, timeout=60.0)
+        assert time.monotonic() - t0 < 30.0
+        assert [p.exitcode for p in procs] == [0, 0, 0]
