@@ -17,7 +17,7 @@ import numpy
 from . import _dlpack as _dl
 from ._array_bridge import AMBIGUOUS
 from ._compat import driver
-from ._utils import handle_return
+from ._utils import BufferValueError, handle_return
 
 __all__: list[str] = []  # private module
 
@@ -83,7 +83,7 @@ def _read_interface_dict(iface: dict[str, Any], device_id: int, accessible: bool
     if byte_strides is not None:
         item = dt.itemsize
         if any(map(item.__rmod__, byte_strides)):
-            raise BufferError(f"strides {tuple(byte_strides)} (bytes) are not multiples of the item size {item}")
+            raise BufferValueError(f"strides {tuple(byte_strides)} (bytes) are not multiples of the item size {item}")
         strides = tuple(map(item.__rfloordiv__, byte_strides))
     return ((ptr or 0) + offset, shape, strides, dt, device_id, accessible, bool(ro), dev_type)
 

@@ -68,7 +68,7 @@ Interop readers (pure statement: ``cuda_core/_interop_py.py``, re-exported here;
     dtype word from the readers: ``code | bits << 8 | lanes << 16`` in native byte order;
     Python builders store a NumPy dtype), ``device_id``, ``is_device_accessible``,
     ``readonly``, ``exporting_obj``, ``_capsule`` (keeps a producer's tensor alive),
-    ``_dl_device_type``; the property ``strides`` (None when C-contiguous, computed once).
+    ``_dl_device_type``; the property ``strides`` (``_raw_strides``: the producer's strides as given).
 ``read_capsule(capsule) -> ViewInfo``
     Reads an unconsumed ``"dltensor_versioned"``/``"dltensor"`` capsule without consuming it:
     ``ptr = data + byte_offset``, the capsule's device, read-only flag (versioned only).
@@ -116,7 +116,7 @@ from ._compat import driver
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 _CUcontext = driver.CUcontext
 _CUstream = driver.CUstream

@@ -113,7 +113,12 @@ class StridedMemoryView(_ViewBase):
     shape : tuple of int
         The extents.
     strides : tuple of int or None
-        Strides in elements (not bytes); ``None`` when the array is C-contiguous.
+        Strides in elements (not bytes), as the producer gave them (as in ``cuda.core`` 1.2):
+        a DLPack producer's strides array, a CUDA/NumPy array interface's byte strides divided
+        by the item size, a :meth:`from_buffer` or :meth:`view` layout's strides. ``None`` only
+        when the producer gave none (NumPy's ``__array_interface__`` and the CUDA Array Interface
+        leave them out for C-contiguous arrays; DLPack producers such as NumPy, CuPy and PyTorch
+        usually give them), so test contiguity from ``shape`` and ``strides``, not ``is None``.
     device_id : int
         The device ordinal, or ``-1`` for host memory.
     is_device_accessible : bool
@@ -129,10 +134,19 @@ class StridedMemoryView(_ViewBase):
 
     def __init__(self, obj: object = None, stream_ptr: int | None = None) -> None:
         if obj is None:
-            raise TypeError(
-                "StridedMemoryView needs an object to view; use StridedMemoryView.from_dlpack(), "
-                "from_cuda_array_interface(), from_array_interface(), from_any_interface() or from_buffer()"
+            # cuda.core 1.2 makes an empty view, deprecated: no memory, no layout (reading
+            # shape, strides or size raises), device_id 0, dtype None.
+            warnings.warn(
+                "Constructing an empty StridedMemoryView is deprecated; use StridedMemoryView.from_dlpack(), "
+                "from_cuda_array_interface(), from_array_interface(), from_any_interface() or from_buffer()",
+                DeprecationWarning,
+                stacklevel=2,
             )
+            empty = {"ptr": 0, "device_id": 0, "is_device_accessible": False, "readonly": False,
+                     "exporting_obj": None, "_dtype": None, "_capsule": None, "_dl_device_type": _dl.kDLCPU}
+            for name, value in empty.items():
+                setattr(self, name, value)
+            return
         if type(stream_ptr) is not int:
             stream_ptr = _stream_ptr(stream_ptr)
         if hasattr(obj, "__dlpack__"):
