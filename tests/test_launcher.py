@@ -28,12 +28,26 @@ def test_stream_must_be_a_stream(stream):
         launch(stream, CFG, object())
 
 
-@pytest.mark.parametrize("config", [None, (1, 1), {"grid": 1, "block": 1}], ids=repr)
+@pytest.mark.parametrize("config", [(1, 1), "grid=1", 1], ids=repr)
 def test_config_must_be_a_launch_config(config):
-    with pytest.raises(TypeError, match="config must be a LaunchConfig"):
+    with pytest.raises(TypeError, match="config must be a LaunchConfig or a dict"):
         launch(LEGACY_DEFAULT_STREAM, config, object())
-    with pytest.raises(TypeError, match="config must be a LaunchConfig"):
+    with pytest.raises(TypeError, match="config must be a LaunchConfig or a dict"):
         PreparedLaunch(LEGACY_DEFAULT_STREAM, config, object())
+
+
+def test_config_dict_and_none_read_as_cuda_core_reads_them():
+    # cuda.core's launch takes a dict of LaunchConfig's arguments, and None as LaunchConfig(),
+    # which refuses the missing grid (ValueError there; ours is a TypeError and a ValueError).
+    with pytest.raises(TypeError, match="kernel must be a Kernel"):  # the dict was accepted
+        launch(LEGACY_DEFAULT_STREAM, {"grid": 1, "block": 1}, object())
+    with pytest.raises(ValueError, match=r"LaunchConfig\.block must be"):  # and checked
+        launch(LEGACY_DEFAULT_STREAM, {"grid": 1, "block": 0}, object())
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        launch(LEGACY_DEFAULT_STREAM, {"grid": 1, "block": 1, "grid_dim": 2}, object())
+    for call in (launch, PreparedLaunch):
+        with pytest.raises(ValueError, match=r"LaunchConfig\.grid must be"):
+            call(LEGACY_DEFAULT_STREAM, None, object())
 
 
 @pytest.mark.parametrize("kernel", [None, "k", object()], ids=repr)
