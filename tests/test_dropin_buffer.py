@@ -86,6 +86,64 @@ def test_equality_follows_close_and_subclasses(nv):
     assert managed == ours.Buffer.from_handle(0x1000, 64) and hash(managed) == hash(ours.Buffer.from_handle(0x1000, 64))
 
 
+# -- empty batches -------------------------------------------------------------------------------
+
+_BATCH_CALLS = {
+    "discard_batch([])": lambda u, s: u.discard_batch(s, []),
+    "discard_batch(())": lambda u, s: u.discard_batch(s, ()),
+    "prefetch_batch([], [])": lambda u, s: u.prefetch_batch(s, [], []),
+    "prefetch_batch([], None)": lambda u, s: u.prefetch_batch(s, [], None),
+    "discard_prefetch_batch([], [])": lambda u, s: u.discard_prefetch_batch(s, [], []),
+    "discard_batch('ab')": lambda u, s: u.discard_batch(s, "ab"),
+    "discard_batch(iter)": lambda u, s: u.discard_batch(s, iter([])),
+    "copy_batch(None, [], [])": lambda u, s: u.copy_batch(None, [], []),
+}
+
+
+@pytest.mark.parametrize("call", list(_BATCH_CALLS))
+def test_empty_batches_refused_as_in_cuda_core(nv, call):
+    # cuda.core checks the buffers before the stream in the managed-memory batches (so the
+    # stream can be None here) and the stream's type first in copy_batch.
+    fn = _BATCH_CALLS[call]
+    nv_out, our_out = outcome(fn, nv.utils, None), outcome(fn, ours.utils, None)
+    assert nv_out[0] == "raises"
+    same_outcome(nv_out, our_out, call)
+
+
+def test_a_bare_buffer_is_not_a_batch(nv):
+    for lib in (nv, ours):
+        buf = lib.Buffer.from_handle(0x1000, 64)
+        with pytest.raises(TypeError):
+            lib.utils.discard_batch(None, buf)
+        with pytest.raises(TypeError):
+            lib.utils.prefetch_batch(None, buf, [])
+
+
+@pytest.mark.gpu
+def test_empty_copy_batch_refused_on_a_real_stream_as_in_cuda_core(nv, dev):
+    nv_dev = nv.Device(dev.device_id)
+    nv_dev.set_current()
+    nv_s = nv_dev.create_stream()
+    dev.set_current()
+    s = dev.create_stream()
+    buf = dev.allocate(64, stream=s)
+    cases = {
+        "copy_batch(s, [], [])": lambda lib, st, b: lib.utils.copy_batch(st, [], []),
+        "copy_batch(s, (), ())": lambda lib, st, b: lib.utils.copy_batch(st, (), ()),
+        "copy_batch(s, [], [b])": lambda lib, st, b: lib.utils.copy_batch(st, [], [b]),
+        "prefetch_batch(s, [], dev)": lambda lib, st, b: lib.utils.prefetch_batch(st, [], lib.Device(dev.device_id)),
+        "discard_batch(s, [])": lambda lib, st, b: lib.utils.discard_batch(st, []),
+    }
+    nv_buf = nv.Buffer.from_handle(int(buf.handle), 64)
+    for name, fn in cases.items():
+        nv_out, our_out = outcome(fn, nv, nv_s, nv_buf), outcome(fn, ours, s, buf)
+        same_outcome(nv_out, our_out, name)
+        assert our_out[0] == "raises" and issubclass(our_out[1], ValueError), name
+    buf.close(s)
+    s.close()
+    nv_s.close()
+
+
 @pytest.mark.gpu
 def test_allocated_buffer_equals_its_wrapper_as_in_cuda_core(nv, dev):
     s = dev.create_stream()
