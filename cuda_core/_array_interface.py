@@ -17,7 +17,7 @@ import numpy
 from . import _dlpack as _dl
 from ._array_bridge import AMBIGUOUS
 from ._compat import driver
-from ._utils import BufferValueError, handle_return
+from ._utils import BufferAttributeError, BufferValueError, handle_return
 
 __all__: list[str] = []  # private module
 
@@ -34,7 +34,7 @@ def read_cuda_array_interface(obj: Any, stream_ptr: int | None) -> Fields:
     try:
         iface = obj.__cuda_array_interface__
     except AttributeError:
-        raise BufferError(f"{type(obj).__name__} has no __cuda_array_interface__") from None
+        raise BufferAttributeError(f"{type(obj).__name__} has no __cuda_array_interface__") from None
     if stream_ptr is None:
         raise BufferError(AMBIGUOUS)
     ptr = iface["data"][0] or 0
@@ -50,7 +50,7 @@ def read_array_interface(obj: Any) -> Fields:
     try:
         iface = obj.__array_interface__
     except AttributeError:
-        raise BufferError(f"{type(obj).__name__} has no __array_interface__") from None
+        raise BufferAttributeError(f"{type(obj).__name__} has no __array_interface__") from None
     return _read_interface_dict(iface, -1, False, _KDLCPU)
 
 

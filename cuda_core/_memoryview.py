@@ -19,7 +19,7 @@ from . import _array_interface as _ai
 from . import _dlpack as _dl
 from . import _memoryview_ops as _ops
 from ._backend import backend
-from ._utils import arg_error
+from ._utils import BufferAttributeError, arg_error
 
 # cuda.core 1.2 has both names in cuda.core.utils only (see _UTILS_EXPORTS); later releases also
 # export StridedMemoryView from the top level, as this does.
@@ -182,7 +182,8 @@ class StridedMemoryView(_ViewBase):
         ------
         BufferError
             The producer cannot export, ``stream_ptr`` is ``None`` for device memory, or the
-            dtype or device type is unsupported.
+            dtype or device type is unsupported. For an object without ``__dlpack__`` or
+            ``__dlpack_device__`` it is also an ``AttributeError`` (``cuda.core``'s class).
         """
         # The hot path: one backend call (exact torch.Tensor / cupy.ndarray producers are read
         # directly, see _array_bridge).
@@ -191,6 +192,8 @@ class StridedMemoryView(_ViewBase):
         tp = obj.__class__
         kind = _kinds.get(tp)
         if kind is None:
+            if not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")):
+                raise BufferAttributeError(f"{tp.__name__} does not support DLPack (no __dlpack__/__dlpack_device__)")
             kind = _classify(tp)
         if kind == _KIND_DLPACK:
             return _dlpack_view(cls, obj, stream_ptr)  # type: ignore[no-any-return]
@@ -424,7 +427,8 @@ class StridedMemoryView(_ViewBase):
         Returns
         -------
         StridedMemoryView
-            Sharing this view's producer, device and read-only flag.
+            Sharing this view's producer, device and read-only flag; this view itself when
+            neither ``layout`` nor ``dtype`` is given (as in ``cuda.core``).
 
         Raises
         ------
@@ -434,6 +438,8 @@ class StridedMemoryView(_ViewBase):
         TypeError
             ``layout`` is not a layout.
         """
+        if layout is None and dtype is None:
+            return self  # as cuda.core: nothing to change
         return _ops.make_view(self, layout, dtype)  # type: ignore[no-any-return]
 
     def as_tensor_map(self, box_dim: tuple[int, ...] | None = None, *, options: Any = None,

@@ -128,6 +128,33 @@ def test_strides_reported_in_elements_not_bytes(nv):
     assert _smv(ours).from_dlpack(a, -1).strides == _smv(nv).from_dlpack(a, -1).strides == (4, 2)
 
 
+def test_view_without_changes_is_the_view_itself(nv):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for lib in (nv, ours):
+        v = _smv(lib).from_dlpack(a, -1)
+        assert v.view() is v and v.view(None, None) is v
+
+
+class _NoProtocol:
+    pass
+
+
+@pytest.mark.parametrize("entry", ["from_dlpack", "from_array_interface", "from_any_interface", "ctor"])
+def test_objects_without_the_protocol_raise_cuda_core_class(nv, entry):
+    def make(S):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            if entry == "ctor":
+                return S(_NoProtocol(), -1)
+            if entry == "from_array_interface":
+                return S.from_array_interface(_NoProtocol())
+            return getattr(S, entry)(_NoProtocol(), -1)
+
+    nv_out, our_out = outcome(make, _smv(nv)), outcome(make, _smv(ours))
+    same_outcome(nv_out, our_out, entry)
+    assert issubclass(our_out[1], BufferError)  # and always a BufferError, as documented here
+
+
 # -- the CUDA Array Interface and NumPy's array interface (cuda.core needs a driver for both) --
 
 
