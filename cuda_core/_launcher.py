@@ -17,7 +17,7 @@ from typing import Any
 
 from ._callbacks import enqueue_host_callback
 from ._compat import driver
-from ._errors import CUDAError
+from ._errors import CUDAError, _CooperativeLaunchTooLargeError
 from ._graph import GraphBuilder
 from ._kernel_arg_handler import MISS, Plan, kernel_label, make_plan, set_arg
 from ._launch_config import LaunchConfig
@@ -175,7 +175,8 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
         argument is a closed ``Buffer``.
     CUDAError
         The driver refused the launch (the message says why, e.g. a cooperative grid too
-        large to be co-resident, with the numbers).
+        large to be co-resident, with the numbers: that error is also the ``ValueError``
+        ``cuda.core`` raises for it).
 
     Examples
     --------
@@ -280,7 +281,10 @@ def _explain_failure(err: Any, stream: Any, config: LaunchConfig, kernel: Any, e
                     )
     except CUDAError:
         pass  # the details are a bonus; report the launch failure itself
-    return make_error(err, "cuLaunchKernelEx", extra)
+    error = make_error(err, "cuLaunchKernelEx", extra)
+    if code == int(_CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE):
+        error.__class__ = _CooperativeLaunchTooLargeError  # cuda.core raises ValueError for it
+    return error
 
 
 # ---------------------------------------------------------------------------------------------

@@ -295,3 +295,30 @@ def test_set_fields_launch_like_cuda_core(nv, dev):
     buf.close(s)
     s.close()
     nv_s.close()
+
+
+@pytest.mark.gpu
+def test_cooperative_grid_too_large_raises_cuda_core_class(nv, dev):
+    """cuda.core checks a cooperative grid against the occupancy and raises ValueError; we let
+    the driver refuse it and raise a CUDAError that is also a ValueError."""
+    if not dev.properties.cooperative_launch:
+        pytest.skip("the device has no cooperative launch")
+    ker = _shape_kernel(dev)
+    nv_dev = nv.Device(dev.device_id)
+    nv_dev.set_current()
+    nv_ker = nv.Program(SHAPE_SRC, "c++", options=nv.ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin") \
+        .get_kernel("shape")  # fmt: skip
+    nv_s = nv_dev.create_stream()
+    dev.set_current()
+    s = dev.create_stream()
+    buf = dev.allocate(12, stream=s)
+    grid = dev.properties.multiprocessor_count * 64
+    nv_out = outcome(nv.launch, nv_s, nv.LaunchConfig(grid=grid, block=1024, is_cooperative=True), nv_ker,
+                     int(buf.handle))  # fmt: skip
+    our_out = outcome(launch, s, LaunchConfig(grid=grid, block=1024, is_cooperative=True), ker, buf)
+    same_outcome(nv_out, our_out, "a cooperative grid too large to be co-resident")
+    assert nv_out[0] == "raises" and issubclass(nv_out[1], ValueError)
+    s.sync()
+    buf.close(s)
+    s.close()
+    nv_s.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import pickle
 import struct
 
 import ml_dtypes
@@ -305,8 +306,10 @@ def test_cooperative_launch_with_grid_sync(dev, stream):
     launch(stream, LaunchConfig(grid=blocks, block=128, is_cooperative=True), ker, data, out)
     assert np.frombuffer(_read(out, 4, stream), np.int32)[0] == n * (n - 1) // 2
     # a grid too large to be co-resident is refused, with the numbers
-    with pytest.raises(CUDAError, match=r"cannot be co-resident.*blocks of 1024 threads per SM x \d+ SMs"):
+    with pytest.raises(CUDAError, match=r"cannot be co-resident.*blocks of 1024 threads per SM x \d+ SMs") as ei:
         launch(stream, LaunchConfig(grid=blocks * 64, block=1024, is_cooperative=True), ker, data, out)
+    assert isinstance(ei.value, ValueError)  # cuda.core's class for a cooperative grid too large
+    assert pickle.loads(pickle.dumps(ei.value)).__class__ is ei.value.__class__
     launch(stream, LaunchConfig(grid=blocks, block=128, is_cooperative=True), ker, data, out)
     assert np.frombuffer(_read(out, 4, stream), np.int32)[0] == n * (n - 1) // 2
     data.close()
