@@ -99,8 +99,9 @@ class Buffer:
 
         Parameters
         ----------
-        ptr : int, NumPy integer or cuda.bindings.driver.CUdeviceptr
-            The address of the memory (any integer with ``__index__``, as ``cuda.core`` takes).
+        ptr : int or cuda.bindings.driver.CUdeviceptr
+            The address of the memory: an ``int``, a NumPy integer (any integer with
+            ``__index__``, as ``cuda.core`` takes) or a ``CUdeviceptr``.
         size : int
             Its size in bytes (an ``int`` or a NumPy integer).
         mr : MemoryResource, optional
