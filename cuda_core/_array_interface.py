@@ -17,7 +17,7 @@ import numpy
 from . import _dlpack as _dl
 from ._array_bridge import AMBIGUOUS
 from ._compat import driver
-from ._utils import handle_return
+from ._utils import BufferAttributeError, BufferValueError, handle_return
 
 __all__: list[str] = []  # private module
 
@@ -34,7 +34,7 @@ def read_cuda_array_interface(obj: Any, stream_ptr: int | None) -> Fields:
     try:
         iface = obj.__cuda_array_interface__
     except AttributeError:
-        raise BufferError(f"{type(obj).__name__} has no __cuda_array_interface__") from None
+        raise BufferAttributeError(f"{type(obj).__name__} has no __cuda_array_interface__") from None
     if stream_ptr is None:
         raise BufferError(AMBIGUOUS)
     ptr = iface["data"][0] or 0
@@ -50,7 +50,7 @@ def read_array_interface(obj: Any) -> Fields:
     try:
         iface = obj.__array_interface__
     except AttributeError:
-        raise BufferError(f"{type(obj).__name__} has no __array_interface__") from None
+        raise BufferAttributeError(f"{type(obj).__name__} has no __array_interface__") from None
     return _read_interface_dict(iface, -1, False, _KDLCPU)
 
 
@@ -83,7 +83,7 @@ def _read_interface_dict(iface: dict[str, Any], device_id: int, accessible: bool
     if byte_strides is not None:
         item = dt.itemsize
         if any(map(item.__rmod__, byte_strides)):
-            raise BufferError(f"strides {tuple(byte_strides)} (bytes) are not multiples of the item size {item}")
+            raise BufferValueError(f"strides {tuple(byte_strides)} (bytes) are not multiples of the item size {item}")
         strides = tuple(map(item.__rfloordiv__, byte_strides))
     return ((ptr or 0) + offset, shape, strides, dt, device_id, accessible, bool(ro), dev_type)
 

@@ -334,8 +334,8 @@ def parse_capsule(capsule: Any) -> tuple[Any, ...]:
     -------
     tuple
         ``(ptr, shape, strides, code, bits, lanes, device_type, device_id, readonly)``: the
-        pointer is ``data + byte_offset``; strides are in elements, ``None`` when the producer
-        gave none (C-contiguous). The memory stays valid while the capsule lives.
+        pointer is ``data + byte_offset``; strides are in elements as the producer gave them,
+        ``None`` when it gave none (C-contiguous). The memory stays valid while the capsule lives.
 
     Raises
     ------
@@ -369,9 +369,9 @@ def _parse_ctypes(capsule: Any) -> tuple[Any, ...]:
         arr = _int64_arrays[ndim]
         shape = tuple(arr.from_address(shape_p))
         strides = tuple(arr.from_address(strides_p)) if strides_p else None
-    else:
+    else:  # a 0-d tensor: strides () when the producer gave a strides array, as cuda.core reports
         shape = ()
-        strides = None
+        strides = () if strides_p else None
     return (data + offset, shape, strides, code, bits, lanes, device_type, device_id, readonly)
 
 

@@ -70,6 +70,12 @@ class CUDAError(Exception):
         return (_rebuild_error, (type(self), self.args, self.__dict__.copy()))
 
 
+class _CooperativeLaunchTooLargeError(CUDAError, ValueError):
+    """``CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`` from a launch: also the ``ValueError``
+    ``cuda.core`` 1.2 raises for a cooperative grid larger than the device can hold at once (it
+    checks the occupancy before launching; we let the driver decide and explain its answer)."""
+
+
 def _rebuild_error(cls: type[CUDAError], args: tuple[Any, ...], state: dict[str, Any]) -> CUDAError:
     err = cls.__new__(cls)
     Exception.__init__(err, *args)

@@ -55,7 +55,9 @@ Protocol (every name below exists in both backends):
     never after its context was reset (the memory died with it).
 ``LaunchConfigHandle(stream, grid, block, shmem, cluster, cooperative, pss)``
     A native ``CUlaunchConfig`` bound to a stream handle; ``launch(function, params) ->
-    status`` (``0``: success). Refuses a released stream.
+    status`` (``0``: success). Refuses a released stream. ``values``: ``(grid, block, shmem,
+    cluster, cooperative, pss)`` read back from the stored struct (what a launch hands the
+    driver).
 ``types_match(args, types) -> bool``
     ``len(args) == len(types)`` and each ``type(args[i]) is types[i]``.
 
@@ -68,7 +70,7 @@ Interop readers (pure statement: ``cuda_core/_interop_py.py``, re-exported here;
     dtype word from the readers: ``code | bits << 8 | lanes << 16`` in native byte order;
     Python builders store a NumPy dtype), ``device_id``, ``is_device_accessible``,
     ``readonly``, ``exporting_obj``, ``_capsule`` (keeps a producer's tensor alive),
-    ``_dl_device_type``; the property ``strides`` (None when C-contiguous, computed once).
+    ``_dl_device_type``; the property ``strides`` (``_raw_strides``: the producer's strides as given).
 ``read_capsule(capsule) -> ViewInfo``
     Reads an unconsumed ``"dltensor_versioned"``/``"dltensor"`` capsule without consuming it:
     ``ptr = data + byte_offset``, the capsule's device, read-only flag (versioned only).
@@ -116,7 +118,7 @@ from ._compat import driver
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 _CUcontext = driver.CUcontext
 _CUstream = driver.CUstream
@@ -686,6 +688,26 @@ class LaunchConfigHandle:
         self._cfg = cfg  # owns the struct (and its attribute array) that _address points at
         self._address = cfg.getPtr()
         self.stream = stream
+
+    @property
+    def values(self) -> tuple[Any, ...]:
+        """What the stored ``CUlaunchConfig`` hands the driver, read back from it: (grid in
+        blocks, block, shared memory bytes, cluster or None, cooperative, pss)."""
+        cfg = self._cfg
+        cluster, coop, serial = None, False, False
+        for i in range(cfg.numAttrs):
+            a = cfg.attrs[i]
+            if a.id == _ATTR.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+                dim = a.value.clusterDim
+                cluster = (dim.x, dim.y, dim.z)
+            elif a.id == _ATTR.CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+                coop = bool(a.value.cooperative)
+            elif a.id == _ATTR.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+                serial = bool(a.value.programmaticStreamSerializationAllowed)
+        return (
+            (cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ), (cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ),
+            cfg.sharedMemBytes, cluster, coop, serial,
+        )
 
     def launch(self, function: int, params: int) -> int:
         """``cuLaunchKernelEx(config, function, params, NULL)``: the status (0: success)."""

@@ -42,7 +42,7 @@ class ViewInfo:
     """The fields of a strided view (the base of ``StridedMemoryView``)."""
 
     __slots__ = (
-        "__weakref__", "_capsule", "_dl_device_type", "_dtype", "_raw_strides", "_strides_memo",
+        "__weakref__", "_capsule", "_dl_device_type", "_dtype", "_raw_strides",
         "device_id", "exporting_obj", "is_device_accessible", "ptr", "readonly", "shape",
     )  # fmt: skip
 
@@ -56,33 +56,11 @@ class ViewInfo:
     _dl_device_type: int
     _dtype: Any  # a numpy dtype, the DLPack dtype word (int) not resolved yet, or None
     _raw_strides: tuple[int, ...] | None
-    _strides_memo: tuple[int, ...] | None
 
     @property
     def strides(self) -> tuple[int, ...] | None:
-        """Strides in elements, or ``None`` when the array is C-contiguous."""
-        try:
-            return self._strides_memo
-        except AttributeError:
-            pass
-        raw = self._raw_strides
-        result = raw
-        if raw is None:
-            result = None
-        else:
-            acc = 1
-            contiguous = True
-            for n, s in zip(reversed(self.shape), reversed(raw)):
-                if n == 0:  # NumPy's rule: an empty array is contiguous
-                    contiguous = True
-                    break
-                if n != 1 and s != acc:  # extents of 1 place no constraint
-                    contiguous = False
-                acc *= n
-            if contiguous:
-                result = None
-        self._strides_memo = result
-        return result
+        """Strides in elements as the producer gave them, or ``None`` when it gave none."""
+        return self._raw_strides
 
 
 def _check_cls(cls: Any) -> None:
@@ -161,7 +139,8 @@ def _tensor_view(
 ) -> Any:  # fmt: skip
     data, _, _, ndim, word, shape_p, strides_p, offset = fields
     shape = _ints(shape_p, ndim) if ndim else ()
-    strides = _ints(strides_p, ndim) if ndim and strides_p else None
+    # As given (a 0-d tensor's are () when the producer gave a strides array): cuda.core's rule.
+    strides = (_ints(strides_p, ndim) if ndim else ()) if strides_p else None
     return _make(cls, (data + offset) & _MASK64, shape, strides, word, device_id, accessible, readonly, exporting,
                  capsule, devtype)  # fmt: skip
 

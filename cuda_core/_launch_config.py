@@ -1,23 +1,28 @@
 """Launch configuration: grid, cluster and block shapes, dynamic shared memory, cooperation.
 
-A :class:`LaunchConfig` is a small immutable value that needs no GPU to build. At the first
-launch on a device it is checked against that device's limits (once per device), and the
-native ``CUlaunchConfig`` is built once per stream, as a ``LaunchConfigHandle`` of the handle
-layer that holds the stream's handle, and reused by every later launch on that stream.
+A :class:`LaunchConfig` is a small value that needs no GPU to build. Its fields can be set after
+construction, as in ``cuda.core`` 1.2, with the checks construction makes. At the first launch
+on a device it is checked against that device's limits (once per device), and the native
+``CUlaunchConfig`` is built once per stream, as a ``LaunchConfigHandle`` of the handle layer
+that holds the stream's handle, and reused by every later launch on that stream. Setting a
+field drops all of that (and tells the :class:`~cuda_core.PreparedLaunch` objects bound to the
+config), so the next launch is built from the new values.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ._backend import backend
-from ._utils import TypeValueError, arg_error, cast_to_3_tuple, check_int
+from ._utils import TypeValueError, ValueOverflowError, arg_error, cast_to_3_tuple
 
 __all__ = ["LaunchConfig"]
 
 _LaunchConfigHandle = backend.LaunchConfigHandle
 
 _DIM3_RULE = "an int or a tuple of 1 to 3 ints, each >= 1"
+_SHMEM_RULE = "a whole number of bytes >= 0"
 _AXES = ("x", "y", "z")
 # Streams whose native configs one LaunchConfig keeps; past this the cache starts over. An
 # evicted LaunchConfigHandle lives on where it is still used (a PreparedLaunch holds its own).
@@ -28,6 +33,28 @@ def _dim3(name: str, value: Any) -> tuple[int, int, int]:
     if value is None:
         raise arg_error(name, _DIM3_RULE, value, exc=TypeValueError)  # cuda.core: ValueError
     return cast_to_3_tuple(name, value)
+
+
+def _cluster(value: Any) -> tuple[int, int, int] | None:
+    return None if value is None else cast_to_3_tuple("LaunchConfig.cluster", value)
+
+
+def _shmem(value: Any) -> int:
+    """Dynamic shared memory in bytes, read as cuda.core reads it (an int, a NumPy integer, a
+    bool, a float with no fractional part), then checked: >= 0 and < 2**32."""
+    if hasattr(type(value), "__index__"):
+        v = int(value.__index__())
+    elif isinstance(value, float) and value.is_integer():
+        v = int(value)
+    elif hasattr(type(value), "is_integer") and hasattr(type(value), "__float__") and value.is_integer():
+        v = int(value)  # a NumPy float holding a whole number
+    else:
+        raise arg_error("LaunchConfig.shmem_size", _SHMEM_RULE, value, exc=TypeError)
+    if v < 0:
+        raise arg_error("LaunchConfig.shmem_size", _SHMEM_RULE, value)
+    if v >= 2**32:
+        raise arg_error("LaunchConfig.shmem_size", "below 2**32 bytes", value, exc=ValueOverflowError)
+    return v
 
 
 class LaunchConfig:
@@ -62,7 +89,7 @@ class LaunchConfig:
     ------
     TypeError
         A shape is not an int or a tuple of ints, ``grid``/``block`` is missing, or
-        ``is_cooperative``/``programmatic_stream_serialization`` is not a bool.
+        ``shmem_size`` is not a whole number.
     ValueError
         A dimension is below 1, a tuple has more than three items, or ``shmem_size`` < 0.
 
@@ -70,16 +97,25 @@ class LaunchConfig:
     -----
     Construction needs no GPU. The device limits (threads per block, block and grid
     dimensions, opt-in shared memory, cluster and cooperative support) are checked at the
-    first launch on each device, and a violation names the limit and the device. The
-    object is immutable and hashable, so one instance can be shared by many launches.
+    first launch on each device, and a violation names the limit and the device.
+
+    Every field can be set after construction, as in ``cuda.core`` 1.2 (``cfg.grid = 64``,
+    ``cfg.shmem_size = 4096``), with the checks and the normalisation construction applies
+    (a shape becomes a 3-tuple). The next launch with the config, and the next call of a
+    :class:`~cuda_core.PreparedLaunch` bound to it, use the new values. Equality and the hash
+    follow the fields (as in ``cuda.core``), so do not change a config used as a dict key.
 
     Examples
     --------
     >>> cfg = LaunchConfig(grid=(n + 255) // 256, block=256)
     >>> cfg = LaunchConfig(grid=4, cluster=2, block=128)  # 8 blocks in clusters of 2
+    >>> cfg.grid = 16                                      # the next launch has 16 clusters
     """
 
-    __slots__ = ("_block", "_checked", "_cluster", "_coop", "_grid", "_key", "_last", "_native", "_pss", "_shmem")
+    __slots__ = (
+        "__weakref__", "_block", "_checked", "_cluster", "_coop", "_grid", "_key", "_last", "_native",
+        "_prepared", "_pss", "_shmem",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -94,57 +130,109 @@ class LaunchConfig:
     ) -> None:
         self._grid = _dim3("LaunchConfig.grid", grid)
         self._block = _dim3("LaunchConfig.block", block)
-        self._cluster = None if cluster is None else cast_to_3_tuple("LaunchConfig.cluster", cluster)
-        self._shmem = 0 if shmem_size is None else check_int("LaunchConfig.shmem_size", shmem_size, 0, 2**32 - 1)
+        self._cluster = _cluster(cluster)
+        self._shmem = 0 if shmem_size is None else _shmem(shmem_size)
         if cooperative_launch is not None:
             is_cooperative = cooperative_launch
         # The flags take any truth value (1, numpy.True_), as in cuda.core.
         self._coop = bool(is_cooperative)
         self._pss = bool(programmatic_stream_serialization)
-        self._key = (self._grid, self._cluster, self._block, self._shmem, self._coop, self._pss)
         # StreamHandle -> LaunchConfigHandle (which holds that StreamHandle, so the key cannot
         # die and be reused while the entry lives). ``_last`` is the (StreamHandle,
         # LaunchConfigHandle) pair of the latest stream, which launch() checks first.
         self._native: dict[Any, Any] = {}
         self._last: tuple[Any, Any] = (None, None)
         self._checked: set[int] = set()
+        # The PreparedLaunch objects built from this config (told when a field changes).
+        self._prepared: weakref.WeakSet[Any] | None = None
+        self._key = (self._grid, self._cluster, self._block, self._shmem, self._coop, self._pss)
 
-    # -- the public, read-only fields -----------------------------------------------------
+    def _changed(self) -> None:
+        """A field was set: nothing built from the old values may be used again."""
+        self._key = (self._grid, self._cluster, self._block, self._shmem, self._coop, self._pss)
+        self._last = (None, None)
+        self._native = {}
+        self._checked = set()
+        if self._prepared:
+            for p in list(self._prepared):
+                p._config_changed()
+
+    # -- the public fields ----------------------------------------------------------------
 
     @property
     def grid(self) -> tuple[int, int, int]:
-        """Blocks (or clusters, when ``cluster`` is set) per grid dimension, as a 3-tuple."""
+        """Blocks (or clusters, when ``cluster`` is set) per grid dimension, as a 3-tuple.
+
+        Settable: an int or a tuple of 1 to 3 ints, each >= 1."""
         return self._grid
+
+    @grid.setter
+    def grid(self, value: int | tuple[int, ...]) -> None:
+        self._grid = _dim3("LaunchConfig.grid", value)
+        self._changed()
 
     @property
     def cluster(self) -> tuple[int, int, int] | None:
-        """Blocks per cluster dimension as a 3-tuple, or ``None`` without clusters."""
+        """Blocks per cluster dimension as a 3-tuple, or ``None`` without clusters (settable)."""
         return self._cluster
+
+    @cluster.setter
+    def cluster(self, value: int | tuple[int, ...] | None) -> None:
+        self._cluster = _cluster(value)
+        self._changed()
 
     @property
     def block(self) -> tuple[int, int, int]:
-        """Threads per block dimension, as a 3-tuple."""
+        """Threads per block dimension, as a 3-tuple (settable, as ``grid``)."""
         return self._block
+
+    @block.setter
+    def block(self, value: int | tuple[int, ...]) -> None:
+        self._block = _dim3("LaunchConfig.block", value)
+        self._changed()
 
     @property
     def shmem_size(self) -> int:
-        """Dynamic shared memory per block, in bytes."""
+        """Dynamic shared memory per block, in bytes (settable)."""
         return self._shmem
+
+    @shmem_size.setter
+    def shmem_size(self, value: int) -> None:
+        if value is None:  # cuda.core's field is a C int: None is refused once constructed
+            raise arg_error("LaunchConfig.shmem_size", _SHMEM_RULE, value, exc=TypeError)
+        self._shmem = _shmem(value)
+        self._changed()
 
     @property
     def is_cooperative(self) -> bool:
-        """Whether launches with this config are cooperative (grid-wide sync allowed)."""
+        """Whether launches with this config are cooperative (grid-wide sync allowed); settable
+        with any truth value."""
         return self._coop
+
+    @is_cooperative.setter
+    def is_cooperative(self, value: bool) -> None:
+        self._coop = bool(value)
+        self._changed()
 
     @property
     def programmatic_stream_serialization(self) -> bool:
-        """Whether launches allow programmatic dependent launch (PDL) after the previous kernel."""
+        """Whether launches allow programmatic dependent launch (PDL) after the previous kernel;
+        settable with any truth value."""
         return self._pss
+
+    @programmatic_stream_serialization.setter
+    def programmatic_stream_serialization(self, value: bool) -> None:
+        self._pss = bool(value)
+        self._changed()
 
     @property
     def cooperative_launch(self) -> bool:
         """Alias of :attr:`is_cooperative` (the older ``cuda.core`` name)."""
         return self._coop
+
+    @cooperative_launch.setter
+    def cooperative_launch(self, value: bool) -> None:
+        self.is_cooperative = value
 
     @property
     def grid_blocks(self) -> tuple[int, int, int]:
@@ -155,7 +243,7 @@ class LaunchConfig:
         return (g[0] * c[0], g[1] * c[1], g[2] * c[2])
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not LaunchConfig:
+        if not isinstance(other, LaunchConfig):
             return NotImplemented
         return self._key == other._key
 
@@ -163,17 +251,12 @@ class LaunchConfig:
         return hash(self._key)
 
     def __repr__(self) -> str:
-        parts = [f"grid={self._grid}"]
-        if self._cluster is not None:
-            parts.append(f"cluster={self._cluster}")
-        parts.append(f"block={self._block}")
-        if self._shmem:
-            parts.append(f"shmem_size={self._shmem}")
-        if self._coop:
-            parts.append("is_cooperative=True")
-        if self._pss:
-            parts.append("programmatic_stream_serialization=True")
-        return f"LaunchConfig({', '.join(parts)})"
+        # cuda.core 1.2's form: every field, in its order.
+        return (
+            f"LaunchConfig(grid={self._grid!r}, cluster={self._cluster!r}, block={self._block!r}, "
+            f"shmem_size={self._shmem!r}, is_cooperative={self._coop!r}, "
+            f"programmatic_stream_serialization={self._pss!r})"
+        )
 
     # -- launch-time support (private) ------------------------------------------------------
 
@@ -199,6 +282,12 @@ class LaunchConfig:
             self._native[h] = cfg
         self._last = (h, cfg)
         return cfg
+
+    def _bind_prepared(self, prepared: Any) -> None:
+        """Tell ``prepared`` (a PreparedLaunch holding this config) when a field changes."""
+        if self._prepared is None:
+            self._prepared = weakref.WeakSet()
+        self._prepared.add(prepared)
 
     def _check_device(self, dev: Any) -> None:
         """Raise ``ValueError`` naming the limit and the device if ``dev`` cannot run this."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from ._callbacks import enqueue_host_callback
 from ._compat import driver
-from ._errors import CUDAError
+from ._errors import CUDAError, _CooperativeLaunchTooLargeError
 from ._graph import GraphBuilder
 from ._kernel_arg_handler import MISS, Plan, kernel_label, make_plan, set_arg
 from ._launch_config import LaunchConfig
@@ -125,8 +125,16 @@ def _device_of(stream: Any) -> Any:
     return dev if dev is not None else stream.device  # default streams follow the current context
 
 
-def _check_config(config: Any) -> None:
-    raise arg_error("config", "a LaunchConfig", config, exc=TypeError)
+def _check_config(config: Any) -> LaunchConfig:
+    """``config`` as cuda.core 1.2's ``launch`` reads it: a LaunchConfig (or a subclass), a dict
+    of its arguments, or ``None`` (``LaunchConfig()``, which refuses the missing grid)."""
+    if isinstance(config, LaunchConfig):
+        return config
+    if isinstance(config, dict):
+        return LaunchConfig(**config)
+    if config is None:
+        return LaunchConfig()
+    raise arg_error("config", "a LaunchConfig or a dict of its arguments", config, exc=TypeError)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,8 +149,9 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     stream : Stream, GraphBuilder or IsStreamType
         Where the launch is ordered (PyTorch and CuPy streams work as they are). A graph
         builder records the launch as a kernel node.
-    config : LaunchConfig
-        Grid, cluster, block, dynamic shared memory and cooperation.
+    config : LaunchConfig or dict
+        Grid, cluster, block, dynamic shared memory and cooperation; a dict of
+        :class:`LaunchConfig`'s arguments is turned into one per call (as in ``cuda.core``).
     kernel : Kernel
         From :meth:`ObjectCode.get_kernel`.
     *kernel_args
@@ -155,7 +164,8 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     Raises
     ------
     TypeError
-        ``stream`` is ``None`` or not a stream; ``config`` is not a :class:`LaunchConfig`;
+        ``stream`` is ``None`` or not a stream; ``config`` is neither a :class:`LaunchConfig`
+        nor a dict;
         an argument has an unsupported type, or (where the kernel's parameter layout is known)
         the argument count or an argument's size differs from the kernel's signature.
     OverflowError
@@ -165,7 +175,8 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
         argument is a closed ``Buffer``.
     CUDAError
         The driver refused the launch (the message says why, e.g. a cooperative grid too
-        large to be co-resident, with the numbers).
+        large to be co-resident, with the numbers: that error is also the ``ValueError``
+        ``cuda.core`` raises for it).
 
     Examples
     --------
@@ -180,7 +191,7 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
                 launch(stream._plain, config, kernel, *kernel_args)
             return
     if type(config) is not LaunchConfig:
-        _check_config(config)
+        config = _check_config(config)
     try:
         entry = kernel._launch
     except AttributeError:
@@ -270,7 +281,10 @@ def _explain_failure(err: Any, stream: Any, config: LaunchConfig, kernel: Any, e
                     )
     except CUDAError:
         pass  # the details are a bonus; report the launch failure itself
-    return make_error(err, "cuLaunchKernelEx", extra)
+    error = make_error(err, "cuLaunchKernelEx", extra)
+    if code == int(_CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE):
+        error.__class__ = _CooperativeLaunchTooLargeError  # cuda.core raises ValueError for it
+    return error
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,7 +318,9 @@ class PreparedLaunch:
     (cheap when their types are the same as before). ``p.set_arg(i, value)`` changes one
     argument in place. The object keeps references to its arguments, so buffers passed by
     pointer stay alive while it does. One ``PreparedLaunch`` must not be called from two
-    threads at once (it owns one argument buffer); each thread can prepare its own.
+    threads at once (it owns one argument buffer); each thread can prepare its own. Setting a
+    field of the bound :class:`LaunchConfig` (``config.grid = 64``) takes effect at the next
+    call, which checks the new shape against the device.
 
     Examples
     --------
@@ -316,21 +332,24 @@ class PreparedLaunch:
     """
 
     __slots__ = (
-        "_args", "_call", "_cfg", "_config", "_entry", "_kernel", "_plan", "_slot", "_stream",
+        "__weakref__", "_args", "_call", "_cfg", "_config", "_entry", "_kernel", "_plan", "_slot", "_stream",
     )
 
     def __init__(self, stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) -> None:
         if type(stream) is not Stream:
             stream = _as_stream(stream)
         if type(config) is not LaunchConfig:
-            _check_config(config)
+            config = _check_config(config)
         self._stream = stream
         self._config = config
         self._kernel = kernel
         self._entry = _entry(kernel)
         # Its own LaunchConfigHandle, which holds the stream's handle: whatever happens to the
-        # config's cache later, this launch keeps its grid, block and stream.
-        self._cfg = config._native_for(stream)
+        # config's per-stream cache later, this launch keeps its stream. When a field of the
+        # config is set, the config tells this object (_config_changed) and the next call
+        # builds the handle again from the new values.
+        self._cfg: Any = config._native_for(stream)
+        config._bind_prepared(self)
         self._plan: Plan | None = None
         self._slot: tuple[Any, ...] = ()
         self._args: tuple[Any, ...] = ()
@@ -356,10 +375,27 @@ class PreparedLaunch:
     def _use(self, plan: Plan, slot: tuple[Any, ...]) -> None:
         # Everything the launch passes is fixed now: the call is one driver call.
         self._plan, self._slot = plan, slot
-        call = functools.partial(self._cfg.launch, self._entry.func, slot[1])
+        cfg = self._cfg
+        if cfg is None:  # the config changed since the handle was built
+            cfg = self._cfg = self._config._native_for(self._stream)
+        call = functools.partial(cfg.launch, self._entry.func, slot[1])
         if type(self._stream) is _DeviceDefaultStream:  # its token needs its context current
             call = _in_context_of(self._stream._device, call)
         self._call = call
+
+    def _config_changed(self) -> None:
+        """A field of the config was set: the next call builds the launch from the new values
+        (here, nothing is checked yet: a config the device cannot run raises at that call)."""
+        self._cfg = None
+        self._call = self._rebuild_call
+
+    def _rebuild_call(self) -> Any:
+        self._cfg = self._config._native_for(self._stream)  # checks the new values on the device
+        if self._plan is None:
+            self._call = self._first_call
+        else:
+            self._use(self._plan, self._slot)
+        return self._call()
 
     def __call__(self, *kernel_args: Any) -> None:
         """Launch, with the bound arguments or with ``kernel_args`` (which are then bound).

@@ -19,7 +19,7 @@ from . import _array_interface as _ai
 from . import _dlpack as _dl
 from . import _memoryview_ops as _ops
 from ._backend import backend
-from ._utils import arg_error
+from ._utils import BufferAttributeError, arg_error
 
 # cuda.core 1.2 has both names in cuda.core.utils only (see _UTILS_EXPORTS); later releases also
 # export StridedMemoryView from the top level, as this does.
@@ -113,7 +113,12 @@ class StridedMemoryView(_ViewBase):
     shape : tuple of int
         The extents.
     strides : tuple of int or None
-        Strides in elements (not bytes); ``None`` when the array is C-contiguous.
+        Strides in elements (not bytes), as the producer gave them (as in ``cuda.core`` 1.2):
+        a DLPack producer's strides array, a CUDA/NumPy array interface's byte strides divided
+        by the item size, a :meth:`from_buffer` or :meth:`view` layout's strides. ``None`` only
+        when the producer gave none (NumPy's ``__array_interface__`` and the CUDA Array Interface
+        leave them out for C-contiguous arrays; DLPack producers such as NumPy, CuPy and PyTorch
+        usually give them), so test contiguity from ``shape`` and ``strides``, not ``is None``.
     device_id : int
         The device ordinal, or ``-1`` for host memory.
     is_device_accessible : bool
@@ -129,10 +134,19 @@ class StridedMemoryView(_ViewBase):
 
     def __init__(self, obj: object = None, stream_ptr: int | None = None) -> None:
         if obj is None:
-            raise TypeError(
-                "StridedMemoryView needs an object to view; use StridedMemoryView.from_dlpack(), "
-                "from_cuda_array_interface(), from_array_interface(), from_any_interface() or from_buffer()"
+            # cuda.core 1.2 makes an empty view, deprecated: no memory, no layout (reading
+            # shape, strides or size raises), device_id 0, dtype None.
+            warnings.warn(
+                "Constructing an empty StridedMemoryView is deprecated; use StridedMemoryView.from_dlpack(), "
+                "from_cuda_array_interface(), from_array_interface(), from_any_interface() or from_buffer()",
+                DeprecationWarning,
+                stacklevel=2,
             )
+            empty = {"ptr": 0, "device_id": 0, "is_device_accessible": False, "readonly": False,
+                     "exporting_obj": None, "_dtype": None, "_capsule": None, "_dl_device_type": _dl.kDLCPU}
+            for name, value in empty.items():
+                setattr(self, name, value)
+            return
         if type(stream_ptr) is not int:
             stream_ptr = _stream_ptr(stream_ptr)
         if hasattr(obj, "__dlpack__"):
@@ -168,7 +182,8 @@ class StridedMemoryView(_ViewBase):
         ------
         BufferError
             The producer cannot export, ``stream_ptr`` is ``None`` for device memory, or the
-            dtype or device type is unsupported.
+            dtype or device type is unsupported. For an object without ``__dlpack__`` or
+            ``__dlpack_device__`` it is also an ``AttributeError`` (``cuda.core``'s class).
         """
         # The hot path: one backend call (exact torch.Tensor / cupy.ndarray producers are read
         # directly, see _array_bridge).
@@ -177,6 +192,8 @@ class StridedMemoryView(_ViewBase):
         tp = obj.__class__
         kind = _kinds.get(tp)
         if kind is None:
+            if not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")):
+                raise BufferAttributeError(f"{tp.__name__} does not support DLPack (no __dlpack__/__dlpack_device__)")
             kind = _classify(tp)
         if kind == _KIND_DLPACK:
             return _dlpack_view(cls, obj, stream_ptr)  # type: ignore[no-any-return]
@@ -410,7 +427,8 @@ class StridedMemoryView(_ViewBase):
         Returns
         -------
         StridedMemoryView
-            Sharing this view's producer, device and read-only flag.
+            Sharing this view's producer, device and read-only flag; this view itself when
+            neither ``layout`` nor ``dtype`` is given (as in ``cuda.core``).
 
         Raises
         ------
@@ -420,6 +438,8 @@ class StridedMemoryView(_ViewBase):
         TypeError
             ``layout`` is not a layout.
         """
+        if layout is None and dtype is None:
+            return self  # as cuda.core: nothing to change
         return _ops.make_view(self, layout, dtype)  # type: ignore[no-any-return]
 
     def as_tensor_map(self, box_dim: tuple[int, ...] | None = None, *, options: Any = None,

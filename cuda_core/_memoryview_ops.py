@@ -79,7 +79,7 @@ def make_view(src: Any, layout: Any = None, dtype: Any = None) -> Any:
         setattr(view, name, getattr(src, name))
     view.ptr = src.ptr + offset * (item or 0)
     view.shape = shape
-    view._raw_strides = None if strides == _c_strides(shape) else strides
+    view._raw_strides = strides  # as given, as cuda.core reports a layout's strides
     view._dtype = dt
     buf = src.exporting_obj
     if layout is not None and item and _has_extent_check(buf):

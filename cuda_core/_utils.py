@@ -182,6 +182,16 @@ class ValueRuntimeError(ValueError, RuntimeError):
     """A bad value that cuda.core reports as RuntimeError."""
 
 
+class BufferAttributeError(BufferError, AttributeError):
+    """An object without the array protocol asked for: a BufferError, as every protocol failure
+    here, and the AttributeError cuda.core raises when it reads the missing attribute."""
+
+
+class BufferValueError(BufferError, ValueError):
+    """A malformed array description we refuse when the view is made (a BufferError, as every
+    protocol failure here) that cuda.core reports as ValueError when the layout is first read."""
+
+
 def arg_error(name: str, rule: str, value: Any, hint: str = "", exc: type[Exception] = ValueError) -> Exception:
     """Build the house-style argument error ``"<name> must be <rule> (got <value!r>)"``."""
     msg = f"{name} must be {rule} (got {value!r})"

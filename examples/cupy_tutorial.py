@@ -46,7 +46,7 @@ def scale_add_rows(alpha: float, x, y, out, kernels: dict, stream: Stream) -> No
     """
     vx, vy, vo = (StridedMemoryView.from_dlpack(a, int(stream.handle)) for a in (x, y, out))
     rows, cols = vx.shape
-    strides = vx.strides or (cols, 1)  # strides are in elements; None means C-contiguous
+    strides = vx.strides or (cols, 1)  # in elements, as the producer gave them; None: it gave none (C order)
     if strides[1] != 1:
         raise ValueError(f"x must have unit stride along its rows (strides {vx.strides})")
     if vy.shape != (cols,) or vy.strides not in (None, (1,)):

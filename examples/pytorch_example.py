@@ -44,7 +44,16 @@ def main() -> int:
     # Views check dtype/contiguity and give pointers; PyTorch orders its work before ours.
     s = dev.create_stream(ts)  # our Stream borrowing PyTorch's
     vx = StridedMemoryView.from_dlpack(x, int(s.handle))
-    assert vx.dtype == np.float32 and vx.strides is None and vx.ptr == x.data_ptr()
+    # Strides are in elements, as the producer gave them: PyTorch gives (1,) for a contiguous
+    # 1-d tensor (None would mean a producer that gave no strides, which is C-contiguous too).
+    if vx.dtype != np.float32 or vx.shape != (n,) or vx.strides not in (None, (1,)) or vx.ptr != x.data_ptr():
+        print(f"FAIL: unexpected view of x: {vx}", file=sys.stderr)
+        return 1
+    # A strided tensor reports its strides in elements, not bytes.
+    vs = StridedMemoryView.from_dlpack(x[::4], int(s.handle))
+    if vs.shape != (n // 4,) or vs.strides != (4,) or vs.ptr != x.data_ptr():
+        print(f"FAIL: unexpected view of x[::4]: {vs}", file=sys.stderr)
+        return 1
     config = LaunchConfig(grid=(n + 255) // 256, block=256)
     launch(ts, config, kernel, np.float32(2.0), x.data_ptr(), y.data_ptr(), out.data_ptr(), np.uint64(n))
     ts.synchronize()

@@ -20,7 +20,7 @@ import tempfile
 
 import pytest
 
-from tests.helpers import gpu_skip_reason, precompiled, user_cache_snapshot
+from tests.helpers import dropin, gpu_skip_reason, precompiled, user_cache_snapshot
 
 _session_cache: str | None = None
 _user_cache_before: dict[str, tuple[int, int]] = {}
@@ -79,6 +79,12 @@ def pytest_collection_modifyitems(config, items):
                 reason = gpu_skip_reason() or ""
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="module")
+def nv():
+    """NVIDIA's ``cuda.core`` (the drop-in tests compare against it), or a skip without it."""
+    return dropin.require_nv()
 
 
 @pytest.fixture(scope="module")

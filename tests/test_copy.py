@@ -113,7 +113,8 @@ def test_copy_batch_copies_every_pair(gpu):
         for d, dst in zip(datas, dsts):
             np.testing.assert_array_equal(_read(dst, s), d)
             dst.close()
-    copy_batch(s, [], [])  # nothing to do
+    with pytest.raises(ValueError, match="empty batch"):  # refused, as in cuda.core
+        copy_batch(s, [], [])
     with pytest.raises(ValueError, match="copy 0"):
         copy_batch(s, [srcs[0]], [srcs[1]])
     closed = dev.allocate(256, stream=s)
@@ -270,7 +271,10 @@ def test_prefetch_and_discard_batches_on_managed_memory(gpu):
     for d, b in zip(datas, bufs):  # discarded pages hold anything until written: write, read back
         b.copy_from(d[::-1].copy(), stream=s)
         np.testing.assert_array_equal(_read(b, s), d[::-1])
-    prefetch_batch(s, [], dev)  # nothing to do
+    for empty in (lambda: prefetch_batch(s, [], dev), lambda: discard_batch(s, ()),
+                  lambda: discard_prefetch_batch(s, [], dev)):  # refused, as in cuda.core
+        with pytest.raises(ValueError, match="empty batch"):
+            empty()
     with pytest.raises(TypeError, match="legacy default stream"):
         discard_batch(dev.default_stream, bufs)
     for x in bufs:

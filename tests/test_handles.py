@@ -38,7 +38,7 @@ METHODS = {
     "EventHandle": ("adopt", "address", "ctx", "flags", "recorded", "is_released", "record", "query", "sync",
                     "expose", "release"),
     "Allocation": ("adopt", "ptr", "size", "stream", "ctx", "is_open", "set_stream", "close"),
-    "LaunchConfigHandle": ("stream", "launch"),
+    "LaunchConfigHandle": ("stream", "launch", "values"),
 }  # fmt: skip
 
 

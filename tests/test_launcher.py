@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import pickle
 import struct
 
 import ml_dtypes
@@ -28,12 +29,26 @@ def test_stream_must_be_a_stream(stream):
         launch(stream, CFG, object())
 
 
-@pytest.mark.parametrize("config", [None, (1, 1), {"grid": 1, "block": 1}], ids=repr)
+@pytest.mark.parametrize("config", [(1, 1), "grid=1", 1], ids=repr)
 def test_config_must_be_a_launch_config(config):
-    with pytest.raises(TypeError, match="config must be a LaunchConfig"):
+    with pytest.raises(TypeError, match="config must be a LaunchConfig or a dict"):
         launch(LEGACY_DEFAULT_STREAM, config, object())
-    with pytest.raises(TypeError, match="config must be a LaunchConfig"):
+    with pytest.raises(TypeError, match="config must be a LaunchConfig or a dict"):
         PreparedLaunch(LEGACY_DEFAULT_STREAM, config, object())
+
+
+def test_config_dict_and_none_read_as_cuda_core_reads_them():
+    # cuda.core's launch takes a dict of LaunchConfig's arguments, and None as LaunchConfig(),
+    # which refuses the missing grid (ValueError there; ours is a TypeError and a ValueError).
+    with pytest.raises(TypeError, match="kernel must be a Kernel"):  # the dict was accepted
+        launch(LEGACY_DEFAULT_STREAM, {"grid": 1, "block": 1}, object())
+    with pytest.raises(ValueError, match=r"LaunchConfig\.block must be"):  # and checked
+        launch(LEGACY_DEFAULT_STREAM, {"grid": 1, "block": 0}, object())
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        launch(LEGACY_DEFAULT_STREAM, {"grid": 1, "block": 1, "grid_dim": 2}, object())
+    for call in (launch, PreparedLaunch):
+        with pytest.raises(ValueError, match=r"LaunchConfig\.grid must be"):
+            call(LEGACY_DEFAULT_STREAM, None, object())
 
 
 @pytest.mark.parametrize("kernel", [None, "k", object()], ids=repr)
@@ -291,8 +306,10 @@ def test_cooperative_launch_with_grid_sync(dev, stream):
     launch(stream, LaunchConfig(grid=blocks, block=128, is_cooperative=True), ker, data, out)
     assert np.frombuffer(_read(out, 4, stream), np.int32)[0] == n * (n - 1) // 2
     # a grid too large to be co-resident is refused, with the numbers
-    with pytest.raises(CUDAError, match=r"cannot be co-resident.*blocks of 1024 threads per SM x \d+ SMs"):
+    with pytest.raises(CUDAError, match=r"cannot be co-resident.*blocks of 1024 threads per SM x \d+ SMs") as ei:
         launch(stream, LaunchConfig(grid=blocks * 64, block=1024, is_cooperative=True), ker, data, out)
+    assert isinstance(ei.value, ValueError)  # cuda.core's class for a cooperative grid too large
+    assert pickle.loads(pickle.dumps(ei.value)).__class__ is ei.value.__class__
     launch(stream, LaunchConfig(grid=blocks, block=128, is_cooperative=True), ker, data, out)
     assert np.frombuffer(_read(out, 4, stream), np.int32)[0] == n * (n - 1) // 2
     data.close()

@@ -28,16 +28,21 @@ def _layouts(dtype):
     }
 
 
-def _expected_strides(a):
-    if a.flags.c_contiguous:
+def _expected_strides(a, protocol="dlpack"):
+    """The strides (in elements) NumPy hands the consumer, as cuda.core 1.2 reports them: its
+    DLPack export gives ``a.strides`` for every array of one or more dimensions (C-contiguous
+    ones too) and none for a 0-d one; its ``__array_interface__`` gives none when the array is
+    C-contiguous."""
+    byte_strides = a.__array_interface__["strides"] if protocol == "array_interface" else a.strides
+    if a.ndim == 0 or byte_strides is None:
         return None
-    return tuple(s // a.itemsize for s in a.strides)
+    return tuple(s // a.itemsize for s in byte_strides)
 
 
-def _check(view, a, device_id=-1, accessible=False):
+def _check(view, a, device_id=-1, accessible=False, protocol="dlpack"):
     assert view.ptr == a.__array_interface__["data"][0]
     assert view.shape == a.shape
-    assert view.strides == _expected_strides(a)
+    assert view.strides == _expected_strides(a, protocol)
     assert view.dtype == a.dtype
     assert view.size == a.size
     assert view.device_id == device_id
@@ -54,12 +59,12 @@ def test_numpy_view_matrix(dtype, layout):
     for view in (
         StridedMemoryView.from_dlpack(a, -1),
         StridedMemoryView.from_dlpack(a, None),
-        StridedMemoryView.from_array_interface(a),
         StridedMemoryView.from_any_interface(a, -1),
         direct,
     ):
         _check(view, a)
         assert view.readonly is False
+    _check(StridedMemoryView.from_array_interface(a), a, protocol="array_interface")
 
 
 def test_readonly_flag_from_versioned_dlpack_and_array_interface():
@@ -153,8 +158,16 @@ def test_unviewable_objects_raise_buffererror():
                lambda o: StridedMemoryView.from_array_interface(o), lambda o: StridedMemoryView.from_dlpack(o, -1)):
         with pytest.raises(BufferError):
             fn(object())
-    with pytest.raises(TypeError):
-        StridedMemoryView()
+
+
+def test_empty_view_is_deprecated_as_in_cuda_core():
+    with pytest.warns(DeprecationWarning, match="empty StridedMemoryView is deprecated"):
+        v = StridedMemoryView()
+    assert (v.ptr, v.device_id, v.is_device_accessible, v.readonly, v.exporting_obj, v.dtype) == (
+        0, 0, False, False, None, None)
+    assert v.__dlpack_device__() == (dl.kDLCPU, 0)
+    with pytest.raises(AttributeError):  # no layout (cuda.core: ValueError)
+        _ = v.shape
 
 
 def test_decorator_wraps_selected_arguments():
@@ -237,6 +250,8 @@ def test_array_interface_strides_must_be_item_multiples():
 
     with pytest.raises(BufferError, match="multiples"):
         StridedMemoryView.from_array_interface(Odd())
+    with pytest.raises(ValueError, match="multiples"):  # cuda.core's class for it
+        StridedMemoryView.from_array_interface(Odd())
 
 
 def test_device_rules_for_host_kinds():
@@ -267,8 +282,8 @@ def _gpu_arrays(xp_name):
         def ptr(a):
             return a.data.ptr
 
-        def strides(a):
-            return None if a.flags.c_contiguous else tuple(s // a.itemsize for s in a.strides)
+        def strides(a):  # CuPy's DLPack export gives its strides, C-contiguous ones too
+            return tuple(s // a.itemsize for s in a.strides)
 
         def stream_of():
             return cp.cuda.get_current_stream().ptr
@@ -282,8 +297,8 @@ def _gpu_arrays(xp_name):
     def ptr(t):
         return t.data_ptr()
 
-    def strides(t):
-        return None if t.is_contiguous() else tuple(t.stride())
+    def strides(t):  # what PyTorch gives (DLPack and cuda.core's tensor path alike)
+        return tuple(t.stride())
 
     def stream_of():
         return torch.cuda.current_stream().cuda_stream
@@ -320,7 +335,9 @@ def test_gpu_view_matrix(xp_name):
             assert view.exporting_obj is a
         if xp_name == "cupy":
             cai = StridedMemoryView.from_cuda_array_interface(a, sp)
-            assert (cai.ptr, cai.shape, cai.strides, cai.dtype) == (ptr(a), tuple(a.shape), strides(a), np_dtype(a))
+            # CuPy's __cuda_array_interface__ leaves the strides out for a C-contiguous array.
+            cai_strides = None if a.flags.c_contiguous else strides(a)
+            assert (cai.ptr, cai.shape, cai.strides, cai.dtype) == (ptr(a), tuple(a.shape), cai_strides, np_dtype(a))
             assert cai.device_id == dev.device_id
     with pytest.raises(BufferError, match="ambiguous"):
         StridedMemoryView.from_dlpack(base, None)
@@ -408,7 +425,7 @@ def test_torch_fast_path_equals_dlpack_path_on_cpu(name, monkeypatch):
         assert fast.exporting_obj is t
         assert (fast.ptr, fast.shape, fast.dtype) == (t.data_ptr(), tuple(t.shape), expected)
         assert type(fast.shape) is tuple
-        assert fast.strides == (None if t.is_contiguous() else tuple(t.stride()))
+        assert fast.strides == tuple(t.stride())  # as given, as cuda.core reports them
         assert (fast.device_id, fast.is_device_accessible, fast.readonly) == (-1, False, False)
         assert _fields(fast) == _fields(_via_dlpack(monkeypatch, torch.Tensor, t, -1))
         for other in (StridedMemoryView.from_dlpack(t, None), StridedMemoryView.from_any_interface(t, -1),
@@ -524,7 +541,7 @@ def test_gpu_torch_fast_path_equals_dlpack_path(monkeypatch):
             assert (fast.ptr, fast.device_id, fast.is_device_accessible) == (t.data_ptr(), dev.device_id, True)
             assert fast.__dlpack_device__() == (dl.kDLCUDA, dev.device_id)
             assert fast.dtype == bridge._numpy_equivalent(name) and fast.shape == tuple(t.shape)
-            assert fast.strides == (None if t.is_contiguous() else tuple(t.stride()))
+            assert fast.strides == tuple(t.stride())  # as given, as cuda.core reports them
             assert _fields(StridedMemoryView.from_dlpack(t, -1)) == _fields(fast)
             try:
                 ref = _via_dlpack(monkeypatch, torch.Tensor, t, sp)

@@ -172,8 +172,50 @@ static PyMethodDef launch_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* values: what the stored CUlaunchConfig hands the driver, read back from it:
+ * (grid in blocks, block, shared memory bytes, cluster or None, cooperative, pss). */
+static PyObject *
+launch_get_values(PyObject *op, void *closure)
+{
+    const cc_launch *self = (const cc_launch *)op;
+    const cc_launch_config *cfg = &self->cfg;
+    PyObject *cluster = Py_None;
+    int coop = 0, serial = 0;
+    for (unsigned int i = 0; i < cfg->num_attrs; i++) {
+        const cc_launch_attr *a = &cfg->attrs[i];
+        if (a->id == CC_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+            cluster = NULL; /* built below */
+        } else if (a->id == CC_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+            coop = a->value.flag != 0;
+        } else if (a->id == CC_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) {
+            serial = a->value.flag != 0;
+        }
+    }
+    PyObject *dims = NULL;
+    if (cluster == NULL) {
+        for (unsigned int i = 0; i < cfg->num_attrs; i++) {
+            const cc_launch_attr *a = &cfg->attrs[i];
+            if (a->id == CC_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+                dims = Py_BuildValue("(III)", a->value.cluster_dim.x, a->value.cluster_dim.y, a->value.cluster_dim.z);
+                break;
+            }
+        }
+        if (dims == NULL) {
+            return NULL;
+        }
+    } else {
+        dims = Py_NewRef(Py_None);
+    }
+    PyObject *out = Py_BuildValue("((III)(III)INOO)", cfg->grid_x, cfg->grid_y, cfg->grid_z, cfg->block_x,
+                                  cfg->block_y, cfg->block_z, cfg->shared_mem_bytes, dims,
+                                  coop ? Py_True : Py_False, serial ? Py_True : Py_False);
+    return out; /* "N" took dims (and released it on failure) */
+}
+
 static PyGetSetDef launch_getset[] = {
     {"stream", launch_get_stream, NULL, "the StreamHandle launches are ordered on", NULL},
+    {"values", launch_get_values, NULL,
+     "(grid in blocks, block, shmem, cluster or None, cooperative, pss), read back from the CUlaunchConfig", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

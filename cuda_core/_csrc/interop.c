@@ -146,7 +146,9 @@ static PyObject *
 tensor_view(PyObject *cls, const DLTensorABI *t, PyObject *device_id, int accessible, int readonly, PyObject *exporting,
             PyObject *capsule, long devtype)
 {
-    PyObject *strides = t->ndim && t->strides ? int64_tuple(t->strides, t->ndim) : Py_NewRef(Py_None);
+    /* The producer's strides as given (a 0-d tensor's are (), when it gave any), None when it
+     * gave none: what cuda.core 1.2 reports. */
+    PyObject *strides = t->strides ? int64_tuple(t->strides, t->ndim) : Py_NewRef(Py_None);
     return cc_make_view(cls, PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)t->data + t->byte_offset),
                      int64_tuple(t->shape, t->ndim), strides, PyLong_FromUnsignedLong(dtype_word(t)), device_id,
                      accessible, readonly, exporting, capsule, devtype);
@@ -429,6 +431,10 @@ torch_view_impl(PyObject *cls, PyObject *t, PyObject *sp)
     }
     if (plain != 1) {
         return plain < 0 ? NULL : Py_NewRef(Py_NotImplemented);
+    }
+    static const int64_t no_extents[1] = {0};
+    if (dl.ndim == 0) {
+        dl.strides = (int64_t *)no_extents; /* a 0-d tensor's strides are (), as t.stride() says */
     }
     /* The view is built before any GIL release: dl's arrays belong to the tensor. */
     PyObject *view = tensor_view(cls, &dl, PyLong_FromLong(dl.device_id), 1, 0, t, Py_None, DL_CUDA);

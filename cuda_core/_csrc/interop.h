@@ -7,7 +7,7 @@
 /* The fields of a strided view: the C base of StridedMemoryView (interop_view.c). */
 typedef struct {
     PyObject_HEAD
-    PyObject *ptr, *shape, *raw_strides, *strides, *dtype, *device_id, *accessible, *readonly, *exporting,
+    PyObject *ptr, *shape, *raw_strides, *dtype, *device_id, *accessible, *readonly, *exporting,
         *capsule, *devtype;
     PyObject *weakrefs;
 } ViewInfo;

@@ -8,7 +8,6 @@ vi_traverse(ViewInfo *v, visitproc visit, void *arg)
     Py_VISIT(v->ptr);
     Py_VISIT(v->shape);
     Py_VISIT(v->raw_strides);
-    Py_VISIT(v->strides);
     Py_VISIT(v->dtype);
     Py_VISIT(v->device_id);
     Py_VISIT(v->accessible);
@@ -25,7 +24,6 @@ vi_clear(ViewInfo *v)
     Py_CLEAR(v->ptr);
     Py_CLEAR(v->shape);
     Py_CLEAR(v->raw_strides);
-    Py_CLEAR(v->strides);
     Py_CLEAR(v->dtype);
     Py_CLEAR(v->device_id);
     Py_CLEAR(v->accessible);
@@ -47,46 +45,16 @@ vi_dealloc(ViewInfo *v)
     Py_TYPE(v)->tp_free((PyObject *)v);
 }
 
-/* strides: None when the raw strides are absent or C-contiguous (NumPy's rule: extents of 1
- * place no constraint, an empty array is contiguous), else the raw strides; computed once. */
+/* strides: the strides in elements as the producer gave them (cuda.core 1.2's rule), None when
+ * it gave none; C-contiguous strides are reported as given, not replaced by None. */
 static PyObject *
 vi_strides(ViewInfo *v, void *closure)
 {
-    if (v->strides != NULL) {
-        return Py_NewRef(v->strides);
-    }
-    if (v->raw_strides == NULL || v->shape == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "the view's shape and strides are not set");
+    if (v->raw_strides == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "the view's strides are not set");
         return NULL;
     }
-    PyObject *result = Py_None;
-    if (v->raw_strides != Py_None) {
-        if (!PyTuple_Check(v->raw_strides) || !PyTuple_Check(v->shape)) {
-            PyErr_SetString(PyExc_TypeError, "shape and strides must be tuples");
-            return NULL;
-        }
-        Py_ssize_t ns = PyTuple_GET_SIZE(v->shape), nr = PyTuple_GET_SIZE(v->raw_strides);
-        long long acc = 1;
-        int contiguous = 1;
-        for (Py_ssize_t i = 1; i <= ns && i <= nr; i++) {
-            long long n = PyLong_AsLongLong(PyTuple_GET_ITEM(v->shape, ns - i));
-            long long s = PyLong_AsLongLong(PyTuple_GET_ITEM(v->raw_strides, nr - i));
-            if ((n == -1 || s == -1) && PyErr_Occurred()) {
-                return NULL;
-            }
-            if (n == 0) {
-                contiguous = 1;
-                break;
-            }
-            if (n != 1 && s != acc) {
-                contiguous = 0;
-            }
-            acc *= n;
-        }
-        result = contiguous ? Py_None : v->raw_strides;
-    }
-    v->strides = Py_NewRef(result);
-    return Py_NewRef(result);
+    return Py_NewRef(v->raw_strides);
 }
 
 #define MEMBER(name, field) {name, T_OBJECT_EX, offsetof(ViewInfo, field), 0, NULL}
@@ -106,7 +74,7 @@ static PyMemberDef vi_members[] = {
 #undef MEMBER
 
 static PyGetSetDef vi_getset[] = {
-    {"strides", (getter)vi_strides, NULL, "Strides in elements, or None when the array is C-contiguous.", NULL},
+    {"strides", (getter)vi_strides, NULL, "Strides in elements as the producer gave them, or None when it gave none.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

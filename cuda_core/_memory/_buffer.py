@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from .._backend import backend
-from .._compat import driver
 from .._errors import CUDAError
 from .._utils import TypeValueError, arg_error
 from ._buffer_export import dlpack, dlpack_device, host_view, query_pointer_attrs
@@ -24,7 +23,7 @@ from ._buffer_support import (
     pool_allocation,
 )
 from ._copy import copy_with_options
-from ._resource import MemoryResource, check_size
+from ._resource import MemoryResource, check_ptr, check_size
 
 __all__ = ["Buffer"]
 
@@ -101,9 +100,10 @@ class Buffer:
         Parameters
         ----------
         ptr : int or cuda.bindings.driver.CUdeviceptr
-            The address of the memory.
+            The address of the memory: an ``int``, a NumPy integer (any integer with
+            ``__index__``, as ``cuda.core`` takes) or a ``CUdeviceptr``.
         size : int
-            Its size in bytes.
+            Its size in bytes (an ``int`` or a NumPy integer).
         mr : MemoryResource, optional
             The resource that owns the memory: the buffer frees it through
             ``mr.deallocate(ptr, size, stream=...)`` on close or collection (stream: the one
@@ -123,7 +123,9 @@ class Buffer:
         Raises
         ------
         ValueError
-            Both ``mr`` and ``owner`` are given, or ``size`` is negative.
+            Both ``mr`` and ``owner`` are given.
+        OverflowError
+            ``ptr`` or ``size`` is negative or not below ``2**64`` (also a ``ValueError``).
         TypeError
             ``ptr``, ``size``, ``mr`` or ``stream`` has the wrong type.
         """
@@ -131,12 +133,7 @@ class Buffer:
             raise TypeValueError(  # a TypeError in cuda.core
                 "mr and owner cannot both be given: mr frees the memory, owner only keeps an object alive"
             )
-        if isinstance(ptr, driver.CUdeviceptr):
-            ptr = int(ptr)
-        elif isinstance(ptr, bool) or not isinstance(ptr, int):
-            raise arg_error("ptr", "an int address or a CUdeviceptr", ptr, exc=TypeValueError)  # cuda.core: ValueError
-        if ptr < 0:
-            raise arg_error("ptr", "a non-negative address", ptr)
+        ptr = check_ptr(ptr)
         size = check_size(size)
         if mr is not None and not isinstance(mr, MemoryResource):
             raise arg_error("mr", "a MemoryResource or None", mr, exc=TypeError)
@@ -327,6 +324,16 @@ class Buffer:
         if mr is not None:
             return mr.is_managed
         return self._pointer_attrs()[3]
+
+    def __eq__(self, other: object) -> bool:
+        # cuda.core 1.2: buffers are equal when their address and size are (a closed one is
+        # (0, 0)); the hash follows, so it changes when the buffer is closed.
+        if not isinstance(other, Buffer):
+            return NotImplemented
+        return self.handle == other.handle and self.size == other.size
+
+    def __hash__(self) -> int:
+        return hash((self.handle, self.size))
 
     def __repr__(self) -> str:
         ptr = self._ptr

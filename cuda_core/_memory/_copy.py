@@ -256,15 +256,19 @@ def copy_batch(stream: Any, srcs: Sequence[Any], dsts: Sequence[Any], *, options
         A Buffer instead of a sequence, an element that is not a Buffer, a refused stream, or
         ``options`` of another type.
     ValueError
-        The lengths or a pair's sizes differ.
+        An empty batch (as in ``cuda.core``), or the lengths or a pair's sizes differ.
     RuntimeError
         A buffer or the stream is closed.
     """
     from ._buffer import Buffer  # Buffer.copy_to/copy_from(options=) call this module
 
+    if stream is None:  # cuda.core checks the stream's type before the buffers
+        as_stream(stream)
     for name, seq in (("srcs", srcs), ("dsts", dsts)):
         if isinstance(seq, Buffer) or not isinstance(seq, Sequence) or isinstance(seq, (str, bytes)):
             raise arg_error(name, "a sequence of Buffers", seq, "for one buffer use Buffer.copy_to", exc=TypeError)
+        if not seq:
+            raise arg_error(name, "a non-empty sequence of Buffers (an empty batch is refused, as in cuda.core)", seq)
         for i, b in enumerate(seq):
             if not isinstance(b, Buffer):
                 raise arg_error(f"{name}[{i}]", "a Buffer", b, exc=TypeError)
@@ -302,6 +306,9 @@ def _buffers(buffers: Any, api: str) -> list[Any]:
 
     if isinstance(buffers, Buffer) or not isinstance(buffers, Sequence) or isinstance(buffers, (str, bytes)):
         raise arg_error("buffers", "a sequence of Buffers", buffers, exc=TypeError)
+    if not buffers:
+        raise arg_error("buffers", f"a non-empty sequence of Buffers ({api} refuses an empty batch, as cuda.core)",
+                        buffers)  # fmt: skip
     for i, b in enumerate(buffers):
         if not isinstance(b, Buffer):
             raise arg_error(f"buffers[{i}]", "a Buffer", b, exc=TypeError)
@@ -353,7 +360,7 @@ def prefetch_batch(stream: Any, buffers: Sequence[Any], locations: Any) -> None:
         A Buffer instead of a sequence, an element or location of the wrong type, or the
         legacy default stream.
     ValueError
-        A sequence of locations of another length.
+        An empty ``buffers`` (as in ``cuda.core``), or a sequence of locations of another length.
     RuntimeError
         A buffer or the stream is closed.
     CUDAError
@@ -387,8 +394,6 @@ def _prefetching(api: str, stream: Any, buffers: Sequence[Any], locations: Any) 
                 handle_return(r, "cuMemPrefetchAsync")
         return
     require_cuda13(api)
-    if not bufs:
-        return
     dptrs, sizes = _ranges(bufs)
     r = on_stream(s, ctx, getattr(driver, name), dptrs, sizes, len(bufs), locs, idxs, len(locs), 0, s._handle)
     handle_return(r, name)
@@ -402,8 +407,6 @@ def discard_batch(stream: Any, buffers: Sequence[Any]) -> None:
     bufs = _buffers(buffers, "discard_batch")
     s = _batch_stream(stream, "discard_batch", capture=True)
     require_cuda13("discard_batch")
-    if not bufs:
-        return
     dptrs, sizes = _ranges(bufs)
     r = on_stream(s, stream_context(s), driver.cuMemDiscardBatchAsync, dptrs, sizes, len(bufs), 0, s._handle)
     handle_return(r, "cuMemDiscardBatchAsync")

@@ -6,7 +6,7 @@ import abc
 from typing import TYPE_CHECKING, Any
 
 from .._compat import driver
-from .._utils import ValueOverflowError, arg_error, handle_return
+from .._utils import TypeValueError, ValueOverflowError, arg_error, handle_return
 
 if TYPE_CHECKING:
     from ._buffer import Buffer
@@ -37,18 +37,40 @@ def in_context(ctx: Any, fn: Any, *args: Any) -> tuple[Any, ...]:
         _cuCtxPopCurrent()
 
 
+_SIZE_T_END = 2**64
+
+
 def check_size(size: Any) -> int:
-    """Validate an allocation size: a non-negative ``int`` (not a ``bool``)."""
-    if type(size) is int and size >= 0:
+    """Validate an allocation size: a non-negative integer below ``2**64`` (a ``size_t``, as
+    cuda.core converts it), an ``int`` or a NumPy integer, not a ``bool``."""
+    if type(size) is int and 0 <= size < _SIZE_T_END:
         return size
-    if type(size) is int:
-        raise arg_error("size", "a non-negative integer", size, exc=ValueOverflowError)
-    if isinstance(size, bool) or not hasattr(size, "__index__"):
-        raise arg_error("size", "a non-negative integer", size, exc=TypeError)
-    v = size.__index__()
-    if v < 0:
-        raise arg_error("size", "a non-negative integer", size, exc=ValueOverflowError)  # cuda.core: OverflowError
-    return int(v)
+    if type(size) is not int:
+        if isinstance(size, bool) or not hasattr(type(size), "__index__"):
+            raise arg_error("size", "a non-negative integer", size, exc=TypeError)
+        v = int(size.__index__())
+        if 0 <= v < _SIZE_T_END:
+            return v
+    # cuda.core: OverflowError (a size_t conversion); ours is a ValueError too
+    raise arg_error("size", "a non-negative integer below 2**64", size, exc=ValueOverflowError)
+
+
+def check_ptr(ptr: Any) -> int:
+    """A device address as ``Buffer.from_handle`` takes it: an ``int``, a NumPy integer (any
+    object with ``__index__``, as ``int(ptr)`` reads it in cuda.core) or a ``CUdeviceptr``;
+    from 0 to ``2**64 - 1``. Not a ``bool``, a float or a string."""
+    if type(ptr) is int:
+        v = ptr
+    elif isinstance(ptr, driver.CUdeviceptr):
+        v = int(ptr)
+    elif isinstance(ptr, bool) or not hasattr(type(ptr), "__index__"):
+        raise arg_error("ptr", "an int address (a NumPy integer too) or a CUdeviceptr", ptr, exc=TypeValueError)
+    else:
+        v = int(ptr.__index__())
+    if not 0 <= v < _SIZE_T_END:
+        # cuda.core: OverflowError (a uintptr_t conversion); ours is a ValueError too
+        raise arg_error("ptr", "an address from 0 to 2**64 - 1", ptr, exc=ValueOverflowError)
+    return v
 
 
 class MemoryResource(abc.ABC):
