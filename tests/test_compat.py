@@ -315,6 +315,19 @@ def test_managed_memory_resource_names_cuda_13_on_12x_bindings():
 
 
 @pytest.mark.skipif(V13, reason="needs cuda-bindings 12.x (runs in the cu12 environment)")
+def test_pinned_memory_resource_names_cuda_13_on_12x_bindings():
+    # A pinned host pool made through the 12.9 bindings crashed the process at times (driver
+    # 580), so PinnedMemoryResource is refused there as cuda.core refuses it (a RuntimeError).
+    from cuda_core import PinnedMemoryResource
+
+    for options in (None, {"max_size": 1 << 20}, {"ipc_enabled": True}):
+        with pytest.raises(NotImplementedError, match=r"^PinnedMemoryResource \(pinned host memory pools\) needs cuda-bindings 13\.0"):
+            PinnedMemoryResource(options)
+    with pytest.raises(RuntimeError):  # what cuda.core raises; NotImplementedError is one
+        PinnedMemoryResource()
+
+
+@pytest.mark.skipif(V13, reason="needs cuda-bindings 12.x (runs in the cu12 environment)")
 def test_vmm_managed_names_the_bindings_version_on_12x():
     from cuda_core import VirtualMemoryResourceOptions
 

@@ -64,12 +64,11 @@ def _resources(dev):
     out = [
         ("device-current", DeviceMemoryResource(dev)),
         ("device-owned", DeviceMemoryResource(dev, DeviceMemoryResourceOptions(max_size=1 << 28))),
-        ("pinned", PinnedMemoryResource()),
         ("legacy-pinned", LegacyPinnedMemoryResource()),
         ("sync", SynchronousMemoryResource(dev)),
     ]
-    if BINDINGS_MAJOR >= 13:  # managed memory pools are a CUDA 13 feature
-        out.append(("managed", ManagedMemoryResource()))
+    if BINDINGS_MAJOR >= 13:  # pinned and managed memory pools are CUDA 13 features
+        out += [("pinned", PinnedMemoryResource()), ("managed", ManagedMemoryResource())]
     return out
 
 
@@ -95,7 +94,7 @@ def test_default_memory_resource_and_device_allocate(dev):
 @pytest.mark.parametrize("index", range(6))
 def test_every_resource_allocate_copy_fill_close(dev, stream, index):
     resources = _resources(dev)
-    if index >= len(resources):  # the managed pool, under cuda-bindings 12.x
+    if index >= len(resources):  # the pinned and managed pools, under cuda-bindings 12.x
         pytest.skip(cuda13_bindings.kwargs["reason"])
     name, mr = resources[index]
     n = 4096
@@ -127,6 +126,7 @@ def test_every_resource_allocate_copy_fill_close(dev, stream, index):
     stream.sync()
 
 
+@cuda13_bindings
 def test_host_accessible_flags(dev, stream):
     p = PinnedMemoryResource().allocate(64, stream=stream)
     assert p.is_host_accessible and p.is_device_accessible and p.device_id == -1
@@ -172,7 +172,7 @@ def _round_trip_resource(kind, dev):
 @pytest.mark.parametrize(
     "kind",
     [
-        "pinned",
+        pytest.param("pinned", marks=cuda13_bindings),
         "legacy-pinned",
         pytest.param("managed-owned", marks=cuda13_bindings),
         pytest.param("managed-current", marks=[cuda13_bindings, _MANAGED_REUSE_XFAIL]),
@@ -440,6 +440,7 @@ def test_soak_100k_allocate_close(dev):
     s.close()
 
 
+@cuda13_bindings
 def test_buffer_protocol_on_pinned_memory(dev, stream):
     buf = PinnedMemoryResource().allocate(64, stream=stream)
     buf.fill(3, stream=stream)

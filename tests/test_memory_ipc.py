@@ -9,6 +9,8 @@ from multiprocessing.reduction import ForkingPickler
 
 import pytest
 
+from tests.helpers import cuda13_bindings
+
 pytestmark = pytest.mark.gpu
 
 N = 1 << 16
@@ -178,6 +180,7 @@ def test_resource_and_buffers_pickle_to_another_process():
     mr.close()
 
 
+@cuda13_bindings
 def test_pinned_resource_and_buffers_pickle_to_another_process():
     from cuda_core import CUDAError, Device, PinnedMemoryResource, PinnedMemoryResourceOptions
 

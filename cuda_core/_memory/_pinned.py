@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .._compat import driver
+from .._compat import driver, require_cuda13
 from .._errors import CUDAError
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
 from ._pool import (
@@ -52,6 +52,9 @@ class PinnedMemoryResourceOptions:
             self.numa_id = check_int("numa_id", self.numa_id, minimum=0)
 
 
+_FEATURE = "PinnedMemoryResource (pinned host memory pools)"
+
+
 class PinnedMemoryResource(_PoolResource):
     """Page-locked (pinned) host memory from a stream-ordered host memory pool.
 
@@ -61,28 +64,35 @@ class PinnedMemoryResource(_PoolResource):
     Parameters
     ----------
     options : PinnedMemoryResourceOptions or dict, optional
-        ``None`` (default): the driver's current pinned host pool (not owned), or a new pool
-        owned by the resource where there is none to get (cuda-bindings 12.x cannot query it).
-        Given: a new pool owned by the resource.
+        ``None`` (default): the driver's current pinned host pool (not owned). Given: a new
+        pool owned by the resource.
 
     Raises
     ------
+    NotImplementedError
+        ``cuda-bindings`` 12.x or a driver older than CUDA 13: pinned host memory pools are a
+        CUDA 13 feature here, as in ``cuda.core`` (use :class:`LegacyPinnedMemoryResource`).
     CUDAError
         The driver has no host memory pools or cannot create one.
     """
 
     def __init__(self, options: PinnedMemoryResourceOptions | dict | None = None) -> None:
         self._numa_id = -1
+        if options is not None:
+            options = check_or_create_options(PinnedMemoryResourceOptions, options, "options")
+        # Under cuda-bindings 12.9 on a CUDA 13 driver, allocating from a host pool this makes
+        # crashed the process at times (SIGFPE/SIGSEGV in the driver), so it is refused there.
+        require_cuda13(_FEATURE)
         if options is None:
             try:
                 pool = current_pool(_PINNED, _LOC_HOST, 0)
                 owned = False
-            except (CUDAError, NotImplementedError):  # no default host pool (driver or bindings): own one
+            except CUDAError:  # no default host pool on this driver: own one
                 pool = create_pool(_PINNED, _LOC_HOST, 0, 0, False)
                 owned = True
             self._init_pool(pool, owned, -1)
         else:
-            opts = check_or_create_options(PinnedMemoryResourceOptions, options, "options")
+            opts = options
             loc_type, loc_id = _LOC_HOST, 0
             numa = opts.numa_id
             if numa is None and opts.ipc_enabled:
