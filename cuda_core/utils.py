@@ -28,7 +28,8 @@ from ._memory._copy import (
     discard_prefetch_batch,
     prefetch_batch,
 )
-from ._memoryview import StridedMemoryView, args_viewable_as_strided_memory
+from ._memoryview import StridedMemoryView
+from ._memoryview_args import args_viewable_as_strided_memory
 
 __all__ = [
     "CopyOptions",

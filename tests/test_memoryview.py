@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from cuda_core import _dlpack as dl
-from cuda_core._memoryview import StridedMemoryView, args_viewable_as_strided_memory
+from cuda_core._memoryview import StridedMemoryView
+from cuda_core._memoryview_args import args_viewable_as_strided_memory
 
 DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128", "bool"]
