@@ -9,8 +9,8 @@ It compiles every request of ``tests/helpers/precompiled.py``'s ``REQUESTS`` for
 (the H100) and writes ``<key>.bin`` and ``<key>.json`` per request into FOLDER, replacing what
 was there; ``tools/device/cu12.sh`` serves them to the tests on the GPU machine. With
 ``--misses``, it also compiles the requests that a GPU run found missing (``misses.txt`` of
-``tools/device/cu12.sh``); a request NVRTC 12 refuses (a test of compile errors) is reported and
-left out. It refuses to
+``tools/device/cu12.sh``); those of earlier runs are kept in ``tools/cu12_requests.jsonl`` and
+always compiled. A request NVRTC 12 refuses (a test of compile errors) is reported and left out. It refuses to
 run with another major of ``cuda-bindings`` or NVRTC, and fails on any compile error.
 """
 
@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# The requests earlier GPU runs under 12.x found missing (misses.txt lines, once each): always
+# compiled, so a fresh checkout gets the same coverage. Append a run's new misses to keep them.
+RECORDED = ROOT / "tools" / "cu12_requests.jsonl"
 sys.path.insert(0, str(ROOT))
 
 
@@ -38,6 +41,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--misses", type=Path, action="append", default=[],
                         help="a misses file of tools/device/cu12.sh: compile its requests too")  # fmt: skip
     args = parser.parse_args(argv[1:])
+    args.misses.insert(0, RECORDED)
     folder = args.folder
     nvrtc = system.get_nvrtc_version()
     if not cuda.bindings.__version__.startswith("12.") or nvrtc[0] != 12:

@@ -13,6 +13,10 @@
 # environment report), summary.txt (per file and in all, skips by reason), native.log and
 # pure.log (every pytest output), misses.txt (compiles not found among the kernels), report.json.
 #
+# To make the carried paths on the CPU machine (a fresh checkout has neither):
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#       --platform manylinux_2_28_x86_64 -d .whl cuda-bindings==12.9.10 cuda-pathfinder==1.9.0
+#   PYTHONPATH=$PWD <cu12 venv>/bin/python tools/precompile_cu12.py
 # Usage: bash tools/device/cu12.sh   [FILES="tests/test_x.py ..."] [JOBS=8] [FILE_TIMEOUT=seconds, default 180]
 set -u
 export PYTHONUNBUFFERED=1
