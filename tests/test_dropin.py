@@ -9,9 +9,7 @@ libraries share the primary context, so both can be current in one process).
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import warnings
-from typing import Any
 
 import numpy as np
 import pytest
@@ -19,41 +17,12 @@ import pytest
 import cuda_core as ours
 from cuda_core._compat import BINDINGS_MAJOR
 from tests.helpers import precompiled
+from tests.helpers.dropin import NV
+from tests.helpers.dropin import host_resource as _host_resource
+from tests.helpers.dropin import outcome as _outcome
+from tests.helpers.dropin import same_outcome as _same_outcome
 
 ARCH = "sm_90"
-
-
-def _import_nv() -> Any:
-    try:
-        return importlib.import_module("cuda.core")
-    except Exception as exc:  # pragma: no cover - depends on the environment
-        return exc
-
-
-_NV = _import_nv()
-
-
-@pytest.fixture(scope="module")
-def nv():
-    """NVIDIA's cuda.core, or a skip when it is not importable here."""
-    if isinstance(_NV, Exception):
-        pytest.skip(f"NVIDIA's cuda.core is not importable: {_NV!r}")
-    return _NV
-
-
-def _outcome(fn, *args, **kwargs):
-    """``("ok", value)`` or ``("raises", exception class)`` of calling ``fn(*args, **kwargs)``."""
-    try:
-        return ("ok", fn(*args, **kwargs))
-    except Exception as exc:
-        return ("raises", type(exc))
-
-
-def _same_outcome(nv_out, our_out, what):
-    """Both accepted (values compared by the caller), or ours raises the same class or a subclass."""
-    assert nv_out[0] == our_out[0], f"{what}: cuda.core {nv_out}, cuda_core {our_out}"
-    if nv_out[0] == "raises":
-        assert issubclass(our_out[1], nv_out[1]), f"{what}: cuda.core raises {nv_out[1]}, we raise {our_out[1]}"
 
 
 def _find(lib, name):
@@ -99,11 +68,11 @@ def _bool_fields(cls) -> list[str]:
 
 
 def _option_cases() -> list[tuple[str, str]]:
-    if isinstance(_NV, Exception):
+    if isinstance(NV, Exception):
         return [("ProgramOptions", "debug")]  # collected, then skipped by the nv fixture
     cases = []
     for name in _OPTION_CLASSES:
-        cases += [(name, field) for field in _bool_fields(_find(_NV, name))]
+        cases += [(name, field) for field in _bool_fields(_find(NV, name))]
     return cases
 
 
@@ -374,38 +343,6 @@ _BUFFER_NAMES = [
     ("fill", (0,), {"stream": None}), ("copy_to", (), {"stream": None}),
     ("set_deallocation_stream", (None,), {}), ("close", (), {}),
 ]
-
-
-def _host_resource(lib):
-    """A host-only Python memory resource of ``lib`` (needs no context), recording its frees."""
-
-    class HostResource(lib.MemoryResource):
-        def __init__(self):
-            self.freed = []
-
-        def allocate(self, size, *, stream=None):
-            return lib.Buffer.from_handle(0x2000, size, mr=self)
-
-        def deallocate(self, ptr, size, *, stream=None):
-            self.freed.append((int(ptr), size))
-
-        @property
-        def is_device_accessible(self):
-            return False
-
-        @property
-        def is_host_accessible(self):
-            return True
-
-        @property
-        def is_managed(self):
-            return False
-
-        @property
-        def device_id(self):
-            return -1
-
-    return HostResource()
 
 
 @pytest.mark.parametrize("kind", ["plain", "owner", "resource"])

@@ -49,14 +49,19 @@ def same_outcome(nv_out: tuple[str, Any], our_out: tuple[str, Any], what: str) -
 
 def host_resource(lib: Any) -> Any:
     """A host-only Python memory resource of ``lib``: its buffers need no driver (``device_id``
-    -1, host-accessible), so the CPU tier can make Buffers of both libraries."""
+    -1, host-accessible), so the CPU tier can make Buffers of both libraries. ``allocate``
+    wraps the address ``0x2000`` (never read); ``freed`` records the ``(ptr, size)`` of each
+    ``deallocate``."""
 
     class HostResource(lib.MemoryResource):
+        def __init__(self):
+            self.freed = []
+
         def allocate(self, size, *, stream=None):
-            raise NotImplementedError("wrap memory with Buffer.from_handle(ptr, size, mr=self)")
+            return lib.Buffer.from_handle(0x2000, size, mr=self)
 
         def deallocate(self, ptr, size, *, stream=None):
-            pass
+            self.freed.append((int(ptr), size))
 
         @property
         def is_device_accessible(self):
