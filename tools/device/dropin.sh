@@ -16,16 +16,5 @@ fi
 # Build the native backend in place (optional: a failed build leaves the pure-Python backend).
 python3 setup.py -q build_ext --inplace > /tmp/dropin_build.txt 2>&1 || tail -5 /tmp/dropin_build.txt
 python3 -c "import cuda_core._backend as b, cuda.bindings; print('cuda_core backend native =', b.NATIVE, b.REASON, '; cuda.bindings', cuda.bindings.__version__)"
-# Examples that include CUDA headers (cooperative groups, cuda/barrier, mdspan) look for a
-# toolkit in CUDA_PATH; point it at headers shipped in wheels when no toolkit is installed.
-if [ -z "${CUDA_PATH:-}" ] && [ -z "${CUDA_HOME:-}" ]; then
-  inc=$(python3 - <<'PY'
-import site, pathlib
-for base in site.getsitepackages():
-    for hit in sorted(pathlib.Path(base, "nvidia").glob("**/include/cooperative_groups.h")):
-        print(hit.parent.parent); raise SystemExit
-PY
-)
-  if [ -n "$inc" ]; then export CUDA_PATH="$inc"; echo "CUDA_PATH=$CUDA_PATH (headers from a wheel)"; fi
-fi
+. "$(dirname "$0")/cuda_path_from_wheels.sh"  # CUDA_PATH for kernels that include CUDA headers
 python3 tools/peer_examples.py "$EXAMPLES" "$OUT/dropin" --timeout "${EXAMPLE_TIMEOUT:-150}" ${ONLY:+--only $ONLY}
