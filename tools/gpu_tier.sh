@@ -3,7 +3,8 @@
 # one file cannot hide the others), on each backend of $BACKENDS, JOBS processes at a time; then
 # the files of $SERIAL (they read device-wide state such as free memory and clocks, which other
 # processes would change under them) one at a time; then the benchmarks named in $BENCH.
-# Logs under $OUT: summary.txt (per file, totals per backend), <backend>.log (all pytest output).
+# Logs under $OUT: summary.txt (per file; per backend the totals, failures, files that crashed or
+# timed out, skips by reason), <backend>.log (all pytest output).
 # Where .devcarry/gl holds the EGL/OpenGL loaders (libEGL.so.1, libOpenGL.so.0, libGLdispatch.so.0
 # from Debian's libegl1/libopengl0/libglvnd0), they go first on LD_LIBRARY_PATH for the graphics
 # tests.
@@ -33,7 +34,7 @@ one() {  # one BACKEND FILE: the file's tests in a process of their own, on that
         python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider "$f" > "$log" 2>&1
     rc=$?
     line=$(grep -E '[0-9]+ (passed|failed|error|errors|skipped|deselected)' "$log" | tail -1)
-    echo "[$backend] $name.py: rc=$rc ${line:-no summary (rc 124: timed out)}" >> "$WORK/summary-$backend.txt"
+    echo "[$backend] $name.py: rc=$rc ${line:-no summary (rc 124: timed out; another: crashed)}" >> "$WORK/summary-$backend.txt"
 }
 export -f one
 
@@ -54,20 +55,29 @@ for backend in $BACKENDS; do
 import collections, pathlib, re, sys
 backend, out = sys.argv[1], pathlib.Path(sys.argv[2])
 totals = collections.Counter()
+broken = []  # files that ended without pytest's summary: a crash or the time limit
 for line in (out / "summary.txt").read_text().splitlines():
-    if line.startswith(f"[{backend}] "):
+    if line.startswith(f"[{backend}] ") and "totals" not in line:
         for n, what in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", line):
             totals["error" if what.startswith("error") else what] += int(n)
+        if "no summary" in line:
+            broken.append(line.split("]", 1)[1].strip())
 text = (out / f"{backend}.log").read_text(errors="replace")
 bad = sorted(set(re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)))
 print(f"[{backend}] totals: " + ", ".join(f"{v} {k}" for k, v in sorted(totals.items()))
-      + f"; failed or errored: {len(bad)}; crashes: {len(re.findall(r'^Fatal Python error', text, re.M))}")
-for b in bad:
+      + f"; failed or errored: {len(bad)}; files crashed or timed out: {len(broken)}")
+for b in bad + broken:
     print(f"  {b}")
+reasons = collections.Counter()
+for m in re.finditer(r"^SKIPPED \[(\d+)\] [^:]+:\d+: (.*)$", text, re.M):
+    reasons[m.group(2)] += int(m.group(1))
+print(f"[{backend}] skips by reason:")
+for reason, n in reasons.most_common():
+    print(f"    {n:5d}  {reason}")
 PY
 done
 echo "tests took $((SECONDS - start)) s with JOBS=$JOBS" >> "$OUT/summary.txt"
-grep -E "totals|^  |timed out|rc=[1-9]" "$OUT/summary.txt"
+grep -E "totals|^  [^ ]|rc=[1-9]" "$OUT/summary.txt"
 for b in ${BENCH:-}; do
   echo "=== benchmark $b"
   timeout 240 python3 "benchmarks/$b" 2>&1 | tee "$OUT/$(basename "$b" .py).txt"

@@ -10,7 +10,7 @@
 # tests compiling a kernel found there launch the NVRTC 12 code; tests needing NVRTC for
 # anything else skip with "NVRTC 12 is not installed on this machine" (cuda_core does not use
 # NVRTC 13 with the 12.x bindings). Logs under $OUT/cu12/: setup.txt (install, build, the
-# environment report), summary.txt (per file and in all, skips by reason), native.log and
+# environment report), summary.txt (tools/gpu_tier.sh's, and the misses), native.log and
 # pure.log (every pytest output), misses.txt (compiles not found among the kernels), report.json.
 #
 # To make the carried paths on the CPU machine (a fresh checkout has neither):
@@ -77,42 +77,8 @@ export CUDA_CORE_TEST_PRECOMPILED_MISSES="$LOG/misses.txt"
 EXTRA_PATH="$WORK/site" OUT="$LOG" BACKENDS="native pure" JOBS=${JOBS:-8} FILE_TIMEOUT="$FILE_TIMEOUT" \
     FILES="${FILES:-$(ls tests/test_*.py)}" bash tools/gpu_tier.sh > "$LOG/tier.txt" 2>&1
 
-# -- the summary: totals per backend, skips by reason, failures --------------------------------
-python3 - "$LOG" >> "$LOG/summary.txt" 2>&1 <<'PY'
-import collections
-import pathlib
-import re
-import sys
-
-log = pathlib.Path(sys.argv[1])
-for backend in ("native", "pure"):
-    path = log / f"{backend}.log"
-    if not path.exists():
-        print(f"\n[{backend}] not run")
-        continue
-    text = path.read_text(errors="replace")
-    totals = collections.Counter()
-    for line in (log / "summary.txt").read_text().splitlines():
-        if line.startswith(f"[{backend}] ") and "totals" not in line:
-            for n, what in re.findall(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)", line):
-                totals["error" if what.startswith("error") else what] += int(n)
-    reasons = collections.Counter()
-    for m in re.finditer(r"^SKIPPED \[(\d+)\] [^:]+:\d+: (.*)$", text, re.M):
-        reasons[m.group(2)] += int(m.group(1))
-    print(f"\n[{backend}] totals: " + ", ".join(f"{v} {k}" for k, v in sorted(totals.items())))
-    print(f"[{backend}] skips by reason:")
-    for reason, n in reasons.most_common():
-        print(f"  {n:5d}  {reason}")
-    bad = sorted(set(re.findall(r"^(?:FAILED|ERROR) (\S+)", text, re.M)))
-    print(f"[{backend}] failed or errored: {len(bad)}")
-    for b in bad:
-        print(f"  {b}")
-    crashes = re.findall(r"^Fatal Python error.*$", text, re.M)
-    if crashes:
-        print(f"[{backend}] crashes: {crashes}")
-misses = (log / "misses.txt").read_text().splitlines()
-print(f"\ncompiles not found among the precompiled kernels (they skip): {len(misses)} (misses.txt)")
-PY
+# The summary (totals, failures, skips by reason per backend) is tools/gpu_tier.sh's; add the misses.
+echo "compiles not found among the precompiled kernels (they skip): $(wc -l < "$LOG/misses.txt") (misses.txt)" >> "$LOG/summary.txt"
 echo "elapsed: $((SECONDS - start)) s" >> "$LOG/summary.txt"
 cat "$LOG/summary.txt"
 rm -rf "$WORK"
