@@ -569,7 +569,7 @@ def _name_gaps() -> set[str]:
         for name in getattr(ref_mod, "__all__", ()):
             if not hasattr(ours_mod, name):
                 gaps.add(f"name:{modname}.{name}")
-    for sub in ("checkpoint", "texture", "typing"):
+    for sub in ("typing",):  # the other submodules are in NAME_MODULES
         try:
             importlib.import_module(f"cuda.core.{sub}")
         except ImportError:
@@ -610,6 +610,9 @@ def test_class_parity(label, ref_paths, ours_paths):
 
 
 def test_known_gaps_are_still_gaps():
+    if not KNOWN_GAPS:
+        pytest.skip("KNOWN_GAPS is empty: no entry to re-check (test_class_parity and "
+                    "test_public_names_exist fail on any gap)")
     if cuda_core_ref.__version__ != AUDITED_VERSION:
         pytest.skip(f"KNOWN_GAPS was audited against cuda.core {AUDITED_VERSION}")
     if not getattr(importlib.import_module("cuda.core.system"), "CUDA_BINDINGS_NVML_IS_COMPATIBLE", True):

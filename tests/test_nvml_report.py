@@ -11,9 +11,7 @@ import pytest
 
 import cuda_core
 from cuda_core import _nvml_report, system
-from tests.helpers import nvml_present
-
-no_nvml = pytest.mark.skipif(nvml_present(), reason="NVML is installed here")
+from tests.helpers import no_nvml
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

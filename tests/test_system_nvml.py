@@ -11,14 +11,13 @@ import pytest
 from cuda_core import CUDADriverNotFoundError, system
 from cuda_core.system import _nvml
 from cuda_core.system.typing import ClockType, GpuP2PStatus, GpuTopologyLevel
-from tests.helpers import nvml_present
+from tests.helpers import no_nvml
 
 if not _nvml.CUDA_BINDINGS_NVML_IS_COMPATIBLE:
     from cuda_core._compat import BINDINGS_TEXT
 
     pytest.skip(f"cuda-bindings {BINDINGS_TEXT} has no NVML module (12.9.6+ and 13.2+ have one)", allow_module_level=True)
 
-no_nvml = pytest.mark.skipif(nvml_present(), reason="NVML is installed here")
 
 # -- CPU tier ----------------------------------------------------------------------------------
 

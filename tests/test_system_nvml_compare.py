@@ -52,19 +52,19 @@ def _outcome(fn: Any) -> tuple[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def nv() -> system.Device:
+def sysdev() -> system.Device:
     from cuda_core import Device
 
     return Device(0).to_system_device()
 
 
 @pytest.fixture(scope="module")
-def ref(nv):
+def ref(sysdev):
     """cuda.core.system's Device for the same GPU, or a skip where cuda.core cannot give one."""
     ref_system = pytest.importorskip("cuda.core.system")
     if not getattr(ref_system, "CUDA_BINDINGS_NVML_IS_COMPATIBLE", False):
         pytest.skip("cuda.core.system cannot use this cuda-bindings' NVML")
-    return ref_system.Device(uuid=nv.uuid)
+    return ref_system.Device(uuid=sysdev.uuid)
 
 
 def _compare(ours: Any, theirs: Any, what: str) -> tuple[str, Any]:
@@ -82,13 +82,13 @@ def _compare(ours: Any, theirs: Any, what: str) -> tuple[str, Any]:
     return a
 
 
-def _smi(nv: system.Device, field: str) -> str | None:
+def _smi(sysdev: system.Device, field: str) -> str | None:
     """One ``nvidia-smi --query-gpu`` field of this GPU, or None (no nvidia-smi, unknown field)."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
     out = subprocess.run(
-        [exe, f"--query-gpu={field}", "--format=csv,noheader,nounits", "-i", nv.uuid],
+        [exe, f"--query-gpu={field}", "--format=csv,noheader,nounits", "-i", sysdev.uuid],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     if out.returncode != 0:
@@ -150,23 +150,23 @@ STABLE = {
 
 
 @pytest.mark.parametrize("name", sorted(STABLE))
-def test_matches_cuda_core(nv, ref, name):
-    _compare(lambda: STABLE[name](nv), lambda: STABLE[name](ref), name)
+def test_matches_cuda_core(sysdev, ref, name):
+    _compare(lambda: STABLE[name](sysdev), lambda: STABLE[name](ref), name)
 
 
-def test_nvlink_count_matches_cuda_core(nv, ref):
-    ours = nv.get_nvlink_count()
+def test_nvlink_count_matches_cuda_core(sysdev, ref):
+    ours = sysdev.get_nvlink_count()
     try:
         theirs = ref.get_nvlink_count()
     except system.NotSupportedError:
         assert ours == 0  # a documented difference: no NVLink is a count of 0 here
     else:
         assert ours == theirs
-    assert len(list(nv.get_nvlinks())) == ours
+    assert len(list(sysdev.get_nvlinks())) == ours
 
 
-def test_clock_event_reasons_match_cuda_core(nv, ref):
-    ours = [r.value for r in nv.supported_clock_event_reasons]
+def test_clock_event_reasons_match_cuda_core(sysdev, ref):
+    ours = [r.value for r in sysdev.supported_clock_event_reasons]
     try:
         theirs = [r.value for r in ref.supported_clock_event_reasons]
     except ValueError:
@@ -176,11 +176,11 @@ def test_clock_event_reasons_match_cuda_core(nv, ref):
         assert ours == theirs
 
 
-def test_addressing_mode_agrees_with_cuda_attributes(nv):
+def test_addressing_mode_agrees_with_cuda_attributes(sysdev):
     from cuda_core import Device
 
     try:
-        mode = nv.addressing_mode
+        mode = sysdev.addressing_mode
     except system.NotSupportedError:
         pytest.skip("NVML does not report the addressing mode of this GPU (driver or kernel)")
     assert mode is None or isinstance(mode, AddressingMode)
@@ -194,9 +194,9 @@ def test_addressing_mode_agrees_with_cuda_attributes(nv):
         assert not host_tables
 
 
-def test_c2c_is_off_on_a_pcie_or_sxm_x86_machine(nv):
+def test_c2c_is_off_on_a_pcie_or_sxm_x86_machine(sysdev):
     try:
-        enabled = nv.is_c2c_enabled
+        enabled = sysdev.is_c2c_enabled
     except system.NotSupportedError:
         return  # NVML has no C2C answer for this GPU: the documented error
     assert isinstance(enabled, bool)
@@ -204,24 +204,24 @@ def test_c2c_is_off_on_a_pcie_or_sxm_x86_machine(nv):
         assert enabled is False  # C2C links a GPU to a Grace (Arm) CPU
 
 
-def test_attributes_match_cuda(nv):
+def test_attributes_match_cuda(sysdev):
     from cuda_core import Device
 
     try:
-        attrs = nv.attributes
+        attrs = sysdev.attributes
     except (system.NotSupportedError, system.InvalidArgumentError):
         return  # NVML answers this for MIG devices; a whole GPU may be refused
     dev = Device(0)
     assert attrs.multiprocessor_count == dev.properties.multiprocessor_count
-    assert abs(attrs.memory_size_mb - nv.memory_info.total // 2**20) <= 1024
+    assert abs(attrs.memory_size_mb - sysdev.memory_info.total // 2**20) <= 1024
 
 
-def test_clock_event_reasons_are_known_and_match_nvidia_smi(nv):
-    supported = nv.supported_clock_event_reasons
-    current = nv.current_clock_event_reasons
+def test_clock_event_reasons_are_known_and_match_nvidia_smi(sysdev):
+    supported = sysdev.supported_clock_event_reasons
+    current = sysdev.current_clock_event_reasons
     assert all(isinstance(r, ClocksEventReasons) for r in supported + current)
     assert set(current) <= set(supported), (current, supported)
-    smi = _smi(nv, "clocks_event_reasons.supported")
+    smi = _smi(sysdev, "clocks_event_reasons.supported")
     if _smi_known(smi):
         from cuda_core.system._clocks import _EVENT_REASONS
 
@@ -229,44 +229,44 @@ def test_clock_event_reasons_are_known_and_match_nvidia_smi(nv):
         assert sum(bits[r] for r in supported) == int(smi, 16), (supported, smi)
 
 
-def test_auto_boost_is_a_pair_of_bools_or_not_supported(nv):
+def test_auto_boost_is_a_pair_of_bools_or_not_supported(sysdev):
     try:
-        pair = nv.is_auto_boosted_clocks_enabled
+        pair = sysdev.is_auto_boosted_clocks_enabled
     except system.NotSupportedError:
         return
     assert isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(v, bool) for v in pair)
 
 
-def test_fans_and_cooler(nv):
+def test_fans_and_cooler(sysdev):
     try:
-        n = nv.num_fans
+        n = sysdev.num_fans
     except system.NotSupportedError:
         with pytest.raises(system.NotSupportedError):
-            nv.get_fan(0)
+            sysdev.get_fan(0)
         return
     assert n >= 0
     if n == 0:
         with pytest.raises(ValueError, match="fan must be a fan index, but this device has no fans"):
-            nv.get_fan(0)
+            sysdev.get_fan(0)
         return
-    fan = nv.get_fan(0)
+    fan = sysdev.get_fan(0)
     assert 0 <= fan.speed <= 200 and fan.speed_rpm >= 0
     lo, hi = fan.min_max_speed
     assert 0 <= lo <= hi
     assert fan.control_policy.value in ("temperature_controlled", "manual")
     with pytest.raises(ValueError, match=f"fan must be a fan index from 0 to {n - 1}"):
-        nv.get_fan(n)
-    smi = _smi(nv, "fan.speed")
+        sysdev.get_fan(n)
+    smi = _smi(sysdev, "fan.speed")
     if _smi_known(smi):
         assert abs(int(float(smi)) - fan.speed) <= 10
-    cooler = nv.cooler
+    cooler = sysdev.cooler
     assert cooler.signal_type is None or isinstance(cooler.signal_type, CoolerControl)
     assert all(isinstance(t, CoolerTarget) for t in cooler.target)
 
 
-def test_dynamic_pstates(nv):
+def test_dynamic_pstates(sysdev):
     try:
-        info = nv.dynamic_pstates_info
+        info = sysdev.dynamic_pstates_info
     except system.NotSupportedError:
         return
     assert len(info) == 8
@@ -286,15 +286,15 @@ def _cpulist(text: str) -> list[int]:
     return out
 
 
-def test_cpu_and_memory_affinity_match_sysfs(nv):
-    cpus = nv.get_cpu_affinity()
+def test_cpu_and_memory_affinity_match_sysfs(sysdev):
+    cpus = sysdev.get_cpu_affinity()
     assert cpus and all(0 <= c < (os.cpu_count() or 1) for c in cpus) and cpus == sorted(cpus)
-    assert set(cpus) <= set(nv.get_cpu_affinity("socket"))
-    sysfs = f"/sys/bus/pci/devices/{nv.pci_bus_id.lower()[-12:]}"
+    assert set(cpus) <= set(sysdev.get_cpu_affinity("socket"))
+    sysfs = f"/sys/bus/pci/devices/{sysdev.pci_bus_id.lower()[-12:]}"
     if os.path.exists(f"{sysfs}/local_cpulist"):
         with open(f"{sysfs}/local_cpulist") as f:
             assert cpus == _cpulist(f.read())
-    nodes = nv.get_memory_affinity()
+    nodes = sysdev.get_memory_affinity()
     assert all(n >= 0 for n in nodes)
     if os.path.exists(f"{sysfs}/numa_node"):
         with open(f"{sysfs}/numa_node") as f:
@@ -302,13 +302,13 @@ def test_cpu_and_memory_affinity_match_sysfs(nv):
         if node >= 0:
             assert nodes == [node]
     near = list(system.Device.get_all_devices_with_cpu_affinity(cpus[0]))
-    assert nv in near
+    assert sysdev in near
     assert all(isinstance(d, system.Device) for d in near)
 
 
-def test_field_values_agree_with_other_queries(nv):
+def test_field_values_agree_with_other_queries(sysdev):
     before = time.time() * 1e6
-    values = nv.get_field_values(
+    values = sysdev.get_field_values(
         [FieldId.DEV_NVLINK_LINK_COUNT, FieldId.DEV_PCIE_REPLAY_COUNTER, FieldId.DEV_POWER_INSTANT,
          (FieldId.DEV_NVLINK_SPEED_MBPS_COMMON, 0)]
     )  # fmt: skip
@@ -329,12 +329,12 @@ def test_field_values_agree_with_other_queries(nv):
         links = values[0].value
     except system.NotSupportedError:
         links = 0
-    assert nv.get_nvlink_count() == links
+    assert sysdev.get_nvlink_count() == links
     # Links 0 .. count - 1 (what get_nvlinks gives) all answer state queries.
-    for link in nv.get_nvlinks():
+    for link in sysdev.get_nvlinks():
         assert isinstance(link.state, bool)
     try:
-        assert values[1].value == nv.pci_info.replay_counter
+        assert values[1].value == sysdev.pci_info.replay_counter
     except system.NotSupportedError:
         pass
     try:
@@ -343,76 +343,76 @@ def test_field_values_agree_with_other_queries(nv):
         instant = None
     if instant is not None:
         assert 0 < instant < 5_000_000  # milliwatts
-        assert 0.2 < instant / max(nv.power_usage, 1) < 5
+        assert 0.2 < instant / max(sysdev.power_usage, 1) < 5
 
 
-def test_clear_field_values_answers_like_cuda_core(nv, ref):
+def test_clear_field_values_answers_like_cuda_core(sysdev, ref):
     # NVLink traffic counters are the clearable fields; clearing them disturbs nothing else.
     ids = [(FieldId.DEV_NVLINK_COUNT_XMIT_PACKETS, 0)]
-    _compare(lambda: nv.clear_field_values(ids), lambda: ref.clear_field_values(ids), "clear_field_values")
-    assert nv.name  # NVML still answers
+    _compare(lambda: sysdev.clear_field_values(ids), lambda: ref.clear_field_values(ids), "clear_field_values")
+    assert sysdev.name  # NVML still answers
 
 
-def test_inforom_matches_nvidia_smi(nv):
+def test_inforom_matches_nvidia_smi(sysdev):
     try:
-        image = nv.inforom.image_version
+        image = sysdev.inforom.image_version
     except system.NotSupportedError:
         pytest.skip("this board has no InfoROM")
     assert isinstance(image, str) and image
-    smi = _smi(nv, "inforom.img")
+    smi = _smi(sysdev, "inforom.img")
     if _smi_known(smi):
         assert image == smi
     for obj, field in (("oem", "inforom.oem"), ("ecc", "inforom.ecc"), ("power", "inforom.pwr")):
-        smi = _smi(nv, field)
+        smi = _smi(sysdev, field)
         try:
-            version = nv.inforom.get_version(obj)
+            version = sysdev.inforom.get_version(obj)
         except system.NotSupportedError:
             assert not _smi_known(smi), (obj, smi)
             continue
         if _smi_known(smi):
             assert version == smi, (obj, version, smi)
-    assert isinstance(nv.inforom.configuration_checksum, int)
+    assert isinstance(sysdev.inforom.configuration_checksum, int)
     try:
-        stamp, duration = nv.inforom.bbx_flush_time
+        stamp, duration = sysdev.inforom.bbx_flush_time
     except system.NvmlError as exc:  # no flush in this run yet, or no BBX object: NVML says so
         assert str(exc).startswith("nvmlDeviceGetLastBBXFlushTime: NVML_ERROR_"), exc
     else:
         assert stamp >= 0 and duration >= 0
 
 
-def test_mig_mode_matches_nvidia_smi(nv):
-    mig = nv.mig
+def test_mig_mode_matches_nvidia_smi(sysdev):
+    mig = sysdev.mig
     assert mig.is_mig_device is False  # a whole GPU's handle
     try:
         mode = mig.mode
     except system.NotSupportedError:
         return  # a GPU without MIG
-    smi = _smi(nv, "mig.mode.current")
+    smi = _smi(sysdev, "mig.mode.current")
     if _smi_known(smi):
         assert mode == (smi == "Enabled"), smi
     if not mode:
         assert list(mig.get_all_devices()) == []
     with pytest.raises(system.NvmlError):
         mig.get_device_by_index(10_000)  # misuse: a clear NVML error ...
-    assert nv.name  # ... and NVML keeps working
+    assert sysdev.name  # ... and NVML keeps working
 
 
-def test_repair_status_is_two_bools(nv):
+def test_repair_status_is_two_bools(sysdev):
     try:
-        status = nv.repair_status
+        status = sysdev.repair_status
     except system.NotSupportedError:
         return
     assert isinstance(status.channel_repair_pending, bool)
     assert isinstance(status.tpc_repair_pending, bool)
 
 
-def test_thermal_settings_read_near_the_gpu_temperature(nv):
+def test_thermal_settings_read_near_the_gpu_temperature(sysdev):
     try:
-        settings = nv.temperature.get_thermal_settings("gpu")
+        settings = sysdev.temperature.get_thermal_settings("gpu")
     except (system.NotSupportedError, system.InvalidArgumentError):
         return
     assert 0 <= len(settings) <= 3
-    temp = nv.temperature.get_sensor()
+    temp = sysdev.temperature.get_sensor()
     for i in range(len(settings)):
         s = settings[i]
         assert isinstance(s.controller, ThermalController) and isinstance(s.target, ThermalTarget)
@@ -420,16 +420,16 @@ def test_thermal_settings_read_near_the_gpu_temperature(nv):
             assert abs(s.current_temp - temp) <= 15
 
 
-def test_clock_offsets_are_ordered(nv):
+def test_clock_offsets_are_ordered(sysdev):
     try:
-        off = nv.get_clock("sm").get_offsets(0)
+        off = sysdev.get_clock("sm").get_offsets(0)
     except (system.NotSupportedError, system.InvalidArgumentError):
         return
     assert off.min_offset_mhz <= off.clock_offset_mhz <= off.max_offset_mhz
 
 
-def test_pci_link_facts_match_nvidia_smi(nv):
-    pci = nv.pci_info
+def test_pci_link_facts_match_nvidia_smi(sysdev):
+    pci = sysdev.pci_info
     assert 1 <= pci.link_generation <= pci.max_link_generation
     assert 1 <= pci.current_link_generation <= pci.max_link_generation
     assert pci.rx_throughput >= 0 and pci.tx_throughput >= 0
@@ -439,23 +439,23 @@ def test_pci_link_facts_match_nvidia_smi(nv):
         ("pcie.link.gen.gpumax", pci.max_link_generation),
         ("pcie.link.width.max", pci.max_link_width),
     ):
-        smi = _smi(nv, field)
+        smi = _smi(sysdev, field)
         if _smi_known(smi):
             assert int(smi) == value, (field, smi, value)
 
 
-def test_misuse_gives_clear_errors_and_nvml_keeps_working(nv):
+def test_misuse_gives_clear_errors_and_nvml_keeps_working(sysdev):
     with pytest.raises(ValueError, match="link must be"):
-        nv.get_nvlink(nv.get_nvlink_count())
+        sysdev.get_nvlink(sysdev.get_nvlink_count())
     try:
-        fans = nv.num_fans
+        fans = sysdev.num_fans
     except system.NotSupportedError:
         fans = None
     if fans is not None:
         with pytest.raises(ValueError, match="fan must be"):
-            nv.get_fan(fans)
+            sysdev.get_fan(fans)
     try:
-        values = nv.get_field_values([(FieldId.DEV_NVLINK_SPEED_MBPS_COMMON, 10_000), 60_000])
+        values = sysdev.get_field_values([(FieldId.DEV_NVLINK_SPEED_MBPS_COMMON, 10_000), 60_000])
     except system.NvmlError as exc:  # NVML may refuse the whole request ...
         assert str(exc).startswith("nvmlDeviceGetFieldValues: NVML_ERROR_"), exc
     else:  # ... or the unknown field alone
@@ -467,4 +467,4 @@ def test_misuse_gives_clear_errors_and_nvml_keeps_working(nv):
     with pytest.raises(system.NvmlError) as info:
         _ = system.Device(index=system.Device.get_device_count() + 5).addressing_mode
     assert str(info.value).startswith("nvmlDeviceGetHandleByIndex_v2: NVML_ERROR_")
-    assert nv.memory_info.total > 0 and nv.get_clock("sm").get_max_mhz() > 0
+    assert sysdev.memory_info.total > 0 and sysdev.get_clock("sm").get_max_mhz() > 0

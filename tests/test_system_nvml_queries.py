@@ -23,14 +23,13 @@ from cuda_core.system.typing import (
     ThermalController,
     ThermalTarget,
 )
-from tests.helpers import nvml_present
+from tests.helpers import no_nvml
 
 nvml = pytest.importorskip("cuda.bindings.nvml")
 np = pytest.importorskip("numpy")
 FieldId = nvml.FieldId
 
 
-no_nvml = pytest.mark.skipif(nvml_present(), reason="NVML is installed here")
 
 # Every query this module adds, reached from a device object that holds an NVML handle. Without
 # NVML each must raise LibraryNotFoundError (NVML is started on the first query).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import Any
 
 import pytest
 
@@ -48,6 +49,11 @@ def nvml_present() -> bool:
     except system.LibraryNotFoundError:
         return False
     return True
+
+
+def no_nvml(fn: Any) -> Any:
+    """Marks a test of the paths taken where NVML is missing: skipped where it is installed."""
+    return pytest.mark.skipif(nvml_present(), reason="NVML is installed here")(fn)
 
 
 def gpu_count() -> int:
