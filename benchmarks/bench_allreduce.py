@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _harness import environment_line
+from _harness import environment_line, markdown_table
 
 MIB = 1 << 20
 SIZES = [MIB * 4**k for k in range(6)]  # 1 MiB .. 1 GiB
@@ -185,7 +185,7 @@ def run_library(fn: Any, world: int, reps: int, pin: bool, timeout: float = 300.
     return res
 
 
-def _table(world: int, results: dict[str, dict[str, Any]]) -> str:
+def _table(title: str, world: int, results: dict[str, dict[str, Any]]) -> str:
     factor = 2 * (world - 1) / world
     ours, theirs = results.get("cuda_core"), results.get("torch")
     head = ["size", "cuda_core us", "torch us", "cuda_core busbw GB/s", "torch busbw GB/s", "busbw ratio"]
@@ -200,12 +200,7 @@ def _table(world: int, results: dict[str, dict[str, Any]]) -> str:
         cells += [f"{bw[k]:.1f}" if bw[k] else "n/a" for k in ("cuda_core", "torch")]
         cells.append(f"{bw['cuda_core'] / bw['torch']:.3f}" if bw["cuda_core"] and bw["torch"] else "n/a")
         rows.append(cells)
-    widths = [max(len(r[c]) for r in rows) for c in range(len(head))]
-    lines = []
-    for n, r in enumerate(rows):
-        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
-        if n == 0:
-            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    lines = [markdown_table(title, rows)]
     lat = {k: r["lat"] * 1e6 for k, r in (("cuda_core", ours), ("torch", theirs)) if r}
     line = ", ".join(f"{k} {v:.1f} us" for k, v in lat.items())
     if len(lat) == 2:
@@ -254,8 +249,8 @@ def main() -> int:
     paths = {r["nccl"].split(" (", 1)[1] for r in results.values()}
     if len(results) == 2:
         print("same libnccl on both sides:", "yes" if len(paths) == 1 else f"NO: {sorted(paths)}")
-    print(f"\n## all-reduce, float32 sum in place, {args.gpus} GPUs, order {' then '.join(order)}\n")
-    print(_table(args.gpus, results))
+    print()
+    print(_table(f"all-reduce, float32 sum in place, {args.gpus} GPUs, order {' then '.join(order)}", args.gpus, results))
     return 0 if results else 1
 
 
