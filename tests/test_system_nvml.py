@@ -296,3 +296,14 @@ def test_event_sets_register_and_time_out():
         with pytest.raises(system.TimeoutError):
             events.wait(timeout_ms=1)
     assert events.is_closed
+
+
+def test_stand_in_for_missing_nvml_has_only_functions():
+    # Where cuda-bindings has no nvml module, a stand-in answers nvml.<function> with a stub
+    # that raises the error naming the bindings needed; constants and classes are missing, so
+    # getattr defaults (NVLINK_MAX_LINKS) and hasattr checks see the bindings as they are.
+    stand_in = _nvml._NoNvml()
+    assert getattr(stand_in, "NVLINK_MAX_LINKS", 18) == 18
+    assert getattr(stand_in, "MAX_GPU_UTILIZATIONS", 8) == 8
+    assert not hasattr(stand_in, "FieldId") and not hasattr(stand_in, "__array__")
+    assert callable(stand_in.device_get_count_v2)

@@ -33,10 +33,12 @@ except ImportError:  # pragma: no cover - cuda-bindings without NVML (before 12.
 class _NoNvml:
     """Stands in for ``cuda.bindings.nvml`` where the bindings have none (12.9.0 to 12.9.5, 13.0,
     13.1): ``nvml.<function>`` is a stub, and :func:`call`, through which every NVML call goes,
-    raises the error naming the bindings that have NVML before it would call one."""
+    raises the error naming the bindings that have NVML before it would call one. Constants and
+    classes (names not starting with a lowercase letter) are missing, so ``getattr`` defaults
+    and ``hasattr`` checks see the bindings as they are."""
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
+        if not name[:1].islower():
             raise AttributeError(name)
 
         def unavailable(*args: Any, **kwargs: Any) -> Any:

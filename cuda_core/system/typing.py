@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum, StrEnum
 
-from ._nvml import nvml
+from ._nvml import _nvml_mod
 
 __all__ = [
     "AddressingMode",
@@ -241,8 +241,8 @@ class DeviceArch(IntEnum):
     UNKNOWN = 0xFFFFFFFF
 
 
-if nvml is not None:
+if _nvml_mod is not None:
     # NVML's field ids are many and versioned with the bindings: use the bindings' own enum.
-    FieldId = nvml.FieldId
+    FieldId = _nvml_mod.FieldId
     __all__.append("FieldId")
     __all__.sort()
