@@ -30,6 +30,7 @@ from ._backend import backend
 from ._compat import driver
 from ._graph_cond import GraphCondition
 from ._tensor_map import TensorMapDescriptor
+from ._tensor_map import tensor_map_bytes as _tensor_map_bytes
 
 __all__: list[str] = []  # private: launch() and PreparedLaunch are the public entry points
 
@@ -64,10 +65,6 @@ def _void_bytes(v: Any, size: int) -> bytes:
             f"planned for {size} bytes (dtype {v.dtype})"
         )
     return b
-
-
-def _tensor_map_bytes(v: Any) -> bytes:
-    return ctypes.string_at(v.getPtr(), 128)
 
 
 def _torch_ptr(v: Any) -> int:

@@ -336,7 +336,7 @@ class TensorMapDescriptor:
     def _wrap(cls, cu: Any, kind: str, lay: _Layout | None, box: tuple[int, ...], view_cls: Any = None) -> Any:
         self = object.__new__(cls)
         self._cu = cu
-        self._bytes = _raw(cu)
+        self._bytes = tensor_map_bytes(cu)
         self._kind, self._box, self._view_cls = kind, box, view_cls
         self._shape = lay.shape if lay is not None else ()
         self._dtype = lay.dtype if lay is not None else None
@@ -488,7 +488,7 @@ class TensorMapDescriptor:
         if lay.shape != self._shape:
             raise arg_error("tensor's shape", f"the shape the map was made for {self._shape}", lay.shape)
         _encode("cuTensorMapReplaceAddress", driver.cuTensorMapReplaceAddress, self._cu, lay.ptr)
-        self._bytes = bytes(_raw(self._cu))
+        self._bytes = tensor_map_bytes(self._cu)
         self._device_id, self._dl_type, self._source = lay.device_id, lay.dl_type, lay.source
 
     def __repr__(self) -> str:
@@ -497,6 +497,6 @@ class TensorMapDescriptor:
                 f"data_type={dtype})")
 
 
-def _raw(cu: Any) -> bytes:
-    """The 128 bytes of a ``cuda.bindings`` ``CUtensorMap``."""
+def tensor_map_bytes(cu: Any) -> bytes:
+    """The 128 bytes of a ``cuda.bindings`` ``CUtensorMap`` (what a kernel gets by value)."""
     return ctypes.string_at(cu.getPtr(), 128)
