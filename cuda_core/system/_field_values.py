@@ -75,6 +75,12 @@ class FieldValue:
         fields served by one driver call)."""
         return scalar(self._raw.latency_usec)
 
+    def _check(self) -> None:
+        """Raise the field's NVML error, if NVML could not read it (the message only then)."""
+        status = scalar(self._raw.nvml_return)
+        if status:
+            raise_for_status(status, _API, self._what())
+
     @property
     def value(self) -> int | float:
         """The value (an ``int``, or a ``float`` for floating-point fields).
@@ -82,7 +88,7 @@ class FieldValue:
         Raises the field's own NVML error (e.g. :class:`~cuda_core.system.NotSupportedError`)
         when NVML could not read it.
         """
-        raise_for_status(scalar(self._raw.nvml_return), _API, self._what())
+        self._check()
         kind = scalar(self._raw.value_type)
         try:
             member, convert = _VALUE_MEMBERS[kind]
@@ -136,8 +142,7 @@ class FieldValues:
             The first failed field's error (e.g. :class:`~cuda_core.system.NotSupportedError`).
         """
         for i in range(len(self)):
-            item = self[i]
-            raise_for_status(scalar(item._raw.nvml_return), _API, item._what())
+            self[i]._check()
 
     def get_all_values(self) -> list[int | float]:
         """The values of every field, in order.
