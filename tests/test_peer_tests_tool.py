@@ -148,14 +148,15 @@ def test_never_collected_without_a_driver():
 
 
 @pytest.mark.skipif(not HAVE_PEER, reason="NVIDIA's cuda.core is not installed here")
-def test_run_of_a_small_tree(tmp_path):
+@pytest.mark.parametrize("jobs", ["1", "2"])  # files one at a time, and side by side
+def test_run_of_a_small_tree(tmp_path, jobs):
     tests = tmp_path / "tree" / "cuda_core" / "tests"
     tests.mkdir(parents=True)
     (tests / "conftest.py").write_text(CONFTEST)
     (tests / "test_cpu.py").write_text(TEST_CPU)
     (tests / "test_driver_at_import.py").write_text(TEST_DRIVER_AT_IMPORT)
     out = tmp_path / "out"
-    rc = tool.main([str(tmp_path / "tree"), str(out), "--timeout", "300"])
+    rc = tool.main([str(tmp_path / "tree"), str(out), "--timeout", "300", "--jobs", jobs])
     assert rc == 1  # test_gap is a GAP
     assert sorted(p.name for p in out.iterdir()) == ["logs.txt", "results.json", "table.txt"]
     rows = {r["test"]: r for r in json.loads((out / "results.json").read_text())}

@@ -3,7 +3,7 @@
 
 Usage::
 
-    python3 tools/peer_tests.py FOLDER OUTDIR [--gpu] [--only PATTERN ...] [--timeout S] [--no-peer]
+    python3 tools/peer_tests.py FOLDER OUTDIR [--gpu] [--only PATTERN ...] [--timeout S] [--jobs N] [--no-peer]
 
 FOLDER holds a copy of NVIDIA's test tree laid out as in their repository (this repository
 holds none of it; keep it in the git-ignored ``.devcarry/peer_tests``)::
@@ -54,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -292,16 +293,20 @@ def _environment(side_dir: Path, scratch: Path, results: Path, *, ours: bool) ->
 
 
 def run_file(
-    side_dir: Path, rel: Path, *, scratch: Path, ours: bool, timeout: float, log
-) -> list[dict]:
-    """Run one test module in its own pytest process; the plugin's records of it."""
-    results = scratch / f"results-{'ours' if ours else 'peer'}.jsonl"
+    side_dir: Path, rel: Path, *, scratch: Path, ours: bool, timeout: float
+) -> tuple[list[dict], str]:
+    """Run one test module in its own pytest process: the plugin's records of it and the log.
+
+    Each run has its own results file and pytest base folder, so files may run side by side.
+    """
+    tag = f"{'ours' if ours else 'peer'}-{str(rel).replace('/', '_')}"
+    results = scratch / f"results-{tag}.jsonl"
     results.unlink(missing_ok=True)
     cmd = [
         sys.executable, "-X", "faulthandler", "-m", "pytest", str(rel),
         "-p", PLUGIN, "-p", "no:cacheprovider", "-p", "no:randomly", "-q", "-rN",
         "--rootdir", str(side_dir / TESTS), "-c", str(side_dir / TESTS / "pytest.ini"),
-        "--basetemp", str(scratch / "pytest-tmp"),
+        "--basetemp", str(scratch / f"pytest-{tag}"),
     ]  # fmt: skip
     start = time.monotonic()
     try:
@@ -317,7 +322,7 @@ def run_file(
             + f"\n[timed out after {timeout:.0f} s]\n",
         )
     side = "ours (cuda_core, imports rewritten)" if ours else "peer (cuda.core, unmodified)"
-    log.write(
+    text = (
         f"{'=' * 100}\n== {rel} :: {side} :: rc={rc} :: {time.monotonic() - start:.1f} s\n{out}\n"
     )
     records = (
@@ -337,7 +342,7 @@ def run_file(
         records.append(
             {"kind": "collect", "nodeid": str(rel), "outcome": "error", "message": tail[0][:300]}
         )
-    return records
+    return records, text
 
 
 def merge(peer: list[dict], ours: list[dict]) -> list[Row]:
@@ -462,6 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--timeout", type=float, default=900.0, help="seconds per test file and side (default 900)"
     )
+    ap.add_argument("--jobs", type=int, default=1, help="test files run side by side (default 1)")
     ap.add_argument(
         "--no-peer", action="store_true", help="do not run the unmodified tests with cuda.core"
     )
@@ -497,31 +503,38 @@ def main(argv: list[str] | None = None) -> int:
             sides["peer"] = scratch / "peer"
         for name, path in sides.items():
             prepare_side(args.folder, path, ours=name == "ours")
-        for rel in files:
-            print(f"-- {rel}", file=sys.stderr, flush=True)
-            peer = (
-                []
+
+        def both_sides(rel: Path) -> tuple[Path, list[Row], str]:
+            peer, peer_log = (
+                ([], "")
                 if args.no_peer
-                else run_file(
-                    sides["peer"], rel, scratch=scratch, ours=False, timeout=args.timeout, log=log
+                else run_file(sides["peer"], rel, scratch=scratch, ours=False, timeout=args.timeout)
+            )
+            ours, ours_log = run_file(
+                sides["ours"], rel, scratch=scratch, ours=True, timeout=args.timeout
+            )
+            return rel, merge(peer, ours), peer_log + ours_log
+
+        table = ""
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            for rel, new, text in (
+                f.result() for f in as_completed(pool.submit(both_sides, r) for r in files)
+            ):
+                log.write(text)
+                rows += new
+                c = counts(new)
+                print(
+                    f"-- {rel}: {c['tests']} tests: peer pass {c['peer pass']}, "
+                    f"ours pass {c['ours pass']}, GAP {c['GAP']}",
+                    file=sys.stderr,
+                    flush=True,
                 )
-            )
-            ours = run_file(
-                sides["ours"], rel, scratch=scratch, ours=True, timeout=args.timeout, log=log
-            )
-            new = merge(peer, ours)
-            rows += new
-            c = counts(new)
-            print(
-                f"   {c['tests']} tests: peer pass {c['peer pass']}, ours pass {c['ours pass']}, GAP {c['GAP']}",
-                file=sys.stderr,
-                flush=True,
-            )
-            table = format_table(rows, mode=mode)
-            (args.outdir / "table.txt").write_text(table)  # what ran survives a kill
-            (args.outdir / "results.json").write_text(
-                json.dumps([asdict(r) for r in rows], indent=1) + "\n"
-            )
+                rows.sort(key=lambda r: r.test)
+                table = format_table(rows, mode=mode)
+                (args.outdir / "table.txt").write_text(table)  # what ran survives a kill
+                (args.outdir / "results.json").write_text(
+                    json.dumps([asdict(r) for r in rows], indent=1) + "\n"
+                )
     print(table, end="")
     return 1 if any(r.verdict == "GAP" for r in rows) else 0
 
