@@ -159,14 +159,18 @@ class WorkqueueResourceOptions:
             try:
                 WorkqueueSharingScopeType(self.sharing_scope)
             except ValueError:
-                raise arg_error("sharing_scope", "None, 'device_ctx' or 'green_ctx_balanced'", self.sharing_scope) from None
+                # cuda.core's wording, which code written for it may match on
+                raise ValueError(
+                    f"{self.sharing_scope!r} is not a valid WorkqueueSharingScopeType. "
+                    "Must be None, 'device_ctx' or 'green_ctx_balanced'"
+                ) from None
         if self.concurrency_limit is not None:
             try:
                 limit = int(self.concurrency_limit)
             except (TypeError, ValueError):
                 raise arg_error("concurrency_limit", "None or an int >= 1", self.concurrency_limit, exc=TypeError) from None
             if limit < 1:
-                raise arg_error("concurrency_limit", "None or an int >= 1", self.concurrency_limit)
+                raise arg_error("concurrency_limit", ">= 1", self.concurrency_limit)
             self.concurrency_limit = limit
 
 

@@ -86,10 +86,13 @@ def test_workqueue_options_checked():
 
     opts = WorkqueueResourceOptions(sharing_scope=WorkqueueSharingScopeType.GREEN_CTX_BALANCED, concurrency_limit=4)
     assert opts.concurrency_limit == 4
-    with pytest.raises(ValueError, match="sharing_scope must be"):
+    # the wording of cuda.core's messages, which code written for it may match on
+    with pytest.raises(ValueError, match=r"'everyone' is not a valid WorkqueueSharingScopeType\. Must be None"):
         WorkqueueResourceOptions(sharing_scope="everyone")
-    with pytest.raises(ValueError, match="concurrency_limit must be"):
+    with pytest.raises(ValueError, match="concurrency_limit must be >= 1"):
         WorkqueueResourceOptions(concurrency_limit=0)
+    with pytest.raises(ValueError, match="concurrency_limit must be >= 1"):
+        WorkqueueResourceOptions(concurrency_limit=-3)
     with pytest.raises(TypeError, match="concurrency_limit must be"):
         WorkqueueResourceOptions(concurrency_limit="many")
 

@@ -31,7 +31,9 @@ A small pytest plugin (written into the scratch copy, loaded with ``-p``) does t
   imports ``CUDAError`` and ``handle_return`` from the private module
   ``cuda.core._utils.cuda_utils``. Without them no test could even start, so for the ours run
   that one module name is bridged to our equivalents (and to the ``cuda.bindings`` modules it
-  re-exports: ``driver``, ``nvrtc``, ``runtime``). Every other private name is left as it is, so
+  re-exports: ``driver``, ``nvrtc``, ``runtime``); so are ``_SynchronousMemoryResource``, which
+  ``test_launcher.py`` imports at module level, and ``Stream_accept``, which ``helpers/buffers.py``
+  imports. Every other private name is left as it is, so
   a test that reaches into ``cuda.core`` internals fails with ours and says so in its note.
 
 Written under OUTDIR: ``table.txt`` (one row per test: peer outcome, ours outcome, verdict, the
@@ -104,6 +106,16 @@ def _bridge_private_harness_names():
     mod.handle_return = utils.handle_return
     mod.driver, mod.nvrtc, mod.runtime = driver, nvrtc, runtime
     sys.modules[mod.__name__] = mod
+    # NVIDIA's test_launcher.py imports its private synchronous resource at module level; ours
+    # is public under another name. Without this, no test of that module would run at all.
+    import cuda_core._memory._legacy as legacy
+
+    legacy._SynchronousMemoryResource = cuda_core.SynchronousMemoryResource
+    # helpers/buffers.py (imported by most memory tests) resolves stream arguments with a
+    # private function; ours is _stream.as_stream.
+    import cuda_core._stream as stream_mod
+
+    stream_mod.Stream_accept = lambda obj, *a, **k: None if obj is None else stream_mod.as_stream(obj)
 
 
 if os.environ.get("PEER_TESTS_SIDE") == "ours":

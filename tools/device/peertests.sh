@@ -5,7 +5,8 @@
 # it holds cuda_core/tests/... and cuda_python_test_helpers/... as laid out in NVIDIA's repo).
 # Writes $OUT/peertests/{table.txt,results.json,logs.txt}; prints the table.
 # Usage: bash tools/device/peertests.sh   (CUDA_CORE_NO_FASTPATH=1 for the pure-Python backend;
-#        ONLY="test_event test_stream" to run some; TEST_TIMEOUT=seconds per module and side)
+#        ONLY="test_event test_stream" to run some; TEST_TIMEOUT=seconds per module and side;
+#        JOBS=N modules side by side, default 8)
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/peertests"
@@ -16,4 +17,4 @@ fi
 python3 setup.py -q build_ext --inplace > /tmp/peertests_build.txt 2>&1 || tail -5 /tmp/peertests_build.txt
 python3 -c "import cuda_core._backend as b, cuda.bindings, cuda.core; print('cuda_core backend native =', b.NATIVE, b.REASON, '; cuda.bindings', cuda.bindings.__version__, '; cuda.core', cuda.core.__version__)"
 . "$(dirname "$0")/cuda_path_from_wheels.sh"  # CUDA_PATH for kernels that include CUDA headers
-python3 tools/peer_tests.py "$TESTS" "$OUT/peertests" --gpu --timeout "${TEST_TIMEOUT:-900}" ${ONLY:+--only $ONLY}
+python3 tools/peer_tests.py "$TESTS" "$OUT/peertests" --gpu --timeout "${TEST_TIMEOUT:-900}" --jobs "${JOBS:-8}" ${ONLY:+--only $ONLY}
