@@ -292,6 +292,16 @@ def _u32(values: Any) -> list[Any]:
     return [driver.cuuint32_t(int(v)) for v in reversed(values)]
 
 
+def _global_strides(lay: _Layout) -> list[Any]:
+    """The byte strides of all but the innermost dimension, for the driver. A rank-1 tensor has
+    none, but the driver refuses a null array (the bindings pass ``[]`` as null), so it gets one
+    slot the driver never reads: the tensor's size rounded up to 16 bytes."""
+    strides = lay.byte_strides[:-1]
+    if not strides:
+        strides = ((lay.shape[0] * lay.elem + 15) // 16 * 16,)
+    return _u64(strides)
+
+
 def _encode(api: str, fn: Any, *args: Any) -> Any:
     ensure_driver()
     return handle_return(fn(*args), api)
@@ -398,7 +408,7 @@ class TensorMapDescriptor:
         _check_common(lay, o.interleave, o.swizzle, o.l2_promotion, o.oob_fill, o.box_dim[-1] * lay.elem)
         cu = _encode(
             "cuTensorMapEncodeTiled", driver.cuTensorMapEncodeTiled, _DT(int(lay.dtype)), rank, lay.ptr,
-            _u64(lay.shape), _u64(lay.byte_strides[:-1]), _u32(o.box_dim),
+            _u64(lay.shape), _global_strides(lay), _u32(o.box_dim),
             _u32(es), driver.CUtensorMapInterleave(int(o.interleave)),
             driver.CUtensorMapSwizzle(int(o.swizzle)), driver.CUtensorMapL2promotion(int(o.l2_promotion)),
             driver.CUtensorMapFloatOOBfill(int(o.oob_fill)),
@@ -431,7 +441,7 @@ class TensorMapDescriptor:
         _check_common(lay, interleave, swizzle, l2_promotion, oob_fill, cpp * lay.elem)
         cu = _encode(
             "cuTensorMapEncodeIm2col", driver.cuTensorMapEncodeIm2col, _DT(int(lay.dtype)), rank, lay.ptr,
-            _u64(lay.shape), _u64(lay.byte_strides[:-1]), list(reversed(lo)),
+            _u64(lay.shape), _global_strides(lay), list(reversed(lo)),
             list(reversed(hi)), cpp, ppc, _u32(es), driver.CUtensorMapInterleave(int(interleave)),
             driver.CUtensorMapSwizzle(int(swizzle)), driver.CUtensorMapL2promotion(int(l2_promotion)),
             driver.CUtensorMapFloatOOBfill(int(oob_fill)),
@@ -458,7 +468,7 @@ class TensorMapDescriptor:
         require("im2col-wide tensor maps", bindings=(12, 8), driver=(12, 8))
         cu = _encode(
             "cuTensorMapEncodeIm2colWide", driver.cuTensorMapEncodeIm2colWide, _DT(int(lay.dtype)), rank, lay.ptr, _u64(lay.shape),
-            _u64(lay.byte_strides[:-1]), lo, hi, cpp, ppc, _u32(es),
+            _global_strides(lay), lo, hi, cpp, ppc, _u32(es),
             driver.CUtensorMapInterleave(int(interleave)), driver.CUtensorMapIm2ColWideMode(int(mode)),
             driver.CUtensorMapSwizzle(int(swizzle)), driver.CUtensorMapL2promotion(int(l2_promotion)),
             driver.CUtensorMapFloatOOBfill(int(oob_fill)),

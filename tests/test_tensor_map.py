@@ -17,7 +17,7 @@ from cuda_core import _tensor_map as tmm
 from cuda_core._kernel_arg_handler import ParamHolder
 from cuda_core._tensor_map import TensorMapDataType, TensorMapOOBFill, TensorMapSwizzle
 from cuda_core.utils import StridedMemoryView
-from tests.helpers.tex_kernels import TMA_COPY
+from tests.helpers.tex_kernels import TMA_COPY, TMA_COPY_1D
 
 
 def fake_view(shape=(64, 64), dtype=np.float32, ptr=0x10000, strides=None, accessible=True):
@@ -223,6 +223,31 @@ def test_tma_copies_a_tile_bit_for_bit(dev):
     got = np.empty((8, 16), np.float32)
     out.copy_to(got, stream=s)
     assert got.tobytes() == host2[0:8, 16:32].tobytes()
+
+
+def test_rank_one_passes_a_stride_slot(encoded):
+    """A rank-1 map has no strides to give, but the driver refuses a null strides array."""
+    TensorMapDescriptor._from_tiled(fake_view(shape=(1024,)), (128,))
+    _api, args = encoded[0]
+    assert args[1] == 1 and len(args[4]) == 1 and int(args[4][0]) % 16 == 0
+
+
+@pytest.mark.gpu
+def test_tma_rank_one_copies_a_tile(dev):
+    _needs_sm90(dev)
+    s = dev.create_stream()
+    host = np.arange(1024, dtype=np.float32)
+    _buf, view = _device_matrix(dev, s, host)
+    tmap = view.as_tensor_map(box_dim=(128,))
+    mod = Program(TMA_COPY_1D, "c++", ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")).compile(
+        "cubin", name_expressions=("tma_copy_1d<128>",))
+    out = dev.allocate(128 * 4, stream=s)
+    for x0 in (0, 384, 896):
+        cuda_core.launch(s, cuda_core.LaunchConfig(grid=1, block=128), mod.get_kernel("tma_copy_1d<128>"),
+                         tmap, out, np.int32(x0))
+        got = np.empty(128, np.float32)
+        out.copy_to(got, stream=s)
+        assert got.tobytes() == host[x0:x0 + 128].tobytes()
 
 
 @pytest.mark.gpu

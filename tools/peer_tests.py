@@ -31,9 +31,10 @@ A small pytest plugin (written into the scratch copy, loaded with ``-p``) does t
   imports ``CUDAError`` and ``handle_return`` from the private module
   ``cuda.core._utils.cuda_utils``. Without them no test could even start, so for the ours run
   that one module name is bridged to our equivalents (and to the ``cuda.bindings`` modules it
-  re-exports: ``driver``, ``nvrtc``, ``runtime``); so are ``_SynchronousMemoryResource``, which
-  ``test_launcher.py`` imports at module level, and ``Stream_accept``, which ``helpers/buffers.py``
-  imports. Every other private name is left as it is, so
+  re-exports: ``driver``, ``nvrtc``, ``runtime``); so are the few private names test modules
+  need at module level (``_SynchronousMemoryResource``, ``Stream_accept``, and the probes
+  ``_decide_nvjitlink_or_driver`` and ``_can_load_generated_ptx``), or nothing in those modules
+  would run. Every other private name is left as it is, so
   a test that reaches into ``cuda.core`` internals fails with ours and says so in its note.
 
 Written under OUTDIR: ``table.txt`` (one row per test: peer outcome, ours outcome, verdict, the
@@ -116,6 +117,20 @@ def _bridge_private_harness_names():
     import cuda_core._stream as stream_mod
 
     stream_mod.Stream_accept = lambda obj, *a, **k: None if obj is None else stream_mod.as_stream(obj)
+    # Module-level probes of test_program.py and test_object_protocols.py (which backend links
+    # PTX; whether the driver is new enough to load NVRTC's PTX), answered with our public facts.
+    import cuda_core._linker as linker_mod
+    import cuda_core._program as program_mod
+
+    linker_mod._decide_nvjitlink_or_driver = lambda: cuda_core.Linker.which_backend() == "driver"
+
+    def _can_load_generated_ptx():
+        err, drv = driver.cuDriverGetVersion()
+        err2, major, minor = nvrtc.nvrtcVersion()
+        return int(err) == 0 and int(err2) == 0 and drv >= major * 1000 + minor * 10
+
+    program_mod._can_load_generated_ptx = _can_load_generated_ptx
+    cuda_core.Program._can_load_generated_ptx = staticmethod(_can_load_generated_ptx)
 
 
 if os.environ.get("PEER_TESTS_SIDE") == "ours":

@@ -33,6 +33,36 @@ __global__ void tma_copy(const __grid_constant__ TensorMap tmap, float* out, int
 }
 """
 
+# The same for a rank-1 tensor map: one TILE-element tile starting at element x0.
+TMA_COPY_1D = r"""
+struct alignas(64) TensorMap { unsigned long long opaque[16]; };   // CUtensorMap
+
+template <int TILE>
+__global__ void tma_copy_1d(const __grid_constant__ TensorMap tmap, float* out, int x0) {
+    __shared__ alignas(128) float tile[TILE];
+    __shared__ alignas(8) unsigned long long bar;
+    unsigned bar_addr = (unsigned)__cvta_generic_to_shared(&bar);
+    unsigned tile_addr = (unsigned)__cvta_generic_to_shared(tile);
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar_addr));
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                     :: "r"(bar_addr), "r"((unsigned)sizeof(tile)) : "memory");
+        asm volatile(
+            "cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes"
+            " [%0], [%1, {%2}], [%3];"
+            :: "r"(tile_addr), "l"((unsigned long long)&tmap), "r"(x0), "r"(bar_addr)
+            : "memory");
+    }
+    __syncthreads();
+    asm volatile(
+        "{\n .reg .pred done;\n"
+        "WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+        " @!done bra WAIT_%=;\n}\n" :: "r"(bar_addr) : "memory");
+    for (int i = threadIdx.x; i < TILE; i += blockDim.x) out[i] = tile[i];
+}
+"""
+
 # Sample a 2-D float texture at n (x, y) points.
 TEX_SAMPLE = r"""
 extern "C" __global__ void sample2d(cudaTextureObject_t tex, const float* xs, const float* ys,
