@@ -76,6 +76,19 @@ class _CooperativeLaunchTooLargeError(CUDAError, ValueError):
     checks the occupancy before launching; we let the driver decide and explain its answer)."""
 
 
+class InvalidValueError(CUDAError, ValueError):
+    """A request the driver would refuse with ``CUDA_ERROR_INVALID_VALUE``, caught first.
+
+    Both a :class:`CUDAError` (what ``cuda.core`` raises, passing the request to the driver) and
+    a ``ValueError`` (an argument error), with a message that says what is wrong.
+    """
+
+
+def invalid_value(api: str, explanation: str) -> InvalidValueError:
+    """The :class:`InvalidValueError` for ``api`` refusing the request, explained."""
+    return InvalidValueError(api, "CUDA_ERROR_INVALID_VALUE", explanation, 1)  # CUresult 1 (every CUDA version)
+
+
 def _rebuild_error(cls: type[CUDAError], args: tuple[Any, ...], state: dict[str, Any]) -> CUDAError:
     err = cls.__new__(cls)
     Exception.__init__(err, *args)

@@ -24,7 +24,7 @@ from ._graph_capture import CaptureOps
 from ._graph_options import GraphCompleteOptions, GraphDebugPrintOptions
 from ._holder import HandleHolder
 from ._stream import as_stream
-from ._utils import arg_error, check_or_create_options, handle_return, make_error
+from ._utils import ValueRuntimeError, arg_error, check_or_create_options, handle_return
 
 __all__ = ["Graph", "GraphBuilder"]
 
@@ -64,7 +64,7 @@ def instantiate(graph: Any, opts: GraphCompleteOptions, keep: tuple[Any, ...] = 
     """``cuGraphInstantiate`` ``graph`` into a :class:`Graph` that keeps ``keep`` alive."""
     exe = handle_return(driver.cuGraphInstantiate(graph, opts._flags()), "cuGraphInstantiate")
     g = Graph._from_handle(exe)
-    g._keep.extend(keep)
+    g._source = keep
     if opts.upload_stream is not None:
         g.upload(opts.upload_stream)
     return g
@@ -398,12 +398,13 @@ class Graph:
     captured work references memory it does not own. ``graph[node]`` updates one node in place.
     """
 
-    __slots__ = ("__weakref__", "_box", "_finalizer", "_handle", "_keep")
+    __slots__ = ("__weakref__", "_box", "_finalizer", "_handle", "_keep", "_source")
 
     _box: HandleHolder  # the CUgraphExec
     _finalizer: weakref.finalize
     _handle: Any
-    _keep: list[Any]  # what the graph's nodes use (definition state, update operands)
+    _keep: list[Any]  # operands given to single nodes (graph[node].update)
+    _source: tuple[Any, ...]  # what the source graph's nodes use (its state); replaced by update()
 
     def __init__(self) -> None:
         raise RuntimeError("use GraphBuilder.complete() or GraphDefinition.instantiate() to make a Graph")
@@ -415,6 +416,7 @@ class Graph:
         self._box = HandleHolder(driver.cuGraphExecDestroy, exe)
         self._finalizer = weakref.finalize(self, self._box.release)
         self._keep = []
+        self._source = ()
         return self
 
     def __getitem__(self, node: Any) -> Any:
@@ -493,7 +495,11 @@ class Graph:
         """Take new node parameters from a graph whose topology matches this one.
 
         Kernel arguments, launch dimensions, copy and fill operands may change; node kinds,
-        count and edges may not.
+        count and edges may not. After a successful update this graph keeps what ``source``
+        retained (a definition's operands and host callbacks) and no longer what the graph
+        it came from retained: keep those alive yourself, or synchronize, while launches made
+        before the update may still use them. Callbacks are released by the driver once such
+        launches end.
 
         Parameters
         ----------
@@ -504,11 +510,12 @@ class Graph:
         ------
         TypeError
             ``source`` is neither.
-        RuntimeError
-            ``source`` has not finished building.
+        ValueError
+            ``source`` is a builder that has not finished building (also a ``RuntimeError``).
         CUDAError
-            ``CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`` when the driver cannot apply the update
-            (the message names the reason); the graph is unchanged.
+            ``CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`` when the driver cannot apply the update;
+            the message says why, as ``cuda.core``'s does (``"Graph update failed: ...
+            (CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED)"``). The graph is unchanged.
         """
         exe = self._live()  # a closed graph is refused first, as in cuda.core
         definition = _explicit.get("definition")
@@ -519,15 +526,17 @@ class Graph:
             graph = source.handle
             keep = source._graph
             if graph is None or source._building:
-                raise RuntimeError("update() needs a builder that finished building (call end_building())")
+                # cuda.core's wording and class (ValueError); a RuntimeError as we raised before
+                raise ValueRuntimeError(
+                    "Graph has not finished building: update() needs a builder that finished "
+                    "building (call end_building())"
+                )
         else:
-            raise arg_error("source", "a GraphBuilder that finished building or a GraphDefinition", source,
+            err = arg_error("source", "a GraphBuilder that finished building or a GraphDefinition", source,
                             exc=TypeError)
-        err, info = driver.cuGraphExecUpdate(exe, graph)
-        if err != _SUCCESS:
-            reason = getattr(getattr(info, "result", None), "name", "")
-            raise make_error(err, "cuGraphExecUpdate", f"the graph cannot be updated in place ({reason})")
-        self._keep.append(keep)
+            raise TypeError(f"expected GraphBuilder or GraphDefinition, got {type(source).__name__}: {err}")
+        _gd.exec_update(exe, graph)
+        self._source = (keep,)
 
     def close(self) -> None:
         """Destroy the executable graph. Idempotent; work already launched completes."""

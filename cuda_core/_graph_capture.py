@@ -12,7 +12,7 @@ from typing import Any
 
 from . import _graph_driver as _gd
 from ._compat import driver
-from ._graph_cond import GraphCondition, check_condition
+from ._graph_cond import GraphCondition, check_branch_count, check_condition
 from ._utils import arg_error, check_int, handle_return
 
 __all__: list[str] = []  # mixed into GraphBuilder
@@ -112,7 +112,7 @@ class CaptureOps:
 
         Case ``i`` runs when ``condition == i``; no case runs for other values.
         """
-        n = check_int("count", count, 1)
+        n = check_branch_count(count)
         return self._conditional(condition, _COND.CU_GRAPH_COND_TYPE_SWITCH, n, "switch()")
 
     def while_loop(self, condition: GraphCondition) -> Any:

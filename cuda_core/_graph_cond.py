@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._compat import driver
+from ._errors import invalid_value
 from ._graph_driver import current_context
 from ._utils import arg_error, check_int, handle_return
 
@@ -84,10 +85,21 @@ def check_condition(condition: Any, graph_key: int) -> GraphCondition:
             "condition", "a GraphCondition from create_condition()", condition, exc=TypeError
         )
     if condition._graph_key != graph_key:
-        raise arg_error(
+        # the driver refuses it (CUDA_ERROR_INVALID_VALUE, what cuda.core raises); said clearly
+        err = arg_error(
             "condition",
             "a GraphCondition created in this graph",
             condition,
             "a condition belongs to the graph whose create_condition() made it",
         )
+        raise invalid_value("cuGraphAddNode", str(err))
     return condition
+
+
+def check_branch_count(count: Any) -> int:
+    """``count`` of a switch node: an int >= 1 (0 is the driver's ``CUDA_ERROR_INVALID_VALUE``,
+    which cuda.core raises, so ours is an :class:`~cuda_core.CUDAError` and a ``ValueError``)."""
+    try:
+        return check_int("count", count, 1)
+    except ValueError as err:  # a non-integer stays a TypeError
+        raise invalid_value("cuGraphAddNode", str(err)) from None

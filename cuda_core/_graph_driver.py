@@ -3,15 +3,18 @@ read or set a capture's dependencies.
 
 The calls are written in their ``cuda-bindings`` 13.x form (an edge-data argument, an edge-data
 item in the results); :mod:`cuda_core._compat` gives them that form on 12.x too. All results go
-through :func:`~cuda_core._utils.handle_return`.
+through :func:`~cuda_core._utils.handle_return`, except :func:`exec_update`'s, whose failure
+needs the reason the bindings do not return.
 """
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
+from . import _backend
 from ._compat import driver
-from ._utils import handle_return, make_error
+from ._utils import ensure_driver, handle_return, make_error
 
 __all__: list[str] = []  # private module
 
@@ -93,3 +96,65 @@ def current_context(api: str) -> Any:
     if ctx is None or not int(ctx):
         raise make_error(_NO_CONTEXT, api)
     return ctx
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole-graph update. cuda.bindings returns no CUgraphExecUpdateResultInfo when the update fails,
+# which is when its reason matters, so the driver entry point is called directly (CUDA 12.0 ABI:
+# CUresult cuGraphExecUpdate(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)).
+
+
+class _UpdateResultInfo(ctypes.Structure):
+    _fields_ = [("result", ctypes.c_int), ("errorNode", ctypes.c_void_p), ("errorFromNode", ctypes.c_void_p)]
+
+
+_EXEC_UPDATE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_UpdateResultInfo))
+_exec_update_fn: list[Any] = []
+_UPDATE_FAILURE = int(driver.CUresult.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
+
+# Why the driver refused an update, by CUgraphExecUpdateResult name.
+UPDATE_REASONS = {
+    "CU_GRAPH_EXEC_UPDATE_ERROR": "the driver refused the update for a reason it does not name",
+    "CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED": "the source graph's nodes or edges differ from this graph's",
+    "CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED": "a node of the source graph is of another kind than this graph's",
+    "CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED": "a kernel node runs another function (drivers before 11.2)",
+    "CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED": "a node's parameters changed in a way an update cannot apply",
+    "CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED": "a node of the graph cannot be updated",
+    "CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE": "a kernel node's function changed in a way an update cannot apply",
+    "CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED": "a node's attributes changed in a way an update cannot apply",
+}
+
+
+def update_failure_text(result: int | None) -> str:
+    """cuda.core's wording for a refused update: ``"Graph update failed: <why> (<result name>)"``."""
+    try:
+        name = driver.CUgraphExecUpdateResult(result).name
+    except (TypeError, ValueError):
+        name = "CU_GRAPH_EXEC_UPDATE_ERROR" if result is None else f"CUgraphExecUpdateResult {result}"
+    why = UPDATE_REASONS.get(name, "the driver refused the update")
+    return f"Graph update failed: {why} ({name})"
+
+
+def exec_update(exe: Any, graph: Any) -> None:
+    """``cuGraphExecUpdate``: give ``exe`` the node parameters of ``graph`` (same topology).
+
+    A refusal raises ``CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`` as a :class:`CUDAError` whose
+    message says why (:func:`update_failure_text`); ``exe`` is then unchanged.
+    """
+    if not _exec_update_fn:
+        ensure_driver()
+        addr = _backend.entry_point("cuGraphExecUpdate")
+        _exec_update_fn.append(_EXEC_UPDATE(addr) if addr else None)
+    fn = _exec_update_fn[0]
+    result: int | None
+    if fn is not None:
+        info = _UpdateResultInfo()
+        err = int(fn(int(exe), int(graph), ctypes.byref(info)))
+        result = int(info.result)
+    else:  # no entry point (never seen): the bindings' call, the reason unknown when it fails
+        err_enum, out = driver.cuGraphExecUpdate(exe, graph)
+        err = int(err_enum)
+        result = None if out is None else int(out.result)
+    if not err:
+        return
+    raise make_error(err, "cuGraphExecUpdate", update_failure_text(result) if err == _UPDATE_FAILURE else "")

@@ -20,7 +20,7 @@ from typing import Any
 from . import _callback_table as _table
 from . import _graph_driver as _gd
 from ._compat import MANAGED_ALLOCATION, driver, require_cuda13
-from ._graph_cond import check_condition
+from ._graph_cond import check_branch_count, check_condition
 from ._graph_driver import current_context
 from ._graph_params import (
     check_event,
@@ -29,7 +29,7 @@ from ._graph_params import (
     memcpy_params,
     memset_params,
 )
-from ._graph_state import KINDS, AdjacencySetProxy
+from ._graph_state import KINDS, AdjacencySetProxy, register_node
 from ._utils import arg_error, check_int, handle_return
 
 __all__: list[str] = []  # public through cuda_core.graph
@@ -44,10 +44,12 @@ class GraphNode:
     Nodes come from the builder methods of a GraphDefinition (entry nodes, no dependencies) or
     of another node (the new node depends on it). Each builder returns the new node, so work is
     chained: ``g.memset(...).launch(cfg, k, buf).memcpy(...)``. The driver owns the node; the
-    wrapper is a light view (two wrappers of one node compare equal).
+    wrapper is a light view. While a wrapper is referenced, every lookup of its node
+    (``nodes()``, ``edges()``, ``pred``, ``succ``) returns that same object, so ``is`` works
+    as in ``cuda.core``; wrappers of one node made through different views compare equal.
     """
 
-    __slots__ = ("_def", "_handle")
+    __slots__ = ("__weakref__", "_def", "_handle")
 
     _def: Any  # the GraphDefinition
     _handle: Any  # CUgraphNode, or None for a definition's entry point
@@ -112,8 +114,10 @@ class GraphNode:
         if not self.is_valid:
             return
         handle_return(driver.cuGraphDestroyNode(self._handle), "cuGraphDestroyNode")
-        self._def._state.destroyed.add(int(self._handle))
-        self._def._state.meta.pop(int(self._handle), None)
+        state = self._def._state
+        state.destroyed.add(int(self._handle))
+        state.meta.pop(int(self._handle), None)
+        state.nodes.pop(int(self._handle), None)
 
     @property
     def pred(self) -> AdjacencySetProxy:
@@ -162,7 +166,9 @@ class GraphNode:
 
     def _same_graph(self, other: Any, name: str) -> Any:
         if not isinstance(other, GraphNode):
-            raise arg_error(name, "a GraphNode", other, exc=TypeError)
+            # cuda.core's wording first (code written for it may match on it), then ours
+            err = arg_error(name, "a GraphNode", other, exc=TypeError)
+            raise TypeError(f"expected GraphNode, got {type(other).__name__}: {err}")
         if other._handle is None:
             raise arg_error(name, "a node (not the entry point of a GraphDefinition)", other)
         if other._def._live() is None or int(other._def._handle) != int(self._def._handle):
@@ -171,13 +177,9 @@ class GraphNode:
         return other._live()
 
     def _new(self, kind: Any, handle: Any, meta: dict[str, Any] | None = None) -> Any:
-        state = self._def._state
         if meta is not None:
-            state.meta[int(handle)] = meta
-        node = object.__new__(KINDS[kind])
-        node._def = self._def
-        node._handle = handle
-        return node
+            self._def._state.meta[int(handle)] = meta
+        return register_node(self._def, KINDS[kind], handle)
 
     def _add_legacy(self, fn: Any, api: str, *params: Any) -> Any:
         deps = self._deps()
@@ -487,8 +489,11 @@ class GraphNode:
 
         Raises
         ------
-        TypeError, ValueError
-            ``condition`` is not a GraphCondition of this graph.
+        TypeError
+            ``condition`` is not a GraphCondition.
+        CUDAError
+            ``condition`` was created in another graph (``CUDA_ERROR_INVALID_VALUE``, as the
+            driver answers; also a ``ValueError``).
         """
         return self._conditional(condition, _COND.CU_GRAPH_COND_TYPE_IF, 1, "if")
 
@@ -525,8 +530,14 @@ class GraphNode:
         Returns
         -------
         SwitchNode
+
+        Raises
+        ------
+        CUDAError
+            ``count`` is below 1 (``CUDA_ERROR_INVALID_VALUE``, as the driver answers; also a
+            ``ValueError``).
         """
-        n = check_int("count", count, 1)
+        n = check_branch_count(count)
         return self._conditional(condition, _COND.CU_GRAPH_COND_TYPE_SWITCH, n, "switch")
 
 

@@ -35,7 +35,7 @@ class GraphState:
     never raising); a borrowed root (a GraphBuilder's captured graph) keeps its ``owner`` alive.
     """
 
-    __slots__ = ("__weakref__", "box", "destroyed", "keep", "key", "meta", "owner", "user_objects")
+    __slots__ = ("__weakref__", "box", "destroyed", "keep", "key", "meta", "nodes", "owner", "user_objects")
 
     def __init__(self, handle: Any, owned: bool, owner: Any = None) -> None:
         self.box = HandleHolder(driver.cuGraphDestroy if owned else _no_destroy, handle)
@@ -44,6 +44,9 @@ class GraphState:
         self.meta: dict[int, Any] = {}  # int(node) -> what the driver cannot tell us
         self.user_objects: list[Any] = []  # CUuserObjects of Python host callbacks
         self.destroyed: set[int] = set()
+        # int(node) -> its live wrapper: one Python object per node while any reference to it
+        # lives, so ``node is other`` holds as in cuda.core (whose tests and users rely on it)
+        self.nodes: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         self.owner = owner
         if owned:
             weakref.finalize(self, self.box.release)
@@ -57,16 +60,28 @@ class GraphState:
 
 
 def wrap_node(definition: Any, handle: Any) -> Any:
-    """The wrapper of the right class for node ``handle`` of ``definition``."""
-    meta = definition._state.meta.get(int(handle))
+    """The wrapper of node ``handle`` of ``definition``: the live one if there is one, else a new
+    wrapper of the right class (registered, so later lookups return the same object)."""
+    state = definition._state
+    key = int(handle)
+    node = state.nodes.get(key)
+    if node is not None:
+        return node
+    meta = state.meta.get(key)
     if isinstance(meta, dict) and "kind" in meta:
         cls = KINDS[meta["kind"]]
     else:
         t = handle_return(driver.cuGraphNodeGetType(handle), "cuGraphNodeGetType")
         cls = KINDS.get(t, KINDS["node"])
-    node = object.__new__(cls)
+    return register_node(definition, cls, handle)
+
+
+def register_node(definition: Any, cls: type, handle: Any) -> Any:
+    """A new wrapper of class ``cls`` for node ``handle``, registered as the node's one wrapper."""
+    node: Any = object.__new__(cls)
     node._def = definition
     node._handle = handle
+    definition._state.nodes[int(handle)] = node
     return node
 
 

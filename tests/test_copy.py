@@ -169,6 +169,9 @@ def test_buffer_copies_with_options(gpu):
     b.begin_building()
     with pytest.raises(TypeError, match="graph"):
         dst.copy_from(src, stream=b, options=CopyOptions())
+    # cuda.core's wording (its copy_batch takes only a Stream), then ours
+    with pytest.raises(TypeError, match=r"^Argument 'stream' has incorrect type .*copy_batch: a graph builder"):
+        copy_batch(b, [src], [dst])
     with pytest.raises(TypeError, match="capturing"):
         copy_batch(s, [src], [dst])  # the stream under capture
     b.end_building()

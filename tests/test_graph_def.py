@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import re
 import struct
 import time
+import weakref
 
 import numpy as np
 import pytest
 
 import cuda_core.graph as G
+from cuda_core import CUDAError
 from cuda_core import _callback_table as _table
 from cuda_core import _graph_params as P
-from cuda_core._graph_cond import GraphCondition, check_condition
+from cuda_core._graph_cond import GraphCondition, check_branch_count, check_condition
 from cuda_core._kernel_arg_handler import ParamHolder
 
 # A kernel sets a condition with cudaGraphSetConditional; NVRTC knows the handle type but not
@@ -130,8 +133,46 @@ def test_condition_checks():
     assert check_condition(cond, 10) is cond
     with pytest.raises(TypeError, match="condition must be a GraphCondition"):
         check_condition(5, 10)
-    with pytest.raises(ValueError, match="created in this graph"):
+    with pytest.raises(ValueError, match="created in this graph") as info:
         check_condition(cond, 11)
+    # the driver's refusal, as cuda.core raises it, caught first and explained
+    assert isinstance(info.value, CUDAError) and info.value.name == "CUDA_ERROR_INVALID_VALUE"
+    assert info.value.api == "cuGraphAddNode"
+
+
+def test_switch_branch_count_checks():
+    assert check_branch_count(3) == 3
+    assert check_branch_count(np.int64(1)) == 1
+    for bad in (0, -2):
+        with pytest.raises(CUDAError, match=r"count must be an integer >= 1") as info:
+            check_branch_count(bad)
+        assert isinstance(info.value, ValueError) and info.value.name == "CUDA_ERROR_INVALID_VALUE"
+    with pytest.raises(TypeError, match="count must be an integer"):
+        check_branch_count("2")
+
+
+def test_refused_update_says_why_in_cuda_cores_words():
+    from cuda.bindings import driver
+
+    from cuda_core._graph_driver import UPDATE_REASONS, update_failure_text
+
+    r = driver.CUgraphExecUpdateResult
+    text = update_failure_text(int(r.CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED))
+    assert re.fullmatch(r"Graph update failed: .+ \(CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED\)", text)
+    # every failure the bindings know has its own explanation
+    for member in r:
+        if member != r.CU_GRAPH_EXEC_UPDATE_SUCCESS:
+            assert member.name in UPDATE_REASONS
+            assert update_failure_text(int(member)) == f"Graph update failed: {UPDATE_REASONS[member.name]} ({member.name})"
+    assert update_failure_text(None).endswith("(CU_GRAPH_EXEC_UPDATE_ERROR)")
+    assert "CUgraphExecUpdateResult 999" in update_failure_text(999)
+
+
+def test_edge_to_a_non_node_is_a_type_error_in_cuda_cores_words():
+    node = object.__new__(G.EmptyNode)  # the type check comes before any use of the node
+    for bad in ("not a node", 42):
+        with pytest.raises(TypeError, match=r"^expected GraphNode, got .*: node must be a GraphNode"):
+            node._same_graph(bad, "node")
 
 
 def test_memset_value_forms():
@@ -564,6 +605,13 @@ def test_misuse_errors(env):
     foreign = g2.create_condition(1)
     with pytest.raises(ValueError, match="condition must be a GraphCondition created in this graph"):
         g1.if_then(foreign)
+    # what cuda.core raises for both (the driver's CUDA_ERROR_INVALID_VALUE)
+    with pytest.raises(CUDAError, match="created in this graph"):
+        g1.if_then(foreign)
+    with pytest.raises(CUDAError, match="count must be an integer >= 1"):
+        g2.switch(foreign, 0)
+    with pytest.raises(TypeError, match="expected GraphNode, got str"):
+        n1.succ.add("not a node")
     with pytest.raises(TypeError, match="condition must be a GraphCondition"):
         g1.while_loop(1)
     with pytest.raises(TypeError, match="kernel must be a Kernel"):
@@ -579,6 +627,84 @@ def test_misuse_errors(env):
     assert not g1.is_valid and not n1.is_valid
     with pytest.raises(RuntimeError, match="closed"):
         g1.empty()
+
+
+@pytest.mark.gpu
+def test_a_node_has_one_wrapper_while_it_is_referenced(env):
+    dev, k, _ = env
+    s = dev.create_stream()
+    a, b = _ints(dev, s), _ints(dev, s)
+    g = G.GraphDefinition()
+    first = g.launch(_cfg(), k["set_value"], a, np.int32(N), np.int32(1))
+    second = first.launch(_cfg(), k["set_value"], b, np.int32(N), np.int32(2))
+    last = g.launch(_cfg(), k["add_one"], a, np.int32(N))  # an entry node, wired below
+    # every lookup returns the wrappers the builders returned
+    assert sum(n is last for n in g.nodes()) == 1
+    assert next(iter(first.succ)) is second and next(iter(second.pred)) is first
+    assert [(x is first, y is second) for x, y in g.edges()] == [(True, True)]
+    # the fan-in rewiring cuda.core's tests do: skipping the target by identity (a self edge
+    # would be CUDA_ERROR_INVALID_VALUE)
+    for n in g.nodes():
+        if n is not last:
+            n.succ.add(last)
+    assert len(g.edges()) == 3 and set(last.pred) == {first, second}
+    g.instantiate().launch(s)
+    assert (_read(a, s) == 2).all() and (_read(b, s) == 2).all()
+    # a wrapper nobody references is made again, equal to the old one
+    key = int(second.handle)
+    del second
+    gc.collect()
+    again = next(iter(first.succ - {last}))
+    assert int(again.handle) == key and isinstance(again, G.KernelNode)
+    again.destroy()
+    assert again not in g.nodes() and len(g.edges()) == 1  # first -> last
+    s.close()
+
+
+@pytest.mark.gpu
+def test_graph_update_releases_what_the_old_source_kept(env):
+    dev, _, _ = env
+    s = dev.create_stream()
+    called = []
+
+    def old_cb():
+        called.append("old")
+
+    def new_cb():
+        called.append("new")
+
+    old_ref, new_ref = weakref.ref(old_cb), weakref.ref(new_cb)
+    old_def = G.GraphDefinition()
+    old_def.callback(old_cb)
+    graph = old_def.instantiate()
+    new_def = G.GraphDefinition()
+    new_def.callback(new_cb)
+    del old_cb, new_cb
+    graph.update(new_def)
+    del old_def, new_def
+    t0 = time.monotonic()
+    while old_ref() is not None and time.monotonic() - t0 < 10:
+        gc.collect()
+        time.sleep(0.01)
+    assert old_ref() is None  # the graph no longer keeps the old definition's callback
+    assert new_ref() is not None  # it keeps the new one
+    graph.launch(s)
+    _wait(s)
+    assert called == ["new"]
+    # a refused update adopts nothing and keeps what the graph had
+    refused = G.GraphDefinition()
+    refused.callback(lambda: called.append("refused"))
+    refused.empty()
+    with pytest.raises(CUDAError, match=r"Graph update failed: .+ \(CU_GRAPH_EXEC_UPDATE_ERROR"):
+        graph.update(refused)
+    del refused
+    gc.collect()
+    assert new_ref() is not None
+    graph.launch(s)
+    _wait(s)
+    assert called == ["new", "new"]
+    graph.close()
+    s.close()
 
 
 @pytest.mark.gpu

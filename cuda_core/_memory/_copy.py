@@ -187,7 +187,9 @@ def _batch_stream(stream: Any, api: str, capture: bool = False) -> Any:
     from .._graph import GraphBuilder
 
     if isinstance(stream, GraphBuilder) and not capture:
+        # cuda.core's wording first (its stream parameter is typed Stream), then why and what to do
         raise TypeError(
+            "Argument 'stream' has incorrect type (expected Stream, got GraphBuilder): "
             f"{api}: a graph builder cannot take attributed or batched copies (a graph has no node "
             "for them); copy with Buffer.copy_to/copy_from without options instead"
         )

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 from .._compat import driver
+from .._errors import invalid_value
 from .._utils import arg_error, check_int, handle_return
 from ._array import (
     ArrayStorage,
@@ -16,7 +17,7 @@ from ._array import (
     normalize_format,
     options_of,
 )
-from ._ref import ResourceRef, destroy_mipmapped_array, invalid_value
+from ._ref import ResourceRef, destroy_mipmapped_array
 
 __all__ = ["MipmappedArray", "MipmappedArrayOptions"]
 

@@ -15,24 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .._compat import driver
-from .._errors import CUDAError
 
 __all__: list[str] = []  # private module
-
-
-_INVALID_VALUE = driver.CUresult.CUDA_ERROR_INVALID_VALUE
-
-
-class InvalidValueError(CUDAError, ValueError):
-    """A request the driver would refuse with ``CUDA_ERROR_INVALID_VALUE``, caught first.
-
-    Both a :class:`~cuda_core.CUDAError` (what the driver call would raise) and a
-    ``ValueError`` (an argument error), with a message that says what is wrong.
-    """
-
-
-def invalid_value(api: str, explanation: str) -> InvalidValueError:
-    return InvalidValueError(api, _INVALID_VALUE.name, explanation, int(_INVALID_VALUE))
 
 
 def _release(destroy: Callable[[int], object], handle: int) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from .._compat import driver
+from .._errors import invalid_value
 from .._utils import arg_error, handle_return
-from ._ref import Owner, ResourceRef, destroy_surface, invalid_value
+from ._ref import Owner, ResourceRef, destroy_surface
 from ._texture import ResourceDescriptor
 
 __all__ = ["SurfaceObject"]

@@ -6,12 +6,13 @@ import dataclasses
 from typing import Any
 
 from .._compat import driver
+from .._errors import invalid_value
 from .._memory import Buffer
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
 from ..typing import AddressModeType, ArrayFormatType, FilterModeType, ReadModeType
 from ._array import CU_FORMAT, FORMAT_SIZE, OpaqueArray, check_channels, normalize_format
 from ._mipmapped_array import MipmappedArray
-from ._ref import Owner, ResourceRef, destroy_texture, invalid_value
+from ._ref import Owner, ResourceRef, destroy_texture
 
 __all__ = ["ResourceDescriptor", "TextureObject", "TextureObjectOptions"]
 
