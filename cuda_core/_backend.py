@@ -78,7 +78,7 @@ _get_proc_address = driver.cuGetProcAddress
 # Entry points that take a stream: resolved with per-thread default stream semantics when asked.
 _TAKES_STREAM = frozenset(
     {
-        "cuStreamCreate", "cuStreamCreateWithPriority", "cuStreamDestroy", "cuStreamQuery",
+        "cuStreamCreate", "cuStreamCreateWithPriority", "cuStreamDestroy", "cuStreamQuery", "cuStreamIsCapturing",
         "cuStreamSynchronize", "cuStreamWaitEvent", "cuEventRecord", "cuLaunchKernelEx",
         "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemcpyAsync", "cuLaunchHostFunc",
     }

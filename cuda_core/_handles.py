@@ -49,6 +49,10 @@ Protocol (every name below exists in both backends):
     default stream of whichever context is current: with ``ctx`` given, both calls run with
     ``ctx`` current (a device's default stream, also on a thread where another device is
     current); a real stream is tried as it is and, where that fails, once more with ``ctx``.
+    A stream that is capturing a graph (``cuStreamIsCapturing``: active or invalidated) is
+    refused before anything is allocated, with the error of status
+    ``CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`` and api ``"cuStreamIsCapturing"`` (pools
+    allocate outside graphs; the resource turns it into its ``RuntimeError``).
     ``Allocation.adopt(ptr, size, free, stream, ctx)`` owns memory freed by the Python
     callable ``free(ptr, size, stream)``. ``set_stream(stream)``, ``close(stream=None)``.
     Freed once: at ``close()`` or when collected (a failure then is a ``ResourceWarning``);
@@ -118,13 +122,15 @@ from ._compat import driver
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 _CUcontext = driver.CUcontext
 _CUstream = driver.CUstream
 _CUevent = driver.CUevent
 _SUCCESS = 0
 _NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
+_CAPTURE_UNSUPPORTED = int(driver.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+_CAPTURE_NONE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 _INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
 _STREAM_POOL_CAP = 32
 _EVENT_POOL_CAP = 64
@@ -616,6 +622,19 @@ class Allocation:
                 _warn(f"a garbage-collected allocation of {self.size} bytes at 0x{self.ptr:x}", exc)
 
 
+def _alloc_outside_capture(size: int, pool: int, h: Any) -> tuple[int, Any, str]:
+    """``(status, ptr, api)`` of ``cuMemAllocFromPoolAsync`` on ``h``, which is first checked
+    not to be capturing (``CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`` from "cuStreamIsCapturing"
+    when it is; nothing is allocated then)."""
+    err, status = driver.cuStreamIsCapturing(h)
+    if err:
+        return int(err), 0, "cuStreamIsCapturing"
+    if status != _CAPTURE_NONE:
+        return _CAPTURE_UNSUPPORTED, 0, "cuStreamIsCapturing"
+    err, ptr = driver.cuMemAllocFromPoolAsync(size, driver.CUmemoryPool(pool), h)
+    return int(err), ptr, "cuMemAllocFromPoolAsync"
+
+
 def pool_allocate(pool: int, size: int, stream: StreamHandle, ctx: ContextHandle | None) -> Allocation:
     """``cuMemAllocFromPoolAsync(size, pool, stream)``: with ``ctx`` current for a default-stream
     token; for a real stream as it is and, where that fails and ``ctx`` is given, once more
@@ -623,13 +642,13 @@ def pool_allocate(pool: int, size: int, stream: StreamHandle, ctx: ContextHandle
     h = _CUstream(stream.address) if not stream._released else stream._live()
     if ctx is not None and stream.address <= _LAST_TOKEN:
         with _Current(ctx.address):  # a token: the default stream of ctx, not the current one's
-            err, ptr = driver.cuMemAllocFromPoolAsync(size, driver.CUmemoryPool(pool), h)
+            err, ptr, api = _alloc_outside_capture(size, pool, h)
     else:
-        err, ptr = driver.cuMemAllocFromPoolAsync(size, driver.CUmemoryPool(pool), h)
-        if err and ctx is not None:
+        err, ptr, api = _alloc_outside_capture(size, pool, h)
+        if err and ctx is not None and err != _CAPTURE_UNSUPPORTED:
             with _Current(ctx.address):
-                err, ptr = driver.cuMemAllocFromPoolAsync(size, driver.CUmemoryPool(pool), h)
-    _check(err, "cuMemAllocFromPoolAsync")
+                err, ptr, api = _alloc_outside_capture(size, pool, h)
+    _check(err, api)
     return Allocation.adopt(int(ptr), size, None, stream, ctx)
 
 

@@ -303,8 +303,12 @@ class KernelOccupancy:
     current context; call ``Device.set_current()`` first.
     """
 
-    __slots__ = ("_kernel",)
-    _kernel: Kernel
+    # The kernel's handle and what keeps its code loaded (its ObjectCode), not the Kernel: the
+    # kernel caches this object, and a cycle would leave the code's unloading to the garbage
+    # collector, which may run during a graph capture (where unloading invalidates it).
+    __slots__ = ("_handle", "_module")
+    _handle: Any
+    _module: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("KernelOccupancy cannot be created directly; use Kernel.occupancy")
@@ -312,12 +316,16 @@ class KernelOccupancy:
     @classmethod
     def _init(cls, kernel: Kernel) -> KernelOccupancy:
         self = object.__new__(cls)
-        self._kernel = kernel
+        self._handle = kernel._handle
+        self._module = kernel._module
         return self
+
+    def _function(self) -> Any:
+        return handle_return(driver.cuKernelGetFunction(self._handle), "cuKernelGetFunction")
 
     def _query(self, fn: Callable[..., tuple[Any, ...]], *args: Any) -> Any:
         """``fn(<the kernel's CUfunction>, *args)`` through the error funnel."""
-        return call(fn, self._kernel._function(), *args)
+        return call(fn, self._function(), *args)
 
     def max_active_blocks_per_multiprocessor(self, block_size: int, dynamic_shared_memory_size: int) -> int:
         """The most blocks of this kernel that can be resident on one multiprocessor.
@@ -374,7 +382,7 @@ class KernelOccupancy:
             grid, block = self._query(driver.cuOccupancyMaxPotentialBlockSize, None, dynamic_shared_memory_needed, block_size_limit)
         elif isinstance(dynamic_shared_memory_needed, driver.CUoccupancyB2DSize):
             grid, block = _max_potential_block_size_b2d(
-                self._kernel._function(), _b2d_address(dynamic_shared_memory_needed), block_size_limit
+                self._function(), _b2d_address(dynamic_shared_memory_needed), block_size_limit
             )
         else:
             raise arg_error(

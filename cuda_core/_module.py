@@ -37,7 +37,11 @@ class ObjectCode:
     _code_type: str
     _finalizer: Any
     _holder: HandleHolder | None  # the loaded CUlibrary
-    _kernels: dict[Any, Kernel] | None
+    # Kernels by name, held weakly: a Kernel keeps its ObjectCode alive, so a strong cache would
+    # make a cycle, and the code would be unloaded by the garbage collector at some later time
+    # (possibly during a graph capture, which unloading invalidates) instead of when the last
+    # reference goes, as in cuda.core.
+    _kernels: weakref.WeakValueDictionary[Any, Kernel] | None
     _name: str
     _sym_map: dict
 
@@ -68,7 +72,7 @@ class ObjectCode:
         self._sym_map = dict(symbol_mapping) if symbol_mapping else {}
         self._holder = None
         self._finalizer = None
-        self._kernels = {}
+        self._kernels = weakref.WeakValueDictionary()
         return self
 
     @staticmethod
@@ -245,7 +249,8 @@ class ObjectCode:
         Returns
         -------
         Kernel
-            The same object for the same name (it keeps this ObjectCode alive).
+            The same object for the same name while it is referenced (it keeps this ObjectCode
+            alive).
 
         Raises
         ------

@@ -36,6 +36,7 @@ CHECKS = (
     "released_refuse",
     "driver_errors",
     "allocation_freed_once",
+    "allocation_refused_while_capturing",
     "allocation_fallbacks",
     "allocation_free_callback",
     "launch",

@@ -309,15 +309,30 @@ PyTypeObject cc_Allocation_Type = {
     .tp_finalize = alloc_finalize,
 };
 
-/* Without the GIL: cuMemAllocFromPoolAsync, with ctx current for a default-stream token (as in
+/* Without the GIL: cuMemAllocFromPoolAsync on a stream that is not capturing a graph. A capturing
+ * stream (active or invalidated capture) is refused before anything is allocated: the status
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, api "cuStreamIsCapturing" (see _handles.pool_allocate). */
+static int
+alloc_outside_capture_nogil(unsigned long long *ptr, size_t size, void *pool, void *stream, const char **api)
+{
+    int status = 0;
+    int st = cc_driver.stream_is_capturing(stream, &status);
+    if (st != CC_SUCCESS || status != 0) {
+        *api = "cuStreamIsCapturing";
+        return st != CC_SUCCESS ? st : CC_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    *api = "cuMemAllocFromPoolAsync";
+    return cc_driver.mem_alloc_from_pool_async(ptr, size, pool, stream);
+}
+
+/* Without the GIL: the allocation above, with ctx current for a default-stream token (as in
  * free_on_stream_nogil); a real stream is tried as it is, then (with ctx) once more, ctx current. */
 static int
 alloc_from_pool_nogil(unsigned long long *ptr, size_t size, void *pool, void *stream, void *ctx, const char **api)
 {
-    *api = "cuMemAllocFromPoolAsync";
     if (ctx == NULL || !CC_IS_TOKEN(stream)) {
-        int st = cc_driver.mem_alloc_from_pool_async(ptr, size, pool, stream);
-        if (st == CC_SUCCESS || ctx == NULL) {
+        int st = alloc_outside_capture_nogil(ptr, size, pool, stream, api);
+        if (st == CC_SUCCESS || ctx == NULL || st == CC_ERROR_STREAM_CAPTURE_UNSUPPORTED) {
             return st;
         }
     }
@@ -325,10 +340,11 @@ alloc_from_pool_nogil(unsigned long long *ptr, size_t size, void *pool, void *st
     if (pst != CC_SUCCESS) {
         return pst;
     }
-    int st = cc_driver.mem_alloc_from_pool_async(ptr, size, pool, stream);
+    const char *alloc_api;
+    int st = alloc_outside_capture_nogil(ptr, size, pool, stream, &alloc_api);
     pst = cc_pop_nogil(pushed, api);
     if (st != CC_SUCCESS) {
-        *api = "cuMemAllocFromPoolAsync";
+        *api = alloc_api;
         return st;
     }
     return pst;

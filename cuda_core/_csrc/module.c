@@ -66,6 +66,7 @@ static const struct {
     EP("cuStreamCreateWithPriority", stream_create_with_priority),
     EP("cuStreamDestroy", stream_destroy),
     EP("cuStreamQuery", stream_query),
+    EP("cuStreamIsCapturing", stream_is_capturing),
     EP("cuStreamSynchronize", stream_synchronize),
     EP("cuStreamWaitEvent", stream_wait_event),
     EP("cuEventCreate", event_create),

@@ -27,7 +27,7 @@
 
 /* Bumped whenever anything Python relies on changes (names, signatures, semantics). Python
  * checks it at import (cuda_core/_backend.py) and falls back to pure Python on a mismatch. */
-#define CC_ABI_VERSION 5
+#define CC_ABI_VERSION 6
 
 /* The driver entry points (CUDA 12.0 ABI), resolved by Python through cuGetProcAddress and
  * handed to bind(). NULL until then: every call checks cc_bound first. */
@@ -43,6 +43,7 @@ typedef struct {
     int (*stream_create_with_priority)(void **stream, unsigned int flags, int priority);
     int (*stream_destroy)(void *stream);
     int (*stream_query)(void *stream);
+    int (*stream_is_capturing)(void *stream, int *status);
     int (*stream_synchronize)(void *stream);
     int (*stream_wait_event)(void *stream, void *event, unsigned int flags);
     int (*event_create)(void **event, unsigned int flags);
@@ -65,6 +66,7 @@ extern int cc_bound;
 #define CC_ERROR_INVALID_CONTEXT 201
 #define CC_ERROR_NOT_READY 600
 #define CC_ERROR_CONTEXT_IS_DESTROYED 709
+#define CC_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
 
 /* Run a driver call with the GIL released, as cuda.bindings does: a call that blocks (a full
  * launch queue, a growing pool, a synchronisation) must not stop other Python threads, above

@@ -6,10 +6,10 @@ import threading
 from typing import Any
 
 from .._compat import driver
-from .._utils import arg_error, check_int, handle_return, make_error
+from .._utils import arg_error, handle_return, make_error
 from ._buffer import Buffer
 from ._buffer_support import as_stream, live_handle, on_stream, stream_context
-from ._resource import MemoryResource, check_size
+from ._resource import MemoryResource, check_size, in_context
 
 __all__ = ["GraphMemoryResource"]
 
@@ -17,19 +17,39 @@ _GA = driver.CUgraphMem_attribute
 _ACTIVE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
 
 
-def _capturing_stream(stream: Any, what: str) -> Any:
-    """The Stream of ``stream`` (a GraphBuilder or a stream), which must be capturing."""
+def _stream_of(stream: Any) -> Any:
+    """The Stream of ``stream`` (a GraphBuilder or a stream); it is required."""
     if stream is None:
         raise arg_error("stream", "a capturing Stream or a GraphBuilder that is building", None, exc=TypeError)
-    s = as_stream(stream)
-    status = handle_return(driver.cuStreamIsCapturing(live_handle(s)), "cuStreamIsCapturing")
+    return as_stream(stream)
+
+
+def _capturing_stream(stream: Any) -> Any:
+    """The Stream of ``stream``, which must be capturing a graph (an invalidated capture is
+    refused too, as in cuda.core)."""
+    s = _stream_of(stream)
+    status = handle_return(
+        in_context(stream_context(s), driver.cuStreamIsCapturing, live_handle(s)), "cuStreamIsCapturing"
+    )
     if status != _ACTIVE:
         raise RuntimeError(
-            f"GraphMemoryResource cannot {what} on a stream that is not capturing a graph; "
-            "allocate while a GraphBuilder is building (begin_building()), and use another "
-            "memory resource outside graphs"
+            "GraphMemoryResource cannot perform memory operations on a non-capturing stream. "
+            "Allocate while a GraphBuilder is building (between begin_building() and "
+            "end_building()), and from another memory resource outside graphs"
         )
     return s
+
+
+def _zero_only(name: str, value: Any) -> None:
+    """A high watermark can only be reset (set to 0), as in cuda.core: ``AttributeError``."""
+    if value != 0:
+        raise AttributeError(
+            f"Attribute '{name}' may only be set to zero (got {value!r}). Setting it to 0 resets "
+            "the watermark to the current usage"
+        )
+
+
+_READ_ONLY = frozenset({"reserved_mem_current", "used_mem_current"})
 
 
 class GraphMemoryResourceAttributes:
@@ -47,13 +67,19 @@ class GraphMemoryResourceAttributes:
         self._dev = driver.CUdevice(device_id)
         return self
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _READ_ONLY:  # cuda.core's wording (its tests match it)
+            raise AttributeError(
+                f"attribute '{name}' of 'GraphMemoryResourceAttributes' objects is not writable "
+                "(it reports the driver's count)"
+            )
+        object.__setattr__(self, name, value)
+
     def _get(self, attr: Any) -> int:
         return int(handle_return(driver.cuDeviceGetGraphMemAttribute(self._dev, attr), "cuDeviceGetGraphMemAttribute"))
 
     def _reset(self, attr: Any, value: Any, name: str) -> None:
-        value = check_int(name, value, minimum=0)
-        if value:
-            raise arg_error(name, "0 (a high watermark can only be reset to the current usage)", value)
+        _zero_only(name, value)
         handle_return(
             driver.cuDeviceSetGraphMemAttribute(self._dev, attr, driver.cuuint64_t(0)), "cuDeviceSetGraphMemAttribute"
         )
@@ -65,7 +91,8 @@ class GraphMemoryResourceAttributes:
 
     @property
     def reserved_mem_high(self) -> int:
-        """High watermark of :attr:`reserved_mem_current`; set it to 0 to reset it."""
+        """High watermark of :attr:`reserved_mem_current`; set it to 0 to reset it (any other value
+        raises ``AttributeError``, as in cuda.core)."""
         return self._get(_GA.CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
 
     @reserved_mem_high.setter
@@ -79,7 +106,8 @@ class GraphMemoryResourceAttributes:
 
     @property
     def used_mem_high(self) -> int:
-        """High watermark of :attr:`used_mem_current`; set it to 0 to reset it."""
+        """High watermark of :attr:`used_mem_current`; set it to 0 to reset it (any other value
+        raises ``AttributeError``, as in cuda.core)."""
         return self._get(_GA.CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)
 
     @used_mem_high.setter
@@ -103,8 +131,8 @@ class GraphMemoryResource(MemoryResource):
     allocates and frees the memory each time it runs; the driver keeps the backing memory
     between runs (see :attr:`attributes`; :meth:`trim` gives unused memory back). A buffer
     closed after the capture frees the graph's allocation in stream order once the graph has
-    run. Outside capture, :meth:`allocate` and :meth:`deallocate` raise ``RuntimeError``; other
-    resources raise inside a capture.
+    run. Outside capture, :meth:`allocate` raises ``RuntimeError``; the pool resources
+    (:class:`DeviceMemoryResource` and kin) raise inside a capture, as in cuda.core.
 
     Parameters
     ----------
@@ -167,7 +195,7 @@ class GraphMemoryResource(MemoryResource):
         CUDAError
             The driver refused (the message names the requested size).
         """
-        s = _capturing_stream(stream, "allocate")
+        s = _capturing_stream(stream)
         size = check_size(size)
         if not size:
             return Buffer._owned(0, 0, self, s, None)
@@ -177,7 +205,12 @@ class GraphMemoryResource(MemoryResource):
         return Buffer._owned(int(ptr), size, self, s, None)
 
     def deallocate(self, ptr: Any, size: int, *, stream: Any = None) -> None:
-        """Free graph memory inside the graph being captured on ``stream`` (a free node).
+        """Free graph memory, ordered on ``stream`` (``cuMemFreeAsync``).
+
+        On a stream that is capturing (a building GraphBuilder) this adds a free node to the
+        graph. On any other stream it frees, in stream order, memory that a launched graph
+        allocated and left allocated (a graph completed with ``auto_free_on_launch``, or one
+        whose buffer outlives it), as the driver allows and as in cuda.core.
 
         Parameters
         ----------
@@ -186,17 +219,19 @@ class GraphMemoryResource(MemoryResource):
         size : int
             The size that was allocated (unused).
         stream : GraphBuilder or Stream
-            Keyword-only and required: capturing.
+            Keyword-only and required.
 
         Raises
         ------
-        RuntimeError
-            The stream is not capturing.
+        TypeError
+            No stream.
         CUDAError
-            The driver refused.
+            The driver refused (for example, the memory is not allocated at this point).
         """
-        s = _capturing_stream(stream, "deallocate")
-        handle_return(on_stream(s, stream_context(s), driver.cuMemFreeAsync, int(ptr or 0), s._handle), "cuMemFreeAsync")
+        s = _stream_of(stream)
+        handle_return(
+            on_stream(s, stream_context(s), driver.cuMemFreeAsync, int(ptr or 0), live_handle(s)), "cuMemFreeAsync"
+        )
 
     def close(self) -> None:
         """Nothing to release (the driver owns graph memory); kept for compatibility."""

@@ -29,6 +29,18 @@ _owned_buffer = Buffer._owned
 _new = object.__new__
 _pool_allocate = backend.pool_allocate
 _PA = driver.CUmemPool_attribute
+_cuStreamIsCapturing = driver.cuStreamIsCapturing
+_CAPTURE_NONE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+_CAPTURE_UNSUPPORTED = int(driver.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+
+
+def capture_refused(mr: Any) -> RuntimeError:
+    """The error of a pool resource's ``allocate`` on a stream that is capturing a graph."""
+    return RuntimeError(
+        f"{type(mr).__name__} cannot perform memory operations on a capturing stream (consider using "
+        "GraphMemoryResource). Its allocations would become part of the graph being captured: "
+        "allocate inside a capture with GraphMemoryResource, or before begin_building()"
+    )
 
 
 def _destroy_pool(pool: Any) -> None:
@@ -280,7 +292,9 @@ class _PoolResource(MemoryResource):
             try:
                 a = _pool_allocate(pool, size, h, ctx if ctx is not None else context_handle_of(s))
             except CUDAError as exc:
-                raise make_error(exc.code, "cuMemAllocFromPoolAsync", f"allocating {size} bytes failed") from None
+                if exc.api == "cuStreamIsCapturing" and exc.code == _CAPTURE_UNSUPPORTED:
+                    raise capture_refused(self) from None
+                raise make_error(exc.code, exc.api, f"allocating {size} bytes failed") from None
             buf = _new(Buffer)
             buf._h = a
             buf._ptr = a.ptr
@@ -300,8 +314,12 @@ class _PoolResource(MemoryResource):
                 "a mapped (imported) memory resource cannot allocate; it only maps buffers "
                 "shared with Buffer.from_ipc_descriptor() (allocate in the exporting process)"
             )
-        live_handle(s)
+        h = live_handle(s)
         if not size:
+            err, status = in_context(stream_context(s), _cuStreamIsCapturing, h)
+            if err or status != _CAPTURE_NONE:  # refused as any other size is (as in cuda.core)
+                handle_return((err,), "cuStreamIsCapturing")
+                raise capture_refused(self)
             return _owned_buffer(0, 0, self, s, None)
         return self.allocate(size, stream=s)
 

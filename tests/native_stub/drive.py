@@ -32,6 +32,7 @@ lib.stub_set_current.argtypes = [ctypes.c_void_p]
 lib.stub_count.argtypes = [ctypes.c_char_p]
 lib.stub_fail.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
 lib.stub_set_busy.argtypes = [ctypes.c_void_p, ctypes.c_int]
+lib.stub_set_capturing.argtypes = [ctypes.c_void_p, ctypes.c_int]
 lib.stub_is_dead.argtypes = [ctypes.c_void_p]
 lib.stub_frees.argtypes = [ctypes.c_ulonglong]
 lib.stub_free_stream.argtypes = [ctypes.c_ulonglong]
@@ -402,6 +403,28 @@ def allocation_freed_once() -> None:
     assert not e.is_open
     e.close()
     assert lib.stub_frees(e.ptr) == 0
+
+
+@check
+def allocation_refused_while_capturing() -> None:
+    # A stream capturing a graph (active: 1, invalidated: 2) gets no pool memory: the request
+    # is refused before the driver is asked for memory (it would become a graph node), and
+    # not retried in the context (the stream is not in the wrong one).
+    ctx = new_ctx()
+    s = ctx.create_stream(0, None)
+    pushes = count("cuCtxPushCurrent")
+    for status in (1, 2):
+        lib.stub_set_capturing(s.address, status)
+        cuda_error(lambda: N.pool_allocate(0x9000, 8, s, ctx), 900, "cuStreamIsCapturing")
+    assert count("cuMemAllocFromPoolAsync") == 0 and count("cuCtxPushCurrent") == pushes
+    assert count("cuStreamIsCapturing") == 2
+    lib.stub_set_capturing(s.address, 0)
+    a = N.pool_allocate(0x9000, 8, s, ctx)
+    assert a.is_open and count("cuMemAllocFromPoolAsync") == 1 and count("cuStreamIsCapturing") == 3
+    a.close()
+    fail("cuStreamIsCapturing", 400)  # the query itself failing is reported as such
+    cuda_error(lambda: N.pool_allocate(0x9000, 8, s, None), 400, "cuStreamIsCapturing")
+    assert count("cuMemAllocFromPoolAsync") == 1 and errors.value == 0
 
 
 @check

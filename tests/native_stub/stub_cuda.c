@@ -22,14 +22,14 @@
 enum {
     A_CtxGetId, A_CtxGetCurrent, A_CtxPushCurrent, A_CtxPopCurrent, A_CtxGetDevice,
     A_PrimaryCtxRetain, A_PrimaryCtxRelease, A_StreamCreate, A_StreamCreateWithPriority,
-    A_StreamDestroy, A_StreamQuery, A_StreamSynchronize, A_StreamWaitEvent, A_EventCreate,
+    A_StreamDestroy, A_StreamQuery, A_StreamIsCapturing, A_StreamSynchronize, A_StreamWaitEvent, A_EventCreate,
     A_EventDestroy, A_EventRecord, A_EventQuery, A_EventSynchronize, A_LaunchKernelEx,
     A_MemAllocFromPoolAsync, A_MemFreeAsync, A_MemcpyAsync, N_API
 };
 static const char *api_names[N_API] = {
     "cuCtxGetId", "cuCtxGetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuCtxGetDevice",
     "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease", "cuStreamCreate",
-    "cuStreamCreateWithPriority", "cuStreamDestroy", "cuStreamQuery", "cuStreamSynchronize",
+    "cuStreamCreateWithPriority", "cuStreamDestroy", "cuStreamQuery", "cuStreamIsCapturing", "cuStreamSynchronize",
     "cuStreamWaitEvent", "cuEventCreate", "cuEventDestroy", "cuEventRecord", "cuEventQuery",
     "cuEventSynchronize", "cuLaunchKernelEx", "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
     "cuMemcpyAsync",
@@ -44,6 +44,7 @@ typedef struct {
     int kind;
     int dead;
     int busy;
+    int capturing; /* the CUstreamCaptureStatus cuStreamIsCapturing reports (the test sets it) */
     int recorded;
     unsigned long long ctx_id;
     unsigned int flags;
@@ -179,6 +180,7 @@ int stub_fail(const char *name, int status, int times)
     return 0;
 }
 void stub_set_busy(void *h, int busy) { ((fake_obj *)h)->busy = busy; }
+void stub_set_capturing(void *h, int status) { ((fake_obj *)h)->capturing = status; }
 int stub_is_dead(void *h) { return ((fake_obj *)h)->dead; }
 int stub_frees(unsigned long long ptr)
 {
@@ -325,6 +327,16 @@ int cuStreamQuery(void *stream)
         return st;
     }
     return !is_default_stream(stream) && ((fake_obj *)stream)->busy ? ERR_NOT_READY : OK;
+}
+int cuStreamIsCapturing(void *stream, int *status)
+{
+    ENTER(A_StreamIsCapturing);
+    int st = check_stream(stream);
+    if (st != OK) {
+        return st;
+    }
+    *status = is_default_stream(stream) ? 0 : ((fake_obj *)stream)->capturing;
+    return OK;
 }
 int cuStreamSynchronize(void *stream)
 {
