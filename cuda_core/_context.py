@@ -300,8 +300,8 @@ class Context:
         err, cur = driver.cuCtxGetCurrent()
         if not err and int(cur) == self._int:
             raise RuntimeError(
-                "cannot close a context that is current on this thread; make another context current first "
-                "(e.g. Device.set_current())"
+                "cannot close a context while it is current on this thread; make another context current "
+                "first (e.g. Device.set_current(), or the context set_current() returned)"
             )
         self._handle = None
         owned.destroy()
@@ -322,13 +322,25 @@ class Context:
         ------
         RuntimeError
             The context is closed.
+        ValueError
+            A blocking stream (``StreamOptions(nonblocking=False)``) was asked of a green
+            context: its streams are non-blocking (``cuGreenCtxStreamCreate``'s rule).
         """
-        from ._stream import Stream  # a context creates streams, which report their context
+        # A context creates streams, which report their context: _stream imports this module.
+        from ._stream import Stream, StreamOptions
 
         self._live()
         owned = self._owned
         dev = self.device
         if owned is not None:
+            if owned.green is not None and options is not None:
+                opts = check_or_create_options(StreamOptions, options, "options")
+                if not opts.nonblocking:
+                    raise ValueError(
+                        "streams of a green context must be non-blocking (got StreamOptions(nonblocking="
+                        f"{opts.nonblocking!r})); leave nonblocking at its default, True"
+                    )
+                options = opts
             return owned.adopt(Stream._create(dev, options, ctxh=owned.ctxh))  # type: ignore[no-any-return]
         if dev._ctx is not None and dev._ctx_int == self._int:
             return dev.create_stream(options=options)
@@ -372,6 +384,8 @@ def _create_plain(device: Device) -> Any:
 def _check_resources(resources: Any, device_id: int) -> list[Any]:
     """The driver structs of ``ContextOptions.resources``, checked."""
     rule = "a non-empty sequence of SMResource (from SMResource.split) and at most one WorkqueueResource"
+    if resources is None:
+        raise ValueError(f"ContextOptions.resources must be provided for a green context: {rule}")
     if not isinstance(resources, Sequence) or isinstance(resources, (str, bytes)) or not resources:
         raise arg_error("ContextOptions.resources", rule, resources, exc=TypeError if not isinstance(resources, Sequence) else ValueError)
     out = []
@@ -379,7 +393,11 @@ def _check_resources(resources: Any, device_id: int) -> list[Any]:
     for r in resources:
         if isinstance(r, SMResource):
             if not r._usable:
-                raise arg_error("ContextOptions.resources", "made of real split results, not dry-run ones", r)
+                raise arg_error(
+                    "ContextOptions.resources",
+                    "real split results, not a dry-run SMResource (split(..., dry_run=True) only reports sizes)",
+                    r,
+                )
             if r.device_id != device_id:
                 raise arg_error("ContextOptions.resources", f"resources of device {device_id}", r)
             if not r.sm_count:

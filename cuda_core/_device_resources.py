@@ -110,9 +110,9 @@ class SMResourceOptions:
             value: Any = getattr(self, name)
             if _is_sequence(value):
                 if scalar:
-                    raise arg_error(name, "a scalar when count is a scalar (make count a sequence for several groups)", value)
+                    raise arg_error(name, "a scalar, as count is scalar (make count a sequence for several groups)", value)
                 if len(value) != n:
-                    raise arg_error(name, f"a sequence of {n} entries, one per group of count", value)
+                    raise arg_error(name, f"a sequence as long as count: expected {n} entries, one per group", value)
                 items = list(value)
             else:
                 items = [value] * n

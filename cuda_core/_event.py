@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from ._backend import backend
 from ._compat import driver
+from ._context import Context
 from ._utils import TypeValueError, arg_error, check_or_create_options, ensure_driver, handle_return
 
 if TYPE_CHECKING:
-    from ._context import Context
     from ._device import Device
 
 __all__ = ["Event", "EventOptions", "IPCEventDescriptor"]
@@ -180,9 +180,14 @@ class Event:
 
     @property
     def context(self) -> Context:
-        """The :class:`Context` the event was created in."""
+        """The :class:`Context` the event was created in (for an event recorded on a stream of
+        a context made by :meth:`Device.create_context`, that context, green or not)."""
         self._check_open()
-        return self._device.context
+        dev = self._device
+        ctxh = self._h.ctx
+        if ctxh is not None and ctxh.address != dev._ctx_int:
+            return Context._from_ctx(driver.CUcontext(ctxh.address), dev)
+        return dev.context
 
     @property
     def is_timing_enabled(self) -> bool:

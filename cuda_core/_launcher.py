@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import struct
+import warnings
 from typing import Any
 
 from ._callbacks import enqueue_host_callback
@@ -40,12 +41,35 @@ _MAX_PLANS_PER_KERNEL = 64
 _PACK_ERRORS = (struct.error, OverflowError, TypeError, AttributeError, ValueError)
 
 
+_STREAM_RULE = "a Stream, a GraphBuilder or an object with __cuda_stream__"
+
+
 def _as_stream(obj: Any) -> Any:
     if obj is None:
-        raise arg_error(
-            "stream", "a Stream, a GraphBuilder or an object with __cuda_stream__", obj, exc=TypeError
-        )
+        raise arg_error("stream", _STREAM_RULE, obj, exc=TypeError)
     return as_stream(obj, "stream")
+
+
+# cuda.core 1.2's words (code written for it may match on them), then ours.
+_FOREIGN_STREAM_WARNING = (
+    "Passing foreign stream objects to this function via the stream protocol is deprecated. "
+    "Convert the object explicitly using Stream(obj) instead. (stream type: {}; Stream(obj) or "
+    "Device.create_stream(obj) wraps it once, for every launch.)"
+)
+
+
+def _launch_stream(obj: Any) -> Any:
+    """launch()'s stream: a foreign one (PyTorch, CuPy, any ``__cuda_stream__`` object) is
+    accepted with the ``DeprecationWarning`` ``cuda.core`` 1.2's ``launch`` gives for it."""
+    if obj is None:
+        raise arg_error("stream", _STREAM_RULE, obj, exc=TypeError)
+    stream = as_stream(obj, "stream")
+    if stream is not obj and stream is not getattr(obj, "_cuda_core_stream", None):
+        tp = type(obj)
+        warnings.warn(
+            _FOREIGN_STREAM_WARNING.format(f"{tp.__module__}.{tp.__qualname__}"), DeprecationWarning, stacklevel=3
+        )
+    return stream
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,8 +171,10 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     Parameters
     ----------
     stream : Stream, GraphBuilder or IsStreamType
-        Where the launch is ordered (PyTorch and CuPy streams work as they are). A graph
-        builder records the launch as a kernel node.
+        Where the launch is ordered. A graph builder records the launch as a kernel node. A
+        foreign stream (PyTorch, CuPy, any object with ``__cuda_stream__``) still works but is
+        deprecated, as in ``cuda.core`` 1.2 (``DeprecationWarning``): wrap it once with
+        ``Stream(obj)``.
     config : LaunchConfig or dict
         Grid, cluster, block, dynamic shared memory and cooperation; a dict of
         :class:`LaunchConfig`'s arguments is turned into one per call (as in ``cuda.core``).
@@ -183,7 +209,7 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     >>> launch(s, LaunchConfig(grid=(n + 255) // 256, block=256), ker, a, b, c, np.uint64(n))
     """
     if type(stream) is not Stream:
-        stream = _as_stream(stream)
+        stream = _launch_stream(stream)
         if type(stream) is _DeviceDefaultStream:
             # A device's default stream: its token means "the current context's", so the launch
             # runs (on the plain twin) with the device's context current.
@@ -516,5 +542,5 @@ def host_launch(stream: Any, fn: Any, *, user_data: Any = None) -> None:
         stream.callback(fn, user_data=user_data)
         return
     if stream is None:
-        raise arg_error("stream", "a Stream, a GraphBuilder or an object with __cuda_stream__", None, exc=TypeError)
+        raise arg_error("stream", _STREAM_RULE, None, exc=TypeError)
     enqueue_host_callback(as_stream(stream, "stream"), fn, user_data)

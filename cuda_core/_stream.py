@@ -11,7 +11,7 @@ from ._callbacks import launch_host_func
 from ._compat import driver
 from ._context import Context, adopt_child, context_handle
 from ._event import Event, EventOptions
-from ._utils import arg_error, check_or_create_options, ensure_driver, handle_return
+from ._utils import TypeValueError, arg_error, check_or_create_options, ensure_driver, handle_return
 
 if TYPE_CHECKING:
     from ._device import Device
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "StreamOptions"]
 
 _LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # 0, legacy, per-thread: the default-stream tokens
+_WAIT_RULE = "an Event, a Stream, a graph builder or an object with __cuda_stream__"
 _NON_BLOCKING = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
 _DEFAULT_FLAGS = int(driver.CUstream_flags.CU_STREAM_DEFAULT)
 _StreamHandle = backend.StreamHandle
@@ -375,6 +376,20 @@ class Stream:
         """Make later work on this stream wait for an event, or for all work now on another stream.
 
         Waiting is done on the device; the calling thread does not block.
+
+        Parameters
+        ----------
+        event_or_stream : Event, Stream, GraphBuilder or IsStreamType
+            What to wait for: an event's last record, or everything queued so far on a stream
+            (a PyTorch or CuPy stream, or any object with ``__cuda_stream__``, works as it is).
+
+        Raises
+        ------
+        TypeError, ValueError
+            ``event_or_stream`` is none of these (one exception of both classes: ``cuda.core``
+            raises ``ValueError`` there).
+        RuntimeError
+            The stream or the event is closed.
         """
         if isinstance(event_or_stream, Event):
             if event_or_stream._handle is None:  # not .handle: waiting records nothing
@@ -384,7 +399,13 @@ class Stream:
             self._h.wait(event_or_stream._h)
             return
         self._live()
-        other = as_stream(event_or_stream, "event_or_stream")
+        try:
+            other = as_stream(event_or_stream, "event_or_stream", _WAIT_RULE)
+        except TypeError as exc:
+            if isinstance(exc, ValueError):
+                raise
+            # cuda.core raises ValueError for what it cannot wait on: ours is both classes.
+            raise TypeValueError(str(exc)) from exc
         if other._int == self._int and (other._int > _LAST_TOKEN or other._ctx is self._ctx):
             return
         # An event made in *other*'s context and recorded on it (a stream of another device
@@ -529,8 +550,9 @@ def _foreign_handle_attr(tp: type) -> str:
     return attr
 
 
-def as_stream(obj: Any, name: str = "stream") -> Stream:
-    """Resolve a stream argument: a Stream, a graph builder, or an object with ``__cuda_stream__``."""
+def as_stream(obj: Any, name: str = "stream", rule: str = "a Stream, a graph builder or an object with __cuda_stream__") -> Stream:
+    """Resolve a stream argument: a Stream, a graph builder, or an object with ``__cuda_stream__``
+    (``TypeError`` naming ``name`` and ``rule`` for anything else)."""
     if type(obj) is Stream:
         return obj
     if isinstance(obj, Stream):
@@ -544,7 +566,7 @@ def as_stream(obj: Any, name: str = "stream") -> Stream:
         return Stream._from_foreign(obj)
     raise arg_error(
         name,
-        "a Stream, a graph builder or an object with __cuda_stream__",
+        rule,
         obj,
         "create one with Device.create_stream()" if obj is None else "",
         exc=TypeError,

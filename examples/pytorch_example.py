@@ -35,7 +35,7 @@ def main() -> int:
     mod = prog.compile("cubin", name_expressions=("saxpy<float>",))
     kernel = mod.get_kernel("saxpy<float>")
 
-    ts = torch.cuda.Stream()  # PyTorch's stream, passed to launch() directly
+    ts = torch.cuda.Stream()  # PyTorch's stream, which our work below is ordered on
     n = 1 << 16
     with torch.cuda.stream(ts):
         x = torch.rand(n, device="cuda")
@@ -55,7 +55,7 @@ def main() -> int:
         print(f"FAIL: unexpected view of x[::4]: {vs}", file=sys.stderr)
         return 1
     config = LaunchConfig(grid=(n + 255) // 256, block=256)
-    launch(ts, config, kernel, np.float32(2.0), x.data_ptr(), y.data_ptr(), out.data_ptr(), np.uint64(n))
+    launch(s, config, kernel, np.float32(2.0), x.data_ptr(), y.data_ptr(), out.data_ptr(), np.uint64(n))
     ts.synchronize()
     if not torch.allclose(out, 2.0 * x + y):
         print("FAIL: saxpy result is wrong", file=sys.stderr)

@@ -15,7 +15,7 @@ import numpy as np
 from _example import need_gpu, need_module
 
 # [imports]
-from cuda_core import LaunchConfig, Program, ProgramOptions, launch
+from cuda_core import LaunchConfig, Program, ProgramOptions, Stream, launch
 from cuda_core.utils import StridedMemoryView
 
 # [/imports]
@@ -42,8 +42,8 @@ NAMES = ("bias_relu<float>", "bias_relu<double>")
 def bias_relu(x, bias, kernels: dict, stream, out=None):
     """``relu(x + bias)`` for a 2-D CUDA tensor ``x`` (``bias`` along its last dimension).
 
-    Runs on ``stream`` (PyTorch's current stream, normally). ``out`` (optional) receives the
-    result; it must be contiguous, of ``x``'s shape and dtype.
+    Runs on ``stream`` (PyTorch's current stream, normally, or a cuda_core ``Stream``). ``out``
+    (optional) receives the result; it must be contiguous, of ``x``'s shape and dtype.
     """
     if x.dim() != 2 or bias.shape != x.shape[1:] or x.dtype != bias.dtype or x.dtype not in kernels:
         raise ValueError("x must be 2-D, bias 1-D of x's width, both float32 or float64")
@@ -54,6 +54,8 @@ def bias_relu(x, bias, kernels: dict, stream, out=None):
         raise ValueError("out must be a contiguous tensor of x's shape and dtype")
     rows, cols = x.shape
     blocks = min((rows * cols + 255) // 256, 4096)  # the grid-stride loop covers the rest
+    if not isinstance(stream, Stream):
+        stream = Stream(stream)  # borrows PyTorch's stream (never destroys it)
     launch(stream, LaunchConfig(grid=blocks, block=256), kernels[x.dtype],
            x.data_ptr(), bias.data_ptr(), out.data_ptr(), np.int64(rows), np.int32(cols))
     return out

@@ -67,9 +67,10 @@ def test_sm_options_defaults_and_groups():
         ({"count": -2}, ValueError, "non-negative"),
         ({"count": [8, -2]}, ValueError, "non-negative"),
         ({"count": True}, TypeError, "count must be"),
-        ({"count": 8, "coscheduled_sm_count": [2, 2]}, ValueError, "scalar when count is a scalar"),
-        ({"count": [8, 8], "preferred_coscheduled_sm_count": [2]}, ValueError, "2 entries"),
-        ({"count": [8, 8], "backfill": [True]}, ValueError, "2 entries"),
+        ({"count": 8, "coscheduled_sm_count": [2, 2]}, ValueError, "count is scalar"),
+        ({"count": [8, 8], "preferred_coscheduled_sm_count": [2]}, ValueError, "expected 2"),
+        ({"count": [8, 8], "backfill": [True]}, ValueError, "expected 2"),
+        ({"count": [8, 8], "coscheduled_sm_count": [2, 2, 2]}, ValueError, "expected 2 entries"),
         ({"count": 8, "backfill": 1}, TypeError, "backfill must be a bool"),
     ],
 )
@@ -103,11 +104,17 @@ def test_context_resources_checked(resources):
         _check_resources(resources, 0)
 
 
+def test_context_resources_none_refused():
+    # cuda.core's class and wording for ContextOptions(resources=None)
+    with pytest.raises(ValueError, match="resources must be provided"):
+        _check_resources(None, 0)
+
+
 def test_dry_run_results_refused():
     from cuda.bindings import driver
 
     res = SMResource._wrap(driver.CUdevResource(), 0, usable=False)
-    with pytest.raises(ValueError, match="dry-run"):
+    with pytest.raises(ValueError, match="dry-run SMResource"):  # cuda.core's wording
         _check_resources([res], 0)
     with pytest.raises(ValueError, match="dry-run"):
         res.split(SMResourceOptions(count=8))
@@ -230,12 +237,68 @@ def test_too_many_sms_is_a_clear_error_and_the_process_goes_on(dev):
 
 
 @pytest.mark.gpu
+def test_green_context_streams_events_and_close(dev):
+    from cuda_core import StreamOptions
+
+    _green_supported(dev)
+    groups, _ = dev.resources.sm.split(SMResourceOptions(count=max(8, dev.resources.sm.min_partition_size)))
+    ctx = dev.create_context(ContextOptions(resources=groups[:1]))
+    try:
+        # Green contexts take non-blocking streams only (cuda.core's class and wording).
+        for blocking in (StreamOptions(nonblocking=False), {"nonblocking": False}):
+            with pytest.raises(ValueError, match="must be non-blocking"):
+                ctx.create_stream(blocking)
+        s = ctx.create_stream(StreamOptions(nonblocking=True, priority=None))
+        assert s.is_nonblocking and s.context == ctx
+        # An event recorded on a green context's stream reports that context.
+        ev = s.record()
+        assert ev.context.is_green and ev.context == ctx
+        assert ev.context is s.context
+        ev.sync()
+        ev2 = s.record(options={"timing_enabled": True})
+        assert ev2.context == ctx
+        ev2.sync()
+        # An event of the primary context still reports the primary context.
+        with dev.create_stream() as ps:
+            pe = ps.record()
+            assert pe.context == dev.context and not pe.context.is_green
+            pe.sync()
+        # A current context cannot be closed (cuda.core's class and wording).
+        prev = dev.set_current(ctx)
+        try:
+            with pytest.raises(RuntimeError, match="while it is current"):
+                ctx.close()
+            assert not ctx.is_closed
+        finally:
+            dev.set_current(prev)
+    finally:
+        ctx.close()
+    assert ctx.is_closed and s.is_closed and ev.is_closed
+    # A plain context (our extension) keeps taking blocking streams.
+    with dev.create_context() as plain:
+        bs = plain.create_stream(StreamOptions(nonblocking=False))
+        assert not bs.is_nonblocking
+        bs.sync()
+
+
+@pytest.mark.gpu
+def test_create_context_resources_must_be_provided(dev):
+    _green_supported(dev)
+    with pytest.raises(ValueError, match="resources must be provided"):
+        dev.create_context(ContextOptions(resources=None))
+    with pytest.raises(ValueError, match="resources must be provided"):
+        dev.create_context({"resources": None})
+    with pytest.raises(TypeError):
+        dev.create_context(object())
+
+
+@pytest.mark.gpu
 def test_dry_run_split(dev):
     _green_supported(dev)
     sm = dev.resources.sm
     groups, _ = sm.split(SMResourceOptions(count=16), dry_run=True)
     assert groups and groups[0].sm_count >= 16
-    with pytest.raises(ValueError, match="dry-run"):
+    with pytest.raises(ValueError, match="dry-run SMResource"):
         dev.create_context(ContextOptions(resources=groups))
 
 

@@ -71,7 +71,7 @@ def _foreign_streams():
 
 @pytest.mark.gpu
 def test_foreign_streams_in_every_stream_taking_call(env):
-    from cuda_core import launch
+    from cuda_core import Stream, launch
 
     dev, fill, _, _ = env
     streams = _foreign_streams()
@@ -81,7 +81,8 @@ def test_foreign_streams_in_every_stream_taking_call(env):
         wrapped = dev.create_stream(fs)
         assert int(wrapped.handle) == ptr_of(fs), name
         buf = dev.allocate(N * 4, stream=fs)  # allocate on a foreign stream
-        launch(fs, _cfg(), fill, buf, np.int32(N), np.int32(5), np.uint64(0))
+        with pytest.warns(DeprecationWarning, match="foreign stream objects"):  # as in cuda.core 1.2
+            launch(fs, _cfg(), fill, buf, np.int32(N), np.int32(5), np.uint64(0))
         dst = buf.copy_to(stream=fs)  # copy on a foreign stream
         host = np.zeros(N, dtype=np.int32)
         dst.copy_to(host, stream=fs)
@@ -92,7 +93,7 @@ def test_foreign_streams_in_every_stream_taking_call(env):
         dst.close(fs)
         fs.synchronize()
         wrapped.close()  # borrowed: must not destroy the foreign stream
-        launch(fs, _cfg(), fill, dev.allocate(N * 4, stream=fs), np.int32(N), np.int32(1), np.uint64(0))
+        launch(Stream(fs), _cfg(), fill, dev.allocate(N * 4, stream=fs), np.int32(N), np.int32(1), np.uint64(0))
         fs.synchronize()
 
 
@@ -144,7 +145,7 @@ def test_our_stream_inside_external_streams(env):
 @pytest.mark.gpu
 def test_cai_consumer_waits_on_device_for_cupy_producer(env):
     cp = pytest.importorskip("cupy")
-    from cuda_core import launch
+    from cuda_core import Stream, launch
     from cuda_core._memoryview import StridedMemoryView
 
     dev, fill, copy, _ = env
@@ -154,7 +155,7 @@ def test_cai_consumer_waits_on_device_for_cupy_producer(env):
         a = cp.zeros(N, dtype=cp.int32)
     out = cp.zeros(N, dtype=cp.int32)
     cp.cuda.Device().synchronize()
-    launch(producer, _cfg(), fill, a.data.ptr, np.int32(N), np.int32(42), np.uint64(DELAY_NS))
+    launch(Stream(producer), _cfg(), fill, a.data.ptr, np.int32(N), np.int32(42), np.uint64(DELAY_NS))
     with producer:  # CuPy reports the current stream in __cuda_array_interface__["stream"]
         view = StridedMemoryView.from_cuda_array_interface(a, int(consumer.handle))
     assert _busy(producer.ptr), "the view must not synchronise the host with the producer"
@@ -167,7 +168,7 @@ def test_cai_consumer_waits_on_device_for_cupy_producer(env):
 @pytest.mark.gpu
 def test_dlpack_consumer_waits_on_device_for_torch_producer(env):
     torch = pytest.importorskip("torch")
-    from cuda_core import launch
+    from cuda_core import Stream, launch
     from cuda_core._memoryview import StridedMemoryView
 
     dev, fill, copy, _ = env
@@ -177,7 +178,7 @@ def test_dlpack_consumer_waits_on_device_for_torch_producer(env):
         t = torch.zeros(N, dtype=torch.int32, device="cuda")
     out = torch.zeros(N, dtype=torch.int32, device="cuda")
     torch.cuda.synchronize()
-    launch(producer, _cfg(), fill, t.data_ptr(), np.int32(N), np.int32(17), np.uint64(DELAY_NS))
+    launch(Stream(producer), _cfg(), fill, t.data_ptr(), np.int32(N), np.int32(17), np.uint64(DELAY_NS))
     with torch.cuda.stream(producer):  # torch orders its current stream before the consumer's
         view = StridedMemoryView.from_dlpack(t, int(consumer.handle))
     assert _busy(producer.cuda_stream), "the view must not synchronise the host with the producer"
@@ -193,13 +194,13 @@ def test_opt_out_with_minus_one_does_not_order(env):
     from cuda_core._memoryview import StridedMemoryView
 
     dev, fill, _, _ = env
-    from cuda_core import launch
+    from cuda_core import Stream, launch
 
     producer = cp.cuda.Stream(non_blocking=True)
     consumer = dev.create_stream()
     with producer:
         a = cp.zeros(N, dtype=cp.int32)
-    launch(producer, _cfg(), fill, a.data.ptr, np.int32(N), np.int32(1), np.uint64(DELAY_NS // 4))
+    launch(Stream(producer), _cfg(), fill, a.data.ptr, np.int32(N), np.int32(1), np.uint64(DELAY_NS // 4))
     with producer:
         StridedMemoryView.from_cuda_array_interface(a, -1)
     consumer.sync()  # nothing was queued on the consumer: returns while the producer still runs

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import pickle
 import struct
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -230,11 +231,12 @@ def test_pointer_from_cupy(dev, stream, iota):
     launch(stream, _iota_cfg(), iota, a, np.int32(N))
     stream.sync()
     assert a.get().tolist() == EXPECTED_IOTA
-    # a CuPy stream works as the stream argument
+    # a CuPy stream works as the stream argument (deprecated, as in cuda.core 1.2)
     b = cp.zeros(N, dtype=cp.int32)
     cs = cp.cuda.Stream(non_blocking=True)
     cp.cuda.Device().synchronize()
-    launch(cs, _iota_cfg(), iota, b, np.int32(N))
+    with pytest.warns(DeprecationWarning, match="foreign stream objects"):
+        launch(cs, _iota_cfg(), iota, b, np.int32(N))
     cs.synchronize()
     assert b.get().tolist() == EXPECTED_IOTA
 
@@ -249,6 +251,56 @@ def test_pointer_from_torch(dev, stream, iota):
     assert t.cpu().tolist() == EXPECTED_IOTA
     with pytest.raises(TypeError, match="argument 0"):
         launch(stream, _iota_cfg(), iota, torch.zeros(N, dtype=torch.int32), np.int32(N))
+
+
+FOREIGN_STREAM_DEPRECATION = (  # the words of cuda.core 1.2's warning, which its tests match
+    r"Passing foreign stream objects to this function via the stream protocol is deprecated\. "
+    r"Convert the object explicitly using Stream\(obj\) instead\."
+)
+
+
+class _ForeignStream:
+    """A stream of another library: only the ``__cuda_stream__`` protocol."""
+
+    def __init__(self, stream):
+        self._address = int(stream.handle)
+
+    def __cuda_stream__(self):
+        return (0, self._address)
+
+
+@pytest.mark.gpu
+def test_foreign_stream_launch_is_deprecated_but_works(dev, stream, iota):
+    from cuda_core import Stream
+
+    buf = dev.allocate(4 * N, stream=stream)
+    with pytest.warns(DeprecationWarning, match=FOREIGN_STREAM_DEPRECATION) as record:
+        launch(_ForeignStream(stream), _iota_cfg(), iota, buf, np.int32(N))
+    ours = [w for w in record if issubclass(w.category, DeprecationWarning) and "foreign stream" in str(w.message)]
+    assert len(ours) == 1
+    assert ours[0].filename == __file__  # attributed to the caller of launch()
+    assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA
+    # No warning for what cuda.core takes silently (a Stream, a graph builder) nor for the
+    # converted object, nor for calls cuda.core has no foreign-stream warning for.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Passing foreign stream", category=DeprecationWarning)
+        launch(stream, _iota_cfg(), iota, buf, np.int32(N))
+        launch(Stream(_ForeignStream(stream)), _iota_cfg(), iota, buf, np.int32(N))
+        launch(dev.create_stream(_ForeignStream(stream)), _iota_cfg(), iota, buf, np.int32(N))
+        PreparedLaunch(_ForeignStream(stream), _iota_cfg(), iota, buf, np.int32(N))()
+        other = dev.create_stream()
+        other.wait(_ForeignStream(stream))
+        buf.copy_to(stream=_ForeignStream(stream)).close(stream)
+        builder = other.create_graph_builder().begin_building()
+        launch(builder, _iota_cfg(), iota, buf, np.int32(N))
+        graph = builder.end_building().complete()
+        graph.launch(stream)
+        stream.sync()
+        graph.close()
+        builder.close()
+        other.close()
+    assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA
+    buf.close()
 
 
 CLUSTER = r"""

@@ -622,7 +622,7 @@ def test_gpu_torch_fast_path_orders_current_stream_before_consumer(producer_kind
     torch = pytest.importorskip("torch")
     from cuda.bindings import driver
 
-    from cuda_core import launch
+    from cuda_core import Stream, launch
 
     dev, fill, copy, cfg = _delay_env()
     n = 1024
@@ -631,7 +631,7 @@ def test_gpu_torch_fast_path_orders_current_stream_before_consumer(producer_kind
     torch.cuda.synchronize()
     producer = torch.cuda.default_stream() if producer_kind == "default" else torch.cuda.Stream()
     consumer = dev.create_stream()
-    launch(producer, cfg, fill, t.data_ptr(), np.int32(n), np.int32(23), np.uint64(200_000_000))
+    launch(Stream(producer), cfg, fill, t.data_ptr(), np.int32(n), np.int32(23), np.uint64(200_000_000))
     with torch.cuda.stream(producer):
         view = StridedMemoryView.from_dlpack(t, int(consumer.handle))
     assert view._capsule is None, "the fast path was taken"
@@ -640,7 +640,7 @@ def test_gpu_torch_fast_path_orders_current_stream_before_consumer(producer_kind
     consumer.sync()
     assert int(out.min()) == 23 and int(out.max()) == 23
     # -1 opts out: the consumer does not wait for new producer work
-    launch(producer, cfg, fill, t.data_ptr(), np.int32(n), np.int32(5), np.uint64(100_000_000))
+    launch(Stream(producer), cfg, fill, t.data_ptr(), np.int32(n), np.int32(5), np.uint64(100_000_000))
     with torch.cuda.stream(producer):
         StridedMemoryView.from_dlpack(t, -1)
     consumer.sync()
@@ -654,7 +654,7 @@ def test_gpu_cupy_fast_path_orders_current_stream_before_consumer():
     cp = pytest.importorskip("cupy")
     from cuda.bindings import driver
 
-    from cuda_core import launch
+    from cuda_core import Stream, launch
 
     dev, fill, copy, cfg = _delay_env()
     n = 1024
@@ -663,7 +663,7 @@ def test_gpu_cupy_fast_path_orders_current_stream_before_consumer():
     a = cp.zeros(n, dtype=cp.int32)
     out = cp.zeros(n, dtype=cp.int32)
     cp.cuda.Device().synchronize()
-    launch(producer, cfg, fill, a.data.ptr, np.int32(n), np.int32(31), np.uint64(200_000_000))
+    launch(Stream(producer), cfg, fill, a.data.ptr, np.int32(n), np.int32(31), np.uint64(200_000_000))
     with producer:
         view = StridedMemoryView.from_dlpack(a, int(consumer.handle))
     assert view._capsule is None, "the fast path was taken"

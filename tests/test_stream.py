@@ -37,6 +37,15 @@ def test_stream_options_defaults():
     assert StreamOptions(nonblocking=False, priority=-1) == StreamOptions(False, -1)
 
 
+@pytest.mark.parametrize("what", ["invalid_event", 5, object(), None], ids=repr)
+def test_wait_refuses_what_is_not_waitable(what):
+    # cuda.core raises ValueError here; ours is a TypeError too (the class we raise for a
+    # wrong argument type), and names what can be waited on. No driver call is made.
+    with pytest.raises(ValueError, match="event_or_stream must be an Event, a Stream") as info:
+        LEGACY_DEFAULT_STREAM.wait(what)
+    assert isinstance(info.value, TypeError)
+
+
 @pytest.mark.parametrize("bad", ["high", 1.5, True])
 def test_stream_options_priority_type(bad):
     with pytest.raises(TypeError) as info:
