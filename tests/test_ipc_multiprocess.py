@@ -9,6 +9,7 @@ import multiprocessing as mp
 import os
 import pickle
 import queue
+import re
 import subprocess
 import sys
 import textwrap
@@ -217,6 +218,10 @@ def test_imports_refuse_wrong_arguments_before_the_driver():
     d = IPCBufferDescriptor(bytes(64), 64)
     with pytest.raises(TypeError, match="mr must be a mapped resource"):
         Buffer.from_ipc_descriptor(object(), d)
+    # The descriptor's type is checked first, in cuda.core's words (its argument check).
+    with pytest.raises(TypeError) as info:
+        Buffer.from_ipc_descriptor(object(), b"x" * 64)
+    assert str(info.value).startswith("Argument 'ipc_descriptor' has incorrect type (expected IPCBufferDescriptor, got bytes)")
     with pytest.raises(TypeError, match="ipc_descriptor must be an IPCEventDescriptor"):
         Event.from_ipc_descriptor(d)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="alloc_handle must be an IPCAllocationHandle or a file descriptor"):
@@ -228,10 +233,11 @@ def test_imports_refuse_wrong_arguments_before_the_driver():
 def test_registry_lookups_before_the_driver():
     with pytest.raises(TypeError, match=r"uuid must be a uuid\.UUID"):
         DeviceMemoryResource.from_registry("not-a-uuid")
-    with pytest.raises(RuntimeError, match="was not found"):
-        DeviceMemoryResource.from_registry(uuid.uuid4())
-    with pytest.raises(RuntimeError, match="was not found"):
-        PinnedMemoryResource.from_registry(uuid.uuid4())
+    key = uuid.uuid4()
+    with pytest.raises(RuntimeError, match=f"^Memory resource {key} was not found"):  # cuda.core's words first
+        DeviceMemoryResource.from_registry(key)
+    with pytest.raises(RuntimeError, match=f"^Memory resource {key} was not found"):
+        PinnedMemoryResource.from_registry(key)
 
 
 def test_event_refuses_plain_pickle():
@@ -573,11 +579,14 @@ def test_errors_in_the_receiving_process(dev, ipc_mr):
         out = _get(q_out, proc)
     finally:
         _finish(proc)
-    assert out["allocate"][0] == "TypeError" and "cannot allocate" in out["allocate"][1]
+    # cuda.core's messages, which code written for it may compare
+    assert out["allocate"][:2] == ("TypeError", "Cannot allocate from a mapped IPC-enabled memory resource")
     assert out["oversized"][0] == "ValueError" and "exceeds" in out["oversized"][1], out["oversized"]
     assert out["other_pool"][0] == "CUDAError", out["other_pool"]
-    assert out["not_a_descriptor"][0] == "TypeError" and "IPCBufferDescriptor" in out["not_a_descriptor"][1]
-    assert out["dangling"][0] == "RuntimeError" and "was not found" in out["dangling"][1]
+    assert out["not_a_descriptor"][0] == "TypeError"
+    assert out["not_a_descriptor"][1].startswith("Argument 'ipc_descriptor' has incorrect type"), out["not_a_descriptor"]
+    assert out["dangling"][0] == "RuntimeError"
+    assert re.match(r"Memory resource [0-9a-f-]{36} was not found", out["dangling"][1]), out["dangling"]
     assert out["mapped"] == (True,) * 6
     for b in (buf, other):
         b.close(stream=s)

@@ -109,6 +109,8 @@ def bridged_error_class():
 """
 
 TEST_CPU = """\
+import multiprocessing
+
 import pytest
 import cuda.core
 from cuda.core import ProgramOptions
@@ -133,6 +135,26 @@ def test_needs_driver():
 def test_bridge_gives_the_package_error_class(bridged_error_class):
     assert issubclass(bridged_error_class, Exception)
     assert bridged_error_class.__module__.split(".")[0] == cuda.core.__name__.split(".")[0]
+
+
+def _child(q):
+    # What NVIDIA's helpers/__init__.py does first, in a process multiprocessing spawned
+    from cuda.core._utils.cuda_utils import handle_return
+
+    q.put(handle_return.__module__.split(".")[0])
+
+
+def test_bridge_reaches_spawned_children():
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(q,))
+    proc.start()
+    try:
+        got = q.get(timeout=60)
+    finally:
+        proc.join(timeout=60)
+    assert got == cuda.core.__name__.split(".")[0]
+    assert proc.exitcode == 0
 """
 
 TEST_DRIVER_AT_IMPORT = """\
@@ -168,6 +190,7 @@ def test_run_of_a_small_tree(tmp_path, jobs):
         "test_gap": "GAP",
         "test_needs_driver": "ok" if gpu else "both skip",
         "test_bridge_gives_the_package_error_class": "ok",
+        "test_bridge_reaches_spawned_children": "ok",
     } | (
         {"test_never_collected_without_a_driver": "ok"}
         if gpu
@@ -179,7 +202,7 @@ def test_run_of_a_small_tree(tmp_path, jobs):
         )
         assert rows["test_driver_at_import.py"]["ours"]["outcome"] == "skipped"
     table = (out / "table.txt").read_text()
-    assert "tests: 6; peer pass: " in table and "GAP: 1" in table
+    assert "tests: 7; peer pass: " in table and "GAP: 1" in table
     logs = (out / "logs.txt").read_text()
     assert "== test_cpu.py :: ours (cuda_core, imports rewritten)" in logs
 

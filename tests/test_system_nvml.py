@@ -150,6 +150,16 @@ def test_event_arguments_are_checked_before_nvml():
         system.register_events("reboot")
     with pytest.raises(ValueError, match="at least one event type"):
         system.register_events([])
+    # None and ints are refused as cuda.core refuses them (TypeError), before NVML is asked;
+    # a device's empty list is accepted (cuda.core registers it: see the GPU test).
+    dev = system.Device._from_handle(1)
+    for bad in (0, None):
+        with pytest.raises(TypeError, match=r"events must be an EventType, a str, or a list of them"):
+            dev.register_events(bad)
+        with pytest.raises(TypeError, match=r"events must be a SystemEventType, a str, or a list of them"):
+            system.register_events(bad)
+    with pytest.raises(ValueError, match="events must be one of"):
+        dev.register_events(["reboot"])
     with pytest.raises(TypeError, match="pid must be an int"):
         system.get_process_name("1")
     with pytest.raises(ValueError, match="pid must be > 0"):
@@ -284,6 +294,14 @@ def test_process_name_and_running_processes(dev):
     nv = dev.to_system_device()
     procs = nv.compute_running_processes
     assert all(p.pid > 0 for p in procs)
+    if nv.mig.is_mig_device:
+        assert all(isinstance(p.gpu_instance_id, int) and isinstance(p.compute_instance_id, int) for p in procs)
+    else:  # the instance ids exist on MIG devices only (cuda.core raises NotSupportedError)
+        for p in procs:
+            with pytest.raises(system.NotSupportedError, match="gpu_instance_id is only defined"):
+                p.gpu_instance_id  # noqa: B018
+            with pytest.raises(system.NotSupportedError, match="compute_instance_id is only defined"):
+                p.compute_instance_id  # noqa: B018
 
 
 @pytest.mark.gpu
@@ -296,6 +314,14 @@ def test_event_sets_register_and_time_out():
         with pytest.raises(system.TimeoutError):
             events.wait(timeout_ms=1)
     assert events.is_closed
+
+
+@pytest.mark.gpu
+def test_empty_event_list_registers_nothing():
+    # cuda.core registers an empty list (mask 0); waiting on it times out
+    with system.Device(index=0).register_events([]) as events:
+        with pytest.raises(system.TimeoutError):
+            events.wait(timeout_ms=1)
 
 
 def test_stand_in_for_missing_nvml_has_only_functions():

@@ -19,7 +19,7 @@ Every test file runs twice, each time in its own pytest process and scratch copy
   rewrite of ``tools/peer_examples.py``, on Python tokens), this repository first on
   ``PYTHONPATH``.
 
-A small pytest plugin (written into the scratch copy, loaded with ``-p``) does three things:
+A small pytest plugin (written into the scratch copy, loaded with ``-p``) does two things:
 
 * It records each test's outcome (passed, failed, error, skipped, xfailed, xpassed) and each
   module that failed to collect, with the first line of the error.
@@ -27,15 +27,18 @@ A small pytest plugin (written into the scratch copy, loaded with ``-p``) does t
   ``cuInit``; the plugin lets the session go on, and a test or module that then fails *because
   no driver or device is there* is reported as skipped, "needs a GPU". Nothing else changes:
   with a driver present (``--gpu``) the plugin only records.
-* Ours only: NVIDIA's shared harness (``conftest.py``, ``helpers/``, ``cuda_python_test_helpers``)
-  imports ``CUDAError`` and ``handle_return`` from the private module
-  ``cuda.core._utils.cuda_utils``. Without them no test could even start, so for the ours run
-  that one module name is bridged to our equivalents (and to the ``cuda.bindings`` modules it
-  re-exports: ``driver``, ``nvrtc``, ``runtime``); so are the few private names test modules
-  need at module level (``_SynchronousMemoryResource``, ``Stream_accept``, and the probes
-  ``_decide_nvjitlink_or_driver`` and ``_can_load_generated_ptx``), or nothing in those modules
-  would run. Every other private name is left as it is, so
-  a test that reaches into ``cuda.core`` internals fails with ours and says so in its note.
+
+Ours only: NVIDIA's shared harness (``conftest.py``, ``helpers/``, ``cuda_python_test_helpers``)
+imports ``CUDAError`` and ``handle_return`` from the private module
+``cuda.core._utils.cuda_utils``. Without them no test could even start, so for the ours run
+that one module name is bridged to our equivalents (and to the ``cuda.bindings`` modules it
+re-exports: ``driver``, ``nvrtc``, ``runtime``); so are the few private names test modules
+need at module level (``_SynchronousMemoryResource``, ``Stream_accept``, and the probes
+``_decide_nvjitlink_or_driver`` and ``_can_load_generated_ptx``), or nothing in those modules
+would run. The bridge is a ``sitecustomize.py`` in the ours scratch copy (on ``PYTHONPATH``), so it
+holds in every process of the run, the children that the IPC tests spawn included; it then runs
+the environment's own ``sitecustomize``, if any. Every other private name is left as it is, so
+a test that reaches into ``cuda.core`` internals fails with ours and says so in its note.
 
 Written under OUTDIR: ``table.txt`` (one row per test: peer outcome, ours outcome, verdict, the
 error line of ours, else of the peer), ``results.json`` and ``logs.txt`` (pytest's output of
@@ -80,7 +83,6 @@ import json
 import multiprocessing
 import os
 import sys
-import types
 
 import pytest
 
@@ -92,49 +94,6 @@ _NO_DRIVER_MARKS = (
     "CUDA_ERROR_STUB_LIBRARY",
     "CUDADriverNotFoundError",
 )
-
-
-def _bridge_private_harness_names():
-    """Ours only: the one private module NVIDIA's shared harness needs, mapped to our names."""
-    import cuda_core
-    import cuda_core._utils as utils
-    from cuda.bindings import driver, nvrtc, runtime
-
-    mod = types.ModuleType("cuda_core._utils.cuda_utils")
-    mod.__doc__ = "tools/peer_tests.py bridge for the cuda.core test harness (not part of cuda_core)"
-    mod.CUDAError = cuda_core.CUDAError
-    mod.NVRTCError = cuda_core.NVRTCError
-    mod.handle_return = utils.handle_return
-    mod.driver, mod.nvrtc, mod.runtime = driver, nvrtc, runtime
-    sys.modules[mod.__name__] = mod
-    # NVIDIA's test_launcher.py imports its private synchronous resource at module level; ours
-    # is public under another name. Without this, no test of that module would run at all.
-    import cuda_core._memory._legacy as legacy
-
-    legacy._SynchronousMemoryResource = cuda_core.SynchronousMemoryResource
-    # helpers/buffers.py (imported by most memory tests) resolves stream arguments with a
-    # private function; ours is _stream.as_stream.
-    import cuda_core._stream as stream_mod
-
-    stream_mod.Stream_accept = lambda obj, *a, **k: None if obj is None else stream_mod.as_stream(obj)
-    # Module-level probes of test_program.py and test_object_protocols.py (which backend links
-    # PTX; whether the driver is new enough to load NVRTC's PTX), answered with our public facts.
-    import cuda_core._linker as linker_mod
-    import cuda_core._program as program_mod
-
-    linker_mod._decide_nvjitlink_or_driver = lambda: cuda_core.Linker.which_backend() == "driver"
-
-    def _can_load_generated_ptx():
-        err, drv = driver.cuDriverGetVersion()
-        err2, major, minor = nvrtc.nvrtcVersion()
-        return int(err) == 0 and int(err2) == 0 and drv >= major * 1000 + minor * 10
-
-    program_mod._can_load_generated_ptx = _can_load_generated_ptx
-    cuda_core.Program._can_load_generated_ptx = staticmethod(_can_load_generated_ptx)
-
-
-if os.environ.get("PEER_TESTS_SIDE") == "ours":
-    _bridge_private_harness_names()
 
 
 def _driver_state():
@@ -258,6 +217,75 @@ def pytest_runtest_logreport(report):
 '''
 
 
+# The ours side's sitecustomize.py, written into its scratch copy (on PYTHONPATH): it bridges the
+# harness names in every Python process of the run, the pytest process and the children that
+# NVIDIA's IPC tests spawn (``multiprocessing`` with ``spawn`` starts a fresh interpreter, which
+# imports the test module again to unpickle its target, and with it ``helpers``). A bridge made in
+# the plugin alone reached the pytest process only: every spawned child died in its first import.
+SITECUSTOMIZE_SOURCE = '''\
+"""tools/peer_tests.py, ours side: bridges the private names NVIDIA's test harness imports."""
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import types
+
+
+def _bridge_private_harness_names():
+    """Ours only: the one private module NVIDIA's shared harness needs, mapped to our names."""
+    import cuda_core
+    import cuda_core._utils as utils
+    from cuda.bindings import driver, nvrtc, runtime
+
+    mod = types.ModuleType("cuda_core._utils.cuda_utils")
+    mod.__doc__ = "tools/peer_tests.py bridge for the cuda.core test harness (not part of cuda_core)"
+    mod.CUDAError = cuda_core.CUDAError
+    mod.NVRTCError = cuda_core.NVRTCError
+    mod.handle_return = utils.handle_return
+    mod.driver, mod.nvrtc, mod.runtime = driver, nvrtc, runtime
+    sys.modules[mod.__name__] = mod
+    # NVIDIA's test_launcher.py imports its private synchronous resource at module level; ours
+    # is public under another name. Without this, no test of that module would run at all.
+    import cuda_core._memory._legacy as legacy
+
+    legacy._SynchronousMemoryResource = cuda_core.SynchronousMemoryResource
+    # helpers/buffers.py (imported by most memory tests) resolves stream arguments with a
+    # private function; ours is _stream.as_stream.
+    import cuda_core._stream as stream_mod
+
+    stream_mod.Stream_accept = lambda obj, *a, **k: None if obj is None else stream_mod.as_stream(obj)
+    # Module-level probes of test_program.py and test_object_protocols.py (which backend links
+    # PTX; whether the driver is new enough to load NVRTC's PTX), answered with our public facts.
+    import cuda_core._linker as linker_mod
+    import cuda_core._program as program_mod
+
+    linker_mod._decide_nvjitlink_or_driver = lambda: cuda_core.Linker.which_backend() == "driver"
+
+    def _can_load_generated_ptx():
+        err, drv = driver.cuDriverGetVersion()
+        err2, major, minor = nvrtc.nvrtcVersion()
+        return int(err) == 0 and int(err2) == 0 and drv >= major * 1000 + minor * 10
+
+    program_mod._can_load_generated_ptx = _can_load_generated_ptx
+    cuda_core.Program._can_load_generated_ptx = staticmethod(_can_load_generated_ptx)
+
+
+def _chain_next_sitecustomize():
+    """Run the sitecustomize this file shadows (the environment's own), if there is one."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    later = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", later)
+    if spec is not None and spec.loader is not None:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+if os.environ.get("PEER_TESTS_SIDE") == "ours":
+    _bridge_private_harness_names()
+_chain_next_sitecustomize()
+'''
+
+
 # -- running -----------------------------------------------------------------------------------
 
 
@@ -299,6 +327,8 @@ def prepare_side(folder: Path, dest: Path, *, ours: bool) -> None:
             if new != text:
                 py.write_text(new)
     (dest / f"{PLUGIN}.py").write_text(PLUGIN_SOURCE)
+    if ours:
+        (dest / "sitecustomize.py").write_text(SITECUSTOMIZE_SOURCE)
     # NVIDIA's pytest.ini asks for pytest-benchmark; ours keeps only what decides collection.
     (dest / TESTS / "pytest.ini").write_text("[pytest]\nnorecursedirs = cython\n")
 

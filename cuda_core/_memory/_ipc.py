@@ -285,6 +285,11 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     from .. import _stream as _stream_mod  # streams are made above memory
     from ._pool import _PoolResource
 
+    if not isinstance(desc, IPCBufferDescriptor):  # first, in cuda.core's words (its argument check)
+        raise TypeError(
+            f"Argument 'ipc_descriptor' has incorrect type (expected IPCBufferDescriptor, got "
+            f"{type(desc).__name__}); get one from Buffer.get_ipc_descriptor() in the exporting process"
+        )
     if not isinstance(mr, _PoolResource) or not mr.is_mapped:
         raise arg_error(
             "mr",
@@ -292,8 +297,6 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
             mr,
             exc=TypeError,
         )
-    if not isinstance(desc, IPCBufferDescriptor):
-        raise arg_error("ipc_descriptor", "an IPCBufferDescriptor", desc, exc=TypeError)
     pool = mr._live_pool()
     s = mr._default_stream() if stream is None else _stream_mod.as_stream(stream)
     data = driver.CUmemPoolPtrExportData()

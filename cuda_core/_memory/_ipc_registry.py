@@ -56,8 +56,9 @@ def find_registered(cls: type, key: Any) -> Any:
     """
     found = find(_check_key(key))
     if found is None:
+        # cuda.core's wording first ("Memory resource <uuid> was not found"; its tests match it)
         raise RuntimeError(
-            f"memory resource {key} was not found: no open resource is registered under it in this "
+            f"Memory resource {key} was not found: no open resource is registered under it in this "
             "process (send the resource itself through multiprocessing first, or map it with "
             "from_allocation_handle())"
         )
@@ -73,7 +74,7 @@ def register(mr: Any, key: Any) -> Any:
     mr._live_pool()
     if not mr._ipc_enabled:
         raise RuntimeError(
-            "the memory resource is not IPC-enabled; only IPC-enabled resources and their mappings "
+            "Memory resource is not IPC-enabled; only IPC-enabled resources and their mappings "
             "are registered"
         )
     if mr._uuid is not None and mr._uuid != key:

@@ -310,10 +310,13 @@ class _PoolResource(MemoryResource):
         pool = self._pool
         if pool is None or self._mapped:
             self._live_pool()
-            raise TypeError(
-                "a mapped (imported) memory resource cannot allocate; it only maps buffers "
-                "shared with Buffer.from_ipc_descriptor() (allocate in the exporting process)"
+            # cuda.core's exact message (code compares it whole); the hint goes in a note
+            err = TypeError("Cannot allocate from a mapped IPC-enabled memory resource")
+            err.add_note(
+                "A mapped (imported) resource only maps buffers shared with "
+                "Buffer.from_ipc_descriptor(); allocate in the exporting process."
             )
+            raise err
         h = live_handle(s)
         if not size:
             err, status = in_context(stream_context(s), _cuStreamIsCapturing, h)

@@ -394,7 +394,9 @@ class Device(AffinityQueries, BoardQueries, ClockQueries, FieldValueQueries, Mig
         Parameters
         ----------
         events : EventType, str or list
-            The event types to record (a member or name, or a list of them), e.g. ``"xid_critical_error"``.
+            The event types to record (a member or name, or a list of them), e.g.
+            ``"xid_critical_error"``. An empty list records nothing (``wait`` times out), as
+            in ``cuda.core``.
 
         Returns
         -------
@@ -403,6 +405,10 @@ class Device(AffinityQueries, BoardQueries, ClockQueries, FieldValueQueries, Mig
 
         Raises
         ------
+        TypeError
+            ``events`` is not an event type, a name or a list of them (``None``, an int).
+        ValueError
+            An unknown event type.
         NotSupportedError
             None of the requested events can be recorded on this GPU.
         """
@@ -504,6 +510,8 @@ def register_events(events: Any) -> RegisteredSystemEvents:
 
     Raises
     ------
+    TypeError
+        ``events`` is not an event type, a name or a list of them (``None``, an int).
     ValueError
         An unknown event type, or none.
     NotSupportedError

@@ -15,7 +15,7 @@ import warnings
 from typing import Any, ClassVar
 
 from .._utils import ValueOverflowError, arg_error, check_int
-from ._nvml import call, nvml, text
+from ._nvml import call, make_error, nvml, text
 
 __all__ = [
     "BAR1MemoryInfo",
@@ -313,14 +313,34 @@ class ProcessInfo:
         """Device memory the process uses, in bytes."""
         return self._used
 
+    def _mig_only(self, what: str) -> None:
+        # NVML fills the instance ids with a "not available" value off MIG; cuda.core raises
+        # NotSupportedError there (asked anew, as cuda.core does).
+        if not self._device.mig.is_mig_device:
+            raise make_error(3, "", f"{what} is only defined for processes on a MIG device")
+
     @property
     def gpu_instance_id(self) -> int:
-        """The GPU instance (MIG only)."""
+        """The GPU instance (MIG devices only).
+
+        Raises
+        ------
+        NotSupportedError
+            The device is not a MIG device.
+        """
+        self._mig_only("gpu_instance_id")
         return self._gi
 
     @property
     def compute_instance_id(self) -> int:
-        """The compute instance (MIG only)."""
+        """The compute instance (MIG devices only).
+
+        Raises
+        ------
+        NotSupportedError
+            The device is not a MIG device.
+        """
+        self._mig_only("compute_instance_id")
         return self._ci
 
     def __repr__(self) -> str:

@@ -41,9 +41,18 @@ _SYSTEM_BITS = {SystemEventType.UNBIND: 1, SystemEventType.BIND: 2}
 _SYSTEM_BACK = {bit: member for member, bit in _SYSTEM_BITS.items()}
 
 
-def _mask(name: str, events: Any, enum_type: type, bits: dict[Any, int]) -> int:
-    items = [events] if isinstance(events, str) else list(events) if events is not None else []
-    if not items:
+def _mask(name: str, events: Any, enum_type: type, bits: dict[Any, int], *, allow_empty: bool = False) -> int:
+    """The NVML bit mask of ``events`` (a member or name, or a list of them). An empty list is
+    mask 0 where ``allow_empty`` (device events: cuda.core registers it, and ``wait`` times out)."""
+    if isinstance(events, str):  # a str-valued enum member is a str too
+        items = [events]
+    elif hasattr(events, "__iter__"):  # a list (cuda.core), or any other iterable
+        items = list(events)
+    else:  # None or an int, as cuda.core refuses them
+        kind = enum_type.__name__
+        article = "an" if kind[0] in "AEIOU" else "a"
+        raise TypeError(f"{name} must be {article} {kind}, a str, or a list of them (got {events!r})")
+    if not items and not allow_empty:
         raise ValueError(f"{name} must name at least one event type (got {events!r})")
     mask = 0
     for item in items:
@@ -130,7 +139,7 @@ class DeviceEvents:
     """
 
     def __init__(self, device_handle: int, events: Any) -> None:
-        mask = _mask("events", events, EventType, _EVENT_BITS)
+        mask = _mask("events", events, EventType, _EVENT_BITS, allow_empty=True)
         handle = int(call(nvml.event_set_create))
         self._handle = handle
         self._finalizer = weakref.finalize(self, _free_event_set, nvml.event_set_free, handle)
