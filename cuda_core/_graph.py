@@ -398,13 +398,14 @@ class Graph:
     captured work references memory it does not own. ``graph[node]`` updates one node in place.
     """
 
-    __slots__ = ("__weakref__", "_box", "_finalizer", "_handle", "_keep", "_source")
+    __slots__ = ("__weakref__", "_box", "_finalizer", "_handle", "_keep", "_launched", "_source")
 
     _box: HandleHolder  # the CUgraphExec
     _finalizer: weakref.finalize
     _handle: Any
     _keep: list[Any]  # operands given to single nodes (graph[node].update)
     _source: tuple[Any, ...]  # what the source graph's nodes use (its state); replaced by update()
+    _launched: dict[int, Any]  # the streams launched on since the last update (handle -> Stream)
 
     def __init__(self) -> None:
         raise RuntimeError("use GraphBuilder.complete() or GraphDefinition.instantiate() to make a Graph")
@@ -417,6 +418,7 @@ class Graph:
         self._finalizer = weakref.finalize(self, self._box.release)
         self._keep = []
         self._source = ()
+        self._launched = {}
         return self
 
     def __getitem__(self, node: Any) -> Any:
@@ -472,9 +474,11 @@ class Graph:
         h = self._handle
         if h is None:
             raise RuntimeError("this Graph is closed")
-        err = driver.cuGraphLaunch(h, _as_stream(stream)._handle)[0]
+        s = _as_stream(stream)
+        err = driver.cuGraphLaunch(h, s._handle)[0]
         if err:
             handle_return((err,), "cuGraphLaunch")
+        self._launched[s._int] = s  # update() asks these whether earlier launches are done
 
     def upload(self, stream: Any) -> None:
         """Upload the graph's device resources on ``stream`` ahead of its first launch.
@@ -496,10 +500,10 @@ class Graph:
 
         Kernel arguments, launch dimensions, copy and fill operands may change; node kinds,
         count and edges may not. After a successful update this graph keeps what ``source``
-        retained (a definition's operands and host callbacks) and no longer what the graph
-        it came from retained: keep those alive yourself, or synchronize, while launches made
-        before the update may still use them. Callbacks are released by the driver once such
-        launches end.
+        retains (a definition's operands and host callbacks). What the graph it came from
+        retained is let go at once when every stream this graph was launched on since the
+        last update is idle; otherwise it is kept until the graph is closed, so a launch still
+        running never loses its operands.
 
         Parameters
         ----------
@@ -536,7 +540,12 @@ class Graph:
                             exc=TypeError)
             raise TypeError(f"expected GraphBuilder or GraphDefinition, got {type(source).__name__}: {err}")
         _gd.exec_update(exe, graph)
-        self._source = (keep,)
+        old, self._source = self._source, (keep,)
+        launched, self._launched = self._launched, {}
+        if not all(int(driver.cuStreamQuery(st._handle)[0]) == _SUCCESS for st in launched.values()):
+            # A launch made before the update may still be running with the old source's
+            # operands: they stay alive until the graph is closed (as every source used to).
+            self._keep.append(old)
 
     def close(self) -> None:
         """Destroy the executable graph. Idempotent; work already launched completes."""
