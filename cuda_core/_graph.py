@@ -502,8 +502,8 @@ class Graph:
         count and edges may not. After a successful update this graph keeps what ``source``
         retains (a definition's operands and host callbacks). What the graph it came from
         retained is let go at once when every stream this graph was launched on since the
-        last update is idle; otherwise it is kept until the graph is closed, so a launch still
-        running never loses its operands.
+        last update is idle; otherwise it is kept as long as this graph object lives, so a launch
+        still running never loses its operands.
 
         Parameters
         ----------
@@ -544,7 +544,7 @@ class Graph:
         launched, self._launched = self._launched, {}
         if not all(int(driver.cuStreamQuery(st._handle)[0]) == _SUCCESS for st in launched.values()):
             # A launch made before the update may still be running with the old source's
-            # operands: they stay alive until the graph is closed (as every source used to).
+            # operands: they stay alive as long as this object (as every source used to).
             self._keep.append(old)
 
     def close(self) -> None:

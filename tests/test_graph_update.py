@@ -84,8 +84,9 @@ def test_update_keeps_the_old_source_while_a_launch_may_still_use_it(dev):
     assert old_ref() is not None
     release.set()
     _wait(s)
-    assert old_ref() is not None  # kept until the graph is closed
+    assert old_ref() is not None  # kept while the graph lives
     graph.close()
+    del graph
     assert _collected(old_ref)
     # with every launch finished, an update lets go of the old source at once
     marker = []
