@@ -31,7 +31,7 @@ class GraphCondition:
     its graph: it lives as long as the graph and needs no closing.
     """
 
-    __slots__ = ("_default", "_graph_key", "_handle")
+    __slots__ = ("__weakref__", "_default", "_graph_key", "_handle")
 
     _handle: Any  # driver.CUgraphConditionalHandle
     _graph_key: int  # int() of the root CUgraph the handle was created in

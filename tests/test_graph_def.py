@@ -13,6 +13,7 @@ import gc
 import re
 import struct
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -137,6 +138,9 @@ def test_condition_checks():
     # the driver's refusal, as cuda.core raises it, caught first and explained
     assert isinstance(info.value, CUDAError) and info.value.name == "CUDA_ERROR_INVALID_VALUE"
     assert info.value.api == "cuGraphAddNode"
+    # usable in weak containers, as cuda.core's conditions are
+    ref = weakref.ref(cond)
+    assert ref() is cond and cond in weakref.WeakSet([cond])
 
 
 def test_switch_branch_count_checks():
