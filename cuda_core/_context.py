@@ -359,9 +359,13 @@ class Context:
         return hash(("Context", self._int))
 
     def __repr__(self) -> str:
-        kind = " green" if self.is_green else ""
-        state = " closed" if self._handle is None else ""
-        return f"<Context handle=0x{self._int:x}{kind}{state}>"
+        if self._handle is None:
+            return f"<Context handle=0x{self._int:x} closed>"
+        try:  # cuda.core's format
+            dev = self.device.device_id
+        except Exception:
+            return f"<Context handle=0x{self._int:x}>"
+        return f"<Context handle=0x{self._int:x} device={dev}>"
 
 
 def adopt_child(stream_or_event: Any, ctxh: Any) -> Any:

@@ -74,8 +74,7 @@ class GraphCondition:
         return hash((GraphCondition, int(self._handle)))
 
     def __repr__(self) -> str:
-        default = "" if self._default is None else f" default={self._default}"
-        return f"<GraphCondition {int(self._handle):#x}{default}>"
+        return f"<GraphCondition handle={int(self._handle):#x}>"  # cuda.core's format
 
 
 def check_condition(condition: Any, graph_key: int) -> GraphCondition:

@@ -87,7 +87,7 @@ class GraphDefinition:
         if not self.is_valid:
             return "<GraphDefinition closed>"
         kind = "" if self._owner else " view"
-        return f"<GraphDefinition{kind} {int(self._handle):#x}>"
+        return f"<GraphDefinition handle={int(self._handle):#x}{kind}>"  # cuda.core's format
 
     @property
     def is_valid(self) -> bool:

@@ -195,9 +195,8 @@ class ObjectCode:
         self.close()
 
     def __repr__(self) -> str:
-        where = f"path={self._code!r}" if isinstance(self._code, str) else f"size={len(self._code)}"
-        loaded = "" if self._holder is None else f" handle={int(self._holder.handle or 0):#x}"
-        return f"<ObjectCode code_type={self._code_type!r} name={self._name!r} {where}{loaded}>"
+        handle = 0 if self._holder is None else int(self._holder.handle or 0)  # 0: not loaded yet
+        return f"<ObjectCode handle={handle:#x} code_type={self._code_type!r}>"  # cuda.core's format
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_object_code, (self._code, self._code_type, self._name, self._sym_map))

@@ -185,7 +185,7 @@ class Program:
 
     def __repr__(self) -> str:
         state = " closed" if self.is_closed else ""
-        return f"<Program code_type={self._code_type!r} name={self._name()!r}{state}>"
+        return f"<Program backend={str(self.backend)!r}{state}>"  # cuda.core's format
 
     def _check_open(self) -> None:
         if self._holder is None:

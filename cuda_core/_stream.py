@@ -310,8 +310,13 @@ class Stream:
         return hash(("Stream", self._int))
 
     def __repr__(self) -> str:
-        kind = "closed" if self._handle is None else ("borrowed" if self._borrowed else "owned")
-        return f"<Stream handle=0x{self._int:x} {kind}>"
+        if self._handle is None:
+            return f"<Stream handle=0x{self._int:x} closed>"
+        try:  # cuda.core's format; the context is asked once (and cached) for a non-default stream
+            ctx = int(self._context_handle())
+        except Exception:  # no current context for a default stream: say so rather than raise
+            ctx = 0
+        return f"<Stream handle=0x{self._int:x} context=0x{ctx:x}>"
 
     # -- work ---------------------------------------------------------------------------------
 
