@@ -296,6 +296,11 @@ def _max_potential_block_size_b2d(func: Any, callback: int, block_size_limit: in
     return grid.value, block.value
 
 
+def kernel_function(handle: Any) -> Any:
+    """The ``CUfunction`` of a kernel handle (``cuKernelGetFunction``) in the current context."""
+    return handle_return(driver.cuKernelGetFunction(handle), "cuKernelGetFunction")
+
+
 class KernelOccupancy:
     """Occupancy queries of a :class:`Kernel` (``Kernel.occupancy``) in the current context.
 
@@ -321,7 +326,7 @@ class KernelOccupancy:
         return self
 
     def _function(self) -> Any:
-        return handle_return(driver.cuKernelGetFunction(self._handle), "cuKernelGetFunction")
+        return kernel_function(self._handle)
 
     def _query(self, fn: Callable[..., tuple[Any, ...]], *args: Any) -> Any:
         """``fn(<the kernel's CUfunction>, *args)`` through the error funnel."""
@@ -531,7 +536,7 @@ class Kernel:
         return o
 
     def _function(self) -> Any:
-        return handle_return(driver.cuKernelGetFunction(self._handle), "cuKernelGetFunction")
+        return kernel_function(self._handle)
 
     def _param_layout(self) -> tuple[tuple[int, int], ...] | None:
         """((offset, size), ...) of each parameter, or ``None`` where the driver cannot tell."""

@@ -61,9 +61,7 @@ _FOREIGN_STREAM_WARNING = (
 def _launch_stream(obj: Any) -> Any:
     """launch()'s stream: a foreign one (PyTorch, CuPy, any ``__cuda_stream__`` object) is
     accepted with the ``DeprecationWarning`` ``cuda.core`` 1.2's ``launch`` gives for it."""
-    if obj is None:
-        raise arg_error("stream", _STREAM_RULE, obj, exc=TypeError)
-    stream = as_stream(obj, "stream")
+    stream = _as_stream(obj)
     if stream is not obj and stream is not getattr(obj, "_cuda_core_stream", None):
         tp = type(obj)
         warnings.warn(

@@ -23,6 +23,7 @@ _cuMemcpyPeerAsync = driver.cuMemcpyPeerAsync
 _cuMemcpyHtoDAsync = driver.cuMemcpyHtoDAsync
 _cuMemcpyDtoHAsync = driver.cuMemcpyDtoHAsync
 _cuStreamSynchronize = driver.cuStreamSynchronize
+_cuStreamIsCapturing = driver.cuStreamIsCapturing
 _cuMemsetD8Async = driver.cuMemsetD8Async
 _cuMemsetD16Async = driver.cuMemsetD16Async
 _cuMemsetD32Async = driver.cuMemsetD32Async
@@ -71,6 +72,15 @@ def on_stream(s: Any, ctx: Any, fn: Any, *args: Any) -> tuple[Any, ...]:
         if not r[0] or ctx is None:
             return r  # type: ignore[no-any-return]
     return in_context(ctx, fn, *args)
+
+
+def capture_status(s: Any, ctx: Any = None) -> Any:
+    """The ``CUstreamCaptureStatus`` of stream ``s`` (``cuStreamIsCapturing``), asked in ``ctx``
+    (default: the context its work runs in)."""
+    h = live_handle(s)
+    return handle_return(
+        on_stream(s, ctx if ctx is not None else stream_context(s), _cuStreamIsCapturing, h), "cuStreamIsCapturing"
+    )
 
 
 def sync_stream(s: Any, ctx: Any) -> None:

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from .._compat import driver, has, require_cuda13
 from .._utils import TypeValueError, arg_error, handle_return
-from ._buffer_support import as_stream, closed_error, on_stream, stream_context
+from ._buffer_support import as_stream, capture_status, closed_error, on_stream, stream_context
 
 __all__ = ["Host"]  # CopyOptions, the enums and copy_batch are public in cuda_core.utils
 
@@ -203,8 +203,7 @@ def _batch_stream(stream: Any, api: str, capture: bool = False) -> Any:
         )
     if capture:
         return s
-    status = handle_return(driver.cuStreamIsCapturing(s._handle), "cuStreamIsCapturing")
-    if status != _CAPTURE_NONE:
+    if capture_status(s) != _CAPTURE_NONE:
         raise TypeError(f"{api}: the stream is capturing a graph, which cannot take attributed or batched copies")
     return s
 

@@ -8,8 +8,8 @@ from typing import Any
 from .._compat import driver
 from .._utils import arg_error, handle_return, make_error
 from ._buffer import Buffer
-from ._buffer_support import as_stream, live_handle, on_stream, stream_context
-from ._resource import MemoryResource, check_size, in_context
+from ._buffer_support import as_stream, capture_status, live_handle, on_stream, stream_context
+from ._resource import MemoryResource, check_size
 
 __all__ = ["GraphMemoryResource"]
 
@@ -28,10 +28,7 @@ def _capturing_stream(stream: Any) -> Any:
     """The Stream of ``stream``, which must be capturing a graph (an invalidated capture is
     refused too, as in cuda.core)."""
     s = _stream_of(stream)
-    status = handle_return(
-        in_context(stream_context(s), driver.cuStreamIsCapturing, live_handle(s)), "cuStreamIsCapturing"
-    )
-    if status != _ACTIVE:
+    if capture_status(s) != _ACTIVE:
         raise RuntimeError(
             "GraphMemoryResource cannot perform memory operations on a non-capturing stream. "
             "Allocate while a GraphBuilder is building (between begin_building() and "

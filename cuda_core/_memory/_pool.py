@@ -15,6 +15,7 @@ from ._buffer import Buffer
 from ._buffer_support import (
     Stream,
     as_stream,
+    capture_status,
     context_handle_of,
     live_handle,
     stream_context,
@@ -29,7 +30,6 @@ _owned_buffer = Buffer._owned
 _new = object.__new__
 _pool_allocate = backend.pool_allocate
 _PA = driver.CUmemPool_attribute
-_cuStreamIsCapturing = driver.cuStreamIsCapturing
 _CAPTURE_NONE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 _CAPTURE_UNSUPPORTED = int(driver.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
 
@@ -317,11 +317,9 @@ class _PoolResource(MemoryResource):
                 "Buffer.from_ipc_descriptor(); allocate in the exporting process."
             )
             raise err
-        h = live_handle(s)
+        live_handle(s)
         if not size:
-            err, status = in_context(stream_context(s), _cuStreamIsCapturing, h)
-            if err or status != _CAPTURE_NONE:  # refused as any other size is (as in cuda.core)
-                handle_return((err,), "cuStreamIsCapturing")
+            if capture_status(s) != _CAPTURE_NONE:  # refused as any other size is (as in cuda.core)
                 raise capture_refused(self)
             return _owned_buffer(0, 0, self, s, None)
         return self.allocate(size, stream=s)

@@ -17,6 +17,7 @@ import numpy
 from .._compat import driver
 from .._memory import Buffer
 from .._memory._buffer_support import (
+    capture_status,
     host_address,
     live_handle,
     on_stream,
@@ -277,8 +278,7 @@ class OpaqueArray(ArrayStorage):
         ctx = s._ctx if s._ctx is not None else stream_context(s)
         handle_return(on_stream(s, ctx, driver.cuMemcpy3DAsync, p, h), "cuMemcpy3DAsync")
         if host:
-            status = handle_return(on_stream(s, ctx, driver.cuStreamIsCapturing, h), "cuStreamIsCapturing")
-            if status == _CAPTURE_NONE:
+            if capture_status(s, ctx) == _CAPTURE_NONE:
                 sync_stream(s, ctx)
 
     def __repr__(self) -> str:
