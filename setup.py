@@ -12,7 +12,12 @@ import os
 
 from setuptools import Extension, setup
 
-_required = os.environ.get("CUDA_CORE_REQUIRE_NATIVE", "0").strip().lower() not in ("", "0", "false", "no")
+_required = os.environ.get("CUDA_CORE_REQUIRE_NATIVE", "0").strip().lower() not in (
+    "",
+    "0",
+    "false",
+    "no",
+)
 
 setup(
     ext_modules=[

@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 __all__ = ["Row", "Suite", "environment_line", "markdown_table", "time_op"]
 
 
-def time_op(fn: Callable[[], object], *, number: int = 1000, repeat: int = 15, warmup: int = 200) -> float:
+def time_op(
+    fn: Callable[[], object], *, number: int = 1000, repeat: int = 15, warmup: int = 200
+) -> float:
     """Median seconds per call of ``fn`` over ``repeat`` rounds of ``number`` calls each."""
     for _ in range(warmup):
         fn()
@@ -71,7 +73,13 @@ class Suite:
             print(f"[{op} / {impl}] {row.results[impl]}", file=sys.stderr)
 
     def run_group(
-        self, op: str, fns: dict[str, Callable[[], object] | None], *, number: int = 1000, repeat: int = 15, warmup: int = 200
+        self,
+        op: str,
+        fns: dict[str, Callable[[], object] | None],
+        *,
+        number: int = 1000,
+        repeat: int = 15,
+        warmup: int = 200,
     ) -> None:
         """Time several implementations of ``op`` round-robin: each round times every one once.
 

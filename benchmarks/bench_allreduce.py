@@ -58,7 +58,9 @@ def _loaded_nccl() -> str:
     return ", ".join(sorted(os.path.realpath(p) for p in paths)) or "none mapped"
 
 
-def _measure(op: Any, sync: Any, views: dict[int, Any], reps: int) -> tuple[dict[int, float], float]:
+def _measure(
+    op: Any, sync: Any, views: dict[int, Any], reps: int
+) -> tuple[dict[int, float], float]:
     """(median seconds per all-reduce by size, median single all-reduce + sync latency at 1 MiB)."""
     per_op: dict[int, float] = {}
     for size in SIZES:
@@ -84,7 +86,9 @@ def _measure(op: Any, sync: Any, views: dict[int, Any], reps: int) -> tuple[dict
     return per_op, statistics.median(lat)
 
 
-def worker_cuda_core(rank: int, world: int, port: int, reps: int, pin_torch_nccl: bool) -> dict[str, Any]:
+def worker_cuda_core(
+    rank: int, world: int, port: int, reps: int, pin_torch_nccl: bool
+) -> dict[str, Any]:
     if pin_torch_nccl:
         try:  # PyTorch loads its libnccl.so.2 at import; nccl4py then finds it already loaded
             import torch  # noqa: F401
@@ -102,7 +106,9 @@ def worker_cuda_core(rank: int, world: int, port: int, reps: int, pin_torch_nccl
     comm = nccl.Communicator.init(world, rank, uid, device=dev)
     buf = dev.allocate(max(SIZES), stream=s)
     buf.fill(0, stream=s)
-    views = {size: StridedMemoryView.from_buffer(buf, (size // 4,), dtype=np.float32) for size in SIZES}
+    views = {
+        size: StridedMemoryView.from_buffer(buf, (size // 4,), dtype=np.float32) for size in SIZES
+    }
     all_reduce = comm.all_reduce
 
     def op(v: Any) -> None:
@@ -122,8 +128,14 @@ def worker_torch(rank: int, world: int, port: int, reps: int, _pin: bool) -> dic
 
     torch.cuda.set_device(rank)
     dev = torch.device("cuda", rank)
-    kw = {"device_id": dev} if "device_id" in inspect.signature(dist.init_process_group).parameters else {}
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, **kw)
+    kw = (
+        {"device_id": dev}
+        if "device_id" in inspect.signature(dist.init_process_group).parameters
+        else {}
+    )
+    dist.init_process_group(
+        "nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, **kw
+    )
     t = torch.zeros(max(SIZES) // 4, dtype=torch.float32, device=dev)
     views = {size: t[: size // 4] for size in SIZES}
     all_reduce = dist.all_reduce
@@ -134,7 +146,12 @@ def worker_torch(rank: int, world: int, port: int, reps: int, _pin: bool) -> dic
     per_op, lat = _measure(op, torch.cuda.synchronize, views, reps)
     ver = ".".join(str(x) for x in torch.cuda.nccl.version())
     dist.destroy_process_group()
-    return {"per_op": per_op, "lat": lat, "nccl": f"{ver} ({_loaded_nccl()})", "extra": f"torch {torch.__version__}"}
+    return {
+        "per_op": per_op,
+        "lat": lat,
+        "nccl": f"{ver} ({_loaded_nccl()})",
+        "extra": f"torch {torch.__version__}",
+    }
 
 
 def _entry(fn: Any, rank: int, world: int, port: int, reps: int, pin: bool, out: Any) -> None:
@@ -150,12 +167,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def run_library(fn: Any, world: int, reps: int, pin: bool, timeout: float = 300.0) -> dict[str, Any] | str:
+def run_library(
+    fn: Any, world: int, reps: int, pin: bool, timeout: float = 300.0
+) -> dict[str, Any] | str:
     """Run ``fn`` on every rank in spawned processes; the slower rank's time per size (or an error)."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_entry, args=(fn, r, world, port, reps, pin, out)) for r in range(world)]
+    procs = [
+        ctx.Process(target=_entry, args=(fn, r, world, port, reps, pin, out)) for r in range(world)
+    ]
     for p in procs:
         p.start()
     got: dict[int, Any] = {}
@@ -188,7 +209,14 @@ def run_library(fn: Any, world: int, reps: int, pin: bool, timeout: float = 300.
 def _table(title: str, world: int, results: dict[str, dict[str, Any]]) -> str:
     factor = 2 * (world - 1) / world
     ours, theirs = results.get("cuda_core"), results.get("torch")
-    head = ["size", "cuda_core us", "torch us", "cuda_core busbw GB/s", "torch busbw GB/s", "busbw ratio"]
+    head = [
+        "size",
+        "cuda_core us",
+        "torch us",
+        "cuda_core busbw GB/s",
+        "torch busbw GB/s",
+        "busbw ratio",
+    ]
     rows = [head]
     for size in SIZES:
         cells = [f"{size // MIB} MiB"]
@@ -198,7 +226,9 @@ def _table(title: str, world: int, results: dict[str, dict[str, Any]]) -> str:
             bw[name] = size / t * factor / 1e9 if t else None
             cells.append(f"{t * 1e6:.1f}" if t else "n/a")
         cells += [f"{bw[k]:.1f}" if bw[k] else "n/a" for k in ("cuda_core", "torch")]
-        cells.append(f"{bw['cuda_core'] / bw['torch']:.3f}" if bw["cuda_core"] and bw["torch"] else "n/a")
+        cells.append(
+            f"{bw['cuda_core'] / bw['torch']:.3f}" if bw["cuda_core"] and bw["torch"] else "n/a"
+        )
         rows.append(cells)
     lines = [markdown_table(title, rows)]
     lat = {k: r["lat"] * 1e6 for k, r in (("cuda_core", ours), ("torch", theirs)) if r}
@@ -215,7 +245,9 @@ def main() -> int:
     ap.add_argument("--first", choices=("cuda_core", "torch"), default="cuda_core")
     ap.add_argument("--gpus", type=int, default=2)
     ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--no-pin", action="store_true", help="do not import torch first in the cuda_core processes")
+    ap.add_argument(
+        "--no-pin", action="store_true", help="do not import torch first in the cuda_core processes"
+    )
     args = ap.parse_args()
     print(environment_line())
     from cuda_core import nccl, system
@@ -250,7 +282,13 @@ def main() -> int:
     if len(results) == 2:
         print("same libnccl on both sides:", "yes" if len(paths) == 1 else f"NO: {sorted(paths)}")
     print()
-    print(_table(f"all-reduce, float32 sum in place, {args.gpus} GPUs, order {' then '.join(order)}", args.gpus, results))
+    print(
+        _table(
+            f"all-reduce, float32 sum in place, {args.gpus} GPUs, order {' then '.join(order)}",
+            args.gpus,
+            results,
+        )
+    )
     return 0 if results else 1
 
 

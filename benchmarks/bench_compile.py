@@ -57,7 +57,8 @@ ARCH = gpu_arch()
 """
 
 CHILD = {
-    "cuda_core": _PRELUDE + r"""
+    "cuda_core": _PRELUDE
+    + r"""
 from cuda_core import Program, ProgramOptions
 if ARCH:
     from cuda_core import Device
@@ -71,7 +72,8 @@ if ARCH:
 t1 = time.perf_counter()
 print(json.dumps({"seconds": t1 - t0, "loaded": bool(ARCH)}))
 """,
-    "cuda.core": _PRELUDE + r"""
+    "cuda.core": _PRELUDE
+    + r"""
 from cuda.core import Program, ProgramOptions
 from cuda.core.utils import FileStreamProgramCache
 if ARCH:
@@ -86,7 +88,8 @@ if ARCH:
 t1 = time.perf_counter()
 print(json.dumps({"seconds": t1 - t0, "loaded": bool(ARCH)}))
 """,
-    "cupy": _PRELUDE + r"""
+    "cupy": _PRELUDE
+    + r"""
 import cupy as cp
 if not ARCH:
     raise SystemExit(json.dumps({"error": "CuPy needs a GPU"}))
@@ -109,7 +112,14 @@ def _run(impl: str, code: str, names: list[str], cache_dir: str) -> dict:
     env.pop("CUDA_CORE_CACHE", None)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    args = [sys.executable, "-c", CHILD[impl], code, json.dumps(names), os.path.join(cache_dir, "cuda.core")]
+    args = [
+        sys.executable,
+        "-c",
+        CHILD[impl],
+        code,
+        json.dumps(names),
+        os.path.join(cache_dir, "cuda.core"),
+    ]
     p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
     lines = [ln for ln in p.stdout.splitlines() + p.stderr.splitlines() if ln.startswith("{")]
     if lines:
@@ -161,13 +171,17 @@ def main() -> int:
 
     print(environment_line())
     loaded = results["cuda_core"].get("loaded", False)
-    print(f"## Compile and cache hit, fresh process each, median of {args.repeat} "
-          f"({'to a loaded kernel' if loaded else 'no GPU: to the compiled ObjectCode, nothing loaded'})")
+    print(
+        f"## Compile and cache hit, fresh process each, median of {args.repeat} "
+        f"({'to a loaded kernel' if loaded else 'no GPU: to the compiled ObjectCode, nothing loaded'})"
+    )
     print()
     head = ["operation"] + [f"{i} (ms)" for i in impls] + ["cuda_core/best peer"]
     rows = [head]
-    for op, label in (("cold", "cold compile, templated x2 (cuda.core: plain kernel)"),
-                      ("hit", "cache hit in a new process")):
+    for op, label in (
+        ("cold", "cold compile, templated x2 (cuda.core: plain kernel)"),
+        ("hit", "cache hit in a new process"),
+    ):
         vals = [results[i][op] for i in impls]
         peers = [v for v in vals[1:] if isinstance(v, float)]
         mine = vals[0]

@@ -82,13 +82,21 @@ def cpu_main(impls) -> None:
         for name in names:
             mod = impls.get(name)
             V = _view_cls(mod) if mod is not None else None
-            suite.run(f"from_dlpack {label}", name, None if V is None else (lambda V=V, a=a: V.from_dlpack(a, -1)))
+            suite.run(
+                f"from_dlpack {label}",
+                name,
+                None if V is None else (lambda V=V, a=a: V.from_dlpack(a, -1)),
+            )
     a = arrays["(3,4) float64"]
     for name in names:
         mod = impls.get(name)
         V = _view_cls(mod) if mod is not None else None
         # cuda.core 1.2 asks the driver for the current device here, so it needs a GPU
-        suite.run("from_array_interface (3,4) float64", name, None if V is None else (lambda V=V, a=a: V.from_array_interface(a)))
+        suite.run(
+            "from_array_interface (3,4) float64",
+            name,
+            None if V is None else (lambda V=V, a=a: V.from_array_interface(a)),
+        )
     try:
         import torch
 
@@ -98,10 +106,20 @@ def cpu_main(impls) -> None:
     for name in names:
         mod = impls.get(name)
         V = _view_cls(mod) if mod is not None and t is not None else None
-        suite.run("from_dlpack torch CPU tensor (3,4)", name, None if V is None else (lambda V=V, t=t: V.from_dlpack(t, -1)))
-    producer = Suite("producer cost alone (the floor every consumer pays)", ["numpy"], baseline="numpy")
+        suite.run(
+            "from_dlpack torch CPU tensor (3,4)",
+            name,
+            None if V is None else (lambda V=V, t=t: V.from_dlpack(t, -1)),
+        )
+    producer = Suite(
+        "producer cost alone (the floor every consumer pays)", ["numpy"], baseline="numpy"
+    )
     dev, dl = a.__dlpack_device__, a.__dlpack__
-    producer.run("__dlpack_device__() + __dlpack__(max_version=(1, 0))", "numpy", lambda: (dev(), dl(stream=None, max_version=(1, 0))))
+    producer.run(
+        "__dlpack_device__() + __dlpack__(max_version=(1, 0))",
+        "numpy",
+        lambda: (dev(), dl(stream=None, max_version=(1, 0))),
+    )
     producer.run("__array_interface__", "numpy", lambda: a.__array_interface__)
     print(suite.table())
     print()
@@ -113,7 +131,9 @@ def cpu_main(impls) -> None:
         for name in names:
             v = row.get(name)
             if isinstance(v, float):
-                print(f"{name}: from_dlpack overhead on top of numpy's own calls = {(v - floor) * 1e6:.3f} us")
+                print(
+                    f"{name}: from_dlpack overhead on top of numpy's own calls = {(v - floor) * 1e6:.3f} us"
+                )
     print()
 
 
@@ -142,7 +162,12 @@ def main() -> None:
     for name in names:
         mod = impls.get(name)
         if mod is None:
-            for op in ("from_dlpack(torch tensor)", "from_dlpack(cupy array)", "wrap torch stream", "wrap cupy stream"):
+            for op in (
+                "from_dlpack(torch tensor)",
+                "from_dlpack(cupy array)",
+                "wrap torch stream",
+                "wrap cupy stream",
+            ):
                 suite.add(op, name, None)
             continue
         dev = mod.Device()
@@ -152,7 +177,9 @@ def main() -> None:
         sp = int(s.handle)
         if torch is not None:
             t = torch.ones(1024, device="cuda")
-            suite.add("from_dlpack(torch tensor)", name, lambda V=V, t=t, sp=sp: V.from_dlpack(t, sp))
+            suite.add(
+                "from_dlpack(torch tensor)", name, lambda V=V, t=t, sp=sp: V.from_dlpack(t, sp)
+            )
             ts = torch.cuda.Stream()
             suite.add("wrap torch stream", name, lambda dev=dev, ts=ts: dev.create_stream(ts))
         else:
@@ -167,7 +194,9 @@ def main() -> None:
             suite.add("from_dlpack(cupy array)", name, None)
             suite.add("wrap cupy stream", name, None)
         # graph replay vs direct launches
-        prog = mod.Program(EMPTY, code_type="c++", options=mod.ProgramOptions(arch=f"sm_{dev.arch}"))
+        prog = mod.Program(
+            EMPTY, code_type="c++", options=mod.ProgramOptions(arch=f"sm_{dev.arch}")
+        )
         kern = prog.compile("cubin").get_kernel("empty_kernel")
         cfg = mod.LaunchConfig(grid=1, block=32)
 

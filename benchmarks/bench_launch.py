@@ -58,7 +58,18 @@ SOURCE = "\n".join(f'extern "C" __global__ void {n}({p}) {{}}' for n, p in KERNE
 
 def scalars_10(ptrs):
     a, b, c = ptrs
-    return (a, b, np.int32(3), np.float32(1.5), 2.5, np.uint64(7), c, np.int16(-2), np.uint8(9), np.int64(-5))
+    return (
+        a,
+        b,
+        np.int32(3),
+        np.float32(1.5),
+        2.5,
+        np.uint64(7),
+        c,
+        np.int16(-2),
+        np.uint8(9),
+        np.int64(-5),
+    )
 
 
 def make_args(op, ptrs):
@@ -71,7 +82,9 @@ def make_args(op, ptrs):
     return tuple(float(i) for i in range(512))
 
 
-LAUNCH_EX_PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+LAUNCH_EX_PROTO = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
+)
 
 
 def measure(fn, sync, number, repeat, warmup=200):
@@ -166,8 +179,11 @@ def build_c_loop():
     with open(src, "w") as f:
         f.write(C_LOOP)
     try:
-        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", f"-I{include}", src, "-o", lib, "-ldl"], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["gcc", "-O2", "-shared", "-fPIC", f"-I{include}", src, "-o", lib, "-ldl"],
+            check=True,
+            capture_output=True,
+        )
     except (OSError, subprocess.CalledProcessError) as exc:
         return f"gcc failed: {exc}"
     so = ctypes.CDLL(lib)
@@ -217,7 +233,9 @@ def main() -> None:
     dev = Device()
     dev.set_current()
     s = dev.create_stream()  # non-blocking by default
-    obj = Program(SOURCE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    obj = Program(SOURCE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin"
+    )
     cfg = LaunchConfig(grid=1, block=1)
     bufs = [dev.allocate(1024, stream=s) for _ in range(3)]
     sync = s.sync
@@ -232,7 +250,9 @@ def main() -> None:
         cdev = cc.Device()
         cdev.set_current()
         cs = cdev.create_stream(options=cc.StreamOptions(nonblocking=True))
-        cobj = cc.Program(SOURCE, code_type="c++", options=cc.ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+        cobj = cc.Program(
+            SOURCE, code_type="c++", options=cc.ProgramOptions(arch=f"sm_{dev.arch}")
+        ).compile("cubin")
         ccfg = cc.LaunchConfig(grid=1, block=1)
         cbufs = [cdev.allocate(1024, stream=cs) for _ in range(3)]
     except Exception as exc:
@@ -258,7 +278,9 @@ def main() -> None:
     for op, (kname, _) in KERNELS.items():
         ker = obj.get_kernel(kname)
         args = make_args(op, bufs)
-        results[(op, "cuda_core.launch")] = measure(lambda k=ker, a=args: launch(s, cfg, k, *a), sync, N, R)
+        results[(op, "cuda_core.launch")] = measure(
+            lambda k=ker, a=args: launch(s, cfg, k, *a), sync, N, R
+        )
         prep = PreparedLaunch(s, cfg, ker, *args)
         results[(op, "cuda_core prepared")] = measure(prep, sync, N, R)
 
@@ -287,7 +309,10 @@ def main() -> None:
                 results[(op, "cupy RawKernel")] = f"error: {exc}"
                 print(f"[{op} / cupy] {exc}", file=sys.stderr)
 
-        raw_values = [b.handle if hasattr(b, "handle") and not isinstance(b, (float, np.generic)) else b for b in args]
+        raw_values = [
+            b.handle if hasattr(b, "handle") and not isinstance(b, (float, np.generic)) else b
+            for b in args
+        ]
         addr, keep = pack_void_pp(raw_values)
         func = driver.CUfunction(int(ker.handle))
         hs = s.handle
@@ -308,7 +333,10 @@ def main() -> None:
         if ex:
             fn, fptr = LAUNCH_EX_PROTO(ex), int(ker.handle)
             results[(op, "ctypes void**")] = measure(
-                lambda fn=fn, c=cfg_addr, f=fptr, a=addr, _k=native_cfg: fn(c, f, a, None), sync, N, R
+                lambda fn=fn, c=cfg_addr, f=fptr, a=addr, _k=native_cfg: fn(c, f, a, None),
+                sync,
+                N,
+                R,
             )
         else:
             results[(op, "ctypes void**")] = "n/a"
@@ -318,14 +346,20 @@ def main() -> None:
             if rc:
                 results[(op, "C loop")] = f"error: CUresult {rc}"
             else:
-                results[(op, "C loop")] = measure(lambda f=fptr, st=sptr, a=addr: cloop.loop(f, st, a, N), sync, 1, R, warmup=2)
+                results[(op, "C loop")] = measure(
+                    lambda f=fptr, st=sptr, a=addr: cloop.loop(f, st, a, N), sync, 1, R, warmup=2
+                )
                 per_call[(op, "C loop")] = N
             rc = cloop.loop_ex(cfg_addr, fptr, addr, 1)
             if rc:
                 results[(op, "C loop Ex")] = f"error: CUresult {rc}"
             else:
                 results[(op, "C loop Ex")] = measure(
-                    lambda c=cfg_addr, f=fptr, a=addr: cloop.loop_ex(c, f, a, N), sync, 1, R, warmup=2
+                    lambda c=cfg_addr, f=fptr, a=addr: cloop.loop_ex(c, f, a, N),
+                    sync,
+                    1,
+                    R,
+                    warmup=2,
                 )
                 per_call[(op, "C loop Ex")] = N
 
@@ -336,8 +370,10 @@ def main() -> None:
         suite.run(op, impl, None)
         next(r for r in suite.rows if r.op == op).results[impl] = v
     print(environment_line())
-    print(f"{N} launches per round, median of {R} rounds, non-blocking stream, grid=1 block=1; "
-          f"handle layer: {'native' if _backend.NATIVE else 'pure Python'} ({_backend.REASON})")
+    print(
+        f"{N} launches per round, median of {R} rounds, non-blocking stream, grid=1 block=1; "
+        f"handle layer: {'native' if _backend.NATIVE else 'pure Python'} ({_backend.REASON})"
+    )
     print(suite.table(ratios_to=["cuda.core", "C loop"]))
 
 

@@ -32,7 +32,9 @@ OPS = (
 )
 
 
-def _add_pool_and_pinned_ops(suite: Suite, impl: str, device_cls: Any, pinned_cls: Any) -> tuple[Any, Any, Any]:
+def _add_pool_and_pinned_ops(
+    suite: Suite, impl: str, device_cls: Any, pinned_cls: Any
+) -> tuple[Any, Any, Any]:
     """Register the rows both cuda_core and cuda.core run through the same API: allocate+close
     from the device's resource, and 4 KiB copies between a device buffer and a pinned buffer
     (with the stream synchronised). Returns ``(stream, device buffer, pinned buffer)``."""
@@ -73,7 +75,9 @@ def _closer(s: Any, *bufs: Any) -> Callable[[], None]:
 def bench_cuda_core(suite: Suite) -> Callable[[], None] | None:
     from cuda_core import Device, LegacyPinnedMemoryResource
 
-    s, buf, pinned = _add_pool_and_pinned_ops(suite, "cuda_core", Device, LegacyPinnedMemoryResource)
+    s, buf, pinned = _add_pool_and_pinned_ops(
+        suite, "cuda_core", Device, LegacyPinnedMemoryResource
+    )
     host = np.ones(KIB4, np.uint8)
     out = np.empty(KIB4, np.uint8)
     suite.add(OPS[3], "cuda_core", lambda: buf.copy_from(host, stream=s))  # synchronises
@@ -92,7 +96,9 @@ def bench_nvidia(suite: Suite) -> Callable[[], None] | None:
                 suite.add(op, "cuda.core", None)
             return None
     # cuda.core copies between Buffers only: the host side is a pinned buffer.
-    s, buf, pinned = _add_pool_and_pinned_ops(suite, "cuda.core", Device, LegacyPinnedMemoryResource)
+    s, buf, pinned = _add_pool_and_pinned_ops(
+        suite, "cuda.core", Device, LegacyPinnedMemoryResource
+    )
     suite.add(OPS[3], "cuda.core", None)  # no copies from host objects
     suite.add(OPS[4], "cuda.core", None)
     return _closer(s, buf, pinned)

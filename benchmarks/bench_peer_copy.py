@@ -275,9 +275,11 @@ def main() -> int:
     from cuda_core import Device
 
     d0, d1 = Device(0), Device(1)
-    print(f"cuda_core backend: {'native' if NATIVE else 'pure Python'} ({REASON}); "
-          f"{d0.name} -> {d1.name}; Device(0).can_access_peer(1) = {d0.can_access_peer(1)}, "
-          f"Device(1).can_access_peer(0) = {d1.can_access_peer(0)}")
+    print(
+        f"cuda_core backend: {'native' if NATIVE else 'pure Python'} ({REASON}); "
+        f"{d0.name} -> {d1.name}; Device(0).can_access_peer(1) = {d0.can_access_peer(1)}, "
+        f"Device(1).can_access_peer(0) = {d1.can_access_peer(0)}"
+    )
     nvidia, torch = NvidiaCore(), Torch()
     failures: list[str] = []
     summary: list[str] = []
@@ -320,12 +322,18 @@ def main() -> int:
                 issue()
                 wait()
             bad = setup.check()
-            failures += [f"{x} {nbytes // MIB} MiB ({'granted' if granted else 'no access'})" for x in bad]
+            failures += [
+                f"{x} {nbytes // MIB} MiB ({'granted' if granted else 'no access'})" for x in bad
+            ]
             release(keep)
             mrs[0].peer_accessible_by = []
             mrs[1].peer_accessible_by = []
             setup.close()
-        title = "Peer copies, pools granting each other access" if granted else "Peer copies, pools without peer access"
+        title = (
+            "Peer copies, pools granting each other access"
+            if granted
+            else "Peer copies, pools without peer access"
+        )
         print()
         print(table(title, rows))
     print()

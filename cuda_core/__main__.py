@@ -77,7 +77,9 @@ def _launch_and_verify(out: Callable[[str], None]) -> bool:
             library = handle_return(
                 driver.cuLibraryLoadData(cubin, None, None, 0, None, None, 0), "cuLibraryLoadData"
             )
-            kern = handle_return(driver.cuLibraryGetKernel(library, _KERNEL_NAME.encode()), "cuLibraryGetKernel")
+            kern = handle_return(
+                driver.cuLibraryGetKernel(library, _KERNEL_NAME.encode()), "cuLibraryGetKernel"
+            )
             values: list[Any] = [
                 ctypes.c_uint64(int(dptr)),
                 ctypes.c_int(_N),
@@ -88,8 +90,16 @@ def _launch_and_verify(out: Callable[[str], None]) -> bool:
             handle_return(
                 driver.cuLaunchKernel(
                     driver.CUfunction(int(kern)),
-                    (_N + 127) // 128, 1, 1, 128, 1, 1, 0,
-                    stream.handle, ctypes.addressof(params), 0,
+                    (_N + 127) // 128,
+                    1,
+                    1,
+                    128,
+                    1,
+                    1,
+                    0,
+                    stream.handle,
+                    ctypes.addressof(params),
+                    0,
                 ),
                 "cuLaunchKernel",
             )
@@ -151,15 +161,21 @@ def main(argv: list[str] | None = None) -> int:
         default="sm_90",
         help="architecture to compile for when no GPU is present (default: sm_90; 90 means sm_90)",
     )
-    parser.add_argument("--json", action="store_true", help="print the report and the check as one JSON object")
-    parser.add_argument("--clear-cache", action="store_true", help="empty the compile cache on disk and exit")
+    parser.add_argument(
+        "--json", action="store_true", help="print the report and the check as one JSON object"
+    )
+    parser.add_argument(
+        "--clear-cache", action="store_true", help="empty the compile cache on disk and exit"
+    )
     args = parser.parse_args(argv)
     if args.clear_cache:
         before = _config.clear_cache()
         if not before["enabled"]:
             print("the compile cache on disk is off (CUDA_CORE_CACHE=0): nothing to clear")
         else:
-            print(f"cleared {before['entries']} entries ({_config._size(before['bytes'])}) from {before['path']}")
+            print(
+                f"cleared {before['entries']} entries ({_config._size(before['bytes'])}) from {before['path']}"
+            )
         return 0
     info = _config.collect()
     lines: list[str] = []

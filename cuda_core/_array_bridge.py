@@ -134,7 +134,9 @@ def _bind_torch(torch: Any) -> bool:
                 tdt = getattr(torch, name, None)
                 ndt = _numpy_equivalent(name) if tdt is not None else None
                 if ndt is not None:
-                    dtypes[tdt] = _dl._pack_dtype(*_dl.dtype_to_dlpack(ndt))  # the DLPack dtype word
+                    dtypes[tdt] = _dl._pack_dtype(
+                        *_dl.dtype_to_dlpack(ndt)
+                    )  # the DLPack dtype word
             raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
             if raw is None:  # a build without CUDA, or a torch that lacks the raw accessor
 
@@ -142,7 +144,9 @@ def _bind_torch(torch: Any) -> bool:
                     return int(torch.cuda.current_stream(device).cuda_stream)
 
             complex_types = frozenset(t for t in (torch.complex64, torch.complex128) if t in dtypes)
-            _torch.update(dtypes=dtypes, complex=complex_types, strided=torch.strided, raw_stream=raw)
+            _torch.update(
+                dtypes=dtypes, complex=complex_types, strided=torch.strided, raw_stream=raw
+            )
         except Exception:  # an unfamiliar torch: stay on DLPack
             return False
         # The native reader takes exact CUDA tensors through PyTorch's DLPack C exchange API
@@ -191,7 +195,12 @@ def torch_fields(t: Any, stream_ptr: int | None) -> Fields | None:
     try:
         tdt = t.dtype
         dt = tt["dtypes"].get(tdt)
-        if dt is None or t.layout is not tt["strided"] or t.is_neg() or (tdt in tt["complex"] and t.is_conj()):
+        if (
+            dt is None
+            or t.layout is not tt["strided"]
+            or t.is_neg()
+            or (tdt in tt["complex"] and t.is_conj())
+        ):
             return None
         is_cuda = t.is_cuda
         if not is_cuda and not t.is_cpu:  # meta, xpu, mps, ...

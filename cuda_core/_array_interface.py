@@ -34,7 +34,9 @@ def read_cuda_array_interface(obj: Any, stream_ptr: int | None) -> Fields:
     try:
         iface = obj.__cuda_array_interface__
     except AttributeError:
-        raise BufferAttributeError(f"{type(obj).__name__} has no __cuda_array_interface__") from None
+        raise BufferAttributeError(
+            f"{type(obj).__name__} has no __cuda_array_interface__"
+        ) from None
     if stream_ptr is None:
         raise BufferError(AMBIGUOUS)
     ptr = iface["data"][0] or 0
@@ -63,7 +65,9 @@ def _typestr_dtype(typestr: str) -> numpy.dtype[Any]:
     return dt
 
 
-def _read_interface_dict(iface: dict[str, Any], device_id: int, accessible: bool, dev_type: int) -> Fields:
+def _read_interface_dict(
+    iface: dict[str, Any], device_id: int, accessible: bool, dev_type: int
+) -> Fields:
     get = iface.get
     if get("mask") is not None:
         raise BufferError("masked arrays are not supported")
@@ -83,7 +87,9 @@ def _read_interface_dict(iface: dict[str, Any], device_id: int, accessible: bool
     if byte_strides is not None:
         item = dt.itemsize
         if any(map(item.__rmod__, byte_strides)):
-            raise BufferValueError(f"strides {tuple(byte_strides)} (bytes) are not multiples of the item size {item}")
+            raise BufferValueError(
+                f"strides {tuple(byte_strides)} (bytes) are not multiples of the item size {item}"
+            )
         strides = tuple(map(item.__rfloordiv__, byte_strides))
     return ((ptr or 0) + offset, shape, strides, dt, device_id, accessible, bool(ro), dev_type)
 
@@ -94,7 +100,9 @@ _ATTR_ORDINAL = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
 def _pointer_device(ptr: int) -> int:
     """The ordinal of the device owning ``ptr`` (the current device for a null pointer)."""
     if ptr:
-        return int(handle_return(driver.cuPointerGetAttribute(_ATTR_ORDINAL, ptr), "cuPointerGetAttribute"))
+        return int(
+            handle_return(driver.cuPointerGetAttribute(_ATTR_ORDINAL, ptr), "cuPointerGetAttribute")
+        )
     err, dev = driver.cuCtxGetDevice()
     return int(dev) if err == driver.CUresult.CUDA_SUCCESS else 0
 
@@ -114,7 +122,9 @@ def _order_streams(producer: int, consumer: int, device_id: int) -> None:
         ev = handle_return(driver.cuEventCreate(_EV_FLAGS), "cuEventCreate")
         try:
             handle_return(driver.cuEventRecord(ev, driver.CUstream(producer)), "cuEventRecord")
-            handle_return(driver.cuStreamWaitEvent(driver.CUstream(consumer), ev, 0), "cuStreamWaitEvent")
+            handle_return(
+                driver.cuStreamWaitEvent(driver.CUstream(consumer), ev, 0), "cuStreamWaitEvent"
+            )
         finally:
             driver.cuEventDestroy(ev)  # released once the wait no longer needs it
     finally:

@@ -49,7 +49,11 @@ def _select() -> tuple[Any, bool, str]:
             RuntimeWarning,
             stacklevel=2,
         )
-        return _handles, False, f"ABI mismatch (built {version}, needs {_handles.ABI_VERSION}); rebuild: {REBUILD_COMMAND}"
+        return (
+            _handles,
+            False,
+            f"ABI mismatch (built {version}, needs {_handles.ABI_VERSION}); rebuild: {REBUILD_COMMAND}",
+        )
     return _native, True, "on"
 
 
@@ -59,7 +63,9 @@ REASON: str
 backend, NATIVE, REASON = _select()
 """The handle layer's backend module (see :mod:`cuda_core._handles` for its protocol)."""
 if NATIVE:
-    _log.debug("handle layer: native backend (%s)", getattr(backend, "__file__", "cuda_core._native"))
+    _log.debug(
+        "handle layer: native backend (%s)", getattr(backend, "__file__", "cuda_core._native")
+    )
 else:
     _log.debug("handle layer: pure Python backend, falling back from native: %s", REASON)
 

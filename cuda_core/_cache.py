@@ -142,12 +142,16 @@ class ProgramCacheResource:
         try:
             it = iter(pairs)
         except TypeError:
-            raise arg_error("items", "a mapping or an iterable of (key, value) pairs", items, exc=TypeError) from None
+            raise arg_error(
+                "items", "a mapping or an iterable of (key, value) pairs", items, exc=TypeError
+            ) from None
         for pair in it:
             try:
                 k, v = pair
             except (TypeError, ValueError):
-                raise arg_error("items", "a mapping or an iterable of (key, value) pairs", items, exc=TypeError) from None
+                raise arg_error(
+                    "items", "a mapping or an iterable of (key, value) pairs", items, exc=TypeError
+                ) from None
             self[k] = v
         for k, v in kwargs.items():
             self[k] = v
@@ -177,7 +181,11 @@ class InMemoryProgramCache(ProgramCacheResource):
     """
 
     def __init__(self, max_size_bytes: int | None = None) -> None:
-        if max_size_bytes is not None and (isinstance(max_size_bytes, bool) or not isinstance(max_size_bytes, int) or max_size_bytes <= 0):
+        if max_size_bytes is not None and (
+            isinstance(max_size_bytes, bool)
+            or not isinstance(max_size_bytes, int)
+            or max_size_bytes <= 0
+        ):
             raise arg_error("max_size_bytes", "a positive int or None", max_size_bytes)
         self.max_size_bytes = max_size_bytes
         self._data: OrderedDict[bytes, bytes] = OrderedDict()
@@ -242,8 +250,14 @@ class FileStreamProgramCache(ProgramCacheResource):
         The directory cannot be created.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, *, max_size_bytes: int | None = None) -> None:
-        if max_size_bytes is not None and (isinstance(max_size_bytes, bool) or not isinstance(max_size_bytes, int) or max_size_bytes <= 0):
+    def __init__(
+        self, path: str | os.PathLike | None = None, *, max_size_bytes: int | None = None
+    ) -> None:
+        if max_size_bytes is not None and (
+            isinstance(max_size_bytes, bool)
+            or not isinstance(max_size_bytes, int)
+            or max_size_bytes <= 0
+        ):
             raise arg_error("max_size_bytes", "a positive int or None", max_size_bytes)
         self.path = os.path.abspath(os.fspath(path)) if path is not None else default_cache_dir()
         self.max_size_bytes = max_size_bytes
@@ -412,7 +426,11 @@ class ProgramCache:
         return self._disk
 
     def _sync(self) -> None:
-        env = (os.environ.get("CUDA_CORE_CACHE"), os.environ.get("CUDA_CORE_CACHE_DIR"), os.environ.get("XDG_CACHE_HOME"))
+        env = (
+            os.environ.get("CUDA_CORE_CACHE"),
+            os.environ.get("CUDA_CORE_CACHE_DIR"),
+            os.environ.get("XDG_CACHE_HOME"),
+        )
         if env == self._env:
             return
         with self._lock:
@@ -432,8 +450,11 @@ class ProgramCache:
     def stats(self) -> dict[str, int]:
         """dict: ``hits``, ``misses``, ``memory_hits``, ``disk_hits``, ``memory_entries``."""
         return {
-            "hits": self.hits, "misses": self.misses, "memory_hits": self.memory_hits,
-            "disk_hits": self.disk_hits, "memory_entries": len(self._memory),
+            "hits": self.hits,
+            "misses": self.misses,
+            "memory_hits": self.memory_hits,
+            "disk_hits": self.disk_hits,
+            "memory_entries": len(self._memory),
         }
 
     def reset_stats(self) -> None:
@@ -476,9 +497,13 @@ class ProgramCache:
             try:
                 disk[key] = encode_entry(*rec)
             except OSError as exc:
-                _log.debug("compile cache: write to %s failed (%s); kept in memory only", disk.path, exc)
+                _log.debug(
+                    "compile cache: write to %s failed (%s); kept in memory only", disk.path, exc
+                )
             else:
-                _log.debug("compile cache: wrote %d bytes to %s (%s)", len(rec[0]), disk.path, _short(key))
+                _log.debug(
+                    "compile cache: wrote %d bytes to %s (%s)", len(rec[0]), disk.path, _short(key)
+                )
 
 
 class _short:
@@ -513,7 +538,9 @@ def resolve_cache(cache: Any) -> Any:
         return _default
     if cache is False:
         return None
-    if isinstance(cache, (ProgramCacheResource, ProgramCache)) or (hasattr(cache, "get") and hasattr(cache, "__setitem__")):
+    if isinstance(cache, (ProgramCacheResource, ProgramCache)) or (
+        hasattr(cache, "get") and hasattr(cache, "__setitem__")
+    ):
         return cache
     raise arg_error("cache", "None, True, False or a ProgramCacheResource", cache, exc=TypeError)
 
@@ -535,7 +562,12 @@ def lookup_or_compile(store: Any, key: bytes, compile_fn: Callable[[], Any]) -> 
     if store is _default:
         _default._store(key, rec)
     else:
-        _log.debug("compile cache: miss in %s, wrote %d bytes (%s)", type(store).__name__, len(rec[0]), _short(key))
+        _log.debug(
+            "compile cache: miss in %s, wrote %d bytes (%s)",
+            type(store).__name__,
+            len(rec[0]),
+            _short(key),
+        )
         store[key] = encode_entry(*rec)
     return obj
 

@@ -67,7 +67,7 @@ def _loaded_path(lib: str) -> str:
             for line in f:
                 i = line.find(needle)
                 if i >= 0:
-                    return line[line.index("/"):].strip()
+                    return line[line.index("/") :].strip()
     except OSError:
         pass
     return ""
@@ -165,7 +165,9 @@ def _find(name: str, dirs: Sequence[str]) -> str | None:
     return None
 
 
-def hash_headers(update: Any, code: bytes, base: str, include_dirs: Sequence[str], pre_include: Sequence[str]) -> None:
+def hash_headers(
+    update: Any, code: bytes, base: str, include_dirs: Sequence[str], pre_include: Sequence[str]
+) -> None:
     """Feed the contents of every header the source includes (found on disk) to ``update``.
 
     ``#include "x"`` is looked up next to the including file (the program's directory for the
@@ -175,7 +177,10 @@ def hash_headers(update: Any, code: bytes, base: str, include_dirs: Sequence[str
     """
     seen: set[str] = set()
     todo: list[tuple[str, bool, str]] = [(p, True, base) for p in pre_include]
-    todo += [(m.group(2).decode(errors="replace"), m.group(1) == b'"', base) for m in _INCLUDE.finditer(code)]
+    todo += [
+        (m.group(2).decode(errors="replace"), m.group(1) == b'"', base)
+        for m in _INCLUDE.finditer(code)
+    ]
     while todo and len(seen) < _MAX_HEADERS:
         name, quoted, here = todo.pop(0)
         dirs = [here, *include_dirs] if quoted else list(include_dirs)
@@ -196,7 +201,10 @@ def hash_headers(update: Any, code: bytes, base: str, include_dirs: Sequence[str
         update(b"header", real.encode())
         update(b"content", text)
         sub = os.path.dirname(real)
-        todo += [(m.group(2).decode(errors="replace"), m.group(1) == b'"', sub) for m in _INCLUDE.finditer(text)]
+        todo += [
+            (m.group(2).decode(errors="replace"), m.group(1) == b'"', sub)
+            for m in _INCLUDE.finditer(text)
+        ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,7 +253,9 @@ def make_program_cache_key(
     if ct not in _TARGETS:
         raise ValueError(f"code_type must be one of 'c++', 'ptx', 'nvvm' (got {code_type!r})")
     if target_type not in _TARGETS[ct]:
-        raise ValueError(f"target_type must be one of {_TARGETS[ct]} for {ct!r} code (got {target_type!r})")
+        raise ValueError(
+            f"target_type must be one of {_TARGETS[ct]} for {ct!r} code (got {target_type!r})"
+        )
     if isinstance(code, str):
         code_b = code.encode()
     elif isinstance(code, (bytes, bytearray, memoryview)):
@@ -288,7 +298,11 @@ def make_program_cache_key(
             update(b"libdevice", b"1")
     if ct == "c++":
         incs, pres = options._header_inputs()
-        base = os.path.dirname(options.name) if options.name and os.path.dirname(options.name) else os.getcwd()
+        base = (
+            os.path.dirname(options.name)
+            if options.name and os.path.dirname(options.name)
+            else os.getcwd()
+        )
         hash_headers(update, code_b, base, incs, pres)
     if extra_digest is not None:
         update(b"extra", bytes(extra_digest))

@@ -124,7 +124,9 @@ def new_user_object(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int,
     with _lock:
         _kept[key] = (fn, args)
     try:
-        obj = handle_return(driver.cuUserObjectCreate(key, DROP_KEPT, 1, _NO_SYNC), "cuUserObjectCreate")
+        obj = handle_return(
+            driver.cuUserObjectCreate(key, DROP_KEPT, 1, _NO_SYNC), "cuUserObjectCreate"
+        )
     except BaseException:
         with _lock:
             _kept.pop(key, None)
@@ -148,8 +150,11 @@ def host_callback(fn: Any, user_data: Any) -> tuple[Callable[[], Any] | None, in
         argtypes = tuple(getattr(fn, "argtypes", None) or ())
         if restype is not None or argtypes != (ctypes.c_void_p,):
             raise arg_error(
-                "fn", "a ctypes function pointer matching CUhostFn, void (*)(void*)", fn,
-                f"{CUHOSTFN_HINT} (declared restype={restype!r}, argtypes={argtypes!r})", TypeError,
+                "fn",
+                "a ctypes function pointer matching CUhostFn, void (*)(void*)",
+                fn,
+                f"{CUHOSTFN_HINT} (declared restype={restype!r}, argtypes={argtypes!r})",
+                TypeError,
             )
         addr = _address(fn)
         if user_data is None:
@@ -159,12 +164,18 @@ def host_callback(fn: Any, user_data: Any) -> tuple[Callable[[], Any] | None, in
         try:
             data = bytes(memoryview(user_data).cast("B"))
         except TypeError:
-            raise arg_error("user_data", "None, an int address or a bytes-like object", user_data, exc=TypeError) from None
+            raise arg_error(
+                "user_data", "None, an int address or a bytes-like object", user_data, exc=TypeError
+            ) from None
         copy = ctypes.create_string_buffer(data, max(len(data), 1))
         return None, addr, ctypes.addressof(copy), (fn, copy)
     if not callable(fn):
         raise arg_error("fn", "a callable or a ctypes CUhostFn function pointer", fn, exc=TypeError)
     if user_data is not None:
-        raise arg_error("user_data", "None for a Python callable", user_data,
-                        "bind state with a closure or functools.partial")
+        raise arg_error(
+            "user_data",
+            "None for a Python callable",
+            user_data,
+            "bind state with a closure or functools.partial",
+        )
     return fn, 0, 0, None

@@ -34,7 +34,9 @@ from . import _callback_table as _table
 from ._compat import driver
 from ._utils import arg_error, ensure_driver, handle_return, raise_status
 
-__all__: list[str] = []  # host_launch (in _launcher), Stream.launch_host_func and GraphBuilder.callback are public
+__all__: list[
+    str
+] = []  # host_launch (in _launcher), Stream.launch_host_func and GraphBuilder.callback are public
 
 # CUresult cuLaunchHostFunc(CUstream, CUhostFn, void* userData) (CUDA 12.0 ABI). A CFUNCTYPE
 # function releases the GIL during the call (PYFUNCTYPE would not).
@@ -57,7 +59,9 @@ def _launch_host_func_c() -> Any:
         ensure_driver()
         addr = _backend.entry_point("cuLaunchHostFunc")
         if not addr:
-            raise RuntimeError("the CUDA driver has no cuLaunchHostFunc entry point (CUDA 12.0 ABI)")
+            raise RuntimeError(
+                "the CUDA driver has no cuLaunchHostFunc entry point (CUDA 12.0 ABI)"
+            )
         _launch_fn = _LaunchHostFunc(addr)
     return _launch_fn
 

@@ -164,7 +164,9 @@ def driver_version_int() -> int:
             except (RuntimeError, OSError) as exc:  # libcuda could not be loaded
                 raise CUDADriverNotFoundError(str(exc)) from None
             if result[0]:  # built here, not by _utils' error funnel, which imports this module
-                raise CUDAError("cuDriverGetVersion", _drv.CUresult(result[0]).name, "", int(result[0]))
+                raise CUDAError(
+                    "cuDriverGetVersion", _drv.CUresult(result[0]).name, "", int(result[0])
+                )
             _driver_version.append(int(result[1]))
     return _driver_version[0]
 
@@ -179,7 +181,9 @@ def driver_version() -> Version:
 # What a feature needs.
 
 
-def missing(feature: str, *, bindings: Version | None = None, driver: Version | None = None) -> str | None:
+def missing(
+    feature: str, *, bindings: Version | None = None, driver: Version | None = None
+) -> str | None:
     """Why ``feature`` cannot run here (the sentence :func:`require` raises), or ``None``.
 
     ``bindings``: the ``cuda-bindings`` version it needs; ``driver``: the CUDA version the
@@ -281,7 +285,9 @@ def _edge_data(api: str) -> None:
     _need_driver(f"{api} with edge data", (12, 3))
 
 
-def _graph_add_node(hGraph: Any, dependencies: Any, dependencyData: Any, numDependencies: Any, nodeParams: Any) -> Any:
+def _graph_add_node(
+    hGraph: Any, dependencies: Any, dependencyData: Any, numDependencies: Any, nodeParams: Any
+) -> Any:
     if dependencyData is None:
         return _drv.cuGraphAddNode(hGraph, dependencies, numDependencies, nodeParams)
     _edge_data("cuGraphAddNode")
@@ -304,11 +310,15 @@ _graph_add_deps = _edges_call("cuGraphAddDependencies")
 _graph_remove_deps = _edges_call("cuGraphRemoveDependencies")
 
 
-def _update_capture_deps(hStream: Any, dependencies: Any, dependencyData: Any, numDependencies: Any, flags: Any) -> Any:
+def _update_capture_deps(
+    hStream: Any, dependencies: Any, dependencyData: Any, numDependencies: Any, flags: Any
+) -> Any:
     if dependencyData is None:
         return _drv.cuStreamUpdateCaptureDependencies(hStream, dependencies, numDependencies, flags)
     _edge_data("cuStreamUpdateCaptureDependencies")
-    return _drv.cuStreamUpdateCaptureDependencies_v2(hStream, dependencies, dependencyData, numDependencies, flags)
+    return _drv.cuStreamUpdateCaptureDependencies_v2(
+        hStream, dependencies, dependencyData, numDependencies, flags
+    )
 
 
 def _no_edge_data(result: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -389,12 +399,16 @@ def _unbound(name: str, need: Version) -> Callable[..., Any]:
 
     def call(*args: Any, **kwargs: Any) -> Any:
         require(name, bindings=need)
-        raise NotImplementedError(f"{name} is not bound by cuda-bindings {BINDINGS_TEXT}")  # pragma: no cover
+        raise NotImplementedError(
+            f"{name} is not bound by cuda-bindings {BINDINGS_TEXT}"
+        )  # pragma: no cover
 
     return _named(call, name, f"{name}: needs cuda-bindings {_text(need)} or newer.")
 
 
-def _gated(module: types.ModuleType, name: str, fn: Callable[..., Any], need: Version) -> Callable[..., Any]:
+def _gated(
+    module: types.ModuleType, name: str, fn: Callable[..., Any], need: Version
+) -> Callable[..., Any]:
     """``fn``, checking on its first call that the driver supports CUDA ``need``."""
     checked: list[bool] = []
 
@@ -426,7 +440,9 @@ def _look_up(name: str) -> Any:
     return value
 
 
-_module = types.ModuleType("cuda_core._compat.driver", "cuda.bindings.driver in its 13.x form (see cuda_core._compat).")
+_module = types.ModuleType(
+    "cuda_core._compat.driver", "cuda.bindings.driver in its 13.x form (see cuda_core._compat)."
+)
 _module.__getattr__ = _look_up  # type: ignore[method-assign]
 
 if TYPE_CHECKING:
@@ -507,10 +523,14 @@ def pairing(driver_cuda: Version | None) -> dict[str, Any]:
             f"(installed: {BINDINGS_TEXT}); {install_hint(major)}"
         )
     elif driver_cuda is None:
-        out["verdict"] = f"unknown (no usable driver); cuda-bindings {major}.x needs a driver for CUDA {major}.0 or newer"
+        out["verdict"] = (
+            f"unknown (no usable driver); cuda-bindings {major}.x needs a driver for CUDA {major}.0 or newer"
+        )
     elif driver_cuda[0] >= major:
         out["compatible"] = True
-        out["verdict"] = f"compatible (cuda-bindings {major}.x on a driver for CUDA {out['driver_cuda']})"
+        out["verdict"] = (
+            f"compatible (cuda-bindings {major}.x on a driver for CUDA {out['driver_cuda']})"
+        )
         if driver_cuda[0] > major:
             out["verdict"] += (
                 f"; the features of CUDA {driver_cuda[0]} (managed memory pools, batched prefetch and "

@@ -67,11 +67,15 @@ def _foreign(lib: str) -> str | None:
     return foreign_compiler(f"{_LIBRARIES[lib][0].split(' (')[0]} {major}.{minor}", major)
 
 
-def library_not_found(lib: str, needed_by: str, exc: BaseException | None = None) -> CompilerLibraryNotFoundError:
+def library_not_found(
+    lib: str, needed_by: str, exc: BaseException | None = None
+) -> CompilerLibraryNotFoundError:
     """The error for compiler library *lib* (``"nvrtc"``, ``"nvjitlink"``, ``"nvvm"``) missing."""
     what, soname = _LIBRARIES[lib]
     detail = str(exc).splitlines()[0] if exc is not None and str(exc) else ""
-    return CompilerLibraryNotFoundError(what, f"{soname}.{BINDINGS_MAJOR}", needed_by, remedy(), detail)
+    return CompilerLibraryNotFoundError(
+        what, f"{soname}.{BINDINGS_MAJOR}", needed_by, remedy(), detail
+    )
 
 
 def linker_not_found(needed_by: str) -> CompilerLibraryNotFoundError:

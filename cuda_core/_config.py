@@ -85,8 +85,15 @@ def collect() -> dict[str, Any]:
     from . import system
 
     info: dict[str, Any] = {
-        "cuda_core": {"version": cuda_core.__version__, "path": os.path.dirname(cuda_core.__file__)},
-        "python": {"version": platform.python_version(), "executable": sys.executable, "machine": platform.machine()},
+        "cuda_core": {
+            "version": cuda_core.__version__,
+            "path": os.path.dirname(cuda_core.__file__),
+        },
+        "python": {
+            "version": platform.python_version(),
+            "executable": sys.executable,
+            "machine": platform.machine(),
+        },
         "cuda_bindings": system.get_bindings_version(),
         "cuda_pathfinder": _dist_version("cuda-pathfinder"),
         "backend": backend_status(),
@@ -97,7 +104,9 @@ def collect() -> dict[str, Any]:
     info["nvml"] = _nvml_report.collect()
     info["compilers"] = _compilers()
     info["cache"] = cache_status()
-    info["frameworks"] = {name: _framework(name, info["driver"]["cuda_major"]) for name, _ in _FRAMEWORKS}
+    info["frameworks"] = {
+        name: _framework(name, info["driver"]["cuda_major"]) for name, _ in _FRAMEWORKS
+    }
     return info
 
 
@@ -135,7 +144,13 @@ def backend_status() -> dict[str, Any]:
     rebuild = None
     if state == "ABI mismatch" or (state == "not built" and compiler):
         rebuild = _backend.REBUILD_COMMAND
-    return {"native": _backend.NATIVE, "state": state, "reason": reason, "compiler": compiler, "rebuild": rebuild}
+    return {
+        "native": _backend.NATIVE,
+        "state": state,
+        "reason": reason,
+        "compiler": compiler,
+        "rebuild": rebuild,
+    }
 
 
 def _driver() -> dict[str, Any]:
@@ -153,7 +168,9 @@ def _driver() -> dict[str, Any]:
         cuda = (major, minor)
         out.update(found=True, cuda_version=f"{major}.{minor}", cuda_major=major)
         try:
-            out["kernel_mode_version"] = ".".join(str(p) for p in system.get_driver_version_full(kernel_mode=True))
+            out["kernel_mode_version"] = ".".join(
+                str(p) for p in system.get_driver_version_full(kernel_mode=True)
+            )
         except CUDAError:
             pass
         out["device_count"] = system.get_num_devices()
@@ -177,7 +194,9 @@ def _gpus(count: int) -> list[dict[str, Any]]:
             dev = handle_return(driver.cuDeviceGet(ordinal), "cuDeviceGet")
 
             def get(a: Any, dev: Any = dev) -> int:
-                return int(handle_return(driver.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute"))
+                return int(
+                    handle_return(driver.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute")
+                )
 
             raw = handle_return(driver.cuDeviceGetName(256, dev), "cuDeviceGetName")
             bus = handle_return(driver.cuDeviceGetPCIBusId(32, dev), "cuDeviceGetPCIBusId")
@@ -204,7 +223,11 @@ def _compilers() -> dict[str, Any]:
         entry: dict[str, Any] = {"version": version, "error": None, "remedy": None}
         if err is not None:
             said = getattr(err, "detail", None)
-            entry["error"] = f"loader said: {said}" if said else f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+            entry["error"] = (
+                f"loader said: {said}"
+                if said
+                else f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+            )
             entry["remedy"] = getattr(err, "remedy", None) or remedy()
         out[lib] = entry
     return out
@@ -215,7 +238,12 @@ def cache_status() -> dict[str, Any]:
     from ._cache_paths import default_cache_dir, disk_cache_dir
 
     path = disk_cache_dir()
-    out: dict[str, Any] = {"enabled": path is not None, "path": path or default_cache_dir(), "entries": 0, "bytes": 0}
+    out: dict[str, Any] = {
+        "enabled": path is not None,
+        "path": path or default_cache_dir(),
+        "entries": 0,
+        "bytes": 0,
+    }
     for size in _entry_sizes(out["path"]):
         out["entries"] += 1
         out["bytes"] += size
@@ -277,7 +305,9 @@ def _framework(name: str, driver_major: int | None) -> dict[str, Any]:
     elif major == driver_major:
         out.update(matches_driver=True, note=f"matches the driver (CUDA {driver_major})")
     elif major < driver_major:
-        out.update(matches_driver=False, note=f"older than the driver's CUDA {driver_major}; runs on it")
+        out.update(
+            matches_driver=False, note=f"older than the driver's CUDA {driver_major}; runs on it"
+        )
     else:
         out.update(matches_driver=False, note=f"NEEDS A NEWER DRIVER: it is built for CUDA {major}, "
                                               f"the driver supports CUDA {driver_major}")  # fmt: skip
@@ -359,7 +389,9 @@ def format_report(info: dict[str, Any]) -> list[str]:
         if entry["version"] is not None:
             lines.append(f"{names[lib]} {entry['version']}")
         else:
-            lines.append(f"{names[lib]}: not found; install it with: {entry['remedy']} ({entry['error']})")
+            lines.append(
+                f"{names[lib]}: not found; install it with: {entry['remedy']} ({entry['error']})"
+            )
     c = info["cache"]
     if c["enabled"]:
         lines.append(f"compile cache: {c['path']} ({c['entries']} entries, {_size(c['bytes'])})")

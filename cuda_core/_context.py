@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Context", "ContextOptions"]
 
-_GREEN_FLAGS = int(getattr(getattr(driver, "CUgreenCtxCreate_flags", None), "CU_GREEN_CTX_DEFAULT_STREAM", 1))
+_GREEN_FLAGS = int(
+    getattr(getattr(driver, "CUgreenCtxCreate_flags", None), "CU_GREEN_CTX_DEFAULT_STREAM", 1)
+)
 
 # ContextHandle by context address: one handle per live context, so that every stream, event
 # and allocation of a context shares its idle pools and generation. A handle that fails its
@@ -56,9 +58,13 @@ def context_handle(address: int, device: int = -1) -> Any:
         h = _handles.get(address)
         if h is None or (device >= 0 and h.device < 0) or not h.check():
             if h is not None:
-                _log.debug("context 0x%x was reset or destroyed: its idle pools are dropped", address)
+                _log.debug(
+                    "context 0x%x was reset or destroyed: its idle pools are dropped", address
+                )
             h = _handles[address] = backend.ContextHandle(address, device)
-            _log.debug("context 0x%x (device %d): new handle, generation %d", address, device, h.generation)
+            _log.debug(
+                "context 0x%x (device %d): new handle, generation %d", address, device, h.generation
+            )
     return h
 
 
@@ -144,7 +150,9 @@ class _Owned:
         address = int(self.ctx)
         live = [c for c in list(self.children) if not c.is_closed]
         # (Streams are the children with an ``_nonblocking`` slot; events have none.)
-        green_streams = [c._h.address for c in live if self.green is not None and hasattr(c, "_nonblocking")]
+        green_streams = [
+            c._h.address for c in live if self.green is not None and hasattr(c, "_nonblocking")
+        ]
         try:
             if self.green is not None:
                 handle_return(driver.cuGreenCtxDestroy(self.green), "cuGreenCtxDestroy")
@@ -187,7 +195,9 @@ class Context:
     _owned: _Owned | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("Context objects cannot be instantiated directly. Use Device.context, Stream.context or Device.create_context()")
+        raise RuntimeError(
+            "Context objects cannot be instantiated directly. Use Device.context, Stream.context or Device.create_context()"
+        )
 
     @classmethod
     def _from_ctx(cls, handle: driver.CUcontext, device: Device | None = None) -> Context:
@@ -210,13 +220,19 @@ class Context:
             ctx = _create_plain(device)
         else:
             if isinstance(options, dict) and "resources" not in options:
-                raise arg_error("options", "a ContextOptions or a dict with 'resources'", options, exc=TypeError)
+                raise arg_error(
+                    "options", "a ContextOptions or a dict with 'resources'", options, exc=TypeError
+                )
             opts = check_or_create_options(ContextOptions, options, "options")
             resources = _check_resources(opts.resources, device.device_id)
             require_green_contexts()
-            desc = handle_return(driver.cuDevResourceGenerateDesc(resources, len(resources)), "cuDevResourceGenerateDesc")
+            desc = handle_return(
+                driver.cuDevResourceGenerateDesc(resources, len(resources)),
+                "cuDevResourceGenerateDesc",
+            )
             green = handle_return(
-                driver.cuGreenCtxCreate(desc, driver.CUdevice(device.device_id), _GREEN_FLAGS), "cuGreenCtxCreate"
+                driver.cuGreenCtxCreate(desc, driver.CUdevice(device.device_id), _GREEN_FLAGS),
+                "cuGreenCtxCreate",
             )
             try:
                 ctx = handle_return(driver.cuCtxFromGreenCtx(green), "cuCtxFromGreenCtx")
@@ -391,7 +407,12 @@ def _check_resources(resources: Any, device_id: int) -> list[Any]:
     if resources is None:
         raise ValueError(f"ContextOptions.resources must be provided for a green context: {rule}")
     if not isinstance(resources, Sequence) or isinstance(resources, (str, bytes)) or not resources:
-        raise arg_error("ContextOptions.resources", rule, resources, exc=TypeError if not isinstance(resources, Sequence) else ValueError)
+        raise arg_error(
+            "ContextOptions.resources",
+            rule,
+            resources,
+            exc=TypeError if not isinstance(resources, Sequence) else ValueError,
+        )
     out = []
     queues = 0
     for r in resources:

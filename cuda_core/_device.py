@@ -273,7 +273,11 @@ class Device:
             raise arg_error("device_id", "None, a Device or an int", device_id, exc=TypeError)
         count = _get_device_count()
         if not 0 <= device_id < count:
-            rule = f"in range [0, {count})" if count else "a valid ordinal, but no CUDA device was found"
+            rule = (
+                f"in range [0, {count})"
+                if count
+                else "a valid ordinal, but no CUDA device was found"
+            )
             raise arg_error("device_id", rule, device_id)
         devices = getattr(_tls, "devices", None)
         if devices is None:
@@ -409,7 +413,11 @@ class Device:
                 raise arg_error("ctx", "a Context or None", ctx, exc=TypeError)
             if ctx.device._id != self._id:
                 raise arg_error("ctx", f"a context of device {self._id}", ctx)
-            prev = handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent") if self._has_current() else None
+            prev = (
+                handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+                if self._has_current()
+                else None
+            )
             handle_return(driver.cuCtxPushCurrent(ctx.handle), "cuCtxPushCurrent")
             return None if prev is None else Context._from_ctx(prev)
         self._primary_ctx()
@@ -425,7 +433,9 @@ class Device:
     def _primary_ctx(self) -> driver.CUcontext:
         """Retain (once per Device object) and return this device's primary context."""
         if self._ctx is None:
-            ctx = handle_return(driver.cuDevicePrimaryCtxRetain(self._cu_device), "cuDevicePrimaryCtxRetain")
+            ctx = handle_return(
+                driver.cuDevicePrimaryCtxRetain(self._cu_device), "cuDevicePrimaryCtxRetain"
+            )
             self._ctxh = context_handle(int(ctx), self._id)
             self._ctx_int = int(ctx)
             self._ctx = ctx
@@ -551,7 +561,9 @@ class Device:
             self._require_ctx("Device.create_stream")
         if obj is not None:
             if options is not None:
-                raise ValueError("options must be None when obj is given (a borrowed stream keeps its own)")
+                raise ValueError(
+                    "options must be None when obj is given (a borrowed stream keeps its own)"
+                )
             attr = _foreign_handle_attrs.get(obj.__class__)
             if attr:  # a PyTorch/CuPy stream class seen before (Stream._from_foreign, inlined)
                 return _borrow(Stream, getattr(obj, attr), obj)
@@ -601,7 +613,9 @@ class Device:
             self._require_ctx("Device.allocate")
         if self._mr_gen:
             self._ctxh.check()  # a context reset by another library is found (and its pool remade)
-        return self.memory_resource.allocate(size, stream=self.default_stream if stream is None else stream)
+        return self.memory_resource.allocate(
+            size, stream=self.default_stream if stream is None else stream
+        )
 
     def to_system_device(self) -> Any:  # a cuda_core.system.Device
         """The :class:`cuda_core.system.Device` (NVML's view) of this GPU, matched by UUID.
@@ -622,6 +636,7 @@ class Device:
         from .system._device import Device as _SystemDevice
 
         return _SystemDevice(uuid=self.uuid)
+
     def create_opaque_array(self, options: OpaqueArrayOptions | dict) -> OpaqueArray:
         """Allocate a CUDA array (:class:`~cuda_core.texture.OpaqueArray`) on this device.
 

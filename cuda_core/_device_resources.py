@@ -25,14 +25,22 @@ if TYPE_CHECKING:
     from ._device import Device
     from .typing import WorkqueueSharingScopeType
 
-__all__ = ["DeviceResources", "SMResource", "SMResourceOptions", "WorkqueueResource", "WorkqueueResourceOptions"]
+__all__ = [
+    "DeviceResources",
+    "SMResource",
+    "SMResourceOptions",
+    "WorkqueueResource",
+    "WorkqueueResourceOptions",
+]
 
 _TYPES = driver.CUdevResourceType
 _SM = _TYPES.CU_DEV_RESOURCE_TYPE_SM
 _WQ_CONFIG = getattr(_TYPES, "CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG", None)
 _WQ = getattr(_TYPES, "CU_DEV_RESOURCE_TYPE_WORKQUEUE", None)
 _SCOPES = getattr(driver, "CUdevWorkqueueConfigScope", None)
-_BACKFILL = getattr(getattr(driver, "CUdevSmResourceGroup_flags", None), "CU_DEV_SM_RESOURCE_GROUP_BACKFILL", 1)
+_BACKFILL = getattr(
+    getattr(driver, "CUdevSmResourceGroup_flags", None), "CU_DEV_SM_RESOURCE_GROUP_BACKFILL", 1
+)
 _INVALID_CONFIG = driver.CUresult.CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION
 
 
@@ -45,7 +53,9 @@ def _require_workqueue() -> None:
     require_green_contexts()
     require("WorkqueueResource", bindings=(13, 1), driver=(13, 1))
     if _WQ_CONFIG is None:
-        raise NotImplementedError("WorkqueueResource needs cuda-bindings with CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG")
+        raise NotImplementedError(
+            "WorkqueueResource needs cuda-bindings with CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG"
+        )
 
 
 def _structured_split() -> bool:
@@ -110,9 +120,17 @@ class SMResourceOptions:
             value: Any = getattr(self, name)
             if _is_sequence(value):
                 if scalar:
-                    raise arg_error(name, "a scalar, as count is scalar (make count a sequence for several groups)", value)
+                    raise arg_error(
+                        name,
+                        "a scalar, as count is scalar (make count a sequence for several groups)",
+                        value,
+                    )
                 if len(value) != n:
-                    raise arg_error(name, f"a sequence as long as count: expected {n} entries, one per group", value)
+                    raise arg_error(
+                        name,
+                        f"a sequence as long as count: expected {n} entries, one per group",
+                        value,
+                    )
                 items = list(value)
             else:
                 items = [value] * n
@@ -129,7 +147,9 @@ def _check_field(name: str, value: Any) -> int | bool:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
-        raise arg_error(name, "None, a non-negative int or a sequence of them", value, exc=TypeError)
+        raise arg_error(
+            name, "None, a non-negative int or a sequence of them", value, exc=TypeError
+        )
     if value < 0:
         raise arg_error(name, "non-negative", value)
     return value
@@ -168,7 +188,12 @@ class WorkqueueResourceOptions:
             try:
                 limit = int(self.concurrency_limit)
             except (TypeError, ValueError):
-                raise arg_error("concurrency_limit", "None or an int >= 1", self.concurrency_limit, exc=TypeError) from None
+                raise arg_error(
+                    "concurrency_limit",
+                    "None or an int >= 1",
+                    self.concurrency_limit,
+                    exc=TypeError,
+                ) from None
             if limit < 1:
                 raise arg_error("concurrency_limit", ">= 1", self.concurrency_limit)
             self.concurrency_limit = limit
@@ -192,7 +217,9 @@ class SMResource:
     _usable: bool
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("SMResource cannot be constructed directly; use Device.resources.sm or SMResource.split()")
+        raise RuntimeError(
+            "SMResource cannot be constructed directly; use Device.resources.sm or SMResource.split()"
+        )
 
     @classmethod
     def _wrap(cls, res: Any, device_id: int, usable: bool = True) -> SMResource:
@@ -234,7 +261,9 @@ class SMResource:
         """The ordinal of the device the SMs belong to."""
         return self._device_id
 
-    def split(self, options: SMResourceOptions, *, dry_run: bool = False) -> tuple[list[SMResource], SMResource]:
+    def split(
+        self, options: SMResourceOptions, *, dry_run: bool = False
+    ) -> tuple[list[SMResource], SMResource]:
         """Split this resource into disjoint groups of SMs and a remainder.
 
         Parameters
@@ -269,7 +298,9 @@ class SMResource:
         opts = check_or_create_options(SMResourceOptions, options, "options")
         groups = opts._groups()
         if not self._usable:
-            raise ValueError("this SMResource came from a dry-run split: split the real resource instead")
+            raise ValueError(
+                "this SMResource came from a dry-run split: split the real resource instead"
+            )
         require_green_contexts()
         asked = sum(g[0] for g in groups)
         if asked > self.sm_count:
@@ -283,7 +314,9 @@ class SMResource:
             return self._split_structured(groups, dry_run)
         return self._split_by_count(groups, dry_run)
 
-    def _split_structured(self, groups: list[tuple[int, int, int, bool]], dry_run: bool) -> tuple[list[SMResource], SMResource]:
+    def _split_structured(
+        self, groups: list[tuple[int, int, int, bool]], dry_run: bool
+    ) -> tuple[list[SMResource], SMResource]:
         params = []
         for count, cosched, preferred, backfill in groups:
             p = driver.CU_DEV_SM_RESOURCE_GROUP_PARAMS()
@@ -300,22 +333,28 @@ class SMResource:
             remainder, self._device_id, usable
         )
 
-    def _split_by_count(self, groups: list[tuple[int, int, int, bool]], dry_run: bool) -> tuple[list[SMResource], SMResource]:
+    def _split_by_count(
+        self, groups: list[tuple[int, int, int, bool]], dry_run: bool
+    ) -> tuple[list[SMResource], SMResource]:
         counts = {g[0] for g in groups}
         if any(g[1] or g[2] for g in groups):
-            raise _needs_structured_split("SMResource.split with coscheduled_sm_count or preferred_coscheduled_sm_count")
+            raise _needs_structured_split(
+                "SMResource.split with coscheduled_sm_count or preferred_coscheduled_sm_count"
+            )
         if any(g[3] for g in groups):
             raise _needs_structured_split("SMResource.split with backfill")
         if len(counts) > 1:
-            raise _needs_structured_split("SMResource.split into groups of different SM counts (give one count for all)")
+            raise _needs_structured_split(
+                "SMResource.split into groups of different SM counts (give one count for all)"
+            )
         result, n, remainder = handle_return(
             driver.cuDevSmResourceSplitByCount(len(groups), self._res, 0, counts.pop()),
             "cuDevSmResourceSplitByCount",
         )
         usable = not dry_run
-        return [SMResource._wrap(r, self._device_id, usable) for r in list(result)[: int(n)]], SMResource._wrap(
-            remainder, self._device_id, usable
-        )
+        return [
+            SMResource._wrap(r, self._device_id, usable) for r in list(result)[: int(n)]
+        ], SMResource._wrap(remainder, self._device_id, usable)
 
     def __repr__(self) -> str:
         return f"<SMResource sm_count={self.sm_count} device={self._device_id}>"
@@ -326,7 +365,8 @@ def _granularity(device_id: int) -> int:
     major = int(
         handle_return(
             driver.cuDeviceGetAttribute(
-                driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, driver.CUdevice(device_id)
+                driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                driver.CUdevice(device_id),
             ),
             "cuDeviceGetAttribute",
         )
@@ -350,7 +390,9 @@ class WorkqueueResource:
     _device_id: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("WorkqueueResource cannot be constructed directly; use Device.resources.workqueue")
+        raise RuntimeError(
+            "WorkqueueResource cannot be constructed directly; use Device.resources.workqueue"
+        )
 
     @classmethod
     def _wrap(cls, config: Any, wq: Any, device_id: int) -> WorkqueueResource:
@@ -396,7 +438,9 @@ class WorkqueueResource:
             Malformed options.
         """
         if options is None:
-            raise arg_error("options", "a WorkqueueResourceOptions or a dict", options, exc=TypeError)
+            raise arg_error(
+                "options", "a WorkqueueResourceOptions or a dict", options, exc=TypeError
+            )
         opts = check_or_create_options(WorkqueueResourceOptions, options, "options")
         _require_workqueue()
         cfg = self._config.wqConfig
@@ -404,7 +448,9 @@ class WorkqueueResource:
         if opts.sharing_scope is not None:
             balanced = str(opts.sharing_scope) == "green_ctx_balanced"
             cfg.sharingScope = (
-                scopes.CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED if balanced else scopes.CU_WORKQUEUE_SCOPE_DEVICE_CTX
+                scopes.CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED
+                if balanced
+                else scopes.CU_WORKQUEUE_SCOPE_DEVICE_CTX
             )
         if opts.concurrency_limit is not None:
             cfg.wqConcurrencyLimit = int(opts.concurrency_limit)
@@ -439,9 +485,13 @@ class DeviceResources:
     def _query(self, typename: Any) -> Any:
         kind, handle = self._source
         if kind == "green":
-            return handle_return(driver.cuGreenCtxGetDevResource(handle, typename), "cuGreenCtxGetDevResource")
+            return handle_return(
+                driver.cuGreenCtxGetDevResource(handle, typename), "cuGreenCtxGetDevResource"
+            )
         if kind == "ctx":
-            return handle_return(driver.cuCtxGetDevResource(handle, typename), "cuCtxGetDevResource")
+            return handle_return(
+                driver.cuCtxGetDevResource(handle, typename), "cuCtxGetDevResource"
+            )
         dev = driver.CUdevice(self._device_id)
         return handle_return(driver.cuDeviceGetDevResource(dev, typename), "cuDeviceGetDevResource")
 

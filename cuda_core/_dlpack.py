@@ -139,8 +139,12 @@ _capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_cha
 )
 # The destructor receives a capsule whose reference count is already zero: touch it only
 # through raw pointers (a py_object argument would resurrect it).
-_raw_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", _api))
-_raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_GetPointer", _api))
+_raw_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", _api)
+)
+_raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api)
+)
 
 # Capsule names must outlive every capsule: module-level C strings.
 _NAME_UNVERSIONED = ctypes.create_string_buffer(b"dltensor")
@@ -264,7 +268,12 @@ def make_capsule(
 
 
 def export_args(
-    what: str, here: tuple[int, int], max_version: Any, dl_device: Any, copy: Any, host_ok: bool = False
+    what: str,
+    here: tuple[int, int],
+    max_version: Any,
+    dl_device: Any,
+    copy: Any,
+    host_ok: bool = False,
 ) -> tuple[int, int, bool]:
     """Check the ``copy``/``dl_device``/``max_version`` arguments of a ``__dlpack__`` export.
 
@@ -294,7 +303,9 @@ def export_args(
     if dl_device is not None:
         want = (int(dl_device[0]), int(dl_device[1]))
         if want != here and not (host_ok and want == (kDLCPU, 0)):
-            raise BufferError(f"dl_device must be the {what}'s DLPack device {here} (got {dl_device!r})")
+            raise BufferError(
+                f"dl_device must be the {what}'s DLPack device {here} (got {dl_device!r})"
+            )
         here = want
     return here[0], here[1], max_version is not None and int(max_version[0]) >= 1
 
@@ -359,7 +370,9 @@ def _parse_ctypes(capsule: Any) -> tuple[Any, ...]:
     else:
         major = int.from_bytes(raw[0:4], "little")
         if major > DLPACK_MAJOR_VERSION:
-            raise BufferError(f"DLPack major version {major} is not supported (at most {DLPACK_MAJOR_VERSION})")
+            raise BufferError(
+                f"DLPack major version {major} is not supported (at most {DLPACK_MAJOR_VERSION})"
+            )
         readonly = bool(raw[_FLAGS_OFFSET] & DLPACK_FLAG_BITMASK_READ_ONLY)
         fields = _unpack_tensor(raw, _VERSIONED_HEAD)
     data, device_type, device_id, ndim, code, bits, lanes, shape_p, strides_p, offset = fields
@@ -421,8 +434,14 @@ def dlpack_to_dtype(code: int, bits: int, lanes: int) -> numpy.dtype[Any]:
     """The NumPy dtype of a DLPack ``(code, bits, lanes)``; ``BufferError`` when there is none."""
     dt = _DL_TO_NUMPY.get((code, bits, lanes))
     if dt is None:
-        hint = " (install ml_dtypes for bfloat16/float8 types)" if code in (kDLBfloat, 7, 8, 9, 10, 11, 12, 13, 14) else ""
-        raise BufferError(f"DLPack dtype (code={code}, bits={bits}, lanes={lanes}) has no NumPy equivalent{hint}")
+        hint = (
+            " (install ml_dtypes for bfloat16/float8 types)"
+            if code in (kDLBfloat, 7, 8, 9, 10, 11, 12, 13, 14)
+            else ""
+        )
+        raise BufferError(
+            f"DLPack dtype (code={code}, bits={bits}, lanes={lanes}) has no NumPy equivalent{hint}"
+        )
     return dt
 
 

@@ -86,7 +86,9 @@ class InvalidValueError(CUDAError, ValueError):
 
 def invalid_value(api: str, explanation: str) -> InvalidValueError:
     """The :class:`InvalidValueError` for ``api`` refusing the request, explained."""
-    return InvalidValueError(api, "CUDA_ERROR_INVALID_VALUE", explanation, 1)  # CUresult 1 (every CUDA version)
+    return InvalidValueError(
+        api, "CUDA_ERROR_INVALID_VALUE", explanation, 1
+    )  # CUresult 1 (every CUDA version)
 
 
 def _rebuild_error(cls: type[CUDAError], args: tuple[Any, ...], state: dict[str, Any]) -> CUDAError:
@@ -133,11 +135,15 @@ class CompilerLibraryNotFoundError(CUDAError, _DynamicLibNotFoundError):
         What the loader said ("" when nothing).
     """
 
-    def __init__(self, library: str, soname: str, needed_by: str, remedy: str, detail: str = "") -> None:
+    def __init__(
+        self, library: str, soname: str, needed_by: str, remedy: str, detail: str = ""
+    ) -> None:
         library_not_found(self, library, soname, needed_by, remedy, detail)
 
 
-def library_not_found(err: CUDAError, library: str, soname: str, needed_by: str, remedy: str, detail: str) -> None:
+def library_not_found(
+    err: CUDAError, library: str, soname: str, needed_by: str, remedy: str, detail: str
+) -> None:
     """Fill in an error about a missing optional library: its attributes (``library``,
     ``needed_by``, ``remedy``, ``detail``) and the message that names the remedy."""
     err.library = library  # type: ignore[attr-defined]

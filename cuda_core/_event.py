@@ -24,6 +24,8 @@ def _handle_bytes(ipc: Any) -> bytes:
     # Through the struct's memory: its ``reserved`` field is not an attribute in every
     # cuda-bindings release (12.9 and 13.5 have none).
     return ctypes.string_at(ipc.getPtr(), _IPC_HANDLE_BYTES)
+
+
 _NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
 _DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 _BLOCKING_SYNC = int(driver.CUevent_flags.CU_EVENT_BLOCKING_SYNC)
@@ -90,7 +92,9 @@ class IPCEventDescriptor:
 
     def __init__(self, reserved: bytes, busy_wait: bool = True) -> None:
         if not isinstance(reserved, bytes) or len(reserved) != 64:
-            raise arg_error("reserved", "64 bytes from Event.ipc_descriptor", reserved, exc=TypeError)
+            raise arg_error(
+                "reserved", "64 bytes from Event.ipc_descriptor", reserved, exc=TypeError
+            )
         self._reserved = reserved
         self._busy_wait = bool(busy_wait)
 
@@ -126,13 +130,17 @@ class Event:
     __slots__ = ("__weakref__", "_device", "_flags", "_h", "_handle", "_ipc")
 
     _h: Any  # the EventHandle (released once closed)
-    _handle: driver.CUevent | None  # the binding object, made on first use of .handle; None once closed
+    _handle: (
+        driver.CUevent | None
+    )  # the binding object, made on first use of .handle; None once closed
     _device: Device
     _flags: int  # the CUevent_flags it was created with
     _ipc: IPCEventDescriptor  # the descriptor of an IPC event, set once asked for (or opened from)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("Event objects cannot be instantiated directly. Use Device.create_event() or Stream.record()")
+        raise RuntimeError(
+            "Event objects cannot be instantiated directly. Use Device.create_event() or Stream.record()"
+        )
 
     @classmethod
     def _wrap(cls, h: Any, device: Device) -> Event:
@@ -145,7 +153,11 @@ class Event:
 
     @classmethod
     def _create(cls, device: Device, options: Any) -> Event:
-        flags = _DISABLE_TIMING if options is None else check_or_create_options(EventOptions, options, "options")._flags()
+        flags = (
+            _DISABLE_TIMING
+            if options is None
+            else check_or_create_options(EventOptions, options, "options")._flags()
+        )
         if flags & _INTERPROCESS:
             raise TypeError(
                 "an IPC-enabled event must be recorded when it is made (as in cuda.core): use "
@@ -250,10 +262,16 @@ class Event:
                     "create both with EventOptions(timing_enabled=True)"
                 )
             if not ev._recorded:
-                raise RuntimeError(f"cannot time events: the {role} event was never recorded on a stream")
-        err, ms = driver.cuEventElapsedTime(driver.CUevent(other._h.address), driver.CUevent(self._h.address))
+                raise RuntimeError(
+                    f"cannot time events: the {role} event was never recorded on a stream"
+                )
+        err, ms = driver.cuEventElapsedTime(
+            driver.CUevent(other._h.address), driver.CUevent(self._h.address)
+        )
         if err == _NOT_READY:
-            raise RuntimeError("cannot time events: an event has not completed yet; call sync() on the end event first")
+            raise RuntimeError(
+                "cannot time events: an event has not completed yet; call sync() on the end event first"
+            )
         return float(handle_return((err, ms), "cuEventElapsedTime"))
 
     def get_ipc_descriptor(self) -> IPCEventDescriptor:
@@ -277,7 +295,9 @@ class Event:
                     "the event is not IPC-enabled; record one with "
                     "stream.record(options=EventOptions(ipc_enabled=True))"
                 )
-            ipc = handle_return(driver.cuIpcGetEventHandle(driver.CUevent(self._h.address)), "cuIpcGetEventHandle")
+            ipc = handle_return(
+                driver.cuIpcGetEventHandle(driver.CUevent(self._h.address)), "cuIpcGetEventHandle"
+            )
             desc = self._ipc = IPCEventDescriptor(_handle_bytes(ipc), self.is_sync_busy_waited)
         return desc
 
@@ -312,7 +332,9 @@ class Event:
         from ._device import Device  # a Device creates events: _device imports this module
 
         if not isinstance(ipc_descriptor, IPCEventDescriptor):
-            raise arg_error("ipc_descriptor", "an IPCEventDescriptor", ipc_descriptor, exc=TypeError)
+            raise arg_error(
+                "ipc_descriptor", "an IPCEventDescriptor", ipc_descriptor, exc=TypeError
+            )
         dev = Device()
         dev._require_ctx("Event.from_ipc_descriptor")
         return cls._open(ipc_descriptor, dev)
@@ -350,7 +372,9 @@ class Event:
         if not isinstance(other, Event):
             return NotImplemented
         return self is other or (
-            self._handle is not None and other._handle is not None and self._h.address == other._h.address
+            self._handle is not None
+            and other._handle is not None
+            and self._h.address == other._h.address
         )
 
     def __hash__(self) -> int:

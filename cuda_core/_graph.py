@@ -70,10 +70,15 @@ def instantiate(graph: Any, opts: GraphCompleteOptions, keep: tuple[Any, ...] = 
     return g
 
 
-def dot_print(graph: Any, path: str, options: GraphDebugPrintOptions | dict[str, Any] | None) -> None:
+def dot_print(
+    graph: Any, path: str, options: GraphDebugPrintOptions | dict[str, Any] | None
+) -> None:
     """``cuGraphDebugDotPrint`` ``graph`` to ``path`` with ``options``' detail flags."""
     opts = check_or_create_options(GraphDebugPrintOptions, options, "options")
-    handle_return(driver.cuGraphDebugDotPrint(graph, str(path).encode(), opts._flags()), "cuGraphDebugDotPrint")
+    handle_return(
+        driver.cuGraphDebugDotPrint(graph, str(path).encode(), opts._flags()),
+        "cuGraphDebugDotPrint",
+    )
 
 
 class GraphBuilder(CaptureOps):
@@ -91,8 +96,17 @@ class GraphBuilder(CaptureOps):
     """
 
     __slots__ = (
-        "__weakref__", "_building", "_closed", "_cuda_core_stream", "_graph", "_joined", "_kind", "_owns_stream",
-        "_parent", "_root_key", "_view",
+        "__weakref__",
+        "_building",
+        "_closed",
+        "_cuda_core_stream",
+        "_graph",
+        "_joined",
+        "_kind",
+        "_owns_stream",
+        "_parent",
+        "_root_key",
+        "_view",
     )
 
     _graph: _CapturedGraph | None  # the finished graph (primary) or the body graph (body)
@@ -114,8 +128,15 @@ class GraphBuilder(CaptureOps):
         )
 
     @classmethod
-    def _from_stream(cls, stream: Any, *, owns_stream: bool = False, kind: str = "primary",
-                     parent: Any = None, body: Any = None) -> GraphBuilder:
+    def _from_stream(
+        cls,
+        stream: Any,
+        *,
+        owns_stream: bool = False,
+        kind: str = "primary",
+        parent: Any = None,
+        body: Any = None,
+    ) -> GraphBuilder:
         self = object.__new__(cls)
         self._cuda_core_stream = stream
         self._owns_stream = owns_stream
@@ -175,7 +196,9 @@ class GraphBuilder(CaptureOps):
         """
         self._check_open()
         if self._kind == "forked":
-            raise RuntimeError("a forked GraphBuilder has no graph of its own; use the builder it was split from")
+            raise RuntimeError(
+                "a forked GraphBuilder has no graph of its own; use the builder it was split from"
+            )
         if self._building or self._graph is None:
             raise RuntimeError("graph_definition needs a finished graph: call end_building() first")
         if self._view is None:
@@ -195,7 +218,9 @@ class GraphBuilder(CaptureOps):
     def _check_building(self, what: str) -> Any:
         self._check_open()
         if not self._building:
-            raise RuntimeError(f"{what} adds to the capture in progress: call begin_building() first")
+            raise RuntimeError(
+                f"{what} adds to the capture in progress: call begin_building() first"
+            )
         return self._cuda_core_stream._handle
 
     def begin_building(self, mode: str = "relaxed") -> GraphBuilder:
@@ -229,10 +254,14 @@ class GraphBuilder(CaptureOps):
         if self._building:
             raise RuntimeError("this GraphBuilder is already building; call end_building() first")
         if self._kind == "forked":
-            raise RuntimeError("a forked GraphBuilder is building from split() on; join() it instead")
+            raise RuntimeError(
+                "a forked GraphBuilder is building from split() on; join() it instead"
+            )
         h = self._cuda_core_stream._handle
         if self._kind == "body":
-            r = driver.cuStreamBeginCaptureToGraph(h, self._graph.box.handle, None, None, 0, cu_mode)  # type: ignore[union-attr]
+            r = driver.cuStreamBeginCaptureToGraph(
+                h, self._graph.box.handle, None, None, 0, cu_mode
+            )  # type: ignore[union-attr]
             handle_return(r, "cuStreamBeginCaptureToGraph")
         else:
             handle_return(driver.cuStreamBeginCapture(h, cu_mode), "cuStreamBeginCapture")
@@ -262,7 +291,9 @@ class GraphBuilder(CaptureOps):
         if not self._building:
             raise RuntimeError("this GraphBuilder is not building; call begin_building() first")
         self._building = False
-        graph = handle_return(driver.cuStreamEndCapture(self._cuda_core_stream._handle), "cuStreamEndCapture")
+        graph = handle_return(
+            driver.cuStreamEndCapture(self._cuda_core_stream._handle), "cuStreamEndCapture"
+        )
         if self._kind == "primary":
             self._graph = _CapturedGraph(graph)
             self._view = None
@@ -326,10 +357,14 @@ class GraphBuilder(CaptureOps):
         opts = check_or_create_options(GraphCompleteOptions, options, "options")
         graph = self.handle
         if self._building or graph is None:
-            raise RuntimeError("complete() needs a finished graph: call begin_building() and end_building() first")
+            raise RuntimeError(
+                "complete() needs a finished graph: call begin_building() and end_building() first"
+            )
         return instantiate(graph, opts, (self._graph, self._view))
 
-    def debug_dot_print(self, path: str, options: GraphDebugPrintOptions | dict[str, Any] | None = None) -> None:
+    def debug_dot_print(
+        self, path: str, options: GraphDebugPrintOptions | dict[str, Any] | None = None
+    ) -> None:
         """Write the captured graph as a Graphviz DOT file.
 
         Parameters
@@ -345,9 +380,13 @@ class GraphBuilder(CaptureOps):
             Building has not finished.
         """
         self._check_open()
-        opts = check_or_create_options(GraphDebugPrintOptions, options, "options")  # before the state check, as ever
+        opts = check_or_create_options(
+            GraphDebugPrintOptions, options, "options"
+        )  # before the state check, as ever
         if self.handle is None:
-            raise RuntimeError("debug_dot_print() needs a finished graph: call end_building() first")
+            raise RuntimeError(
+                "debug_dot_print() needs a finished graph: call end_building() first"
+            )
         dot_print(self.handle, path, opts)
 
     def _close_joined(self) -> None:
@@ -408,7 +447,9 @@ class Graph:
     _launched: dict[int, Any]  # the streams launched on since the last update (handle -> Stream)
 
     def __init__(self) -> None:
-        raise RuntimeError("use GraphBuilder.complete() or GraphDefinition.instantiate() to make a Graph")
+        raise RuntimeError(
+            "use GraphBuilder.complete() or GraphDefinition.instantiate() to make a Graph"
+        )
 
     @classmethod
     def _from_handle(cls, exe: Any) -> Graph:
@@ -493,7 +534,9 @@ class Graph:
         CUDAError
             The upload failed.
         """
-        handle_return(driver.cuGraphUpload(self._live(), _as_stream(stream)._handle), "cuGraphUpload")
+        handle_return(
+            driver.cuGraphUpload(self._live(), _as_stream(stream)._handle), "cuGraphUpload"
+        )
 
     def update(self, source: Any) -> None:
         """Take new node parameters from a graph whose topology matches this one.
@@ -536,13 +579,21 @@ class Graph:
                     "building (call end_building())"
                 )
         else:
-            err = arg_error("source", "a GraphBuilder that finished building or a GraphDefinition", source,
-                            exc=TypeError)
-            raise TypeError(f"expected GraphBuilder or GraphDefinition, got {type(source).__name__}: {err}")
+            err = arg_error(
+                "source",
+                "a GraphBuilder that finished building or a GraphDefinition",
+                source,
+                exc=TypeError,
+            )
+            raise TypeError(
+                f"expected GraphBuilder or GraphDefinition, got {type(source).__name__}: {err}"
+            )
         _gd.exec_update(exe, graph)
         old, self._source = self._source, (keep,)
         launched, self._launched = self._launched, {}
-        if not all(int(driver.cuStreamQuery(st._handle)[0]) == _SUCCESS for st in launched.values()):
+        if not all(
+            int(driver.cuStreamQuery(st._handle)[0]) == _SUCCESS for st in launched.values()
+        ):
             # A launch made before the update may still be running with the old source's
             # operands: they stay alive as long as this object (as every source used to).
             self._keep.append(old)
@@ -562,4 +613,3 @@ class Graph:
 
     def __repr__(self) -> str:
         return "<Graph closed>" if self._handle is None else f"<Graph {int(self._handle):#x}>"
-

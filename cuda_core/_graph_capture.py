@@ -78,7 +78,9 @@ class CaptureOps:
         dev = self._cuda_core_stream.device
         factory: Any = type(self)
         return tuple(
-            factory._from_stream(dev.create_stream(), owns_stream=True, kind="body", parent=self, body=b)
+            factory._from_stream(
+                dev.create_stream(), owns_stream=True, kind="body", parent=self, body=b
+            )
             for b in bodies
         )
 
@@ -199,9 +201,12 @@ class CaptureOps:
             raise arg_error("child", "a GraphBuilder that finished building", child, exc=TypeError)
         h = self._check_building("embed()")
         if child.handle is None or child._building:
-            raise RuntimeError("embed() needs a child builder that finished building (call end_building())")
+            raise RuntimeError(
+                "embed() needs a child builder that finished building (call end_building())"
+            )
         graph, deps = _gd.capture_info(h)
-        node = handle_return(driver.cuGraphAddChildGraphNode(graph, deps, len(deps), child.handle),
-                             "cuGraphAddChildGraphNode")
+        node = handle_return(
+            driver.cuGraphAddChildGraphNode(graph, deps, len(deps), child.handle),
+            "cuGraphAddChildGraphNode",
+        )
         _gd.set_capture_dependencies(h, [node])
-

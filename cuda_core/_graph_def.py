@@ -78,7 +78,11 @@ class GraphDefinition:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GraphDefinition):
             return NotImplemented
-        return self._handle is not None and other._handle is not None and int(self._handle) == int(other._handle)
+        return (
+            self._handle is not None
+            and other._handle is not None
+            and int(self._handle) == int(other._handle)
+        )
 
     def __hash__(self) -> int:
         return hash((GraphDefinition, int(self._handle)))
@@ -136,17 +140,33 @@ class GraphDefinition:
 
     # ------------------------------------------------------------------ entry-point builders
 
-    def allocate(self, size: int, *, device: Any = None, memory_type: Any = "device",
-                 peer_access: list[Any] | None = None) -> Any:
+    def allocate(
+        self,
+        size: int,
+        *,
+        device: Any = None,
+        memory_type: Any = "device",
+        peer_access: list[Any] | None = None,
+    ) -> Any:
         """Add an allocation node with no dependencies; see :meth:`GraphNode.allocate`."""
-        return self._entry.allocate(size, device=device, memory_type=memory_type, peer_access=peer_access)
+        return self._entry.allocate(
+            size, device=device, memory_type=memory_type, peer_access=peer_access
+        )
 
     def deallocate(self, dptr: int) -> Any:
         """Add a free node with no dependencies; see :meth:`GraphNode.deallocate`."""
         return self._entry.deallocate(dptr)
 
-    def memset(self, dst: Any, value: Any, width: int, height: int = 1, pitch: int = 0, *,
-               dst_owner: Any = None) -> Any:
+    def memset(
+        self,
+        dst: Any,
+        value: Any,
+        width: int,
+        height: int = 1,
+        pitch: int = 0,
+        *,
+        dst_owner: Any = None,
+    ) -> Any:
         """Add a memset node with no dependencies; see :meth:`GraphNode.memset`."""
         return self._entry.memset(dst, value, width, height, pitch, dst_owner=dst_owner)
 
@@ -172,7 +192,9 @@ class GraphDefinition:
         """
         return self._entry.join(*nodes)
 
-    def memcpy(self, dst: Any, src: Any, size: int, *, dst_owner: Any = None, src_owner: Any = None) -> Any:
+    def memcpy(
+        self, dst: Any, src: Any, size: int, *, dst_owner: Any = None, src_owner: Any = None
+    ) -> Any:
         """Add a memcpy node with no dependencies; see :meth:`GraphNode.memcpy`."""
         return self._entry.memcpy(dst, src, size, dst_owner=dst_owner, src_owner=src_owner)
 
@@ -249,7 +271,9 @@ class GraphDefinition:
         opts = check_or_create_options(GraphCompleteOptions, options, "options")
         return _graph_mod.instantiate(self._live(), opts, keep=(self._state,))
 
-    def debug_dot_print(self, path: str, options: GraphDebugPrintOptions | dict[str, Any] | None = None) -> None:
+    def debug_dot_print(
+        self, path: str, options: GraphDebugPrintOptions | dict[str, Any] | None = None
+    ) -> None:
         """Write the graph as a Graphviz DOT file.
 
         Parameters

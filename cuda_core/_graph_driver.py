@@ -24,21 +24,28 @@ _NO_CONTEXT = driver.CUresult.CUDA_ERROR_INVALID_CONTEXT
 
 def add_node(graph: Any, deps: list[Any], params: Any) -> Any:
     """``cuGraphAddNode``: add a node described by a ``CUgraphNodeParams`` after ``deps``."""
-    return handle_return(driver.cuGraphAddNode(graph, deps, None, len(deps), params), "cuGraphAddNode")
+    return handle_return(
+        driver.cuGraphAddNode(graph, deps, None, len(deps), params), "cuGraphAddNode"
+    )
 
 
 def add_edges(graph: Any, src: list[Any], dst: list[Any]) -> None:
     """``cuGraphAddDependencies``: ``dst[i]`` depends on ``src[i]``."""
     if not src:
         return
-    handle_return(driver.cuGraphAddDependencies(graph, src, dst, None, len(src)), "cuGraphAddDependencies")
+    handle_return(
+        driver.cuGraphAddDependencies(graph, src, dst, None, len(src)), "cuGraphAddDependencies"
+    )
 
 
 def remove_edges(graph: Any, src: list[Any], dst: list[Any]) -> None:
     """``cuGraphRemoveDependencies``: drop the edges ``src[i] -> dst[i]``."""
     if not src:
         return
-    handle_return(driver.cuGraphRemoveDependencies(graph, src, dst, None, len(src)), "cuGraphRemoveDependencies")
+    handle_return(
+        driver.cuGraphRemoveDependencies(graph, src, dst, None, len(src)),
+        "cuGraphRemoveDependencies",
+    )
 
 
 def edges(graph: Any) -> list[tuple[Any, Any]]:
@@ -105,10 +112,16 @@ def current_context(api: str) -> Any:
 
 
 class _UpdateResultInfo(ctypes.Structure):
-    _fields_ = [("result", ctypes.c_int), ("errorNode", ctypes.c_void_p), ("errorFromNode", ctypes.c_void_p)]
+    _fields_ = [
+        ("result", ctypes.c_int),
+        ("errorNode", ctypes.c_void_p),
+        ("errorFromNode", ctypes.c_void_p),
+    ]
 
 
-_EXEC_UPDATE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_UpdateResultInfo))
+_EXEC_UPDATE = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_UpdateResultInfo)
+)
 _exec_update_fn: list[Any] = []
 _UPDATE_FAILURE = int(driver.CUresult.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
 
@@ -130,7 +143,9 @@ def update_failure_text(result: int | None) -> str:
     try:
         name = driver.CUgraphExecUpdateResult(result).name
     except (TypeError, ValueError):
-        name = "CU_GRAPH_EXEC_UPDATE_ERROR" if result is None else f"CUgraphExecUpdateResult {result}"
+        name = (
+            "CU_GRAPH_EXEC_UPDATE_ERROR" if result is None else f"CUgraphExecUpdateResult {result}"
+        )
     why = UPDATE_REASONS.get(name, "the driver refused the update")
     return f"Graph update failed: {why} ({name})"
 
@@ -157,4 +172,6 @@ def exec_update(exe: Any, graph: Any) -> None:
         result = None if out is None else int(out.result)
     if not err:
         return
-    raise make_error(err, "cuGraphExecUpdate", update_failure_text(result) if err == _UPDATE_FAILURE else "")
+    raise make_error(
+        err, "cuGraphExecUpdate", update_failure_text(result) if err == _UPDATE_FAILURE else ""
+    )

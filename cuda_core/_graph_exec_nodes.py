@@ -59,16 +59,24 @@ class _Toggle(ExecutableGraphNode):
     @property
     def is_enabled(self) -> bool:
         """Whether the node runs in future launches of this graph."""
-        v = handle_return(driver.cuGraphNodeGetEnabled(self._exe(), self._node._live()), "cuGraphNodeGetEnabled")
+        v = handle_return(
+            driver.cuGraphNodeGetEnabled(self._exe(), self._node._live()), "cuGraphNodeGetEnabled"
+        )
         return bool(v)
 
     def enable(self) -> None:
         """Run the node in future launches."""
-        handle_return(driver.cuGraphNodeSetEnabled(self._exe(), self._node._live(), 1), "cuGraphNodeSetEnabled")
+        handle_return(
+            driver.cuGraphNodeSetEnabled(self._exe(), self._node._live(), 1),
+            "cuGraphNodeSetEnabled",
+        )
 
     def disable(self) -> None:
         """Skip the node in future launches (as if it were an empty node)."""
-        handle_return(driver.cuGraphNodeSetEnabled(self._exe(), self._node._live(), 0), "cuGraphNodeSetEnabled")
+        handle_return(
+            driver.cuGraphNodeSetEnabled(self._exe(), self._node._live(), 0),
+            "cuGraphNodeSetEnabled",
+        )
 
 
 class ExecutableKernelNode(_Toggle):
@@ -85,8 +93,10 @@ class ExecutableKernelNode(_Toggle):
             As for :meth:`GraphNode.launch`.
         """
         p, holder = kernel_params(config, kernel, args)
-        handle_return(driver.cuGraphExecKernelNodeSetParams(self._exe(), self._node._live(), p),
-                      "cuGraphExecKernelNodeSetParams")
+        handle_return(
+            driver.cuGraphExecKernelNodeSetParams(self._exe(), self._node._live(), p),
+            "cuGraphExecKernelNodeSetParams",
+        )
         self._keep(holder.args)
 
 
@@ -99,8 +109,10 @@ class ExecutableMemsetNode(_Toggle):
         """Use these memset parameters in future launches (the node's context must be current)."""
         p, keep = memset_params(dst, value, width, height, pitch)
         ctx = current_context("cuGraphExecMemsetNodeSetParams")
-        handle_return(driver.cuGraphExecMemsetNodeSetParams(self._exe(), self._node._live(), p, ctx),
-                      "cuGraphExecMemsetNodeSetParams")
+        handle_return(
+            driver.cuGraphExecMemsetNodeSetParams(self._exe(), self._node._live(), p, ctx),
+            "cuGraphExecMemsetNodeSetParams",
+        )
         self._keep(keep)
 
 
@@ -113,8 +125,10 @@ class ExecutableMemcpyNode(_Toggle):
         """Use these 1-D copy parameters in future launches (the node's context must be current)."""
         p, keep = memcpy_params(dst, src, size)
         ctx = current_context("cuGraphExecMemcpyNodeSetParams")
-        handle_return(driver.cuGraphExecMemcpyNodeSetParams(self._exe(), self._node._live(), p, ctx),
-                      "cuGraphExecMemcpyNodeSetParams")
+        handle_return(
+            driver.cuGraphExecMemcpyNodeSetParams(self._exe(), self._node._live(), p, ctx),
+            "cuGraphExecMemcpyNodeSetParams",
+        )
         self._keep(keep)
 
 
@@ -127,8 +141,12 @@ class ExecutableChildGraphNode(ExecutableGraphNode):
         """Take the child graph's node parameters from ``child`` (same topology)."""
         if not isinstance(child, KINDS["definition"]):
             raise arg_error("child", "a GraphDefinition", child, exc=TypeError)
-        handle_return(driver.cuGraphExecChildGraphNodeSetParams(self._exe(), self._node._live(), child._live()),
-                      "cuGraphExecChildGraphNodeSetParams")
+        handle_return(
+            driver.cuGraphExecChildGraphNodeSetParams(
+                self._exe(), self._node._live(), child._live()
+            ),
+            "cuGraphExecChildGraphNodeSetParams",
+        )
         self._keep(child._state)
 
 
@@ -140,8 +158,10 @@ class ExecutableEventRecordNode(ExecutableGraphNode):
     def update(self, event: Any) -> None:
         """Record ``event`` in future launches."""
         ev = check_event(event)
-        handle_return(driver.cuGraphExecEventRecordNodeSetEvent(self._exe(), self._node._live(), ev.handle),
-                      "cuGraphExecEventRecordNodeSetEvent")
+        handle_return(
+            driver.cuGraphExecEventRecordNodeSetEvent(self._exe(), self._node._live(), ev.handle),
+            "cuGraphExecEventRecordNodeSetEvent",
+        )
         self._keep(ev)
 
 
@@ -153,8 +173,10 @@ class ExecutableEventWaitNode(ExecutableGraphNode):
     def update(self, event: Any) -> None:
         """Wait for ``event`` in future launches."""
         ev = check_event(event)
-        handle_return(driver.cuGraphExecEventWaitNodeSetEvent(self._exe(), self._node._live(), ev.handle),
-                      "cuGraphExecEventWaitNodeSetEvent")
+        handle_return(
+            driver.cuGraphExecEventWaitNodeSetEvent(self._exe(), self._node._live(), ev.handle),
+            "cuGraphExecEventWaitNodeSetEvent",
+        )
         self._keep(ev)
 
 
@@ -181,8 +203,10 @@ class ExecutableHostCallbackNode(ExecutableGraphNode):
         p = driver.CUDA_HOST_NODE_PARAMS()
         p.fn = driver.CUhostFn(addr)
         p.userData = ud
-        handle_return(driver.cuGraphExecHostNodeSetParams(self._exe(), self._node._live(), p),
-                      "cuGraphExecHostNodeSetParams")
+        handle_return(
+            driver.cuGraphExecHostNodeSetParams(self._exe(), self._node._live(), p),
+            "cuGraphExecHostNodeSetParams",
+        )
         self._keep(keep)
 
 
@@ -210,8 +234,12 @@ _CLASSES = {
 def executable_node(graph: Any, node: Any) -> ExecutableGraphNode:
     """``graph[node]``: the view class that fits ``node``'s kind."""
     if not isinstance(node, GraphNode):
-        raise arg_error("node", "a GraphNode of the definition this graph was instantiated from", node,
-                        exc=TypeError)
+        raise arg_error(
+            "node",
+            "a GraphNode of the definition this graph was instantiated from",
+            node,
+            exc=TypeError,
+        )
     t = handle_return(driver.cuGraphNodeGetType(node._live()), "cuGraphNodeGetType")
     view: ExecutableGraphNode = object.__new__(_CLASSES.get(t, ExecutableGraphNode))
     view._graph = graph

@@ -55,7 +55,9 @@ class GraphNode:
     _handle: Any  # CUgraphNode, or None for a definition's entry point
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("GraphNode cannot be constructed directly; use the builder methods of GraphDefinition")
+        raise RuntimeError(
+            "GraphNode cannot be constructed directly; use the builder methods of GraphDefinition"
+        )
 
     # ------------------------------------------------------------------ identity
 
@@ -172,8 +174,12 @@ class GraphNode:
         if other._handle is None:
             raise arg_error(name, "a node (not the entry point of a GraphDefinition)", other)
         if other._def._live() is None or int(other._def._handle) != int(self._def._handle):
-            raise arg_error(name, "a node of the same graph", other,
-                            "nodes of different graphs (or of a branch and its parent) cannot be connected")
+            raise arg_error(
+                name,
+                "a node of the same graph",
+                other,
+                "nodes of different graphs (or of a branch and its parent) cannot be connected",
+            )
         return other._live()
 
     def _new(self, kind: Any, handle: Any, meta: dict[str, Any] | None = None) -> Any:
@@ -217,7 +223,11 @@ class GraphNode:
         p, holder = kernel_params(config, kernel, args)
         h = self._add_legacy(driver.cuGraphAddKernelNode, "cuGraphAddKernelNode", p)
         self._def._state.keep.append(holder.args)
-        return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL, h, {"kernel": kernel, "args": holder.args})
+        return self._new(
+            driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL,
+            h,
+            {"kernel": kernel, "args": holder.args},
+        )
 
     def join(self, *nodes: GraphNode) -> Any:
         """Add an empty node that depends on this node and on every node of ``nodes``.
@@ -232,11 +242,18 @@ class GraphNode:
             A node that is not a node of this graph.
         """
         deps = self._deps() + [self._same_graph(n, "nodes") for n in nodes]
-        h = handle_return(driver.cuGraphAddEmptyNode(self._graph_handle(), deps, len(deps)), "cuGraphAddEmptyNode")
+        h = handle_return(
+            driver.cuGraphAddEmptyNode(self._graph_handle(), deps, len(deps)), "cuGraphAddEmptyNode"
+        )
         return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_EMPTY, h)
 
     def allocate(
-        self, size: int, *, device: Any = None, memory_type: Any = "device", peer_access: list[Any] | None = None
+        self,
+        size: int,
+        *,
+        device: Any = None,
+        memory_type: Any = "device",
+        peer_access: list[Any] | None = None,
     ) -> Any:
         """Add a graph memory allocation node that depends on this node.
 
@@ -299,7 +316,13 @@ class GraphNode:
             p.accessDescCount = len(descs)
         p.bytesize = n
         h = self._add_legacy(driver.cuGraphAddMemAllocNode, "cuGraphAddMemAllocNode", p)
-        meta = {"dptr": int(p.dptr), "bytesize": n, "device_id": dev, "memory_type": mtype, "peer_access": tuple(peers)}
+        meta = {
+            "dptr": int(p.dptr),
+            "bytesize": n,
+            "device_id": dev,
+            "memory_type": mtype,
+            "peer_access": tuple(peers),
+        }
         return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEM_ALLOC, h, meta)
 
     def deallocate(self, dptr: int) -> Any:
@@ -315,7 +338,14 @@ class GraphNode:
         return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEM_FREE, h)
 
     def memset(
-        self, dst: Any, value: Any, width: int, height: int = 1, pitch: int = 0, *, dst_owner: Any = None
+        self,
+        dst: Any,
+        value: Any,
+        width: int,
+        height: int = 1,
+        pitch: int = 0,
+        *,
+        dst_owner: Any = None,
     ) -> Any:
         """Add a memset node that depends on this node.
 
@@ -351,7 +381,9 @@ class GraphNode:
         self._def._state.keep.append(keep)
         return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMSET, h)
 
-    def memcpy(self, dst: Any, src: Any, size: int, *, dst_owner: Any = None, src_owner: Any = None) -> Any:
+    def memcpy(
+        self, dst: Any, src: Any, size: int, *, dst_owner: Any = None, src_owner: Any = None
+    ) -> Any:
         """Add a node copying ``size`` bytes from ``src`` to ``dst`` after this node.
 
         Device, managed and pinned host memory are all accepted (unified addressing).
@@ -411,7 +443,9 @@ class GraphNode:
         EventRecordNode
         """
         ev = check_event(event)
-        h = self._add_legacy(driver.cuGraphAddEventRecordNode, "cuGraphAddEventRecordNode", ev.handle)
+        h = self._add_legacy(
+            driver.cuGraphAddEventRecordNode, "cuGraphAddEventRecordNode", ev.handle
+        )
         self._def._state.keep.append(ev)
         return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_EVENT_RECORD, h, {"event": ev})
 

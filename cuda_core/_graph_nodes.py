@@ -43,7 +43,9 @@ class KernelNode(GraphNode):
     __slots__ = ()
 
     def _params(self) -> Any:
-        return handle_return(driver.cuGraphKernelNodeGetParams(self._live()), "cuGraphKernelNodeGetParams")
+        return handle_return(
+            driver.cuGraphKernelNodeGetParams(self._live()), "cuGraphKernelNodeGetParams"
+        )
 
     @property
     def grid(self) -> tuple[int, int, int]:
@@ -79,8 +81,11 @@ class KernelNode(GraphNode):
         from ._launch_config import LaunchConfig
 
         p = self._params()
-        return LaunchConfig(grid=(p.gridDimX, p.gridDimY, p.gridDimZ),
-                            block=(p.blockDimX, p.blockDimY, p.blockDimZ), shmem_size=int(p.sharedMemBytes))
+        return LaunchConfig(
+            grid=(p.gridDimX, p.gridDimY, p.gridDimZ),
+            block=(p.blockDimX, p.blockDimY, p.blockDimZ),
+            shmem_size=int(p.sharedMemBytes),
+        )
 
     def update(self, *, config: Any = None, kernel: Any = None, args: Any = None) -> None:
         """Change the launch parameters in the definition; omitted ones stay as they are.
@@ -95,14 +100,23 @@ class KernelNode(GraphNode):
         """
         m = _meta(self)
         if kernel is not None and args is None:
-            raise ValueError("args must be given when kernel changes (args=() for a kernel without parameters)")
+            raise ValueError(
+                "args must be given when kernel changes (args=() for a kernel without parameters)"
+            )
         if args is None:
             if "args" not in m:
-                raise ValueError("args must be given: this node's arguments were not recorded by cuda_core")
+                raise ValueError(
+                    "args must be given: this node's arguments were not recorded by cuda_core"
+                )
             args = m["args"]
-        p, holder = kernel_params(config if config is not None else self.config,
-                                  kernel if kernel is not None else self.kernel, args)
-        handle_return(driver.cuGraphKernelNodeSetParams(self._handle, p), "cuGraphKernelNodeSetParams")
+        p, holder = kernel_params(
+            config if config is not None else self.config,
+            kernel if kernel is not None else self.kernel,
+            args,
+        )
+        handle_return(
+            driver.cuGraphKernelNodeSetParams(self._handle, p), "cuGraphKernelNodeSetParams"
+        )
         self._def._state.keep.append(holder.args)
         _set_meta(self, kernel=kernel if kernel is not None else self.kernel, args=holder.args)
 
@@ -118,7 +132,9 @@ class AllocNode(GraphNode):
     __slots__ = ()
 
     def _params(self) -> Any:
-        return handle_return(driver.cuGraphMemAllocNodeGetParams(self._live()), "cuGraphMemAllocNodeGetParams")
+        return handle_return(
+            driver.cuGraphMemAllocNodeGetParams(self._live()), "cuGraphMemAllocNodeGetParams"
+        )
 
     @property
     def dptr(self) -> int:
@@ -134,7 +150,9 @@ class AllocNode(GraphNode):
     def device_id(self) -> int:
         """The device the memory is on (the recorded device for host memory)."""
         m = _meta(self)
-        return int(m["device_id"]) if "device_id" in m else int(self._params().poolProps.location.id)
+        return (
+            int(m["device_id"]) if "device_id" in m else int(self._params().poolProps.location.id)
+        )
 
     @property
     def memory_type(self) -> str:
@@ -145,7 +163,11 @@ class AllocNode(GraphNode):
         props = self._params().poolProps
         if MANAGED_ALLOCATION is not None and props.allocType == MANAGED_ALLOCATION:
             return "managed"
-        return "host" if props.location.type == driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST else "device"
+        return (
+            "host"
+            if props.location.type == driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_HOST
+            else "device"
+        )
 
     @property
     def peer_access(self) -> tuple[int, ...]:
@@ -167,7 +189,11 @@ class FreeNode(GraphNode):
     @property
     def dptr(self) -> int:
         """The address freed."""
-        return int(handle_return(driver.cuGraphMemFreeNodeGetParams(self._live()), "cuGraphMemFreeNodeGetParams"))
+        return int(
+            handle_return(
+                driver.cuGraphMemFreeNodeGetParams(self._live()), "cuGraphMemFreeNodeGetParams"
+            )
+        )
 
 
 class MemsetNode(GraphNode):
@@ -176,7 +202,9 @@ class MemsetNode(GraphNode):
     __slots__ = ()
 
     def _params(self) -> Any:
-        return handle_return(driver.cuGraphMemsetNodeGetParams(self._live()), "cuGraphMemsetNodeGetParams")
+        return handle_return(
+            driver.cuGraphMemsetNodeGetParams(self._live()), "cuGraphMemsetNodeGetParams"
+        )
 
     @property
     def dptr(self) -> int:
@@ -208,8 +236,16 @@ class MemsetNode(GraphNode):
         """Bytes between rows."""
         return int(self._params().pitch)
 
-    def update(self, *, dst: Any = None, value: Any = None, width: Any = None, height: Any = None,
-               pitch: Any = None, dst_owner: Any = None) -> None:
+    def update(
+        self,
+        *,
+        dst: Any = None,
+        value: Any = None,
+        width: Any = None,
+        height: Any = None,
+        pitch: Any = None,
+        dst_owner: Any = None,
+    ) -> None:
         """Change the memset in the definition; omitted parameters keep their values.
 
         ``dst_owner`` may only come with a raw-address ``dst``. Needs the node's context current.
@@ -218,13 +254,22 @@ class MemsetNode(GraphNode):
             raise ValueError("dst_owner must come with dst")
         old = self._params()
         if value is None:
-            value = int(old.value).to_bytes(int(old.elementSize), "little") if old.elementSize > 1 else int(old.value)
+            value = (
+                int(old.value).to_bytes(int(old.elementSize), "little")
+                if old.elementSize > 1
+                else int(old.value)
+            )
         p, keep = memset_params(
-            int(old.dst) if dst is None else dst, value,
-            old.width if width is None else width, old.height if height is None else height,
-            old.pitch if pitch is None else pitch, dst_owner,
+            int(old.dst) if dst is None else dst,
+            value,
+            old.width if width is None else width,
+            old.height if height is None else height,
+            old.pitch if pitch is None else pitch,
+            dst_owner,
         )
-        handle_return(driver.cuGraphMemsetNodeSetParams(self._handle, p), "cuGraphMemsetNodeSetParams")
+        handle_return(
+            driver.cuGraphMemsetNodeSetParams(self._handle, p), "cuGraphMemsetNodeSetParams"
+        )
         self._def._state.keep.append(keep)
 
 
@@ -234,7 +279,9 @@ class MemcpyNode(GraphNode):
     __slots__ = ()
 
     def _params(self) -> Any:
-        return handle_return(driver.cuGraphMemcpyNodeGetParams(self._live()), "cuGraphMemcpyNodeGetParams")
+        return handle_return(
+            driver.cuGraphMemcpyNodeGetParams(self._live()), "cuGraphMemcpyNodeGetParams"
+        )
 
     @property
     def dst(self) -> int:
@@ -253,17 +300,31 @@ class MemcpyNode(GraphNode):
         """Bytes copied."""
         return int(self._params().WidthInBytes)
 
-    def update(self, *, dst: Any = None, src: Any = None, size: Any = None,
-               dst_owner: Any = None, src_owner: Any = None) -> None:
+    def update(
+        self,
+        *,
+        dst: Any = None,
+        src: Any = None,
+        size: Any = None,
+        dst_owner: Any = None,
+        src_owner: Any = None,
+    ) -> None:
         """Change the copy in the definition; omitted parameters keep their values.
 
         Owners may only come with their raw-address operand. Needs the node's context current.
         """
         if (dst_owner is not None and dst is None) or (src_owner is not None and src is None):
             raise ValueError("dst_owner/src_owner must come with dst/src")
-        p, keep = memcpy_params(self.dst if dst is None else dst, self.src if src is None else src,
-                                self.size if size is None else size, dst_owner, src_owner)
-        handle_return(driver.cuGraphMemcpyNodeSetParams(self._handle, p), "cuGraphMemcpyNodeSetParams")
+        p, keep = memcpy_params(
+            self.dst if dst is None else dst,
+            self.src if src is None else src,
+            self.size if size is None else size,
+            dst_owner,
+            src_owner,
+        )
+        handle_return(
+            driver.cuGraphMemcpyNodeSetParams(self._handle, p), "cuGraphMemcpyNodeSetParams"
+        )
         self._def._state.keep.append(keep)
 
 
@@ -275,7 +336,9 @@ class ChildGraphNode(GraphNode):
     @property
     def child_graph(self) -> Any:
         """A view (not owning) of the embedded clone, as a GraphDefinition."""
-        h = handle_return(driver.cuGraphChildGraphNodeGetGraph(self._live()), "cuGraphChildGraphNodeGetGraph")
+        h = handle_return(
+            driver.cuGraphChildGraphNodeGetGraph(self._live()), "cuGraphChildGraphNodeGetGraph"
+        )
         return KINDS["definition"]._view(self._def._state, h)
 
     def update(self, child: Any) -> None:
@@ -418,20 +481,22 @@ class SwitchNode(ConditionalNode):
     __slots__ = ()
 
 
-KINDS.update({
-    _T.CU_GRAPH_NODE_TYPE_EMPTY: EmptyNode,
-    _T.CU_GRAPH_NODE_TYPE_KERNEL: KernelNode,
-    _T.CU_GRAPH_NODE_TYPE_MEM_ALLOC: AllocNode,
-    _T.CU_GRAPH_NODE_TYPE_MEM_FREE: FreeNode,
-    _T.CU_GRAPH_NODE_TYPE_MEMSET: MemsetNode,
-    _T.CU_GRAPH_NODE_TYPE_MEMCPY: MemcpyNode,
-    _T.CU_GRAPH_NODE_TYPE_GRAPH: ChildGraphNode,
-    _T.CU_GRAPH_NODE_TYPE_EVENT_RECORD: EventRecordNode,
-    _T.CU_GRAPH_NODE_TYPE_WAIT_EVENT: EventWaitNode,
-    _T.CU_GRAPH_NODE_TYPE_HOST: HostCallbackNode,
-    _T.CU_GRAPH_NODE_TYPE_CONDITIONAL: ConditionalNode,
-    "if": IfNode,
-    "if_else": IfElseNode,
-    "while": WhileNode,
-    "switch": SwitchNode,
-})
+KINDS.update(
+    {
+        _T.CU_GRAPH_NODE_TYPE_EMPTY: EmptyNode,
+        _T.CU_GRAPH_NODE_TYPE_KERNEL: KernelNode,
+        _T.CU_GRAPH_NODE_TYPE_MEM_ALLOC: AllocNode,
+        _T.CU_GRAPH_NODE_TYPE_MEM_FREE: FreeNode,
+        _T.CU_GRAPH_NODE_TYPE_MEMSET: MemsetNode,
+        _T.CU_GRAPH_NODE_TYPE_MEMCPY: MemcpyNode,
+        _T.CU_GRAPH_NODE_TYPE_GRAPH: ChildGraphNode,
+        _T.CU_GRAPH_NODE_TYPE_EVENT_RECORD: EventRecordNode,
+        _T.CU_GRAPH_NODE_TYPE_WAIT_EVENT: EventWaitNode,
+        _T.CU_GRAPH_NODE_TYPE_HOST: HostCallbackNode,
+        _T.CU_GRAPH_NODE_TYPE_CONDITIONAL: ConditionalNode,
+        "if": IfNode,
+        "if_else": IfElseNode,
+        "while": WhileNode,
+        "switch": SwitchNode,
+    }
+)

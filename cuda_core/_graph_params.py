@@ -28,7 +28,9 @@ def check_config(config: Any) -> LaunchConfig:
         raise arg_error("config", "a LaunchConfig", config, exc=TypeError)
     if config.cluster is not None or config.is_cooperative:
         raise arg_error(
-            "config", "a LaunchConfig without cluster or cooperative launch", config,
+            "config",
+            "a LaunchConfig without cluster or cooperative launch",
+            config,
             "graph kernel nodes support neither",
         )
     return config
@@ -46,7 +48,9 @@ def kernel_params(config: Any, kernel: Any, args: Any) -> tuple[Any, ParamHolder
     cfg = check_config(config)
     ker = check_kernel(kernel)
     if not isinstance(args, (tuple, list)):
-        raise arg_error("args", "a tuple of kernel arguments (args=() for none)", args, exc=TypeError)
+        raise arg_error(
+            "args", "a tuple of kernel arguments (args=() for none)", args, exc=TypeError
+        )
     layout = ker._param_layout()
     holder = ParamHolder(tuple(args), layout)
     p = driver.CUDA_KERNEL_NODE_PARAMS()
@@ -63,8 +67,12 @@ def address(value: Any, name: str, owner: Any = None) -> tuple[int, Any]:
     """``(address, object to retain)`` for a ``Buffer`` or a raw pointer (``int``)."""
     if isinstance(value, Buffer):
         if owner is not None:
-            raise arg_error(f"{name}_owner", f"None when {name} is a Buffer", owner,
-                            "the graph already retains the Buffer")
+            raise arg_error(
+                f"{name}_owner",
+                f"None when {name} is a Buffer",
+                owner,
+                "the graph already retains the Buffer",
+            )
         if value.is_closed:
             raise arg_error(name, "an open Buffer", value)
         return int(value.handle), value
@@ -87,7 +95,9 @@ def memset_value(value: Any) -> tuple[int, int]:
     try:
         raw = memoryview(value).cast("B").tobytes()
     except TypeError:
-        raise arg_error("value", "an int in [0, 256) or a 1-, 2- or 4-byte buffer", value, exc=TypeError) from None
+        raise arg_error(
+            "value", "an int in [0, 256) or a 1-, 2- or 4-byte buffer", value, exc=TypeError
+        ) from None
     if len(raw) not in (1, 2, 4):
         raise arg_error("value", "an int in [0, 256) or a 1-, 2- or 4-byte buffer", value)
     return len(raw), int.from_bytes(raw, "little")
@@ -107,11 +117,15 @@ def memset_params(
     p.height = check_int("height", height, 1)
     p.pitch = check_int("pitch", pitch, 0)
     if p.height > 1 and p.pitch < p.width * size:
-        raise arg_error("pitch", f"at least width * element size ({p.width * size}) when height > 1", pitch)
+        raise arg_error(
+            "pitch", f"at least width * element size ({p.width * size}) when height > 1", pitch
+        )
     return p, keep
 
 
-def memcpy_params(dst: Any, src: Any, size: Any, dst_owner: Any = None, src_owner: Any = None) -> tuple[Any, tuple[Any, Any]]:
+def memcpy_params(
+    dst: Any, src: Any, size: Any, dst_owner: Any = None, src_owner: Any = None
+) -> tuple[Any, tuple[Any, Any]]:
     """``(CUDA_MEMCPY3D, objects to retain)`` for a 1-D copy; memory types are left to the
     driver (unified addressing), so device, managed and pinned host pointers all work."""
     d, keep_d = address(dst, "dst", dst_owner)
@@ -130,7 +144,12 @@ def memcpy_params(dst: Any, src: Any, size: Any, dst_owner: Any = None, src_owne
 
 def check_event(event: Any) -> Event:
     if not isinstance(event, Event):
-        raise arg_error("event", "an Event (from Device.create_event() or Stream.record())", event, exc=TypeError)
+        raise arg_error(
+            "event",
+            "an Event (from Device.create_event() or Stream.record())",
+            event,
+            exc=TypeError,
+        )
     return event
 
 

@@ -23,7 +23,6 @@ KINDS: dict[Any, Any] = {}
 ``"definition"`` -> GraphDefinition. Filled by the modules that define them."""
 
 
-
 def _no_destroy(handle: Any) -> None:
     """Destroy function of a borrowed graph: its owner destroys it."""
 
@@ -35,7 +34,17 @@ class GraphState:
     never raising); a borrowed root (a GraphBuilder's captured graph) keeps its ``owner`` alive.
     """
 
-    __slots__ = ("__weakref__", "box", "destroyed", "keep", "key", "meta", "nodes", "owner", "user_objects")
+    __slots__ = (
+        "__weakref__",
+        "box",
+        "destroyed",
+        "keep",
+        "key",
+        "meta",
+        "nodes",
+        "owner",
+        "user_objects",
+    )
 
     def __init__(self, handle: Any, owned: bool, owner: Any = None) -> None:
         self.box = HandleHolder(driver.cuGraphDestroy if owned else _no_destroy, handle)

@@ -36,13 +36,17 @@ def _parse_register_flags(flags: str | Sequence[str] | None) -> int:
         return 0
     names = (flags,) if isinstance(flags, str) else flags
     if not isinstance(names, Sequence):
-        raise arg_error("flags", "None, a flag name or a sequence of flag names", flags, exc=TypeError)
+        raise arg_error(
+            "flags", "None, a flag name or a sequence of flag names", flags, exc=TypeError
+        )
     bits = 0
     for name in names:
         try:
             bits |= _REGISTER_FLAGS[name]
         except (KeyError, TypeError):
-            raise arg_error("flags", f"made of {', '.join(sorted(_REGISTER_FLAGS))}", name) from None
+            raise arg_error(
+                "flags", f"made of {', '.join(sorted(_REGISTER_FLAGS))}", name
+            ) from None
     return bits
 
 
@@ -68,7 +72,8 @@ class _Registration:
         address, self.address = self.address, 0
         if address:
             handle_return(
-                driver.cuGraphicsUnregisterResource(driver.CUgraphicsResource(address)), "cuGraphicsUnregisterResource"
+                driver.cuGraphicsUnregisterResource(driver.CUgraphicsResource(address)),
+                "cuGraphicsUnregisterResource",
             )
 
 
@@ -168,7 +173,9 @@ class GraphicsResource:
         bits = _parse_register_flags(flags)
         s = None if stream is None else as_stream(stream)
         ensure_driver()
-        raw = handle_return(driver.cuGraphicsGLRegisterBuffer(name, bits), "cuGraphicsGLRegisterBuffer")
+        raw = handle_return(
+            driver.cuGraphicsGLRegisterBuffer(name, bits), "cuGraphicsGLRegisterBuffer"
+        )
         return cls._wrap(raw, s)
 
     @classmethod
@@ -193,7 +200,9 @@ class GraphicsResource:
         tgt = _gl_name("target", target)
         bits = _parse_register_flags(flags)
         ensure_driver()
-        raw = handle_return(driver.cuGraphicsGLRegisterImage(name, tgt, bits), "cuGraphicsGLRegisterImage")
+        raw = handle_return(
+            driver.cuGraphicsGLRegisterImage(name, tgt, bits), "cuGraphicsGLRegisterImage"
+        )
         return cls._wrap(raw, None)
 
     # -- mapping ------------------------------------------------------------------------------
@@ -228,7 +237,9 @@ class GraphicsResource:
         res = driver.CUgraphicsResource(self._int)
         handle_return(driver.cuGraphicsMapResources(1, res, s.handle), "cuGraphicsMapResources")
         try:
-            ptr, size = handle_return(driver.cuGraphicsResourceGetMappedPointer(res), "cuGraphicsResourceGetMappedPointer")
+            ptr, size = handle_return(
+                driver.cuGraphicsResourceGetMappedPointer(res), "cuGraphicsResourceGetMappedPointer"
+            )
         except BaseException:
             driver.cuGraphicsUnmapResources(1, res, s.handle)
             raise
@@ -248,7 +259,9 @@ class GraphicsResource:
         if self._get_mapped_buffer() is None:
             raise RuntimeError("the GraphicsResource is not mapped")
         return handle_return(  # type: ignore[no-any-return]
-            driver.cuGraphicsSubResourceGetMappedArray(driver.CUgraphicsResource(self._int), array_index, mip_level),
+            driver.cuGraphicsSubResourceGetMappedArray(
+                driver.CUgraphicsResource(self._int), array_index, mip_level
+            ),
             "cuGraphicsSubResourceGetMappedArray",
         )
 

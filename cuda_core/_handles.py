@@ -318,7 +318,9 @@ class ContextHandle:
             except IndexError:
                 address = self._new_event(flags)
         ev = EventHandle._owned(address, self, flags)
-        ev._recorded = recorded  # a recorded one never goes back to the clean pool (record may fail)
+        ev._recorded = (
+            recorded  # a recorded one never goes back to the clean pool (record may fail)
+        )
         ev.record(stream)
         return ev
 
@@ -334,7 +336,17 @@ def _closed(what: str) -> RuntimeError:
 class StreamHandle:
     """A stream: owned (pooled or destroyed at release) or borrowed (never destroyed)."""
 
-    __slots__ = ("__weakref__", "_flags", "_gen", "_owns", "_priority", "_released", "address", "ctx", "owner")
+    __slots__ = (
+        "__weakref__",
+        "_flags",
+        "_gen",
+        "_owns",
+        "_priority",
+        "_released",
+        "address",
+        "ctx",
+        "owner",
+    )
 
     address: int
     ctx: ContextHandle | None
@@ -346,7 +358,9 @@ class StreamHandle:
     _released: bool
 
     @classmethod
-    def _owned(cls, address: int, ctx: ContextHandle, flags: int, priority: int | None) -> StreamHandle:
+    def _owned(
+        cls, address: int, ctx: ContextHandle, flags: int, priority: int | None
+    ) -> StreamHandle:
         self = object.__new__(cls)
         self.address = address
         self.ctx = ctx
@@ -359,7 +373,9 @@ class StreamHandle:
         return self
 
     @classmethod
-    def borrow(cls, address: int, ctx: ContextHandle | None = None, owner: Any = None) -> StreamHandle:
+    def borrow(
+        cls, address: int, ctx: ContextHandle | None = None, owner: Any = None
+    ) -> StreamHandle:
         """A stream cuda_core does not own (``owner`` is kept alive until release)."""
         self = object.__new__(cls)
         self.address = int(address)
@@ -448,7 +464,16 @@ class StreamHandle:
 class EventHandle:
     """An event: owned by cuda_core, pooled at release (IPC-opened ones are destroyed)."""
 
-    __slots__ = ("__weakref__", "_gen", "_poolable", "_recorded", "_released", "address", "ctx", "flags")
+    __slots__ = (
+        "__weakref__",
+        "_gen",
+        "_poolable",
+        "_recorded",
+        "_released",
+        "address",
+        "ctx",
+        "flags",
+    )
 
     address: int
     ctx: ContextHandle
@@ -459,7 +484,9 @@ class EventHandle:
     _released: bool
 
     @classmethod
-    def _owned(cls, address: int, ctx: ContextHandle, flags: int, poolable: bool = True) -> EventHandle:
+    def _owned(
+        cls, address: int, ctx: ContextHandle, flags: int, poolable: bool = True
+    ) -> EventHandle:
         self = object.__new__(cls)
         self.address = address
         self.ctx = ctx
@@ -557,7 +584,12 @@ class Allocation:
 
     @classmethod
     def adopt(
-        cls, ptr: int, size: int, free: Callable[[int, int, Any], Any] | None, stream: Any, ctx: ContextHandle | None
+        cls,
+        ptr: int,
+        size: int,
+        free: Callable[[int, int, Any], Any] | None,
+        stream: Any,
+        ctx: ContextHandle | None,
     ) -> Allocation:
         """Own memory freed by ``free(ptr, size, stream)`` (``None``: a pool allocation freed
         with ``cuMemFreeAsync`` on ``stream``, a StreamHandle)."""
@@ -635,7 +667,9 @@ def _alloc_outside_capture(size: int, pool: int, h: Any) -> tuple[int, Any, str]
     return int(err), ptr, "cuMemAllocFromPoolAsync"
 
 
-def pool_allocate(pool: int, size: int, stream: StreamHandle, ctx: ContextHandle | None) -> Allocation:
+def pool_allocate(
+    pool: int, size: int, stream: StreamHandle, ctx: ContextHandle | None
+) -> Allocation:
     """``cuMemAllocFromPoolAsync(size, pool, stream)``: with ``ctx`` current for a default-stream
     token; for a real stream as it is and, where that fails and ``ctx`` is given, once more
     with ``ctx`` current."""
@@ -657,7 +691,9 @@ def pool_allocate(pool: int, size: int, stream: StreamHandle, ctx: ContextHandle
 
 # CUresult cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void** params, void** extra)
 # (CUDA 12.0 ABI). A CFUNCTYPE function releases the GIL during the call, as cuda.bindings does.
-_LAUNCH_PROTO = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_LAUNCH_PROTO = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
+)
 _ATTR = driver.CUlaunchAttributeID
 
 
@@ -724,8 +760,12 @@ class LaunchConfigHandle:
             elif a.id == _ATTR.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
                 serial = bool(a.value.programmaticStreamSerializationAllowed)
         return (
-            (cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ), (cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ),
-            cfg.sharedMemBytes, cluster, coop, serial,
+            (cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ),
+            (cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ),
+            cfg.sharedMemBytes,
+            cluster,
+            coop,
+            serial,
         )
 
     def launch(self, function: int, params: int) -> int:
@@ -744,4 +784,3 @@ def types_match(args: tuple[Any, ...], types: tuple[type, ...]) -> bool:
 
 
 # The interop readers (stated in cuda_core/_interop_py.py; see the protocol above).
-from ._interop_py import AMBIGUOUS, ViewInfo, dlpack_view, read_capsule, record_wait, set_order_event, torch_setup, torch_view  # noqa: E402, F401, I001

@@ -31,7 +31,12 @@ _MAX_DEVICES = 64
 _MAX_LEGACY_TYPES = 256
 _MASK64 = (1 << 64) - 1
 # DLPack device type -> (needs a stream, device memory, accessible to kernels)
-_RULES = {1: (False, False, False), 2: (True, True, True), 3: (False, False, True), 13: (False, True, True)}
+_RULES = {
+    1: (False, False, False),
+    2: (True, True, True),
+    3: (False, False, True),
+    13: (False, True, True),
+}
 _ACCESSIBLE = frozenset({2, 3, 13})
 
 # ---------------------------------------------------------------------------------------------
@@ -90,7 +95,9 @@ def _make(
 # DLPack capsules
 
 _CAPSULE_TYPE = type(datetime.datetime_CAPI)  # type: ignore[attr-defined]
-_get_name = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object)(("PyCapsule_GetName", ctypes.pythonapi))
+_get_name = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object)(
+    ("PyCapsule_GetName", ctypes.pythonapi)
+)
 _get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi)
 )
@@ -113,7 +120,9 @@ def _capsule_tensor(capsule: Any) -> tuple[tuple[Any, ...], bool]:
         raw = _string_at(_get_pointer(capsule, name), _VERSIONED_SIZE)
         major, flags = _VERSIONED.unpack_from(raw)
         if major > _DLPACK_MAJOR:
-            raise BufferError(f"DLPack major version {major} is not supported (at most {_DLPACK_MAJOR})")
+            raise BufferError(
+                f"DLPack major version {major} is not supported (at most {_DLPACK_MAJOR})"
+            )
         fields = _TENSOR.unpack_from(raw, _VERSIONED.size)
         readonly = bool(flags & _READ_ONLY)
     elif name == _NAME_UNVERSIONED:
@@ -155,7 +164,9 @@ def read_capsule(capsule: Any) -> ViewInfo:
     newer major version, more than 32 dimensions, no shape)."""
     fields, readonly = _capsule_tensor(capsule)
     devtype = fields[1]
-    return _tensor_view(ViewInfo, fields, fields[2], devtype in _ACCESSIBLE, readonly, None, capsule, devtype)
+    return _tensor_view(
+        ViewInfo, fields, fields[2], devtype in _ACCESSIBLE, readonly, None, capsule, devtype
+    )
 
 
 _legacy_types: set[type] = set()
@@ -168,7 +179,9 @@ def dlpack_view(cls: Any, obj: Any, stream_ptr: Any) -> Any:
     try:
         dev = obj.__dlpack_device__()
     except AttributeError:  # the protocol probe: nothing else is caught
-        raise BufferError(f"{type(obj).__name__} does not support DLPack (no __dlpack_device__)") from None
+        raise BufferError(
+            f"{type(obj).__name__} does not support DLPack (no __dlpack_device__)"
+        ) from None
     pair = tuple(dev)
     if len(pair) != 2:
         raise BufferError(f"__dlpack_device__ must return (device_type, device_id) (got {pair!r})")
@@ -176,7 +189,9 @@ def dlpack_view(cls: Any, obj: Any, stream_ptr: Any) -> Any:
     devid = operator.index(pair[1])
     rule = _RULES.get(index)
     if rule is None:
-        raise BufferError(f"DLPack device type {index} is not supported (CPU, CUDA, CUDA host, CUDA managed are)")
+        raise BufferError(
+            f"DLPack device type {index} is not supported (CPU, CUDA, CUDA host, CUDA managed are)"
+        )
     needs_stream, has_device, accessible = rule
     stream = stream_ptr
     if needs_stream and stream is None:
@@ -199,7 +214,9 @@ def dlpack_view(cls: Any, obj: Any, stream_ptr: Any) -> Any:
     if legacy:
         capsule = obj.__dlpack__(stream=stream)
     fields, readonly = _capsule_tensor(capsule)
-    return _tensor_view(cls, fields, devid if has_device else -1, accessible, readonly, obj, capsule, index)
+    return _tensor_view(
+        cls, fields, devid if has_device else -1, accessible, readonly, obj, capsule, index
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from ._utils import arg_error, call, ensure_driver, handle_return, raise_status
 
 __all__ = ["Kernel", "KernelAttributes", "KernelOccupancy"]
 
+
 class ParamInfo(NamedTuple):
     """Where one kernel parameter lies in the argument buffer (:attr:`Kernel.arguments_info`).
 
@@ -45,6 +46,7 @@ class MaxPotentialBlockSizeOccupancyResult(NamedTuple):
 
     min_grid_size: int
     max_block_size: int
+
 
 _CUresult = driver.CUresult
 _FA = driver.CUfunction_attribute
@@ -122,7 +124,9 @@ class KernelAttributes:
         raise RuntimeError("KernelAttributes cannot be created directly; use Kernel.attributes")
 
     @classmethod
-    def _init(cls, kernel: Any, cache: dict[tuple[int, int], int] | None = None, device: Any = None) -> KernelAttributes:
+    def _init(
+        cls, kernel: Any, cache: dict[tuple[int, int], int] | None = None, device: Any = None
+    ) -> KernelAttributes:
         self = object.__new__(cls)
         self._kernel = kernel
         self._cache = {} if cache is None else cache
@@ -160,7 +164,9 @@ class KernelAttributes:
 
     def _fetch(self, attr: Any, dev: Any) -> int:
         """Ask the driver for ``attr`` on ``dev`` and cache the answer."""
-        v = self._cache[(int(dev), int(attr))] = int(call(driver.cuKernelGetAttribute, attr, self._kernel, dev))
+        v = self._cache[(int(dev), int(attr))] = int(
+            call(driver.cuKernelGetAttribute, attr, self._kernel, dev)
+        )
         return v
 
     def _set(self, attr: Any, value: int) -> None:
@@ -176,22 +182,31 @@ class KernelAttributes:
         return f"<KernelAttributes of {self._kernel!r} on the {where}>"
 
     max_threads_per_block = _int_attr(
-        _FA.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "int: The most threads a block of this kernel can have."
+        _FA.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+        "int: The most threads a block of this kernel can have.",
     )
     shared_size_bytes = _int_attr(
-        _FA.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "int: Statically allocated shared memory per block, in bytes."
+        _FA.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+        "int: Statically allocated shared memory per block, in bytes.",
     )
-    const_size_bytes = _int_attr(_FA.CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, "int: User constant memory, in bytes.")
-    local_size_bytes = _int_attr(_FA.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "int: Local memory per thread, in bytes.")
+    const_size_bytes = _int_attr(
+        _FA.CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, "int: User constant memory, in bytes."
+    )
+    local_size_bytes = _int_attr(
+        _FA.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "int: Local memory per thread, in bytes."
+    )
     num_regs = _int_attr(_FA.CU_FUNC_ATTRIBUTE_NUM_REGS, "int: Registers per thread.")
     ptx_version = _int_attr(
-        _FA.CU_FUNC_ATTRIBUTE_PTX_VERSION, "int: The PTX virtual architecture the kernel was compiled for (e.g. 90)."
+        _FA.CU_FUNC_ATTRIBUTE_PTX_VERSION,
+        "int: The PTX virtual architecture the kernel was compiled for (e.g. 90).",
     )
     binary_version = _int_attr(
-        _FA.CU_FUNC_ATTRIBUTE_BINARY_VERSION, "int: The binary architecture the kernel was compiled for (e.g. 90)."
+        _FA.CU_FUNC_ATTRIBUTE_BINARY_VERSION,
+        "int: The binary architecture the kernel was compiled for (e.g. 90).",
     )
     cache_mode_ca = _bool_attr(
-        _FA.CU_FUNC_ATTRIBUTE_CACHE_MODE_CA, "bool: Whether the kernel was compiled with ``-Xptxas --dlcm=ca``."
+        _FA.CU_FUNC_ATTRIBUTE_CACHE_MODE_CA,
+        "bool: Whether the kernel was compiled with ``-Xptxas --dlcm=ca``.",
     )
     max_dynamic_shared_size_bytes = _settable_attr(
         _FA.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -207,22 +222,28 @@ class KernelAttributes:
         "``CUDAError``, a non-int ``TypeError``.",
     )
     cluster_size_must_be_set = _bool_attr(
-        _FA.CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, "bool: Whether launches must give a cluster size."
+        _FA.CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
+        "bool: Whether launches must give a cluster size.",
     )
     required_cluster_width = _int_attr(
-        _FA.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, "int: The cluster width the kernel requires (0 if none)."
+        _FA.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+        "int: The cluster width the kernel requires (0 if none).",
     )
     required_cluster_height = _int_attr(
-        _FA.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT, "int: The cluster height the kernel requires (0 if none)."
+        _FA.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+        "int: The cluster height the kernel requires (0 if none).",
     )
     required_cluster_depth = _int_attr(
-        _FA.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, "int: The cluster depth the kernel requires (0 if none)."
+        _FA.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
+        "int: The cluster depth the kernel requires (0 if none).",
     )
     non_portable_cluster_size_allowed = _bool_attr(
-        _FA.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, "bool: Whether non-portable cluster sizes may be used."
+        _FA.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+        "bool: Whether non-portable cluster sizes may be used.",
     )
     cluster_scheduling_policy_preference = _int_attr(
-        _FA.CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, "int: The block scheduling policy preference."
+        _FA.CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+        "int: The block scheduling policy preference.",
     )
 
 
@@ -254,8 +275,13 @@ def _launch_config(config: Any, stream: Any, with_cluster: bool) -> Any:
 # CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
 #     CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit)
 _MAX_POTENTIAL_BLOCK_SIZE = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.c_void_p,
-    ctypes.c_size_t, ctypes.c_int,
+    ctypes.c_int,
+    ctypes.POINTER(ctypes.c_int),
+    ctypes.POINTER(ctypes.c_int),
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_size_t,
+    ctypes.c_int,
 )
 
 
@@ -274,7 +300,9 @@ def _b2d_address(fn: Any) -> int:
     return ptr
 
 
-def _max_potential_block_size_b2d(func: Any, callback: int, block_size_limit: int) -> tuple[int, int]:
+def _max_potential_block_size_b2d(
+    func: Any, callback: int, block_size_limit: int
+) -> tuple[int, int]:
     """``cuOccupancyMaxPotentialBlockSize`` with a C callback address, through ctypes.
 
     ctypes releases the GIL for the call; a ctypes callback takes it back when the driver
@@ -332,7 +360,9 @@ class KernelOccupancy:
         """``fn(<the kernel's CUfunction>, *args)`` through the error funnel."""
         return call(fn, self._function(), *args)
 
-    def max_active_blocks_per_multiprocessor(self, block_size: int, dynamic_shared_memory_size: int) -> int:
+    def max_active_blocks_per_multiprocessor(
+        self, block_size: int, dynamic_shared_memory_size: int
+    ) -> int:
         """The most blocks of this kernel that can be resident on one multiprocessor.
 
         Parameters
@@ -351,9 +381,17 @@ class KernelOccupancy:
         CUDAError
             No context is current, or the driver refuses the arguments.
         """
-        return int(self._query(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor, block_size, dynamic_shared_memory_size))
+        return int(
+            self._query(
+                driver.cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                block_size,
+                dynamic_shared_memory_size,
+            )
+        )
 
-    def max_potential_block_size(self, dynamic_shared_memory_needed: Any, block_size_limit: int) -> MaxPotentialBlockSizeOccupancyResult:
+    def max_potential_block_size(
+        self, dynamic_shared_memory_needed: Any, block_size_limit: int
+    ) -> MaxPotentialBlockSizeOccupancyResult:
         """The block size that maximises occupancy and the grid size that fills the device.
 
         Parameters
@@ -383,19 +421,31 @@ class KernelOccupancy:
         """
         if isinstance(block_size_limit, bool) or not isinstance(block_size_limit, int):
             raise arg_error("block_size_limit", "an int", block_size_limit, exc=TypeError)
-        if isinstance(dynamic_shared_memory_needed, int) and not isinstance(dynamic_shared_memory_needed, bool):
-            grid, block = self._query(driver.cuOccupancyMaxPotentialBlockSize, None, dynamic_shared_memory_needed, block_size_limit)
+        if isinstance(dynamic_shared_memory_needed, int) and not isinstance(
+            dynamic_shared_memory_needed, bool
+        ):
+            grid, block = self._query(
+                driver.cuOccupancyMaxPotentialBlockSize,
+                None,
+                dynamic_shared_memory_needed,
+                block_size_limit,
+            )
         elif isinstance(dynamic_shared_memory_needed, driver.CUoccupancyB2DSize):
             grid, block = _max_potential_block_size_b2d(
                 self._function(), _b2d_address(dynamic_shared_memory_needed), block_size_limit
             )
         else:
             raise arg_error(
-                "dynamic_shared_memory_needed", "an int or a driver.CUoccupancyB2DSize", dynamic_shared_memory_needed, exc=TypeError
+                "dynamic_shared_memory_needed",
+                "an int or a driver.CUoccupancyB2DSize",
+                dynamic_shared_memory_needed,
+                exc=TypeError,
             )
         return MaxPotentialBlockSizeOccupancyResult(int(grid), int(block))
 
-    def available_dynamic_shared_memory_per_block(self, num_blocks_per_multiprocessor: int, block_size: int) -> int:
+    def available_dynamic_shared_memory_per_block(
+        self, num_blocks_per_multiprocessor: int, block_size: int
+    ) -> int:
         """Dynamic shared memory available per block when that many blocks share a multiprocessor.
 
         Parameters
@@ -415,7 +465,13 @@ class KernelOccupancy:
         CUDAError
             No context is current, or the driver refuses the arguments.
         """
-        return int(self._query(driver.cuOccupancyAvailableDynamicSMemPerBlock, num_blocks_per_multiprocessor, block_size))
+        return int(
+            self._query(
+                driver.cuOccupancyAvailableDynamicSMemPerBlock,
+                num_blocks_per_multiprocessor,
+                block_size,
+            )
+        )
 
     def max_potential_cluster_size(self, config: Any, stream: Any = None) -> int:
         """The largest cluster size this kernel can launch with under ``config``.
@@ -436,7 +492,12 @@ class KernelOccupancy:
         CUDAError
             No context is current, or the driver refuses the configuration.
         """
-        return int(self._query(driver.cuOccupancyMaxPotentialClusterSize, _launch_config(config, stream, with_cluster=False)))
+        return int(
+            self._query(
+                driver.cuOccupancyMaxPotentialClusterSize,
+                _launch_config(config, stream, with_cluster=False),
+            )
+        )
 
     def max_active_clusters(self, config: Any, stream: Any = None) -> int:
         """The most clusters of ``config``'s shape that can be resident on the device at once.
@@ -457,7 +518,12 @@ class KernelOccupancy:
         CUDAError
             No context is current, or the driver refuses the configuration.
         """
-        return int(self._query(driver.cuOccupancyMaxActiveClusters, _launch_config(config, stream, with_cluster=True)))
+        return int(
+            self._query(
+                driver.cuOccupancyMaxActiveClusters,
+                _launch_config(config, stream, with_cluster=True),
+            )
+        )
 
 
 class Kernel:
@@ -467,7 +533,15 @@ class Kernel:
     ObjectCode (and so the loaded library) alive.
     """
 
-    __slots__ = ("__weakref__", "_attributes", "_handle", "_launch", "_module", "_occupancy", "_params")
+    __slots__ = (
+        "__weakref__",
+        "_attributes",
+        "_handle",
+        "_launch",
+        "_module",
+        "_occupancy",
+        "_params",
+    )
     _attributes: KernelAttributes | None
     _handle: Any
     _module: Any
@@ -476,7 +550,9 @@ class Kernel:
     _launch: Any  # the launcher's _KernelEntry, or None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("Kernel objects cannot be instantiated directly. Use ObjectCode.get_kernel() or Kernel.from_handle()")
+        raise RuntimeError(
+            "Kernel objects cannot be instantiated directly. Use ObjectCode.get_kernel() or Kernel.from_handle()"
+        )
 
     @classmethod
     def _from_handle(cls, handle: Any, module: Any) -> Kernel:
@@ -486,7 +562,9 @@ class Kernel:
         self._attributes = None
         self._occupancy = None
         self._params = _UNSET
-        self._launch = None  # the launcher's per-kernel state (cuda_core._launcher), made at the first launch
+        self._launch = (
+            None  # the launcher's per-kernel state (cuda_core._launcher), made at the first launch
+        )
         return self
 
     @staticmethod
@@ -565,7 +643,9 @@ class Kernel:
     def _require_params(self) -> tuple[tuple[int, int], ...]:
         p = self._param_layout()
         if p is None:
-            raise NotImplementedError("the driver cannot report kernel parameters (cuKernelGetParamInfo needs CUDA 12.4+)")
+            raise NotImplementedError(
+                "the driver cannot report kernel parameters (cuKernelGetParamInfo needs CUDA 12.4+)"
+            )
         return p
 
     @property

@@ -70,7 +70,9 @@ def _void_bytes(v: Any, size: int) -> bytes:
 def _torch_ptr(v: Any) -> int:
     if v.is_cuda or v.is_pinned():
         return v.data_ptr()
-    raise TypeError(f"a PyTorch tensor on {v.device} is not GPU-accessible memory; move it with .cuda()")
+    raise TypeError(
+        f"a PyTorch tensor on {v.device} is not GPU-accessible memory; move it with .cuda()"
+    )
 
 
 def _cai_ptr(v: Any) -> int:
@@ -131,7 +133,9 @@ class _Rule:
 
     __slots__ = ("align", "ctype", "expr", "fast", "fmt", "size")
 
-    def __init__(self, size: int, align: int, fmt: str, expr: str, ctype: str, fast: str | None = None) -> None:
+    def __init__(
+        self, size: int, align: int, fmt: str, expr: str, ctype: str, fast: str | None = None
+    ) -> None:
         self.size, self.align, self.fmt, self.expr, self.ctype = size, align, fmt, expr, ctype
         self.fast = expr if fast is None else fast
 
@@ -151,7 +155,12 @@ _NP_FORMATS = {
     ("f", 4): ("f", "float"),
     ("f", 8): ("d", "double"),
 }
-_HANDLE_TYPES = (driver.CUtexObject, driver.CUsurfObject, driver.CUgraphConditionalHandle, driver.CUdeviceptr)
+_HANDLE_TYPES = (
+    driver.CUtexObject,
+    driver.CUsurfObject,
+    driver.CUgraphConditionalHandle,
+    driver.CUdeviceptr,
+)
 _CTYPES_BASES = (ctypes._SimpleCData, ctypes.Structure, ctypes.Union, ctypes.Array)
 _CTYPES_REJECT = (ctypes.c_char_p, ctypes.c_wchar_p, ctypes.c_longdouble)
 _SUPPORTED = (
@@ -175,7 +184,9 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
     if t is bool:
         return _Rule(1, 1, "?", "{a}", "bool")
     if issubclass(t, int):
-        return _Rule(8, 8, "Q", "({a} if {a} >= 0 else _neg({a}))", "int64_t/uint64_t/pointer", "{a}")
+        return _Rule(
+            8, 8, "Q", "({a} if {a} >= 0 else _neg({a}))", "int64_t/uint64_t/pointer", "{a}"
+        )
     if issubclass(t, float):
         return _Rule(8, 8, "d", "{a}", "double")
     if issubclass(t, complex):
@@ -188,9 +199,13 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
                 f"argument {index} is a {t.__name__}, which has no device equivalent; "
                 "pass a device pointer as ctypes.c_void_p or an int"
             )
-        return _Rule(ctypes.sizeof(t), ctypes.alignment(t), f"{ctypes.sizeof(t)}s", "_bytes({a})", t.__name__)
+        return _Rule(
+            ctypes.sizeof(t), ctypes.alignment(t), f"{ctypes.sizeof(t)}s", "_bytes({a})", t.__name__
+        )
     if issubclass(t, ctypes._Pointer):
-        raise TypeError(f"argument {index} is a ctypes pointer to host memory ({t.__name__}); pass a device pointer")
+        raise TypeError(
+            f"argument {index} is a ctypes pointer to host memory ({t.__name__}); pass a device pointer"
+        )
     buffer_type = _buffer_type()
     if buffer_type is not None and issubclass(t, buffer_type):
         if _is_closed_buffer(value):
@@ -217,7 +232,9 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
     if hasattr(value, "__dlpack__"):
         _dlpack_ptr(value)  # refuse host memory now, with its message
         return _Rule(8, 8, "Q", "_dlpack_ptr({a})", "pointer")
-    raise TypeError(f"argument {index} has unsupported type {t.__module__}.{t.__qualname__}; supported: {_SUPPORTED}")
+    raise TypeError(
+        f"argument {index} has unsupported type {t.__module__}.{t.__qualname__}; supported: {_SUPPORTED}"
+    )
 
 
 def _numpy_rule(value: Any, index: int) -> _Rule:
@@ -250,10 +267,23 @@ class Plan:
     """
 
     __slots__ = (
-        "_free", "fmt", "has_slow", "nargs", "offsets", "pack_all", "rules", "run", "setters", "size", "struct", "types",
+        "_free",
+        "fmt",
+        "has_slow",
+        "nargs",
+        "offsets",
+        "pack_all",
+        "rules",
+        "run",
+        "setters",
+        "size",
+        "struct",
+        "types",
     )
 
-    def __init__(self, types: tuple[type, ...], rules: list[_Rule], offsets: list[int], size: int) -> None:
+    def __init__(
+        self, types: tuple[type, ...], rules: list[_Rule], offsets: list[int], size: int
+    ) -> None:
         self.types = types
         self.rules = tuple(rules)
         self.offsets = tuple(offsets)
@@ -267,7 +297,9 @@ class Plan:
             pos = off + r.size
         self.fmt = "".join(fmt)
         if struct.calcsize(self.fmt) != pos:  # an internal consistency check, never a user error
-            raise AssertionError(f"packing format {self.fmt!r} is {struct.calcsize(self.fmt)} bytes, not {pos}")
+            raise AssertionError(
+                f"packing format {self.fmt!r} is {struct.calcsize(self.fmt)} bytes, not {pos}"
+            )
         # Native mode packs the same bytes faster (a copy, not a portable encoding) where the host
         # is little-endian and its alignment rules add no padding to the layout (same size).
         native = "@" + self.fmt[1:]
@@ -284,7 +316,7 @@ class Plan:
         raw = ctypes.create_string_buffer(self.size + 64)
         base = ctypes.addressof(raw)
         start = (base + 63) & ~63
-        view = memoryview(raw).cast("B")[start - base:start - base + self.size]
+        view = memoryview(raw).cast("B")[start - base : start - base + self.size]
         ptrs = (ctypes.c_void_p * max(self.nargs, 1))(*[start + o for o in self.offsets])
         addr = ctypes.addressof(ptrs) if self.nargs else 0
         return (view, addr, raw, ptrs, start)
@@ -315,7 +347,11 @@ class Plan:
                     return type(inner)(f"argument {i}: {inner}")
                 return TypeError(f"argument {i} ({type(a).__name__}) could not be packed: {inner}")
         # Every argument packs on its own: the failure was not an argument's; report it as is.
-        return exc if isinstance(exc, Exception) else TypeError(f"kernel arguments could not be packed: {exc}")
+        return (
+            exc
+            if isinstance(exc, Exception)
+            else TypeError(f"kernel arguments could not be packed: {exc}")
+        )
 
     def _namespace(self) -> dict[str, Any]:
         return {
@@ -356,12 +392,25 @@ class Plan:
         """
         n = self.nargs
         ns = self._namespace()
-        ns.update(_func=func, _pop=self._free.pop, _push=self._free.append,
-                  _new_slot=self.new_slot, _pack_all=self.pack_all, _type_list=list(self.types), _map=map,
-                  _type=type, _list=list)
+        ns.update(
+            _func=func,
+            _pop=self._free.pop,
+            _push=self._free.append,
+            _new_slot=self.new_slot,
+            _pack_all=self.pack_all,
+            _type_list=list(self.types),
+            _map=map,
+            _type=type,
+            _list=list,
+        )
         lines = ["def run(_cfg, _args):"]
         if not n:
-            lines += ["    if _args:", f"        return {MISS}", "    return _cfg.launch(_func, 0)", ""]
+            lines += [
+                "    if _args:",
+                f"        return {MISS}",
+                "    return _cfg.launch(_func, 0)",
+                "",
+            ]
         else:
             names = [f"a{i}" for i in range(n)]
             if n <= _INLINE_CHECKS:
@@ -369,8 +418,14 @@ class Plan:
                 for i, t in enumerate(self.types):
                     ns[f"_t{i}"] = t
                 checks = " or ".join(f"_type({a}) is not _t{i}" for i, a in enumerate(names))
-                lines += ["    try:", f"        {', '.join(names)}, = _args", "    except ValueError:",
-                          f"        return {MISS}", f"    if {checks}:", f"        return {MISS}"]
+                lines += [
+                    "    try:",
+                    f"        {', '.join(names)}, = _args",
+                    "    except ValueError:",
+                    f"        return {MISS}",
+                    f"    if {checks}:",
+                    f"        return {MISS}",
+                ]
                 values = ", ".join(r.fast.format(a=a) for r, a in zip(self.rules, names))
             else:
                 ns.update(_types_match=backend.types_match, _types=self.types)
@@ -381,10 +436,19 @@ class Plan:
                 else:
                     lines.append(f"    {', '.join(names)}, = _args")
                     values = ", ".join(fast)
-            lines += ["    try:", "        _s = _pop()", "    except IndexError:", "        _s = _new_slot()"]
+            lines += [
+                "    try:",
+                "        _s = _pop()",
+                "    except IndexError:",
+                "        _s = _new_slot()",
+            ]
             if self.has_slow:
-                lines += ["    try:", f"        _pack_into(_s[0], 0, {values})", "    except _struct_error:",
-                          "        _pack_all(_s[0], *_args)"]
+                lines += [
+                    "    try:",
+                    f"        _pack_into(_s[0], 0, {values})",
+                    "    except _struct_error:",
+                    "        _pack_all(_s[0], *_args)",
+                ]
             else:
                 lines.append(f"    _pack_into(_s[0], 0, {values})")
             lines += ["    _r = _cfg.launch(_func, _s[1])", "    _push(_s)", "    return _r", ""]
@@ -441,7 +505,9 @@ def make_plan(
                     raise TypeError(_size_message(label, i, size, a, r))
                 r = resized
             if off < pos:
-                raise TypeError(f"{label}: parameter {i} at offset {off} overlaps parameter {i - 1}")
+                raise TypeError(
+                    f"{label}: parameter {i} at offset {off} overlaps parameter {i - 1}"
+                )
         else:
             off = (pos + r.align - 1) // r.align * r.align
         rules.append(r)
@@ -496,7 +562,9 @@ _plans: dict[tuple[Any, ...], Plan] = {}
 
 
 def get_plan(
-    args: tuple[Any, ...], layout: tuple[tuple[int, int], ...] | None = None, kernel_name: str | None = None
+    args: tuple[Any, ...],
+    layout: tuple[tuple[int, int], ...] | None = None,
+    kernel_name: str | None = None,
 ) -> Plan:
     """A cached :class:`Plan` for ``args`` and ``layout`` (shared module-wide cache)."""
     types = tuple(map(type, args))
@@ -615,7 +683,7 @@ def set_arg(
         raise IndexError(f"index must be an int in [{-n}, {n}) (got {index!r})")
     if index < 0:
         index += n
-    new_args = (*args[:index], value, *args[index + 1:])
+    new_args = (*args[:index], value, *args[index + 1 :])
     if type(value) is plan.types[index]:
         try:
             plan.setters[index](slot[0], value)

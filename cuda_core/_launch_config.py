@@ -46,14 +46,20 @@ def _shmem(value: Any) -> int:
         v = int(value.__index__())
     elif isinstance(value, float) and value.is_integer():
         v = int(value)
-    elif hasattr(type(value), "is_integer") and hasattr(type(value), "__float__") and value.is_integer():
+    elif (
+        hasattr(type(value), "is_integer")
+        and hasattr(type(value), "__float__")
+        and value.is_integer()
+    ):
         v = int(value)  # a NumPy float holding a whole number
     else:
         raise arg_error("LaunchConfig.shmem_size", _SHMEM_RULE, value, exc=TypeError)
     if v < 0:
         raise arg_error("LaunchConfig.shmem_size", _SHMEM_RULE, value)
     if v >= 2**32:
-        raise arg_error("LaunchConfig.shmem_size", "below 2**32 bytes", value, exc=ValueOverflowError)
+        raise arg_error(
+            "LaunchConfig.shmem_size", "below 2**32 bytes", value, exc=ValueOverflowError
+        )
     return v
 
 
@@ -311,12 +317,18 @@ def check_limits(config: LaunchConfig, props: Any, device_name: str) -> None:
     limits = (props.max_block_dim_x, props.max_block_dim_y, props.max_block_dim_z)
     for axis, v, lim in zip(_AXES, config.block, limits):
         if v > lim:
-            raise ValueError(f"block {config.block} has {v} threads in {axis}, more than the {lim} allowed {on}")
+            raise ValueError(
+                f"block {config.block} has {v} threads in {axis}, more than the {lim} allowed {on}"
+            )
     limits = (props.max_grid_dim_x, props.max_grid_dim_y, props.max_grid_dim_z)
     blocks = config.grid_blocks
     for axis, v, lim in zip(_AXES, blocks, limits):
         if v > lim:
-            what = f"grid {config.grid}" if config.cluster is None else f"grid {config.grid} of clusters {config.cluster}"
+            what = (
+                f"grid {config.grid}"
+                if config.cluster is None
+                else f"grid {config.grid} of clusters {config.cluster}"
+            )
             raise ValueError(f"{what} has {v} blocks in {axis}, more than the {lim} allowed {on}")
     optin = props.max_shared_memory_per_block_optin
     if config.shmem_size > optin:

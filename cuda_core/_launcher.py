@@ -65,7 +65,9 @@ def _launch_stream(obj: Any) -> Any:
     if stream is not obj and stream is not getattr(obj, "_cuda_core_stream", None):
         tp = type(obj)
         warnings.warn(
-            _FOREIGN_STREAM_WARNING.format(f"{tp.__module__}.{tp.__qualname__}"), DeprecationWarning, stacklevel=3
+            _FOREIGN_STREAM_WARNING.format(f"{tp.__module__}.{tp.__qualname__}"),
+            DeprecationWarning,
+            stacklevel=3,
         )
     return stream
 
@@ -82,7 +84,9 @@ class _KernelEntry:
     def __init__(self, kernel: Any) -> None:
         handle = getattr(kernel, "_handle", None)
         if handle is None or not hasattr(kernel, "_param_layout"):
-            raise arg_error("kernel", "a Kernel (from ObjectCode.get_kernel())", kernel, exc=TypeError)
+            raise arg_error(
+                "kernel", "a Kernel (from ObjectCode.get_kernel())", kernel, exc=TypeError
+            )
         self.func = int(handle)
         try:
             self.layout = kernel._param_layout()
@@ -126,7 +130,9 @@ def _entry(kernel: Any) -> _KernelEntry:
     try:
         entry = kernel._launch
     except AttributeError:
-        raise arg_error("kernel", "a Kernel (from ObjectCode.get_kernel())", kernel, exc=TypeError) from None
+        raise arg_error(
+            "kernel", "a Kernel (from ObjectCode.get_kernel())", kernel, exc=TypeError
+        ) from None
     if entry is None:
         entry = kernel._launch = _KernelEntry(kernel)
     return entry  # type: ignore[no-any-return]
@@ -237,7 +243,13 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
 
 
 def _launch_other(
-    err: Any, stream: Any, config: LaunchConfig, kernel: Any, entry: _KernelEntry, cfg: Any, args: tuple[Any, ...],
+    err: Any,
+    stream: Any,
+    config: LaunchConfig,
+    kernel: Any,
+    entry: _KernelEntry,
+    cfg: Any,
+    args: tuple[Any, ...],
     run: Any,
 ) -> None:
     """launch() past its first try: other argument types (find or make their plan), or a failure."""
@@ -253,12 +265,16 @@ def _launch_other(
     _launch_failed(err, stream, config, kernel, entry, lambda: run(cfg, args))
 
 
-def _pack_error(entry: _KernelEntry, kernel: Any, args: tuple[Any, ...], exc: Exception) -> Exception:
+def _pack_error(
+    entry: _KernelEntry, kernel: Any, args: tuple[Any, ...], exc: Exception
+) -> Exception:
     plan = entry.plans.get(tuple(map(type, args)))
     return plan.explain(args, exc) if plan is not None else exc
 
 
-def _launch_failed(err: Any, stream: Any, config: LaunchConfig, kernel: Any, entry: _KernelEntry, again: Any) -> None:
+def _launch_failed(
+    err: Any, stream: Any, config: LaunchConfig, kernel: Any, entry: _KernelEntry, again: Any
+) -> None:
     """Retry once in the stream's context where that may help; else raise a helpful error."""
     if int(err) in _CONTEXT_ERRORS:
         with _device_of(stream)._scope():
@@ -268,7 +284,9 @@ def _launch_failed(err: Any, stream: Any, config: LaunchConfig, kernel: Any, ent
     raise _explain_failure(err, stream, config, kernel, entry)
 
 
-def _explain_failure(err: Any, stream: Any, config: LaunchConfig, kernel: Any, entry: _KernelEntry) -> CUDAError:
+def _explain_failure(
+    err: Any, stream: Any, config: LaunchConfig, kernel: Any, entry: _KernelEntry
+) -> CUDAError:
     code = int(err)
     label = kernel_label(entry.kernel_name(kernel))
     dev = _device_of(stream)
@@ -279,7 +297,9 @@ def _explain_failure(err: Any, stream: Any, config: LaunchConfig, kernel: Any, e
             if code == int(_CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE):
                 threads = config.block[0] * config.block[1] * config.block[2]
                 per_sm = handle_return(
-                    driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(func, threads, config.shmem_size),
+                    driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                        func, threads, config.shmem_size
+                    ),
                     "cuOccupancyMaxActiveBlocksPerMultiprocessor",
                 )
                 sms = dev.properties.multiprocessor_count
@@ -356,7 +376,16 @@ class PreparedLaunch:
     """
 
     __slots__ = (
-        "__weakref__", "_args", "_call", "_cfg", "_config", "_entry", "_kernel", "_plan", "_slot", "_stream",
+        "__weakref__",
+        "_args",
+        "_call",
+        "_cfg",
+        "_config",
+        "_entry",
+        "_kernel",
+        "_plan",
+        "_slot",
+        "_stream",
     )
 
     def __init__(self, stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) -> None:
@@ -460,9 +489,17 @@ class PreparedLaunch:
             As for :func:`launch`.
         """
         if self._plan is None:
-            raise IndexError("no arguments are bound yet; call the PreparedLaunch with its arguments first")
+            raise IndexError(
+                "no arguments are bound yet; call the PreparedLaunch with its arguments first"
+            )
         args, plan, slot = set_arg(
-            self._plan, self._slot, self._args, index, value, self._entry.layout, self._entry.kernel_name(self._kernel)
+            self._plan,
+            self._slot,
+            self._args,
+            index,
+            value,
+            self._entry.layout,
+            self._entry.kernel_name(self._kernel),
         )
         if slot is not self._slot:
             self._use(plan, slot)

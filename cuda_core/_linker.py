@@ -116,12 +116,27 @@ class LinkerOptions:
             raise arg_error("name", "a str or None", self.name, exc=TypeError)
         if self.arch is not None:
             self.arch = normalize_arch(self.arch)
-        for f in ("time", "verbose", "link_time_optimization", "ptx", "debug", "lineinfo", "ftz",
-                  "prec_div", "prec_sqrt", "fma", "optimize_unused_variables", "no_cache", "numba_debug"):
+        for f in (
+            "time",
+            "verbose",
+            "link_time_optimization",
+            "ptx",
+            "debug",
+            "lineinfo",
+            "ftz",
+            "prec_div",
+            "prec_sqrt",
+            "fma",
+            "optimize_unused_variables",
+            "no_cache",
+            "numba_debug",
+        ):
             setattr(self, f, as_flag(getattr(self, f)))  # any truth value, as in cuda.core
         check_counts(self, ("max_register_count", "split_compile", "split_compile_extended"))
         lvl = self.optimization_level
-        if lvl is not None and (isinstance(lvl, bool) or not isinstance(lvl, int) or not 0 <= lvl <= 4):
+        if lvl is not None and (
+            isinstance(lvl, bool) or not isinstance(lvl, int) or not 0 <= lvl <= 4
+        ):
             raise arg_error("optimization_level", "an int from 0 to 4 or None", lvl)
         if self.numba_debug is not None:
             warnings.warn(
@@ -168,12 +183,21 @@ class LinkerOptions:
             add("-g")
         if self.lineinfo:
             add("-lineinfo")
-        for f, flag in (("ftz", "-ftz"), ("prec_div", "-prec-div"), ("prec_sqrt", "-prec-sqrt"), ("fma", "-fma")):
+        for f, flag in (
+            ("ftz", "-ftz"),
+            ("prec_div", "-prec-div"),
+            ("prec_sqrt", "-prec-sqrt"),
+            ("fma", "-fma"),
+        ):
             v = getattr(self, f)
             if v is not None:
                 add(f"{flag}={_tf(v)}")
-        out.extend(f"-kernels-used={k}" for k in _as_list("kernels_used", self.kernels_used, (str,)))
-        out.extend(f"-variables-used={k}" for k in _as_list("variables_used", self.variables_used, (str,)))
+        out.extend(
+            f"-kernels-used={k}" for k in _as_list("kernels_used", self.kernels_used, (str,))
+        )
+        out.extend(
+            f"-variables-used={k}" for k in _as_list("variables_used", self.variables_used, (str,))
+        )
         if self.optimize_unused_variables:
             add("-optimize-unused-variables")
         out.extend(f"-Xptxas={p}" for p in _as_list("ptxas_options", self.ptxas_options, (str,)))
@@ -217,15 +241,24 @@ class _LinkResult:
         self.info_log = ""
 
 
-def _link_nvjitlink(flags: list[bytes], inputs: list[tuple[bytes | str, str, str]], target_type: str, res: _LinkResult) -> None:
+def _link_nvjitlink(
+    flags: list[bytes],
+    inputs: list[tuple[bytes | str, str, str]],
+    target_type: str,
+    res: _LinkResult,
+) -> None:
     from cuda.bindings import nvjitlink  # optional library: imported only once known present
 
     opts = [f.decode() for f in flags]
     if target_type == "ptx" and "-ptx" not in opts:
         opts.append("-ptx")
     kinds = {
-        "cubin": nvjitlink.InputType.CUBIN, "ptx": nvjitlink.InputType.PTX, "ltoir": nvjitlink.InputType.LTOIR,
-        "fatbin": nvjitlink.InputType.FATBIN, "object": nvjitlink.InputType.OBJECT, "library": nvjitlink.InputType.LIBRARY,
+        "cubin": nvjitlink.InputType.CUBIN,
+        "ptx": nvjitlink.InputType.PTX,
+        "ltoir": nvjitlink.InputType.LTOIR,
+        "fatbin": nvjitlink.InputType.FATBIN,
+        "object": nvjitlink.InputType.OBJECT,
+        "library": nvjitlink.InputType.LIBRARY,
     }
     try:
         handle = nvjitlink.create(len(opts), opts)
@@ -271,14 +304,24 @@ def _link_nvjitlink(flags: list[bytes], inputs: list[tuple[bytes | str, str, str
         nvjitlink.destroy(handle)
 
 
-def _link_driver(options: LinkerOptions | None, inputs: list[tuple[bytes | str, str, str]], target_type: str, res: _LinkResult) -> None:
+def _link_driver(
+    options: LinkerOptions | None,
+    inputs: list[tuple[bytes | str, str, str]],
+    target_type: str,
+    res: _LinkResult,
+) -> None:
     if target_type != "cubin":
         raise ValueError("the driver's linker can only produce cubin (nvJitLink is not available)")
     ensure_driver()
     J = driver.CUjit_option
     size = 1 << 16
     err_buf, info_buf = bytearray(size), bytearray(size)
-    keys = [J.CU_JIT_ERROR_LOG_BUFFER, J.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, J.CU_JIT_INFO_LOG_BUFFER, J.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES]
+    keys = [
+        J.CU_JIT_ERROR_LOG_BUFFER,
+        J.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        J.CU_JIT_INFO_LOG_BUFFER,
+        J.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+    ]
     vals: list[Any] = [err_buf, size, info_buf, size]
     if options is not None:
         if options.max_register_count is not None:
@@ -294,8 +337,10 @@ def _link_driver(options: LinkerOptions | None, inputs: list[tuple[bytes | str, 
             keys.append(J.CU_JIT_GENERATE_LINE_INFO)
             vals.append(1)
     kinds = {
-        "cubin": driver.CUjitInputType.CU_JIT_INPUT_CUBIN, "ptx": driver.CUjitInputType.CU_JIT_INPUT_PTX,
-        "fatbin": driver.CUjitInputType.CU_JIT_INPUT_FATBINARY, "object": driver.CUjitInputType.CU_JIT_INPUT_OBJECT,
+        "cubin": driver.CUjitInputType.CU_JIT_INPUT_CUBIN,
+        "ptx": driver.CUjitInputType.CU_JIT_INPUT_PTX,
+        "fatbin": driver.CUjitInputType.CU_JIT_INPUT_FATBINARY,
+        "object": driver.CUjitInputType.CU_JIT_INPUT_OBJECT,
         "library": driver.CUjitInputType.CU_JIT_INPUT_LIBRARY,
     }
     state = handle_return(driver.cuLinkCreate(len(keys), keys, vals), "cuLinkCreate")
@@ -309,7 +354,9 @@ def _link_driver(options: LinkerOptions | None, inputs: list[tuple[bytes | str, 
             data = _read(code)
             if kind == "ptx" and not data.endswith(b"\x00"):
                 data += b"\x00"
-            r = driver.cuLinkAddData(state, kinds[kind], data, len(data), name.encode(), 0, None, None)
+            r = driver.cuLinkAddData(
+                state, kinds[kind], data, len(data), name.encode(), 0, None, None
+            )
             if r[0] != driver.CUresult.CUDA_SUCCESS:
                 logs()
                 e = make_error(r[0], "cuLinkAddData")
@@ -391,7 +438,9 @@ class Linker:
 
     __slots__ = ("__weakref__", "_error_log", "_handle", "_info_log", "_inputs", "_options")
 
-    def __init__(self, *object_codes: ObjectCode, options: LinkerOptions | dict | None = None) -> None:
+    def __init__(
+        self, *object_codes: ObjectCode, options: LinkerOptions | dict | None = None
+    ) -> None:
         if not object_codes:
             raise ValueError("Linker needs at least one ObjectCode to link")
         for i, oc in enumerate(object_codes):
@@ -419,7 +468,9 @@ class Linker:
             linker, which cannot take LTO-IR). The member is a ``str`` equal to
             ``"nvJitLink"`` or ``"driver"``.
         """
-        return CompilerBackendType.NVJITLINK if nvjitlink_available() else CompilerBackendType.DRIVER
+        return (
+            CompilerBackendType.NVJITLINK if nvjitlink_available() else CompilerBackendType.DRIVER
+        )
 
     @property
     def handle(self) -> int | None:
@@ -469,16 +520,29 @@ class Linker:
         if target_type not in ("cubin", "ptx"):
             raise arg_error("target_type", '"cubin" or "ptx"', target_type)
         name = self._options.name or "<default linker>"
-        inputs = [(oc.code if isinstance(oc.code, bytes) else os.fspath(oc.code), oc.code_type, oc.name or f"input{i}")
-                  for i, oc in enumerate(self._inputs)]
+        inputs = [
+            (
+                oc.code if isinstance(oc.code, bytes) else os.fspath(oc.code),
+                oc.code_type,
+                oc.name or f"input{i}",
+            )
+            for i, oc in enumerate(self._inputs)
+        ]
         res = _LinkResult()
         try:
             if nvjitlink_available():
                 _link_nvjitlink(self._options.as_bytes("nvjitlink"), inputs, target_type, res)
             else:
                 _require_driver_linker("Linker.link()")
-                if any(kind == "ltoir" for _, kind, _ in inputs) or self._options.link_time_optimization:
-                    raise LinkerError("cuLinkCreate", "LTO_UNAVAILABLE", "LTO-IR needs nvJitLink, which is not available")
+                if (
+                    any(kind == "ltoir" for _, kind, _ in inputs)
+                    or self._options.link_time_optimization
+                ):
+                    raise LinkerError(
+                        "cuLinkCreate",
+                        "LTO_UNAVAILABLE",
+                        "LTO-IR needs nvJitLink, which is not available",
+                    )
                 _warn_no_lto()
                 _link_driver(self._options, inputs, target_type, res)
         finally:
@@ -505,4 +569,3 @@ class Linker:
                 raise _ClosedLinkerError("this Linker is closed and never linked: it has no log")
             return ""
         return log
-

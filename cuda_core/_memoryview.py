@@ -43,7 +43,9 @@ _NotImplemented: Any = NotImplemented
 def _view_of(cls: Any, fields: tuple[Any, ...], obj: Any) -> Any:
     """A view of ``obj`` from the fields a bridge reader found (``_array_bridge``)."""
     view = _new_view(cls)
-    view.ptr, view.shape, view._raw_strides, view._dtype, view.device_id, accessible, dev_type = fields
+    view.ptr, view.shape, view._raw_strides, view._dtype, view.device_id, accessible, dev_type = (
+        fields
+    )
     view.is_device_accessible = accessible
     view.readonly = False
     view.exporting_obj = obj
@@ -68,7 +70,9 @@ def _stream_ptr(stream_ptr: Any) -> int | None:
     if hasattr(tp, "__int__"):
         return int(stream_ptr)
     raise arg_error(
-        "stream_ptr", "a stream address (an int or a CUstream such as stream.handle), -1 or None", stream_ptr,
+        "stream_ptr",
+        "a stream address (an int or a CUstream such as stream.handle), -1 or None",
+        stream_ptr,
         exc=TypeError,
     )
 
@@ -140,8 +144,16 @@ class StridedMemoryView(_ViewBase):
                 DeprecationWarning,
                 stacklevel=2,
             )
-            empty = {"ptr": 0, "device_id": 0, "is_device_accessible": False, "readonly": False,
-                     "exporting_obj": None, "_dtype": None, "_capsule": None, "_dl_device_type": _dl.kDLCPU}
+            empty = {
+                "ptr": 0,
+                "device_id": 0,
+                "is_device_accessible": False,
+                "readonly": False,
+                "exporting_obj": None,
+                "_dtype": None,
+                "_capsule": None,
+                "_dl_device_type": _dl.kDLCPU,
+            }
             for name, value in empty.items():
                 setattr(self, name, value)
             return
@@ -154,7 +166,9 @@ class StridedMemoryView(_ViewBase):
             _warn_direct("a CUDA-array-interface-supporting object", "from_cuda_array_interface")
             src = _from_cai(obj, stream_ptr)
         else:
-            raise BufferError(f"{type(obj).__name__} supports neither DLPack nor the CUDA Array Interface")
+            raise BufferError(
+                f"{type(obj).__name__} supports neither DLPack nor the CUDA Array Interface"
+            )
         for name in _FIELDS:
             setattr(self, name, getattr(src, name))
 
@@ -191,13 +205,17 @@ class StridedMemoryView(_ViewBase):
         kind = _kinds.get(tp)
         if kind is None:
             if not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")):
-                raise BufferAttributeError(f"{tp.__name__} does not support DLPack (no __dlpack__/__dlpack_device__)")
+                raise BufferAttributeError(
+                    f"{tp.__name__} does not support DLPack (no __dlpack__/__dlpack_device__)"
+                )
             kind = _classify(tp)
         if kind == _KIND_DLPACK:
             return _dlpack_view(cls, obj, stream_ptr)  # type: ignore[no-any-return]
         if kind == _KIND_TORCH:
             view = _torch_view(cls, obj, stream_ptr)
-            if view is _NotImplemented:  # the native reader declined (see _handles): read the fields
+            if (
+                view is _NotImplemented
+            ):  # the native reader declined (see _handles): read the fields
                 fields = _torch_fields(obj, stream_ptr)
                 view = None if fields is None else _view_of(cls, fields, obj)
             if view is not None:
@@ -209,7 +227,9 @@ class StridedMemoryView(_ViewBase):
         return _dlpack_view(cls, obj, stream_ptr)  # type: ignore[no-any-return]
 
     @classmethod
-    def from_cuda_array_interface(cls, obj: object, stream_ptr: int | None = None) -> StridedMemoryView:
+    def from_cuda_array_interface(
+        cls, obj: object, stream_ptr: int | None = None
+    ) -> StridedMemoryView:
         """View an object through the CUDA Array Interface (v3, ``__cuda_array_interface__``).
 
         Parameters
@@ -284,7 +304,9 @@ class StridedMemoryView(_ViewBase):
             return _from_cai(obj, stream_ptr)
         if hasattr(obj, "__array_interface__"):
             return cls.from_array_interface(obj)
-        raise BufferError(f"{type(obj).__name__} supports no array protocol (DLPack, CUDA or NumPy array interface)")
+        raise BufferError(
+            f"{type(obj).__name__} supports no array protocol (DLPack, CUDA or NumPy array interface)"
+        )
 
     @classmethod
     def from_buffer(
@@ -335,7 +357,9 @@ class StridedMemoryView(_ViewBase):
             if isinstance(itemsize, bool) or not isinstance(itemsize, int) or itemsize <= 0:
                 raise arg_error("itemsize", "a positive int", itemsize)
             if dt is not None and dt.itemsize != itemsize:
-                raise arg_error("itemsize", f"dtype.itemsize ({dt.itemsize}) when both are given", itemsize)
+                raise arg_error(
+                    "itemsize", f"dtype.itemsize ({dt.itemsize}) when both are given", itemsize
+                )
         item = dt.itemsize if dt is not None else int(itemsize or 0)
         shape = tuple(shape)
         for n in shape:
@@ -355,11 +379,15 @@ class StridedMemoryView(_ViewBase):
             lo = sum(s * (n - 1) for n, s in zip(shape, st) if s < 0)
             hi = sum(s * (n - 1) for n, s in zip(shape, st) if s > 0)
             if lo < 0:
-                raise arg_error("strides", "non-negative for a view starting at the buffer's start", strides)
+                raise arg_error(
+                    "strides", "non-negative for a view starting at the buffer's start", strides
+                )
             need = (hi + 1) * item
             if need > buffer.size:
                 raise arg_error(
-                    "shape", f"within the buffer's {buffer.size} bytes (this view needs {need})", shape
+                    "shape",
+                    f"within the buffer's {buffer.size} bytes (this view needs {need})",
+                    shape,
                 )
         view = _new_view(cls)
         view.ptr = int(buffer.handle)
@@ -440,10 +468,18 @@ class StridedMemoryView(_ViewBase):
             return self  # as cuda.core: nothing to change
         return _ops.make_view(self, layout, dtype)  # type: ignore[no-any-return]
 
-    def as_tensor_map(self, box_dim: tuple[int, ...] | None = None, *, options: Any = None,
-                      element_strides: tuple[int, ...] | None = None, data_type: Any = None,
-                      interleave: Any = None, swizzle: Any = None, l2_promotion: Any = None,
-                      oob_fill: Any = None) -> Any:
+    def as_tensor_map(
+        self,
+        box_dim: tuple[int, ...] | None = None,
+        *,
+        options: Any = None,
+        element_strides: tuple[int, ...] | None = None,
+        data_type: Any = None,
+        interleave: Any = None,
+        swizzle: Any = None,
+        l2_promotion: Any = None,
+        oob_fill: Any = None,
+    ) -> Any:
         """A tiled :class:`~cuda_core.TensorMapDescriptor` (TMA) of this view.
 
         Pass ``box_dim`` (and the keywords of :class:`~cuda_core.TensorMapDescriptorOptions`)
@@ -455,11 +491,24 @@ class StridedMemoryView(_ViewBase):
         from ._tensor_map import TensorMapDescriptor  # tensor maps are built on views
 
         return TensorMapDescriptor._from_tiled(
-            self, box_dim, options=options, element_strides=element_strides, data_type=data_type,
-            interleave=interleave, swizzle=swizzle, l2_promotion=l2_promotion, oob_fill=oob_fill,
+            self,
+            box_dim,
+            options=options,
+            element_strides=element_strides,
+            data_type=data_type,
+            interleave=interleave,
+            swizzle=swizzle,
+            l2_promotion=l2_promotion,
+            oob_fill=oob_fill,
         )
 
-    def copy_from(self, other: StridedMemoryView, stream: Any, allocator: Any = None, blocking: bool | None = None) -> None:
+    def copy_from(
+        self,
+        other: StridedMemoryView,
+        stream: Any,
+        allocator: Any = None,
+        blocking: bool | None = None,
+    ) -> None:
         """Copy the elements of ``other`` into this view.
 
         Any strides work on either side (host, pinned, managed or device memory of one
@@ -496,7 +545,13 @@ class StridedMemoryView(_ViewBase):
             raise arg_error("other", "a StridedMemoryView", other, exc=TypeError)
         _ops.copy_views(self, other, stream, allocator, blocking)
 
-    def copy_to(self, other: StridedMemoryView, stream: Any = None, allocator: Any = None, blocking: bool | None = None) -> None:
+    def copy_to(
+        self,
+        other: StridedMemoryView,
+        stream: Any = None,
+        allocator: Any = None,
+        blocking: bool | None = None,
+    ) -> None:
         """Copy this view's elements into ``other``; see :meth:`copy_from`."""
         if not isinstance(other, StridedMemoryView):
             raise arg_error("other", "a StridedMemoryView", other, exc=TypeError)
@@ -544,7 +599,9 @@ class StridedMemoryView(_ViewBase):
         )
         dt = self.dtype
         if dt is None:
-            raise BufferError("this view has no dtype (from_buffer with only itemsize): create it with dtype= to export it")
+            raise BufferError(
+                "this view has no dtype (from_buffer with only itemsize): create it with dtype= to export it"
+            )
         return _dl.make_capsule(
             self.ptr,
             self.shape,
@@ -573,8 +630,16 @@ def _classify(tp: type) -> int:
 
 def _from_fields(obj: Any, fields: _ai.Fields) -> StridedMemoryView:
     view = _new_view(StridedMemoryView)
-    (view.ptr, view.shape, view._raw_strides, view._dtype, view.device_id, view.is_device_accessible, view.readonly,
-     view._dl_device_type) = fields
+    (
+        view.ptr,
+        view.shape,
+        view._raw_strides,
+        view._dtype,
+        view.device_id,
+        view.is_device_accessible,
+        view.readonly,
+        view._dl_device_type,
+    ) = fields
     view.exporting_obj = obj
     view._capsule = None
     return view

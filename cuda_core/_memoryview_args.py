@@ -35,7 +35,9 @@ class _StridedMemoryViewProxy:
         return StridedMemoryView.from_any_interface(self.obj, stream_ptr)
 
 
-def args_viewable_as_strided_memory(arg_indices: tuple[int, ...]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def args_viewable_as_strided_memory(
+    arg_indices: tuple[int, ...],
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a function so that some positional arguments arrive as viewable proxies.
 
     Each argument at a position in ``arg_indices`` is replaced by a proxy whose

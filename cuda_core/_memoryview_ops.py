@@ -67,15 +67,29 @@ def make_view(src: Any, layout: Any = None, dtype: Any = None) -> Any:
             offset = int(getattr(layout, "slice_offset", 0) or 0)
         except AttributeError:
             raise arg_error(
-                "layout", "None or a layout with shape, strides (in elements) and itemsize", layout, exc=TypeError
+                "layout",
+                "None or a layout with shape, strides (in elements) and itemsize",
+                layout,
+                exc=TypeError,
             ) from None
         if any(n < 0 for n in shape) or (strides is not None and len(strides) != len(shape)):
-            raise arg_error("layout", "a layout with non-negative extents and one stride per axis", layout)
+            raise arg_error(
+                "layout", "a layout with non-negative extents and one stride per axis", layout
+            )
         if dt is not None and dt.itemsize != item:
-            raise ValueError(f"dtype {dt} has item size {dt.itemsize}, but the layout's itemsize is {item}")
+            raise ValueError(
+                f"dtype {dt} has item size {dt.itemsize}, but the layout's itemsize is {item}"
+            )
     cls: Any = type(src)
     view = cls.__new__(cls)
-    for name in ("_capsule", "_dl_device_type", "device_id", "exporting_obj", "is_device_accessible", "readonly"):
+    for name in (
+        "_capsule",
+        "_dl_device_type",
+        "device_id",
+        "exporting_obj",
+        "is_device_accessible",
+        "readonly",
+    ):
         setattr(view, name, getattr(src, name))
     view.ptr = src.ptr + offset * (item or 0)
     view.shape = shape
@@ -102,11 +116,15 @@ def _span(shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> tuple[
     return lo, hi + item
 
 
-def _check_extent(buf: Any, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], item: int) -> None:
+def _check_extent(
+    buf: Any, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], item: int
+) -> None:
     lo, hi = _span(shape, strides, item)
     start = ptr - int(buf.handle)
     if start + lo < 0 or start + hi > buf.size:
-        raise ValueError(f"the layout reaches outside the buffer's {buf.size} bytes (it needs bytes {start + lo} to {start + hi})")
+        raise ValueError(
+            f"the layout reaches outside the buffer's {buf.size} bytes (it needs bytes {start + lo} to {start + hi})"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,7 +143,9 @@ def _host_array(view: Any, item: int) -> numpy.ndarray[Any, Any]:
     return numpy.ndarray(shape, dtype=dt, buffer=raw, offset=-lo, strides=bstrides)  # type: ignore[arg-type]
 
 
-def _merge(shape: tuple[int, ...], a: tuple[int, ...], b: tuple[int, ...]) -> tuple[list[int], list[int], list[int]]:
+def _merge(
+    shape: tuple[int, ...], a: tuple[int, ...], b: tuple[int, ...]
+) -> tuple[list[int], list[int], list[int]]:
     """Drop extent-1 axes and merge neighbours that are contiguous in both views (byte strides)."""
     axes = [(n, x, y) for n, x, y in zip(shape, a, b) if n != 1]
     out: list[list[int]] = []
@@ -139,7 +159,9 @@ def _merge(shape: tuple[int, ...], a: tuple[int, ...], b: tuple[int, ...]) -> tu
     return [o[0] for o in out], [o[1] for o in out], [o[2] for o in out]
 
 
-def _copy_2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, s: Any, ctx: Any) -> None:
+def _copy_2d(
+    dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, s: Any, ctx: Any
+) -> None:
     from ._memory._buffer_support import on_stream
 
     p = driver.CUDA_MEMCPY2D()
@@ -160,7 +182,15 @@ def _copy_1d(dst: int, src: int, n: int, s: Any, ctx: Any) -> None:
     handle_return(on_stream(s, ctx, driver.cuMemcpyAsync, dst, src, n, s._handle), "cuMemcpyAsync")
 
 
-def strided_copy(dst: int, dstrides: tuple[int, ...], src: int, sstrides: tuple[int, ...], shape: tuple[int, ...], item: int, s: Any) -> None:
+def strided_copy(
+    dst: int,
+    dstrides: tuple[int, ...],
+    src: int,
+    sstrides: tuple[int, ...],
+    shape: tuple[int, ...],
+    item: int,
+    s: Any,
+) -> None:
     """Queue the copy of ``shape`` items of ``item`` bytes between two strided layouts (byte
     strides) on stream ``s``."""
     from ._memory._buffer_support import stream_context
@@ -204,13 +234,17 @@ def copy_views(dst: Any, src: Any, stream: Any, allocator: Any, blocking: Any) -
     if dst.readonly:
         raise ValueError("the destination view is read-only")
     if tuple(dst.shape) != tuple(src.shape):
-        raise ValueError(f"the views must have the same shape (destination {tuple(dst.shape)}, source {tuple(src.shape)})")
+        raise ValueError(
+            f"the views must have the same shape (destination {tuple(dst.shape)}, source {tuple(src.shape)})"
+        )
     di, si = _itemsize(dst), _itemsize(src)
     item = di or si
     if item is None:
         raise ValueError("at least one of the views needs a dtype (its item size) to be copied")
     if di is not None and si is not None and di != si:
-        raise ValueError(f"the views must have the same item size (destination {di}, source {si} bytes)")
+        raise ValueError(
+            f"the views must have the same item size (destination {di}, source {si} bytes)"
+        )
     if not dst.is_device_accessible and not src.is_device_accessible:
         numpy.copyto(_host_array(dst, item), _host_array(src, item))
         return

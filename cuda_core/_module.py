@@ -32,7 +32,16 @@ class ObjectCode:
     :attr:`symbol_mapping` need no driver.
     """
 
-    __slots__ = ("__weakref__", "_code", "_code_type", "_finalizer", "_holder", "_kernels", "_name", "_sym_map")
+    __slots__ = (
+        "__weakref__",
+        "_code",
+        "_code_type",
+        "_finalizer",
+        "_holder",
+        "_kernels",
+        "_name",
+        "_sym_map",
+    )
     _code: bytes | str
     _code_type: str
     _finalizer: Any
@@ -52,14 +61,18 @@ class ObjectCode:
         )
 
     @classmethod
-    def _init(cls, code: Any, code_type: str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+    def _init(
+        cls, code: Any, code_type: str, *, name: str = "", symbol_mapping: dict | None = None
+    ) -> ObjectCode:
         self = object.__new__(cls)
         if isinstance(code, (bytearray, memoryview)):
             code = bytes(code)
         elif isinstance(code, os.PathLike):
             code = os.fspath(code)
         if not isinstance(code, (bytes, str)):
-            raise arg_error("module", "bytes or a path (str or os.PathLike)", type(code).__name__, exc=TypeError)
+            raise arg_error(
+                "module", "bytes or a path (str or os.PathLike)", type(code).__name__, exc=TypeError
+            )
         if name is None:
             name = ""
         if not isinstance(name, str):
@@ -76,7 +89,9 @@ class ObjectCode:
         return self
 
     @staticmethod
-    def from_cubin(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+    def from_cubin(
+        module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None
+    ) -> ObjectCode:
         """Wrap a cubin given as bytes or as a file path.
 
         Parameters
@@ -100,7 +115,9 @@ class ObjectCode:
         return ObjectCode._init(module, "cubin", name=name, symbol_mapping=symbol_mapping)
 
     @staticmethod
-    def from_ptx(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+    def from_ptx(
+        module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None
+    ) -> ObjectCode:
         """Wrap PTX given as bytes or as a file path (JIT-compiled by the driver on load).
 
         Parameters, Returns and Raises are those of :meth:`from_cubin`.
@@ -108,7 +125,9 @@ class ObjectCode:
         return ObjectCode._init(module, "ptx", name=name, symbol_mapping=symbol_mapping)
 
     @staticmethod
-    def from_ltoir(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+    def from_ltoir(
+        module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None
+    ) -> ObjectCode:
         """Wrap LTO-IR given as bytes or as a file path (an input of :class:`Linker`).
 
         Parameters, Returns and Raises are those of :meth:`from_cubin`.
@@ -116,7 +135,9 @@ class ObjectCode:
         return ObjectCode._init(module, "ltoir", name=name, symbol_mapping=symbol_mapping)
 
     @staticmethod
-    def from_fatbin(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+    def from_fatbin(
+        module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None
+    ) -> ObjectCode:
         """Wrap a fatbin given as bytes or as a file path.
 
         Parameters, Returns and Raises are those of :meth:`from_cubin`.
@@ -124,7 +145,9 @@ class ObjectCode:
         return ObjectCode._init(module, "fatbin", name=name, symbol_mapping=symbol_mapping)
 
     @staticmethod
-    def from_object(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+    def from_object(
+        module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None
+    ) -> ObjectCode:
         """Wrap a host object file with device code (an input of :class:`Linker`).
 
         Parameters, Returns and Raises are those of :meth:`from_cubin`.
@@ -132,7 +155,9 @@ class ObjectCode:
         return ObjectCode._init(module, "object", name=name, symbol_mapping=symbol_mapping)
 
     @staticmethod
-    def from_library(module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None) -> ObjectCode:
+    def from_library(
+        module: bytes | str, *, name: str = "", symbol_mapping: dict | None = None
+    ) -> ObjectCode:
         """Wrap a static library with device code (an input of :class:`Linker`).
 
         Parameters, Returns and Raises are those of :meth:`from_cubin`.
@@ -196,7 +221,9 @@ class ObjectCode:
 
     def __repr__(self) -> str:
         handle = 0 if self._holder is None else int(self._holder.handle or 0)  # 0: not loaded yet
-        return f"<ObjectCode handle={handle:#x} code_type={self._code_type!r}>"  # cuda.core's format
+        return (
+            f"<ObjectCode handle={handle:#x} code_type={self._code_type!r}>"  # cuda.core's format
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_object_code, (self._code, self._code_type, self._name, self._sym_map))
@@ -211,12 +238,15 @@ class ObjectCode:
         code = self._code
         if isinstance(code, str):
             lib = handle_return(
-                driver.cuLibraryLoadFromFile(code.encode(), [], [], 0, [], [], 0), "cuLibraryLoadFromFile"
+                driver.cuLibraryLoadFromFile(code.encode(), [], [], 0, [], [], 0),
+                "cuLibraryLoadFromFile",
             )
         else:
             if self._code_type == "ptx" and not code.endswith(b"\x00"):
                 code = code + b"\x00"
-            lib = handle_return(driver.cuLibraryLoadData(code, [], [], 0, [], [], 0), "cuLibraryLoadData")
+            lib = handle_return(
+                driver.cuLibraryLoadData(code, [], [], 0, [], [], 0), "cuLibraryLoadData"
+            )
         holder = HandleHolder(driver.cuLibraryUnload, lib)
         self._finalizer = weakref.finalize(self, holder.release)
         self._holder = holder
@@ -226,7 +256,9 @@ class ObjectCode:
         lib = self._load()
         try:
             count = handle_return(driver.cuLibraryGetKernelCount(lib), "cuLibraryGetKernelCount")
-            kernels = handle_return(driver.cuLibraryEnumerateKernels(count, lib), "cuLibraryEnumerateKernels")
+            kernels = handle_return(
+                driver.cuLibraryEnumerateKernels(count, lib), "cuLibraryEnumerateKernels"
+            )
             out = []
             for k in kernels:
                 n = handle_return(driver.cuKernelGetName(k), "cuKernelGetName")
@@ -280,8 +312,16 @@ class ObjectCode:
 
             names = self._kernel_names()
             listing = ", ".join(names) if names else "none found"
-            mapped = f" (symbol {sym.decode(errors='replace')!r})" if sym != (name.encode() if isinstance(name, str) else name) else ""
-            raise make_error(err, "cuLibraryGetKernel", f"no kernel named {name!r}{mapped} in {self._name or 'this module'}; kernels: {listing}")
+            mapped = (
+                f" (symbol {sym.decode(errors='replace')!r})"
+                if sym != (name.encode() if isinstance(name, str) else name)
+                else ""
+            )
+            raise make_error(
+                err,
+                "cuLibraryGetKernel",
+                f"no kernel named {name!r}{mapped} in {self._name or 'this module'}; kernels: {listing}",
+            )
         k = Kernel._from_handle(handle, self)
         if kernels is not None:
             kernels[name] = k

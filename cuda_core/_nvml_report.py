@@ -77,7 +77,9 @@ def _gpu(index: int, dev: Any) -> dict[str, Any]:
             "max": get(f"clocks.{domain}.max", clock.get_max_mhz),
         }
     mem = get("memory", lambda: dev.memory_info)
-    facts["memory_bytes"] = None if mem is None else {"total": mem.total, "used": mem.used, "free": mem.free}
+    facts["memory_bytes"] = (
+        None if mem is None else {"total": mem.total, "used": mem.used, "free": mem.free}
+    )
     facts["power_mw"] = {
         "draw": get("power.draw", lambda: dev.power_usage),
         "limit": get("power.limit", lambda: dev.power_limit),
@@ -126,7 +128,11 @@ def _p2p(devices: list[tuple[int, Any]]) -> dict[str, Any]:
                     row.append(f"error: {_describe(exc)}")
             rows.append(row)
         matrix[cap] = rows
-    return {"devices": indices, "capabilities": [cap for cap, _ in P2P_CAPABILITIES], "status": matrix}
+    return {
+        "devices": indices,
+        "capabilities": [cap for cap, _ in P2P_CAPABILITIES],
+        "status": matrix,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,7 +147,9 @@ def format_lines(info: dict[str, Any]) -> list[str]:
     """The text lines for the dict :func:`collect` returns."""
     if not info["available"]:
         return [f"NVML: not available ({info['error']})"]
-    lines = [f"NVML {info['nvml_version']} (kernel driver {info['driver_version']}): {len(info['gpus'])} GPUs"]
+    lines = [
+        f"NVML {info['nvml_version']} (kernel driver {info['driver_version']}): {len(info['gpus'])} GPUs"
+    ]
     for g in info["gpus"]:
         if "error" in g:
             lines.append(f"  [nvml {g['index']}] cannot be opened: {g['error']}")

@@ -25,7 +25,11 @@ from .typing import CompilerBackendType
 
 __all__ = ["Program", "ProgramOptions"]
 
-_CODE_TYPES = {"c++": CompilerBackendType.NVRTC, "ptx": CompilerBackendType.NVJITLINK, "nvvm": CompilerBackendType.NVVM}
+_CODE_TYPES = {
+    "c++": CompilerBackendType.NVRTC,
+    "ptx": CompilerBackendType.NVJITLINK,
+    "nvvm": CompilerBackendType.NVVM,
+}
 # Options whose compile writes files (timings, traces, precompiled headers): a hit of the
 # default cache would skip that, so these compiles bypass it.
 _SIDE_EFFECT_OPTIONS = ("time", "fdevice_time_trace", "pch", "create_pch")
@@ -90,12 +94,27 @@ class Program:
     'ptx'
     """
 
-    __slots__ = ("__weakref__", "_code", "_code_type", "_finalizer", "_holder", "_options", "_pch_status")
+    __slots__ = (
+        "__weakref__",
+        "_code",
+        "_code_type",
+        "_finalizer",
+        "_holder",
+        "_options",
+        "_pch_status",
+    )
 
-    def __init__(self, code: str | bytes, code_type: str = "c++", options: ProgramOptions | dict | None = None) -> None:
+    def __init__(
+        self,
+        code: str | bytes,
+        code_type: str = "c++",
+        options: ProgramOptions | dict | None = None,
+    ) -> None:
         ct = code_type.lower() if isinstance(code_type, str) else code_type
         if ct not in _CODE_TYPES:
-            raise arg_error("code_type", 'one of "c++", "ptx", "nvvm"', code_type, exc=ValueRuntimeError)
+            raise arg_error(
+                "code_type", 'one of "c++", "ptx", "nvvm"', code_type, exc=ValueRuntimeError
+            )
         if isinstance(code, (bytearray, memoryview)):
             code = bytes(code)
         if not isinstance(code, (str, bytes)):
@@ -105,7 +124,9 @@ class Program:
         self._code: str | bytes = code
         self._code_type: str = ct
         self._options: ProgramOptions = check_or_create_options(ProgramOptions, options, "options")
-        self._holder = HandleHolder(nvrtc.nvrtcDestroyProgram)  # the nvrtcProgram, made on first use
+        self._holder = HandleHolder(
+            nvrtc.nvrtcDestroyProgram
+        )  # the nvrtcProgram, made on first use
         self._finalizer: Any = None
         self._pch_status: str | None = None
 
@@ -240,12 +261,25 @@ class Program:
         self._check_open()
         targets = _TARGETS[self._code_type]
         if target_type not in targets:
-            raise arg_error("target_type", f"one of {', '.join(map(repr, targets))} for {self._code_type!r} code", target_type)
+            raise arg_error(
+                "target_type",
+                f"one of {', '.join(map(repr, targets))} for {self._code_type!r} code",
+                target_type,
+            )
         # A lone string is one expression, not a sequence of one-character names.
-        names = (name_expressions,) if isinstance(name_expressions, (str, bytes)) else tuple(name_expressions)
+        names = (
+            (name_expressions,)
+            if isinstance(name_expressions, (str, bytes))
+            else tuple(name_expressions)
+        )
         for n in names:
             if not isinstance(n, (str, bytes)):
-                raise arg_error("name_expressions", "a sequence of str or bytes", name_expressions, exc=TypeError)
+                raise arg_error(
+                    "name_expressions",
+                    "a sequence of str or bytes",
+                    name_expressions,
+                    exc=TypeError,
+                )
         if names and self._code_type != "c++":
             raise ValueError("name_expressions can only be used with code_type='c++'")
         arch = self._options.arch
@@ -284,7 +318,9 @@ class Program:
             nvrtc.nvrtcCreateProgram(code, self._name().encode(), 0, [], []), "nvrtcCreateProgram"
         )
 
-    def _compile_nvrtc(self, target_type: str, names: tuple[str | bytes, ...], logs: Any) -> ObjectCode:
+    def _compile_nvrtc(
+        self, target_type: str, names: tuple[str | bytes, ...], logs: Any
+    ) -> ObjectCode:
         require("nvrtc", "Program.compile() of C++ code")
         flags = self._options.as_bytes("nvrtc", target_type)
         want_pch = bool(self._options.pch or self._options.create_pch)
@@ -308,8 +344,14 @@ class Program:
                     )
                 if want_pch:
                     (pch,) = nvrtc.nvrtcGetPCHCreateStatus(prog)
-                    if pch == _R.NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED and attempt == 0 and self._options.create_pch:
-                        need = handle_return(nvrtc.nvrtcGetPCHHeapSizeRequired(prog), "nvrtcGetPCHHeapSizeRequired")
+                    if (
+                        pch == _R.NVRTC_ERROR_PCH_CREATE_HEAP_EXHAUSTED
+                        and attempt == 0
+                        and self._options.create_pch
+                    ):
+                        need = handle_return(
+                            nvrtc.nvrtcGetPCHHeapSizeRequired(prog), "nvrtcGetPCHHeapSizeRequired"
+                        )
                         handle_return(nvrtc.nvrtcSetPCHHeapSize(need), "nvrtcSetPCHHeapSize")
                         continue
                     self._pch_status = _PCH_STATUS.get(pch, "failed")
@@ -317,7 +359,9 @@ class Program:
                     logs.write(log)
                 mapping = {}
                 for orig, n in zip(names, encoded):
-                    mapping[orig] = handle_return(nvrtc.nvrtcGetLoweredName(prog, n), "nvrtcGetLoweredName")
+                    mapping[orig] = handle_return(
+                        nvrtc.nvrtcGetLoweredName(prog, n), "nvrtcGetLoweredName"
+                    )
                 data = _nvrtc_output(prog, target_type)
             finally:
                 nvrtc.nvrtcDestroyProgram(prog)
@@ -327,7 +371,9 @@ class Program:
     def _compile_ptx(self, target_type: str, logs: Any) -> ObjectCode:
         flags = self._options.as_bytes("nvjitlink", target_type)
         code = self._code.encode() if isinstance(self._code, str) else self._code
-        data, info = _link_inputs(flags, [(code, "ptx", self._name())], target_type, "Program.compile() of PTX")
+        data, info = _link_inputs(
+            flags, [(code, "ptx", self._name())], target_type, "Program.compile() of PTX"
+        )
         if info and logs is not None:
             logs.write(info)
         return ObjectCode._init(data, target_type, name=self._name())

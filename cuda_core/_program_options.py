@@ -272,13 +272,27 @@ class ProgramOptions:
         if self.use_bundled_headers:
             # cuda.core refuses it when the options are made (not at compile): so do we.
             _check_nvrtc_version(["use_bundled_headers"])
-        for f in ("name", "std", "optimization_info", "time", "create_pch", "use_pch", "pch_dir", "fdevice_time_trace", "frandom_seed"):
+        for f in (
+            "name",
+            "std",
+            "optimization_info",
+            "time",
+            "create_pch",
+            "use_pch",
+            "pch_dir",
+            "fdevice_time_trace",
+            "frandom_seed",
+        ):
             v = getattr(self, f)
             if v is not None and not isinstance(v, (str, os.PathLike)):
                 raise arg_error(f, "a string or None", v, exc=TypeError)
         check_counts(self, ("max_register_count", "split_compile"))
         if self.ofast_compile is not None and self.ofast_compile not in _OFAST_LEVELS:
-            raise arg_error("ofast_compile", f"one of {', '.join(map(repr, _OFAST_LEVELS))} or None", self.ofast_compile)
+            raise arg_error(
+                "ofast_compile",
+                f"one of {', '.join(map(repr, _OFAST_LEVELS))} or None",
+                self.ofast_compile,
+            )
         self._normalize()
 
     def __repr__(self) -> str:
@@ -289,9 +303,14 @@ class ProgramOptions:
         # List-valued fields, checked and flattened (again in as_bytes: fields are mutable).
         self._ptxas = _as_list("ptxas_options", self.ptxas_options, (str,))
         self._undef = _as_list("undefine_macro", self.undefine_macro, (str,))
-        self._incs = [os.fspath(p) for p in _as_list("include_path", self.include_path, (str, os.PathLike))]
+        self._incs = [
+            os.fspath(p) for p in _as_list("include_path", self.include_path, (str, os.PathLike))
+        ]
         self._pre = _as_list("pre_include", self.pre_include, (str,))
-        self._diag = {f: _as_list(f, getattr(self, f), (int,)) for f in ("diag_error", "diag_suppress", "diag_warn")}
+        self._diag = {
+            f: _as_list(f, getattr(self, f), (int,))
+            for f in ("diag_error", "diag_suppress", "diag_warn")
+        }
         self._macros = _macros(self.define_macro)
         self._extra = _extra_sources(self.extra_sources)
 
@@ -337,7 +356,9 @@ class ProgramOptions:
         return [f.encode() for f in flags]
 
     def _nvrtc_flags(self, target_type: str | None) -> list[str]:
-        if self.extra_sources is not None or self.use_libdevice:  # cheap test first: hot on cache hits
+        if (
+            self.extra_sources is not None or self.use_libdevice
+        ):  # cheap test first: hot on cache hits
             self._reject("NVRTC", _NVRTC_OK)
         out = [f"-arch={self._arch_or_device()}"]
         add = out.append
@@ -394,7 +415,11 @@ class ProgramOptions:
             add(f"--optimization-info={self.optimization_info}")
         if self.no_display_error_number:
             add("--no-display-error-number")
-        for f, flag in (("diag_error", "--diag-error"), ("diag_suppress", "--diag-suppress"), ("diag_warn", "--diag-warn")):
+        for f, flag in (
+            ("diag_error", "--diag-error"),
+            ("diag_suppress", "--diag-suppress"),
+            ("diag_warn", "--diag-warn"),
+        ):
             out.extend(f"{flag}={n}" for n in self._diag[f])
         if self.brief_diagnostics is not None:
             add(f"--brief-diagnostics={_tf(self.brief_diagnostics)}")
@@ -407,7 +432,9 @@ class ProgramOptions:
         if self.minimal:
             add("--minimal")
         # An on/off option that is off asks nothing of NVRTC: only the ones in use are checked.
-        _check_nvrtc_version([n for n in self._set_fields(_NVRTC_MIN_VERSION) if getattr(self, n) is not False])
+        _check_nvrtc_version(
+            [n for n in self._set_fields(_NVRTC_MIN_VERSION) if getattr(self, n) is not False]
+        )
         if self.use_bundled_headers:
             add(f"--use-bundled-headers={bundled_headers_dir()}")
         if self.no_cache:
@@ -440,10 +467,16 @@ class ProgramOptions:
 
     def _reject(self, backend: str, allowed: frozenset[str]) -> None:
         # A switch left at False asks for nothing, so any backend may ignore it.
-        bad = [f for f in self._set_fields(_ALL_FIELDS) if f not in allowed and getattr(self, f) is not False]
+        bad = [
+            f
+            for f in self._set_fields(_ALL_FIELDS)
+            if f not in allowed and getattr(self, f) is not False
+        ]
         if bad:
             takes = f" (it takes only {', '.join(sorted(allowed))})" if len(allowed) < 20 else ""
-            raise ValueError(f"option(s) {', '.join(bad)} cannot be used with the {backend} backend{takes}")
+            raise ValueError(
+                f"option(s) {', '.join(bad)} cannot be used with the {backend} backend{takes}"
+            )
 
     def _nvjitlink_flags(self, target_type: str | None) -> list[str]:
         self._reject("nvJitLink (PTX input)", _NVJITLINK_OK)
@@ -520,7 +553,9 @@ def _check_nvrtc_version(fields: list[str]) -> None:
     old = [f for f in fields if have < _NVRTC_MIN_VERSION[f]]
     if old:
         need = ", ".join(f"{f} (NVRTC {'.'.join(map(str, _NVRTC_MIN_VERSION[f]))}+)" for f in old)
-        raise NVRTCTooOldError(f"option(s) {need} cannot be used with this NVRTC ({'.'.join(map(str, have))})")
+        raise NVRTCTooOldError(
+            f"option(s) {need} cannot be used with this NVRTC ({'.'.join(map(str, have))})"
+        )
 
 
 def bundled_headers_dir() -> str:
@@ -563,7 +598,9 @@ def _macros(value: Any) -> list[str]:
         return []
     items = [value] if isinstance(value, (str, tuple)) else value
     if not isinstance(items, list) and not isinstance(items, tuple):
-        raise arg_error("define_macro", "a str, a (name, value) tuple or a list of them", value, exc=TypeError)
+        raise arg_error(
+            "define_macro", "a str, a (name, value) tuple or a list of them", value, exc=TypeError
+        )
     out = []
     for m in items:
         if isinstance(m, str):
@@ -571,7 +608,12 @@ def _macros(value: Any) -> list[str]:
         elif isinstance(m, tuple) and len(m) == 2 and all(isinstance(x, str) for x in m):
             out.append(f"{m[0]}={m[1]}")
         else:
-            raise arg_error("define_macro", "a str, a (name, value) tuple or a list of them", value, exc=TypeError)
+            raise arg_error(
+                "define_macro",
+                "a str, a (name, value) tuple or a list of them",
+                value,
+                exc=TypeError,
+            )
     return out
 
 
@@ -601,14 +643,36 @@ _NVRTC_MIN_VERSION = {
 _NVRTC_OK = frozenset(_ALL_FIELDS) - {"extra_sources", "use_libdevice"}
 _NVJITLINK_OK = frozenset(
     {
-        "name", "arch", "max_register_count", "time", "debug", "lineinfo", "device_code_optimize",
-        "ftz", "prec_div", "prec_sqrt", "fma", "link_time_optimization", "ptxas_options",
+        "name",
+        "arch",
+        "max_register_count",
+        "time",
+        "debug",
+        "lineinfo",
+        "device_code_optimize",
+        "ftz",
+        "prec_div",
+        "prec_sqrt",
+        "fma",
+        "link_time_optimization",
+        "ptxas_options",
         "split_compile",
     }
 )
 _NVVM_OK = frozenset(
     {
-        "name", "arch", "debug", "lineinfo", "device_code_optimize", "ftz", "prec_sqrt", "prec_div", "fma",
-        "link_time_optimization", "extra_sources", "use_libdevice", "numba_debug",
+        "name",
+        "arch",
+        "debug",
+        "lineinfo",
+        "device_code_optimize",
+        "ftz",
+        "prec_sqrt",
+        "prec_div",
+        "fma",
+        "link_time_optimization",
+        "extra_sources",
+        "use_libdevice",
+        "numba_debug",
     }
 )

@@ -48,7 +48,9 @@ class StreamOptions:
 
     def __post_init__(self) -> None:
         self.nonblocking = bool(self.nonblocking)  # any truth value, as in cuda.core
-        if self.priority is not None and (isinstance(self.priority, bool) or not isinstance(self.priority, int)):
+        if self.priority is not None and (
+            isinstance(self.priority, bool) or not isinstance(self.priority, int)
+        ):
             raise arg_error("priority", "None or an int", self.priority, exc=TypeError)
 
 
@@ -69,7 +71,16 @@ class Stream:
     ...     s.sync()
     """
 
-    __slots__ = ("__weakref__", "_ctx", "_device", "_h", "_handle", "_int", "_nonblocking", "_priority")
+    __slots__ = (
+        "__weakref__",
+        "_ctx",
+        "_device",
+        "_h",
+        "_handle",
+        "_int",
+        "_nonblocking",
+        "_priority",
+    )
 
     _h: Any  # the StreamHandle: owns (or borrows) the driver stream; released at close()
     _handle: driver.CUstream | None  # None once closed
@@ -84,7 +95,9 @@ class Stream:
 
         if obj is not None:
             if options is not None:
-                raise ValueError("options must be None when obj is given (a borrowed stream keeps its own)")
+                raise ValueError(
+                    "options must be None when obj is given (a borrowed stream keeps its own)"
+                )
             return cls._from_foreign(obj)
         ensure_driver()
         dev = Device()
@@ -119,7 +132,9 @@ class Stream:
         return self
 
     @classmethod
-    def _create(cls, device: Device, options: Any, use_current: bool = False, ctxh: Any = None) -> Stream:
+    def _create(
+        cls, device: Device, options: Any, use_current: bool = False, ctxh: Any = None
+    ) -> Stream:
         """A new owned stream on ``device``: in its primary context, in the current one
         (``use_current``), or through the ContextHandle ``ctxh`` (a context cuda_core made)."""
         if options is None:
@@ -132,7 +147,9 @@ class Stream:
             ctxh = _current_context_handle(device) if use_current else device._context_handle()
         if priority is not None:
             with device._scope() if not use_current else _nullcontext():
-                least, greatest = handle_return(driver.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
+                least, greatest = handle_return(
+                    driver.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange"
+                )
             if not greatest <= priority <= least:
                 raise arg_error(
                     "priority",
@@ -170,7 +187,13 @@ class Stream:
         if proto is None:
             # CuPy and older PyTorch streams predate the protocol: read their handle attribute.
             mod = tp.__module__
-            attr = "ptr" if mod.startswith("cupy") else "cuda_stream" if mod.startswith("torch") else None
+            attr = (
+                "ptr"
+                if mod.startswith("cupy")
+                else "cuda_stream"
+                if mod.startswith("torch")
+                else None
+            )
             raw = getattr(obj, attr, None) if attr else None
             if isinstance(raw, int):
                 ensure_driver()
@@ -178,7 +201,9 @@ class Stream:
             raise arg_error("obj", "an object with __cuda_stream__", obj, exc=TypeError)
         info = proto() if callable(proto) else proto
         if not (isinstance(info, tuple) and len(info) == 2):
-            raise arg_error("obj.__cuda_stream__()", "a (version, handle) tuple", info, exc=TypeError)
+            raise arg_error(
+                "obj.__cuda_stream__()", "a (version, handle) tuple", info, exc=TypeError
+            )
         if info[0] != 0:
             raise arg_error("obj.__cuda_stream__() version", "0", info[0])
         ensure_driver()
@@ -207,7 +232,9 @@ class Stream:
         if ctxh is None:
             return cls._wrap(legacy, device, None)
         bound: Any = _DeviceDefaultStream._wrap(legacy, device, device._ctx)
-        bound._h = _borrow_handle(bound._int, ctxh, None)  # its context goes with it to the handle layer
+        bound._h = _borrow_handle(
+            bound._int, ctxh, None
+        )  # its context goes with it to the handle layer
         bound._plain = plain = Stream._wrap(legacy, device, device._ctx)
         plain._h = bound._h
         return bound
@@ -255,7 +282,9 @@ class Stream:
         """The stream's priority (lower is higher priority)."""
         h = self._live()
         if self._priority is None:
-            self._priority = int(handle_return(driver.cuStreamGetPriority(h), "cuStreamGetPriority"))
+            self._priority = int(
+                handle_return(driver.cuStreamGetPriority(h), "cuStreamGetPriority")
+            )
         return self._priority
 
     @property
@@ -326,7 +355,9 @@ class Stream:
             raise RuntimeError("the stream is closed")
         self._h.sync()
 
-    def record(self, event: Event | None = None, options: EventOptions | dict | None = None) -> Event:
+    def record(
+        self, event: Event | None = None, options: EventOptions | dict | None = None
+    ) -> Event:
         """Record *event* (a new one made with *options* if none is given) on this stream.
 
         Returns
@@ -483,7 +514,9 @@ class _DeviceDefaultStream(Stream):
         with self._device._scope():  # type: ignore[union-attr]
             Stream.sync(self)
 
-    def record(self, event: Event | None = None, options: EventOptions | dict | None = None) -> Event:
+    def record(
+        self, event: Event | None = None, options: EventOptions | dict | None = None
+    ) -> Event:
         """Record *event* (a new one made with *options* if none is given) on this stream."""
         with self._device._scope():  # type: ignore[union-attr]
             return Stream.record(self, event, options)
@@ -495,7 +528,9 @@ class _DeviceDefaultStream(Stream):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _DeviceDefaultStream):  # one token, but two devices' streams
-            return int(self._ctx) == int(other._ctx) and (self._handle is None) == (other._handle is None)  # type: ignore[arg-type]
+            return int(self._ctx) == int(other._ctx) and (self._handle is None) == (
+                other._handle is None
+            )  # type: ignore[arg-type]
         return Stream.__eq__(self, other)
 
     def __hash__(self) -> int:
@@ -555,7 +590,11 @@ def _foreign_handle_attr(tp: type) -> str:
     return attr
 
 
-def as_stream(obj: Any, name: str = "stream", rule: str = "a Stream, a graph builder or an object with __cuda_stream__") -> Stream:
+def as_stream(
+    obj: Any,
+    name: str = "stream",
+    rule: str = "a Stream, a graph builder or an object with __cuda_stream__",
+) -> Stream:
     """Resolve a stream argument: a Stream, a graph builder, or an object with ``__cuda_stream__``
     (``TypeError`` naming ``name`` and ``rule`` for anything else)."""
     if type(obj) is Stream:
@@ -567,7 +606,9 @@ def as_stream(obj: Any, name: str = "stream", rule: str = "a Stream, a graph bui
     inner = getattr(obj, "_cuda_core_stream", None)
     if isinstance(inner, Stream):
         return inner
-    if obj is not None and (hasattr(obj, "__cuda_stream__") or type(obj).__module__.startswith(("cupy", "torch"))):
+    if obj is not None and (
+        hasattr(obj, "__cuda_stream__") or type(obj).__module__.startswith(("cupy", "torch"))
+    ):
         return Stream._from_foreign(obj)
     raise arg_error(
         name,
@@ -581,5 +622,7 @@ def as_stream(obj: Any, name: str = "stream", rule: str = "a Stream, a graph bui
 LEGACY_DEFAULT_STREAM: Stream = Stream._wrap(driver.CUstream(driver.CU_STREAM_LEGACY), None, None)
 """The legacy default stream of the current context (synchronises with blocking streams)."""
 
-PER_THREAD_DEFAULT_STREAM: Stream = Stream._wrap(driver.CUstream(driver.CU_STREAM_PER_THREAD), None, None)
+PER_THREAD_DEFAULT_STREAM: Stream = Stream._wrap(
+    driver.CUstream(driver.CU_STREAM_PER_THREAD), None, None
+)
 """The per-thread default stream of the current context."""

@@ -79,7 +79,9 @@ class TensorMapOOBFill(enum.IntEnum):
     """What out-of-bounds elements read as (``CUtensorMapFloatOOBfill``)."""
 
     NONE = int(driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
-    NAN_REQUEST_ZERO_FMA = int(driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA)
+    NAN_REQUEST_ZERO_FMA = int(
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+    )
 
 
 class TensorMapIm2ColWideMode(enum.IntEnum):
@@ -94,13 +96,19 @@ _SIZE = {
     _T.UINT8: 1, _T.UINT16: 2, _T.UINT32: 4, _T.INT32: 4, _T.UINT64: 8, _T.INT64: 8, _T.FLOAT16: 2,
     _T.FLOAT32: 4, _T.FLOAT64: 8, _T.BFLOAT16: 2, _T.FLOAT32_FTZ: 4, _T.TFLOAT32: 4, _T.TFLOAT32_FTZ: 4,
 }  # fmt: skip
-_FLOAT_TYPES = frozenset({_T.FLOAT16, _T.FLOAT32, _T.FLOAT64, _T.BFLOAT16, _T.FLOAT32_FTZ, _T.TFLOAT32, _T.TFLOAT32_FTZ})
+_FLOAT_TYPES = frozenset(
+    {_T.FLOAT16, _T.FLOAT32, _T.FLOAT64, _T.BFLOAT16, _T.FLOAT32_FTZ, _T.TFLOAT32, _T.TFLOAT32_FTZ}
+)
 _BY_DTYPE = {
     "uint8": _T.UINT8, "uint16": _T.UINT16, "uint32": _T.UINT32, "int32": _T.INT32, "uint64": _T.UINT64,
     "int64": _T.INT64, "float16": _T.FLOAT16, "float32": _T.FLOAT32, "float64": _T.FLOAT64, "bfloat16": _T.BFLOAT16,
 }  # fmt: skip
 _SUPPORTED_DTYPES = ", ".join(_BY_DTYPE)
-_SWIZZLE_SPAN = {TensorMapSwizzle.SWIZZLE_32B: 32, TensorMapSwizzle.SWIZZLE_64B: 64, TensorMapSwizzle.SWIZZLE_128B: 128}
+_SWIZZLE_SPAN = {
+    TensorMapSwizzle.SWIZZLE_32B: 32,
+    TensorMapSwizzle.SWIZZLE_64B: 64,
+    TensorMapSwizzle.SWIZZLE_128B: 128,
+}
 # Range of an im2col pixel-box corner coordinate, by tensor rank (cuTensorMapEncodeIm2col).
 _CORNER_BITS = {3: 16, 4: 8, 5: 4}
 _KDLCUDA = 2
@@ -119,7 +127,9 @@ def _int_tuple(name: str, values: Any) -> tuple[int, ...]:
 
 def _require_enum(name: str, value: Any, enum_type: type[enum.IntEnum]) -> Any:
     if not isinstance(value, enum_type):
-        raise arg_error(name, f"a {enum_type.__name__}", value, f"e.g. {enum_type.__name__}.NONE", exc=TypeError)
+        raise arg_error(
+            name, f"a {enum_type.__name__}", value, f"e.g. {enum_type.__name__}.NONE", exc=TypeError
+        )
     return value
 
 
@@ -135,7 +145,9 @@ def _normalize_data_type(data_type: Any) -> Any:
     try:
         return numpy.dtype(data_type)
     except TypeError:
-        raise arg_error("data_type", "a NumPy dtype or a TensorMapDataType", data_type, exc=TypeError) from None
+        raise arg_error(
+            "data_type", "a NumPy dtype or a TensorMapDataType", data_type, exc=TypeError
+        ) from None
 
 
 def _tma_type(data_type: Any, view_dtype: Any) -> TensorMapDataType:
@@ -148,8 +160,14 @@ def _tma_type(data_type: Any, view_dtype: Any) -> TensorMapDataType:
     dt = numpy.dtype(dt)
     t = _BY_DTYPE.get(dt.name) if dt.isnative or dt.itemsize == 1 else None
     if t is None:
-        hint = " (for int8/int16 data pass data_type=numpy.uint8/uint16: TMA copies bits)" if dt.kind == "i" else ""
-        raise arg_error("the tensor's dtype", f"one of {_SUPPORTED_DTYPES}", str(dt), hint.strip(" ()"))
+        hint = (
+            " (for int8/int16 data pass data_type=numpy.uint8/uint16: TMA copies bits)"
+            if dt.kind == "i"
+            else ""
+        )
+        raise arg_error(
+            "the tensor's dtype", f"one of {_SUPPORTED_DTYPES}", str(dt), hint.strip(" ()")
+        )
     return t
 
 
@@ -213,8 +231,12 @@ class _Layout:
             )
         ptr = int(view.ptr)
         if ptr % 16:
-            raise arg_error("the tensor's address", "16-byte aligned for a tensor map", hex(ptr),
-                            "slice the tensor at a 16-byte boundary or copy it to an aligned buffer")
+            raise arg_error(
+                "the tensor's address",
+                "16-byte aligned for a tensor map",
+                hex(ptr),
+                "slice the tensor at a 16-byte boundary or copy it to an aligned buffer",
+            )
         shape = tuple(int(n) for n in view.shape)
         if not min_rank <= len(shape) <= 5:
             raise arg_error("the tensor's rank", f"in [{min_rank}, 5] for a tensor map", len(shape))
@@ -224,8 +246,11 @@ class _Layout:
         self.dtype = _tma_type(data_type, view.dtype)
         self.elem = _SIZE[self.dtype]
         if view.dtype is not None and numpy.dtype(view.dtype).itemsize != self.elem:
-            raise arg_error("data_type", f"of the tensor's element size ({numpy.dtype(view.dtype).itemsize} bytes)",
-                            self.dtype.name)
+            raise arg_error(
+                "data_type",
+                f"of the tensor's element size ({numpy.dtype(view.dtype).itemsize} bytes)",
+                self.dtype.name,
+            )
         strides = view.strides
         if strides is None:  # C-contiguous
             acc, s = 1, []
@@ -234,13 +259,21 @@ class _Layout:
                 acc *= n
             strides = tuple(reversed(s))
         if shape[-1] > 1 and strides[-1] != 1:
-            raise arg_error("the tensor's innermost stride", "1 element for a tensor map", strides[-1],
-                            "make the last dimension contiguous")
+            raise arg_error(
+                "the tensor's innermost stride",
+                "1 element for a tensor map",
+                strides[-1],
+                "make the last dimension contiguous",
+            )
         byte_strides = tuple(int(st) * self.elem for st in strides)
         for i, b in enumerate(byte_strides[:-1]):
             if b <= 0 or b % 16 or b >= 1 << 40:
-                raise arg_error(f"the tensor's stride of dimension {i}", "a positive multiple of 16 bytes "
-                                "below 2**40 for a tensor map", f"{b} bytes", "pad the rows to 16 bytes")
+                raise arg_error(
+                    f"the tensor's stride of dimension {i}",
+                    "a positive multiple of 16 bytes below 2**40 for a tensor map",
+                    f"{b} bytes",
+                    "pad the rows to 16 bytes",
+                )
         self.ptr, self.shape, self.byte_strides = ptr, shape, byte_strides
         self.device_id = int(getattr(view, "device_id", 0) or 0)
         self.dl_type = getattr(view, "_dl_device_type", _KDLCUDA)
@@ -259,7 +292,9 @@ def _check_element_strides(element_strides: Any, rank: int) -> tuple[int, ...]:
     return es
 
 
-def _check_common(lay: _Layout, interleave: Any, swizzle: Any, l2: Any, oob: Any, inner_bytes: int) -> None:
+def _check_common(
+    lay: _Layout, interleave: Any, swizzle: Any, l2: Any, oob: Any, inner_bytes: int
+) -> None:
     _require_enum("interleave", interleave, TensorMapInterleave)
     _require_enum("swizzle", swizzle, TensorMapSwizzle)
     _require_enum("l2_promotion", l2, TensorMapL2Promotion)
@@ -268,15 +303,24 @@ def _check_common(lay: _Layout, interleave: Any, swizzle: Any, l2: Any, oob: Any
         if len(lay.shape) < 3:
             raise arg_error("interleave", "NONE for a tensor of rank < 3", interleave.name)
         if interleave == TensorMapInterleave.INTERLEAVE_32B and lay.ptr % 32:
-            raise arg_error("the tensor's address", "32-byte aligned with INTERLEAVE_32B", hex(lay.ptr))
+            raise arg_error(
+                "the tensor's address", "32-byte aligned with INTERLEAVE_32B", hex(lay.ptr)
+            )
     else:
         if inner_bytes % 16:
-            raise arg_error("the innermost box dimension", "a multiple of 16 bytes", f"{inner_bytes} bytes",
-                            f"use a multiple of {16 // lay.elem if lay.elem < 16 else 1} elements")
+            raise arg_error(
+                "the innermost box dimension",
+                "a multiple of 16 bytes",
+                f"{inner_bytes} bytes",
+                f"use a multiple of {16 // lay.elem if lay.elem < 16 else 1} elements",
+            )
         span = _SWIZZLE_SPAN.get(swizzle)
         if span is not None and inner_bytes > span:
-            raise arg_error("the innermost box dimension", f"at most {span} bytes with {swizzle.name}",
-                            f"{inner_bytes} bytes")
+            raise arg_error(
+                "the innermost box dimension",
+                f"at most {span} bytes with {swizzle.name}",
+                f"{inner_bytes} bytes",
+            )
     if oob == TensorMapOOBFill.NAN_REQUEST_ZERO_FMA and lay.dtype not in _FLOAT_TYPES:
         raise arg_error("oob_fill", "NONE for an integer data type", oob.name)
 
@@ -323,8 +367,18 @@ class TensorMapDescriptor:
     >>> launch(s, config, kernel, tmap, out.data.ptr)
     """
 
-    __slots__ = ("_box", "_bytes", "_cu", "_device_id", "_dl_type", "_dtype", "_kind", "_shape", "_source",
-                 "_view_cls")
+    __slots__ = (
+        "_box",
+        "_bytes",
+        "_cu",
+        "_device_id",
+        "_dl_type",
+        "_dtype",
+        "_kind",
+        "_shape",
+        "_source",
+        "_view_cls",
+    )
 
     _bytes: bytes
     _box: tuple[int, ...]
@@ -343,7 +397,9 @@ class TensorMapDescriptor:
         )
 
     @classmethod
-    def _wrap(cls, cu: Any, kind: str, lay: _Layout | None, box: tuple[int, ...], view_cls: Any = None) -> Any:
+    def _wrap(
+        cls, cu: Any, kind: str, lay: _Layout | None, box: tuple[int, ...], view_cls: Any = None
+    ) -> Any:
         self = object.__new__(cls)
         self._cu = cu
         self._bytes = tensor_map_bytes(cu)
@@ -366,10 +422,19 @@ class TensorMapDescriptor:
         return Device(self._device_id)
 
     @classmethod
-    def _from_tiled(cls, view: Any, box_dim: Any = None, *, options: Any = None, element_strides: Any = None,
-                    data_type: Any = None, interleave: Any = TensorMapInterleave.NONE,
-                    swizzle: Any = TensorMapSwizzle.NONE, l2_promotion: Any = TensorMapL2Promotion.NONE,
-                    oob_fill: Any = TensorMapOOBFill.NONE) -> TensorMapDescriptor:
+    def _from_tiled(
+        cls,
+        view: Any,
+        box_dim: Any = None,
+        *,
+        options: Any = None,
+        element_strides: Any = None,
+        data_type: Any = None,
+        interleave: Any = TensorMapInterleave.NONE,
+        swizzle: Any = TensorMapSwizzle.NONE,
+        l2_promotion: Any = TensorMapL2Promotion.NONE,
+        oob_fill: Any = TensorMapOOBFill.NONE,
+    ) -> TensorMapDescriptor:
         """A tiled tensor map of ``view`` (``cuTensorMapEncodeTiled``); see
         :class:`TensorMapDescriptorOptions` for the arguments. ``ValueError`` on any rule the
         driver would refuse."""
@@ -384,17 +449,24 @@ class TensorMapDescriptor:
                 ("l2_promotion", l2_promotion, TensorMapL2Promotion.NONE), ("oob_fill", oob_fill, TensorMapOOBFill.NONE),
             ) if v is not None and v is not default]  # fmt: skip
             if given:
-                raise ValueError(f"pass either options= or the individual arguments, not both (got options and {given})")
+                raise ValueError(
+                    f"pass either options= or the individual arguments, not both (got options and {given})"
+                )
             if isinstance(options, dict):
                 options = TensorMapDescriptorOptions(**options)
             elif not isinstance(options, TensorMapDescriptorOptions):
-                raise arg_error("options", "a TensorMapDescriptorOptions or a dict", options, exc=TypeError)
+                raise arg_error(
+                    "options", "a TensorMapDescriptorOptions or a dict", options, exc=TypeError
+                )
             o = options
         else:
             if box_dim is None:
-                raise ValueError("box_dim is required (the tile size, one value per tensor dimension)")
-            o = TensorMapDescriptorOptions(box_dim, element_strides, data_type, interleave, swizzle, l2_promotion,
-                                           oob_fill)
+                raise ValueError(
+                    "box_dim is required (the tile size, one value per tensor dimension)"
+                )
+            o = TensorMapDescriptorOptions(
+                box_dim, element_strides, data_type, interleave, swizzle, l2_promotion, oob_fill
+            )
         lay = _Layout(view, o.data_type)
         rank = len(lay.shape)
         if len(o.box_dim) != rank:
@@ -403,24 +475,48 @@ class TensorMapDescriptor:
             if not 1 <= b <= 256:
                 raise arg_error(f"box_dim[{i}]", "in [1, 256]", b)
             if b > n:
-                raise arg_error(f"box_dim[{i}]", f"at most the tensor's extent {n} (a box larger than the tensor)", b)
+                raise arg_error(
+                    f"box_dim[{i}]",
+                    f"at most the tensor's extent {n} (a box larger than the tensor)",
+                    b,
+                )
         es = _check_element_strides(o.element_strides, rank)
-        _check_common(lay, o.interleave, o.swizzle, o.l2_promotion, o.oob_fill, o.box_dim[-1] * lay.elem)
+        _check_common(
+            lay, o.interleave, o.swizzle, o.l2_promotion, o.oob_fill, o.box_dim[-1] * lay.elem
+        )
         cu = _encode(
-            "cuTensorMapEncodeTiled", driver.cuTensorMapEncodeTiled, _DT(int(lay.dtype)), rank, lay.ptr,
-            _u64(lay.shape), _global_strides(lay), _u32(o.box_dim),
-            _u32(es), driver.CUtensorMapInterleave(int(o.interleave)),
-            driver.CUtensorMapSwizzle(int(o.swizzle)), driver.CUtensorMapL2promotion(int(o.l2_promotion)),
+            "cuTensorMapEncodeTiled",
+            driver.cuTensorMapEncodeTiled,
+            _DT(int(lay.dtype)),
+            rank,
+            lay.ptr,
+            _u64(lay.shape),
+            _global_strides(lay),
+            _u32(o.box_dim),
+            _u32(es),
+            driver.CUtensorMapInterleave(int(o.interleave)),
+            driver.CUtensorMapSwizzle(int(o.swizzle)),
+            driver.CUtensorMapL2promotion(int(o.l2_promotion)),
             driver.CUtensorMapFloatOOBfill(int(o.oob_fill)),
         )
         return cls._wrap(cu, "tiled", lay, o.box_dim, type(view))
 
     @classmethod
-    def _from_im2col(cls, view: Any, pixel_box_lower_corner: Any, pixel_box_upper_corner: Any,
-                     channels_per_pixel: int, pixels_per_column: int, *, element_strides: Any = None,
-                     data_type: Any = None, interleave: Any = TensorMapInterleave.NONE,
-                     swizzle: Any = TensorMapSwizzle.NONE, l2_promotion: Any = TensorMapL2Promotion.NONE,
-                     oob_fill: Any = TensorMapOOBFill.NONE) -> TensorMapDescriptor:
+    def _from_im2col(
+        cls,
+        view: Any,
+        pixel_box_lower_corner: Any,
+        pixel_box_upper_corner: Any,
+        channels_per_pixel: int,
+        pixels_per_column: int,
+        *,
+        element_strides: Any = None,
+        data_type: Any = None,
+        interleave: Any = TensorMapInterleave.NONE,
+        swizzle: Any = TensorMapSwizzle.NONE,
+        l2_promotion: Any = TensorMapL2Promotion.NONE,
+        oob_fill: Any = TensorMapOOBFill.NONE,
+    ) -> TensorMapDescriptor:
         """An im2col tensor map of a rank-3..5 ``view`` laid out N, spatial..., C
         (``cuTensorMapEncodeIm2col``). The corners have one value per spatial dimension."""
         lay = _Layout(view, _normalize_data_type(data_type), min_rank=3)
@@ -433,28 +529,53 @@ class TensorMapDescriptor:
                 raise arg_error(name, f"{rank - 2} values (one per spatial dimension)", c)
             for i, v in enumerate(c):
                 if not -(1 << (bits - 1)) <= v < 1 << (bits - 1):
-                    raise arg_error(f"{name}[{i}]", f"in [{-(1 << (bits - 1))}, {(1 << (bits - 1)) - 1}] "
-                                    f"for a rank-{rank} tensor", v)
+                    raise arg_error(
+                        f"{name}[{i}]",
+                        f"in [{-(1 << (bits - 1))}, {(1 << (bits - 1)) - 1}] "
+                        f"for a rank-{rank} tensor",
+                        v,
+                    )
         cpp = check_int("channels_per_pixel", channels_per_pixel, 1, 256)
         ppc = check_int("pixels_per_column", pixels_per_column, 1, 1024)
         es = _check_element_strides(element_strides, rank)
         _check_common(lay, interleave, swizzle, l2_promotion, oob_fill, cpp * lay.elem)
         cu = _encode(
-            "cuTensorMapEncodeIm2col", driver.cuTensorMapEncodeIm2col, _DT(int(lay.dtype)), rank, lay.ptr,
-            _u64(lay.shape), _global_strides(lay), list(reversed(lo)),
-            list(reversed(hi)), cpp, ppc, _u32(es), driver.CUtensorMapInterleave(int(interleave)),
-            driver.CUtensorMapSwizzle(int(swizzle)), driver.CUtensorMapL2promotion(int(l2_promotion)),
+            "cuTensorMapEncodeIm2col",
+            driver.cuTensorMapEncodeIm2col,
+            _DT(int(lay.dtype)),
+            rank,
+            lay.ptr,
+            _u64(lay.shape),
+            _global_strides(lay),
+            list(reversed(lo)),
+            list(reversed(hi)),
+            cpp,
+            ppc,
+            _u32(es),
+            driver.CUtensorMapInterleave(int(interleave)),
+            driver.CUtensorMapSwizzle(int(swizzle)),
+            driver.CUtensorMapL2promotion(int(l2_promotion)),
             driver.CUtensorMapFloatOOBfill(int(oob_fill)),
         )
         return cls._wrap(cu, "im2col", lay, (ppc, cpp), type(view))
 
     @classmethod
-    def _from_im2col_wide(cls, view: Any, pixel_box_lower_corner_width: int, pixel_box_upper_corner_width: int,
-                          channels_per_pixel: int, pixels_per_column: int, *, element_strides: Any = None,
-                          data_type: Any = None, interleave: Any = TensorMapInterleave.NONE,
-                          mode: Any = TensorMapIm2ColWideMode.W, swizzle: Any = TensorMapSwizzle.SWIZZLE_128B,
-                          l2_promotion: Any = TensorMapL2Promotion.NONE,
-                          oob_fill: Any = TensorMapOOBFill.NONE) -> TensorMapDescriptor:
+    def _from_im2col_wide(
+        cls,
+        view: Any,
+        pixel_box_lower_corner_width: int,
+        pixel_box_upper_corner_width: int,
+        channels_per_pixel: int,
+        pixels_per_column: int,
+        *,
+        element_strides: Any = None,
+        data_type: Any = None,
+        interleave: Any = TensorMapInterleave.NONE,
+        mode: Any = TensorMapIm2ColWideMode.W,
+        swizzle: Any = TensorMapSwizzle.SWIZZLE_128B,
+        l2_promotion: Any = TensorMapL2Promotion.NONE,
+        oob_fill: Any = TensorMapOOBFill.NONE,
+    ) -> TensorMapDescriptor:
         """An im2col-wide tensor map (``cuTensorMapEncodeIm2colWide``: CUDA 12.8+, sm_100+)."""
         lay = _Layout(view, _normalize_data_type(data_type), min_rank=3)
         rank = len(lay.shape)
@@ -467,10 +588,22 @@ class TensorMapDescriptor:
         _check_common(lay, interleave, swizzle, l2_promotion, oob_fill, 16)
         require("im2col-wide tensor maps", bindings=(12, 8), driver=(12, 8))
         cu = _encode(
-            "cuTensorMapEncodeIm2colWide", driver.cuTensorMapEncodeIm2colWide, _DT(int(lay.dtype)), rank, lay.ptr, _u64(lay.shape),
-            _global_strides(lay), lo, hi, cpp, ppc, _u32(es),
-            driver.CUtensorMapInterleave(int(interleave)), driver.CUtensorMapIm2ColWideMode(int(mode)),
-            driver.CUtensorMapSwizzle(int(swizzle)), driver.CUtensorMapL2promotion(int(l2_promotion)),
+            "cuTensorMapEncodeIm2colWide",
+            driver.cuTensorMapEncodeIm2colWide,
+            _DT(int(lay.dtype)),
+            rank,
+            lay.ptr,
+            _u64(lay.shape),
+            _global_strides(lay),
+            lo,
+            hi,
+            cpp,
+            ppc,
+            _u32(es),
+            driver.CUtensorMapInterleave(int(interleave)),
+            driver.CUtensorMapIm2ColWideMode(int(mode)),
+            driver.CUtensorMapSwizzle(int(swizzle)),
+            driver.CUtensorMapL2promotion(int(l2_promotion)),
             driver.CUtensorMapFloatOOBfill(int(oob_fill)),
         )
         return cls._wrap(cu, "im2col_wide", lay, (ppc, cpp), type(view))
@@ -492,19 +625,26 @@ class TensorMapDescriptor:
         """
         view_cls = self._view_cls
         # from_any_interface, not the constructor cuda.core deprecates (it would warn the caller)
-        view = tensor if view_cls is None or isinstance(tensor, view_cls) else view_cls.from_any_interface(
-            tensor, stream_ptr=-1)
+        view = (
+            tensor
+            if view_cls is None or isinstance(tensor, view_cls)
+            else view_cls.from_any_interface(tensor, stream_ptr=-1)
+        )
         lay = _Layout(view, self._dtype, min_rank=1)
         if lay.shape != self._shape:
-            raise arg_error("tensor's shape", f"the shape the map was made for {self._shape}", lay.shape)
+            raise arg_error(
+                "tensor's shape", f"the shape the map was made for {self._shape}", lay.shape
+            )
         _encode("cuTensorMapReplaceAddress", driver.cuTensorMapReplaceAddress, self._cu, lay.ptr)
         self._bytes = tensor_map_bytes(self._cu)
         self._device_id, self._dl_type, self._source = lay.device_id, lay.dl_type, lay.source
 
     def __repr__(self) -> str:
         dtype = self._dtype.name if self._dtype is not None else None
-        return (f"TensorMapDescriptor(kind={self._kind!r}, shape={self._shape}, box={self._box}, "
-                f"data_type={dtype})")
+        return (
+            f"TensorMapDescriptor(kind={self._kind!r}, shape={self._shape}, box={self._box}, "
+            f"data_type={dtype})"
+        )
 
 
 def tensor_map_bytes(cu: Any) -> bytes:

@@ -105,12 +105,19 @@ def device_attribute(attribute: Any, device: int) -> int:
     attribute the bindings lack) the driver entry point itself. A driver that does not know the
     attribute answers ``CUDA_ERROR_INVALID_VALUE``, raised as a :class:`~cuda_core.CUDAError`."""
     if type(attribute) is not int:
-        return int(handle_return(driver.cuDeviceGetAttribute(attribute, driver.CUdevice(device)), "cuDeviceGetAttribute"))
+        return int(
+            handle_return(
+                driver.cuDeviceGetAttribute(attribute, driver.CUdevice(device)),
+                "cuDeviceGetAttribute",
+            )
+        )
     if not _get_attribute_fn:
         addr = _backend.entry_point("cuDeviceGetAttribute")
         if not addr:
             raise RuntimeError("the CUDA driver has no cuDeviceGetAttribute entry point")
-        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int)
+        proto = ctypes.CFUNCTYPE(
+            ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_int
+        )
         _get_attribute_fn.append(proto(addr))
     value = ctypes.c_int(0)
     status = _get_attribute_fn[0](value, attribute, device)
@@ -153,7 +160,10 @@ def _init_driver() -> None:
         handle_return(result, "cuInit")
         _backend.bind(make_error)
         _driver_ready = True
-        _log.debug("CUDA driver initialised; handle layer bound (%s)", "native" if _backend.NATIVE else "pure Python")
+        _log.debug(
+            "CUDA driver initialised; handle layer bound (%s)",
+            "native" if _backend.NATIVE else "pure Python",
+        )
 
 
 def driver_available() -> bool:
@@ -192,7 +202,9 @@ class BufferValueError(BufferError, ValueError):
     protocol failure here) that cuda.core reports as ValueError when the layout is first read."""
 
 
-def arg_error(name: str, rule: str, value: Any, hint: str = "", exc: type[Exception] = ValueError) -> Exception:
+def arg_error(
+    name: str, rule: str, value: Any, hint: str = "", exc: type[Exception] = ValueError
+) -> Exception:
     """Build the house-style argument error ``"<name> must be <rule> (got <value!r>)"``."""
     msg = f"{name} must be {rule} (got {value!r})"
     if hint:
@@ -301,16 +313,22 @@ def cast_to_3_tuple(name: str, value: Any) -> tuple[int, int, int]:
     """
     if isinstance(value, tuple):
         if not 1 <= len(value) <= 3:
-            raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError)
+            raise arg_error(
+                name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError
+            )
         items = value
     elif isinstance(value, int) and not isinstance(value, bool):
         items = (value,)
     else:
-        raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError)
+        raise arg_error(
+            name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError
+        )
     out = []
     for v in items:
         if isinstance(v, bool) or not isinstance(v, int):
-            raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError)
+            raise arg_error(
+                name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError
+            )
         if v < 1:
             raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value)
         out.append(v)

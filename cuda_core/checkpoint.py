@@ -174,7 +174,9 @@ class Process:
         try:
             return _STATES[name]
         except KeyError:
-            raise RuntimeError(f"unknown CUDA checkpoint process state {name} ({int(value)})") from None
+            raise RuntimeError(
+                f"unknown CUDA checkpoint process state {name} ({int(value)})"
+            ) from None
 
     @property
     def restore_thread_id(self) -> int:
@@ -244,7 +246,9 @@ def _restore_args(gpu_mapping: Mapping[Any, Any] | None, keep: list[Any]) -> Any
     if not gpu_mapping:
         return None
     uuids = [(_uuid(old, keep), _uuid(new, keep)) for old, new in gpu_mapping.items()]
-    why = missing("Process.restore with a gpu_mapping", bindings=CUDA13)  # the driver checks its own
+    why = missing(
+        "Process.restore with a gpu_mapping", bindings=CUDA13
+    )  # the driver checks its own
     if why is not None:
         raise _unsupported("cuCheckpointProcessRestore", why)
     pairs = []
@@ -270,9 +274,7 @@ def _uuid(value: Any, keep: list[Any]) -> Any:
     except ValueError:
         raw = b""
     if len(raw) != 16:
-        raise ValueError(
-            f"a GPU UUID must be 32 hex digits, hyphens allowed (got {value!r})"
-        )
+        raise ValueError(f"a GPU UUID must be 32 hex digits, hyphens allowed (got {value!r})")
     buf = ctypes.create_string_buffer(raw, 16)
     keep.append(buf)
     return driver.CUuuid(ctypes.addressof(buf))

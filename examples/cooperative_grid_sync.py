@@ -33,11 +33,19 @@ def include_dirs() -> list[str]:
     try:
         from cuda.pathfinder import find_nvidia_header_directory
 
-        dirs += [d for d in (find_nvidia_header_directory("cudart"), find_nvidia_header_directory("cccl")) if d]
+        dirs += [
+            d
+            for d in (find_nvidia_header_directory("cudart"), find_nvidia_header_directory("cccl"))
+            if d
+        ]
     except ImportError:
         pass
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-    dirs += [d for d in (os.path.join(home, "include"), os.path.join(home, "include", "cccl")) if os.path.isdir(d)]
+    dirs += [
+        d
+        for d in (os.path.join(home, "include"), os.path.join(home, "include", "cccl"))
+        if os.path.isdir(d)
+    ]
     return dirs
 
 

@@ -43,7 +43,15 @@ def main() -> int:
     graphed.copy_from(start, stream=s)
 
     def step(stream, buf, k):
-        launch(stream, config, kernel, buf, np.float32(0.5 + (k % 3) * 0.25), np.float32(0.01 * k), np.int32(N))
+        launch(
+            stream,
+            config,
+            kernel,
+            buf,
+            np.float32(0.5 + (k % 3) * 0.25),
+            np.float32(0.01 * k),
+            np.int32(N),
+        )
 
     t0 = time.perf_counter()
     for k in range(STEPS):
@@ -72,7 +80,9 @@ def main() -> int:
         direct.copy_to(a, stream=s)
         graphed.copy_to(b, stream=s)
         s.sync()
-        print(f"{STEPS} kernels: direct launches {t_direct * 1e3:.2f} ms, graph replay {t_graph * 1e3:.2f} ms")
+        print(
+            f"{STEPS} kernels: direct launches {t_direct * 1e3:.2f} ms, graph replay {t_graph * 1e3:.2f} ms"
+        )
         if not np.array_equal(a, b):
             print("FAIL: graph replay differs from direct launches", file=sys.stderr)
             return 1
@@ -87,7 +97,9 @@ def main() -> int:
             print("FAIL: second replay differs from the host model", file=sys.stderr)
             return 1
         if replays != [STEPS, STEPS]:
-            print(f"FAIL: the host callback ran {len(replays)} times for 2 replays", file=sys.stderr)
+            print(
+                f"FAIL: the host callback ran {len(replays)} times for 2 replays", file=sys.stderr
+            )
             return 1
     builder.close()
     direct.close(s)

@@ -46,7 +46,10 @@ def scale_add_rows(alpha: float, x, y, out, kernels: dict, stream: Stream) -> No
     """
     vx, vy, vo = (StridedMemoryView.from_dlpack(a, int(stream.handle)) for a in (x, y, out))
     rows, cols = vx.shape
-    strides = vx.strides or (cols, 1)  # in elements, as the producer gave them; None: it gave none (C order)
+    strides = vx.strides or (
+        cols,
+        1,
+    )  # in elements, as the producer gave them; None: it gave none (C order)
     if strides[1] != 1:
         raise ValueError(f"x must have unit stride along its rows (strides {vx.strides})")
     if vy.shape != (cols,) or vy.strides not in (None, (1,)):
@@ -56,8 +59,20 @@ def scale_add_rows(alpha: float, x, y, out, kernels: dict, stream: Stream) -> No
     if not vx.dtype == vy.dtype == vo.dtype or vx.dtype not in kernels:
         raise TypeError(f"x, y and out must share one of the dtypes {sorted(map(str, kernels))}")
     config = LaunchConfig(grid=((cols + 31) // 32, (rows + 7) // 8), block=(32, 8))
-    launch(stream, config, kernels[vx.dtype], vx.dtype.type(alpha), vx.ptr, np.int64(strides[0]),
-           vy.ptr, vo.ptr, np.int32(rows), np.int32(cols))
+    launch(
+        stream,
+        config,
+        kernels[vx.dtype],
+        vx.dtype.type(alpha),
+        vx.ptr,
+        np.int64(strides[0]),
+        vy.ptr,
+        vo.ptr,
+        np.int32(rows),
+        np.int32(cols),
+    )
+
+
 # [/function]
 
 
@@ -68,9 +83,13 @@ def main() -> int:
     # [compile]
     dev.set_current()  # the device's primary context: the one CuPy uses as well
     options = ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")
-    module = Program(CODE, code_type="c++", options=options).compile("cubin", name_expressions=NAMES)
-    kernels = {np.dtype(np.float32): module.get_kernel(NAMES[0]),
-               np.dtype(np.float64): module.get_kernel(NAMES[1])}
+    module = Program(CODE, code_type="c++", options=options).compile(
+        "cubin", name_expressions=NAMES
+    )
+    kernels = {
+        np.dtype(np.float32): module.get_kernel(NAMES[0]),
+        np.dtype(np.float64): module.get_kernel(NAMES[1]),
+    }
     # [/compile]
 
     # [arrays]
@@ -96,8 +115,10 @@ def main() -> int:
     cp_stream.synchronize()  # the only time the host waits
     # [/launch]
     if not (bool(close32) and bool(close64)):
-        print(f"cupy_tutorial: WRONG RESULT (float32 match: {bool(close32)}, float64: {bool(close64)})",
-              file=sys.stderr)
+        print(
+            f"cupy_tutorial: WRONG RESULT (float32 match: {bool(close32)}, float64: {bool(close64)})",
+            file=sys.stderr,
+        )
         return 1
 
     # [buffer]

@@ -15,20 +15,28 @@ from cuda_core import Device, system
 def main() -> int:
     need_gpu()
     n = system.get_num_devices()
-    print(f"CUDA driver {system.get_driver_version()}, NVRTC {system.get_nvrtc_version()}, {n} GPU(s)")
+    print(
+        f"CUDA driver {system.get_driver_version()}, NVRTC {system.get_nvrtc_version()}, {n} GPU(s)"
+    )
     assert n >= 1, "no GPU found"
     for dev in Device.get_all_devices():
         props = dev.properties
         cc = dev.compute_capability
         print(f"[{dev.device_id}] {dev.name}")
-        print(f"    compute capability {cc.major}.{cc.minor} (arch sm_{dev.arch}), "
-              f"{dev.total_memory / 2**30:.1f} GiB, PCI {dev.pci_bus_id}, UUID {dev.uuid}")
-        print(f"    {props.multiprocessor_count} SMs, warp {props.warp_size}, "
-              f"{props.max_threads_per_block} threads/block, "
-              f"{props.max_shared_memory_per_block_optin // 1024} KiB shared memory/block (opt-in), "
-              f"L2 {props.l2_cache_size // 2**20} MiB")
-        print(f"    unified addressing {props.unified_addressing}, managed memory {props.managed_memory}, "
-              f"cooperative launch {props.cooperative_launch}")
+        print(
+            f"    compute capability {cc.major}.{cc.minor} (arch sm_{dev.arch}), "
+            f"{dev.total_memory / 2**30:.1f} GiB, PCI {dev.pci_bus_id}, UUID {dev.uuid}"
+        )
+        print(
+            f"    {props.multiprocessor_count} SMs, warp {props.warp_size}, "
+            f"{props.max_threads_per_block} threads/block, "
+            f"{props.max_shared_memory_per_block_optin // 1024} KiB shared memory/block (opt-in), "
+            f"L2 {props.l2_cache_size // 2**20} MiB"
+        )
+        print(
+            f"    unified addressing {props.unified_addressing}, managed memory {props.managed_memory}, "
+            f"cooperative launch {props.cooperative_launch}"
+        )
         # Self-checks: the facts agree with each other and the singleton rule holds.
         assert Device(dev.device_id) is dev
         assert (props.compute_capability_major, props.compute_capability_minor) == cc

@@ -169,7 +169,9 @@ def produce(dev: Device, consumers: int, handoffs: int) -> list[str]:
     s = dev.create_stream()
     used_at_start = pool_use(mr)
     nslots = consumers * SLOTS_PER_CONSUMER
-    bufs = [mr.allocate(4 * ELEMENTS, stream=s) for _ in range(nslots)]  # slot j goes to consumer j % consumers
+    bufs = [
+        mr.allocate(4 * ELEMENTS, stream=s) for _ in range(nslots)
+    ]  # slot j goes to consumer j % consumers
     ctx = mp.get_context("spawn")
     work = [ctx.Queue() for _ in range(consumers)]
     done = ctx.Queue()
@@ -203,7 +205,9 @@ def produce(dev: Device, consumers: int, handoffs: int) -> list[str]:
                 receive()
             slot = free.pop(0)
             if slot in answered:
-                answered.pop(slot).close()  # this process's handle, before the consumer drops its event
+                answered.pop(
+                    slot
+                ).close()  # this process's handle, before the consumer drops its event
             run(s, fill, bufs[slot], np.uint32(ELEMENTS), np.uint32(k))
             ready[slot] = s.record(options=IPC)
             work[slot % consumers].put((slot, k, bufs[slot], ready[slot]))
@@ -241,7 +245,9 @@ def produce(dev: Device, consumers: int, handoffs: int) -> list[str]:
     if used_at_end != used_at_start:
         failures.append(f"producer: pool use {used_at_start} -> {used_at_end} bytes")
     if high < nslots * 4 * ELEMENTS:
-        failures.append(f"producer: the pool never held the {nslots} buffers (high-water mark {high})")
+        failures.append(
+            f"producer: the pool never held the {nslots} buffers (high-water mark {high})"
+        )
     total = 0
     for i, r in sorted(reports.items()):
         total += r["received"]
@@ -250,9 +256,13 @@ def produce(dev: Device, consumers: int, handoffs: int) -> list[str]:
               f"control {r['control_mismatches']} of {r['received'] * ELEMENTS} differ; "
               f"{r['open_imports']} imported buffers left open; open file descriptors {start} -> {end}")  # fmt: skip
         if r["checks"] != r["received"] or r["mismatches"]:
-            failures.append(f"consumer {i}: {r['checks']} checks of {r['received']}, {r['mismatches']} wrong")
+            failures.append(
+                f"consumer {i}: {r['checks']} checks of {r['received']}, {r['mismatches']} wrong"
+            )
         if r["control_mismatches"] < 0.99 * r["received"] * ELEMENTS:
-            failures.append(f"consumer {i}: the control check found too few differences: the check is blind")
+            failures.append(
+                f"consumer {i}: the control check found too few differences: the check is blind"
+            )
         if r["open_imports"]:
             failures.append(f"consumer {i}: {r['open_imports']} imported buffers were never closed")
         if end > start + 2:  # a descriptor per hand-off would show as hundreds

@@ -53,7 +53,9 @@ def main() -> int:
         if not code.startswith(b"\x7fELF"):
             print(f"FAILED: the linker returned {len(code)} bytes that are not a cubin")
             return 1
-        print(f"compiled two units to LTO-IR and linked them with {backend} into {len(code)} bytes of sm_90 cubin")
+        print(
+            f"compiled two units to LTO-IR and linked them with {backend} into {len(code)} bytes of sm_90 cubin"
+        )
     dev = need_gpu()  # launching needs a GPU
     dev.set_current()
     linked, backend = compile_and_link(f"sm_{dev.arch}")

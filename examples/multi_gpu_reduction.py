@@ -73,9 +73,14 @@ def main() -> int:
     kernels: dict[str, tuple] = {}
     for dev in devices:
         if dev.arch not in kernels:
-            prog = Program(CODE, code_type="c++", options=ProgramOptions(std="c++17", arch=f"sm_{dev.arch}"))
+            prog = Program(
+                CODE, code_type="c++", options=ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")
+            )
             mod = prog.compile("cubin", name_expressions=("block_sums<true>", "block_sums<false>"))
-            kernels[dev.arch] = (mod.get_kernel("block_sums<true>"), mod.get_kernel("block_sums<false>"))
+            kernels[dev.arch] = (
+                mod.get_kernel("block_sums<true>"),
+                mod.get_kernel("block_sums<false>"),
+            )
 
     dev0 = devices[0]
     dev0.set_current()
@@ -117,21 +122,27 @@ def main() -> int:
         s0.wait(ev)  # device 0's stream waits for every GPU's copy (events of other devices too)
     total = dev0.allocate(8, stream=s0)
     sums = kernels[dev0.arch][1]
-    launch(s0, LaunchConfig(grid=1, block=BLOCK), sums, gathered, np.uint64(ndev), total)  # the combination
+    launch(
+        s0, LaunchConfig(grid=1, block=BLOCK), sums, gathered, np.uint64(ndev), total
+    )  # the combination
     partials = np.empty(ndev)
     gathered.copy_to(partials, stream=s0)  # waits for s0
     got = np.empty(1)
     total.copy_to(got, stream=s0)
     for i in range(ndev):
         lo, hi = bounds[i], bounds[i + 1]
-        print(f"device {i} ({devices[i].name}): {hi - lo} elements, partial sum of squares {partials[i]:.6f}")
+        print(
+            f"device {i} ({devices[i].name}): {hi - lo} elements, partial sum of squares {partials[i]:.6f}"
+        )
     rel = abs(got[0] - expected) / expected
-    print(f"{ndev} GPU(s): sum of squares {got[0]:.6f}; NumPy {expected:.6f}; relative difference {rel:.2e}")
+    print(
+        f"{ndev} GPU(s): sum of squares {got[0]:.6f}; NumPy {expected:.6f}; relative difference {rel:.2e}"
+    )
     for b in (total, gathered):
         b.close()
     s0.close()
     slices_ok = all(
-        abs(partials[i] - float(np.dot(x[bounds[i]:bounds[i + 1]], x[bounds[i]:bounds[i + 1]])))
+        abs(partials[i] - float(np.dot(x[bounds[i] : bounds[i + 1]], x[bounds[i] : bounds[i + 1]])))
         <= 1e-10 * max(1.0, partials[i])
         for i in range(ndev)
     )

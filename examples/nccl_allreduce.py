@@ -56,7 +56,9 @@ TIMEOUT = 300.0  # seconds the plain mode waits for its ranks
 def batch(rank: int) -> tuple[np.ndarray, np.ndarray]:
     """Rank ``rank``'s training data: every rank can make every rank's, for the NumPy check."""
     rng = np.random.default_rng(1234 + rank)
-    return rng.standard_normal(N_PARAMS, dtype=np.float32), rng.standard_normal(N_PARAMS, dtype=np.float32)
+    return rng.standard_normal(N_PARAMS, dtype=np.float32), rng.standard_normal(
+        N_PARAMS, dtype=np.float32
+    )
 
 
 def check_all_reduce(comm, dev, s, view_of) -> list[str]:
@@ -78,7 +80,9 @@ def check_all_reduce(comm, dev, s, view_of) -> list[str]:
 def check_data_parallel(comm, dev, s, view_of) -> list[str]:
     from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
-    mod = Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    mod = Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin"
+    )
     grad_k, update_k = mod.get_kernel("local_grad"), mod.get_kernel("sgd_update")
     config = LaunchConfig(grid=(N_PARAMS + 255) // 256, block=256)
     world, n = comm.nranks, np.uint64(N_PARAMS)
@@ -112,7 +116,9 @@ def check_data_parallel(comm, dev, s, view_of) -> list[str]:
         ref = ref - LR * (g_sum * inv_world)
     failures = []
     if not np.allclose(got, ref, rtol=1e-5, atol=1e-6):
-        failures.append(f"data-parallel step: parameters differ from NumPy by up to {np.abs(got - ref).max():.3g}")
+        failures.append(
+            f"data-parallel step: parameters differ from NumPy by up to {np.abs(got - ref).max():.3g}"
+        )
     for r in range(world):
         if not np.array_equal(all_w[r], got):
             failures.append(f"data-parallel step: rank {r}'s parameters differ from this rank's")
@@ -127,7 +133,9 @@ def run_rank(rank: int, world: int, local_rank: int, addr: str, port: int) -> in
     from cuda_core.utils import StridedMemoryView
 
     if local_rank >= system.get_num_devices():
-        print(f"FAILED: rank {rank}: LOCAL_RANK {local_rank} but this machine has {system.get_num_devices()} GPUs")
+        print(
+            f"FAILED: rank {rank}: LOCAL_RANK {local_rank} but this machine has {system.get_num_devices()} GPUs"
+        )
         return 1
     dev = Device(local_rank)
     dev.set_current()
@@ -140,13 +148,19 @@ def run_rank(rank: int, world: int, local_rank: int, addr: str, port: int) -> in
     with nccl.Communicator.init(world, rank, uid, device=dev) as comm:
         if rank == 0:
             info = nccl.library_info()
-            print(f"NCCL {info['version']} ({info['path']}), nccl4py {info['nccl4py']}, {world} ranks")
-        failures = check_all_reduce(comm, dev, s, view_of) + check_data_parallel(comm, dev, s, view_of)
+            print(
+                f"NCCL {info['version']} ({info['path']}), nccl4py {info['nccl4py']}, {world} ranks"
+            )
+        failures = check_all_reduce(comm, dev, s, view_of) + check_data_parallel(
+            comm, dev, s, view_of
+        )
     s.close()
     for f in failures:
         print(f"FAILED: rank {rank}: {f}")
     if not failures:
-        print(f"rank {rank} (GPU {local_rank}): all-reduce of {N_SUM} floats and {STEPS} data-parallel steps agree with NumPy")
+        print(
+            f"rank {rank} (GPU {local_rank}): all-reduce of {N_SUM} floats and {STEPS} data-parallel steps agree with NumPy"
+        )
     return 1 if failures else 0
 
 
@@ -164,7 +178,9 @@ def launcher_env(env: Mapping[str, str]) -> tuple[int, int, int, str, int] | Non
         return None
     world = env.get("WORLD_SIZE", env.get("OMPI_COMM_WORLD_SIZE"))
     if world is None:
-        raise SystemExit("RANK is set but WORLD_SIZE is not: set both (and MASTER_ADDR, MASTER_PORT)")
+        raise SystemExit(
+            "RANK is set but WORLD_SIZE is not: set both (and MASTER_ADDR, MASTER_PORT)"
+        )
     local = env.get("LOCAL_RANK", env.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
     port = int(env.get("MASTER_PORT", "29500")) + (1 if "TORCHELASTIC_RUN_ID" in env else 0)
     return int(rank), int(world), int(local), env.get("MASTER_ADDR", "127.0.0.1"), port

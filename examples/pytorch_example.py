@@ -31,7 +31,9 @@ def main() -> int:
         print("FAILED: a GPU is present but this PyTorch cannot use it (a CPU-only build?)")
         return 1
     dev.set_current()
-    prog = Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}", std="c++17"))
+    prog = Program(
+        CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}", std="c++17")
+    )
     mod = prog.compile("cubin", name_expressions=("saxpy<float>",))
     kernel = mod.get_kernel("saxpy<float>")
 
@@ -46,7 +48,12 @@ def main() -> int:
     vx = StridedMemoryView.from_dlpack(x, int(s.handle))
     # Strides are in elements, as the producer gave them: PyTorch gives (1,) for a contiguous
     # 1-d tensor (None would mean a producer that gave no strides, which is C-contiguous too).
-    if vx.dtype != np.float32 or vx.shape != (n,) or vx.strides not in (None, (1,)) or vx.ptr != x.data_ptr():
+    if (
+        vx.dtype != np.float32
+        or vx.shape != (n,)
+        or vx.strides not in (None, (1,))
+        or vx.ptr != x.data_ptr()
+    ):
         print(f"FAIL: unexpected view of x: {vx}", file=sys.stderr)
         return 1
     # A strided tensor reports its strides in elements, not bytes.
@@ -55,7 +62,9 @@ def main() -> int:
         print(f"FAIL: unexpected view of x[::4]: {vs}", file=sys.stderr)
         return 1
     config = LaunchConfig(grid=(n + 255) // 256, block=256)
-    launch(s, config, kernel, np.float32(2.0), x.data_ptr(), y.data_ptr(), out.data_ptr(), np.uint64(n))
+    launch(
+        s, config, kernel, np.float32(2.0), x.data_ptr(), y.data_ptr(), out.data_ptr(), np.uint64(n)
+    )
     ts.synchronize()
     if not torch.allclose(out, 2.0 * x + y):
         print("FAIL: saxpy result is wrong", file=sys.stderr)

@@ -56,9 +56,19 @@ def bias_relu(x, bias, kernels: dict, stream, out=None):
     blocks = min((rows * cols + 255) // 256, 4096)  # the grid-stride loop covers the rest
     if not isinstance(stream, Stream):
         stream = Stream(stream)  # borrows PyTorch's stream (never destroys it)
-    launch(stream, LaunchConfig(grid=blocks, block=256), kernels[x.dtype],
-           x.data_ptr(), bias.data_ptr(), out.data_ptr(), np.int64(rows), np.int32(cols))
+    launch(
+        stream,
+        LaunchConfig(grid=blocks, block=256),
+        kernels[x.dtype],
+        x.data_ptr(),
+        bias.data_ptr(),
+        out.data_ptr(),
+        np.int64(rows),
+        np.int32(cols),
+    )
     return out
+
+
 # [/function]
 
 
@@ -66,15 +76,22 @@ def main() -> int:
     torch = need_module("torch")
     dev = need_gpu()
     if not torch.cuda.is_available():
-        print("pytorch_tutorial: FAILED: a GPU is present but this PyTorch cannot use it (a CPU-only build?)",
-              file=sys.stderr)
+        print(
+            "pytorch_tutorial: FAILED: a GPU is present but this PyTorch cannot use it (a CPU-only build?)",
+            file=sys.stderr,
+        )
         return 1
 
     # [compile]
     dev.set_current()  # the device's primary context: the one PyTorch uses as well
     options = ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")
-    module = Program(CODE, code_type="c++", options=options).compile("cubin", name_expressions=NAMES)
-    kernels = {torch.float32: module.get_kernel(NAMES[0]), torch.float64: module.get_kernel(NAMES[1])}
+    module = Program(CODE, code_type="c++", options=options).compile(
+        "cubin", name_expressions=NAMES
+    )
+    kernels = {
+        torch.float32: module.get_kernel(NAMES[0]),
+        torch.float64: module.get_kernel(NAMES[1]),
+    }
     # [/compile]
 
     # [tensors]
@@ -91,8 +108,10 @@ def main() -> int:
         same64 = torch.equal(y64, torch.relu(x.double() + bias.double()))
     # [/tensors]
     if not (same32 and same64):
-        print(f"pytorch_tutorial: WRONG RESULT (float32 equal: {same32}, float64 equal: {same64})",
-              file=sys.stderr)
+        print(
+            f"pytorch_tutorial: WRONG RESULT (float32 equal: {same32}, float64 equal: {same64})",
+            file=sys.stderr,
+        )
         return 1
 
     # [buffer]
@@ -106,9 +125,14 @@ def main() -> int:
     buf.close(stream)
     # [/buffer]
     if not same_buf:
-        print("pytorch_tutorial: WRONG RESULT in the cuda_core Buffer seen from PyTorch", file=sys.stderr)
+        print(
+            "pytorch_tutorial: WRONG RESULT in the cuda_core Buffer seen from PyTorch",
+            file=sys.stderr,
+        )
         return 1
-    print(f"pytorch_tutorial: bias + ReLU on {tuple(x.shape)} float32 and float64 tensors equals PyTorch's")
+    print(
+        f"pytorch_tutorial: bias + ReLU on {tuple(x.shape)} float32 and float64 tensors equals PyTorch's"
+    )
     return 0
 
 

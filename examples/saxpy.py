@@ -29,7 +29,9 @@ def main() -> int:
     dev = need_gpu()
     dev.set_current()
     s = dev.create_stream()
-    prog = Program(CODE, code_type="c++", options=ProgramOptions(std="c++17", arch=f"sm_{dev.arch}"))
+    prog = Program(
+        CODE, code_type="c++", options=ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")
+    )
     mod = prog.compile("cubin", name_expressions=("saxpy<float>", "saxpy<double>"))
 
     n = 1 << 20

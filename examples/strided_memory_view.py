@@ -36,8 +36,15 @@ def scale(arr, factor, stream, kernel):
         host = np.from_dlpack(view)
         host *= factor
         return
-    launch(stream, LaunchConfig(grid=(n + 255) // 256, block=256), kernel,
-           view.ptr, np.int64(n), np.int64(stride), np.float32(factor))
+    launch(
+        stream,
+        LaunchConfig(grid=(n + 255) // 256, block=256),
+        kernel,
+        view.ptr,
+        np.int64(n),
+        np.int64(stride),
+        np.float32(factor),
+    )
 
 
 def main() -> int:
@@ -58,8 +65,11 @@ def main() -> int:
     dev = need_gpu()
     dev.set_current()
     s = dev.create_stream()
-    kernel = (Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))
-              .compile("cubin").get_kernel("scale_strided"))
+    kernel = (
+        Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))
+        .compile("cubin")
+        .get_kernel("scale_strided")
+    )
     d = cp.arange(12, dtype=cp.float32)
     cp.cuda.Device().synchronize()
     scale(d[::3], 2.0, s, kernel)

@@ -24,10 +24,17 @@ extern "C" __global__ void describe(Particle p, double scale, double* out) {
 
 
 class Particle(ctypes.Structure):
-    _fields_ = [("kind", ctypes.c_int8), ("mass", ctypes.c_double), ("pos", ctypes.c_float * 3), ("id", ctypes.c_int16)]
+    _fields_ = [
+        ("kind", ctypes.c_int8),
+        ("mass", ctypes.c_double),
+        ("pos", ctypes.c_float * 3),
+        ("id", ctypes.c_int16),
+    ]
 
 
-PARTICLE = np.dtype([("kind", np.int8), ("mass", np.float64), ("pos", np.float32, 3), ("id", np.int16)], align=True)
+PARTICLE = np.dtype(
+    [("kind", np.int8), ("mass", np.float64), ("pos", np.float32, 3), ("id", np.int16)], align=True
+)
 
 
 def main() -> int:
@@ -52,7 +59,14 @@ def main() -> int:
         print(f"{label}: {host.tolist()} {'OK' if good else 'WRONG'}")
     # A struct of the wrong size is refused before the launch, naming the parameter.
     try:
-        launch(s, LaunchConfig(grid=1, block=1), ker, np.array([(1, 2.0)], dtype=[("a", "i1"), ("b", "f8")])[0], 2.0, out)
+        launch(
+            s,
+            LaunchConfig(grid=1, block=1),
+            ker,
+            np.array([(1, 2.0)], dtype=[("a", "i1"), ("b", "f8")])[0],
+            2.0,
+            out,
+        )
         print("a wrongly sized struct was not refused", file=sys.stderr)
         ok = False
     except TypeError as exc:

@@ -31,7 +31,11 @@ def main() -> int:
     dev = need_gpu(min_arch=90)  # thread block clusters need compute capability 9.0
     dev.set_current()
     s = dev.create_stream()
-    ker = Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin").get_kernel("whoami")
+    ker = (
+        Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))
+        .compile("cubin")
+        .get_kernel("whoami")
+    )
     config = LaunchConfig(grid=(2, 2), cluster=(2, 2), block=64)  # 4 x 4 blocks in all
     gx, gy, _ = config.grid_blocks
     out = dev.allocate(gx * gy * 3 * 4, stream=s)
@@ -41,7 +45,11 @@ def main() -> int:
     s.sync()
     ys, xs = np.mgrid[0:gy, 0:gx]
     expected_rank = (ys % 2) * 2 + (xs % 2)
-    ok = (host[..., 0] == expected_rank).all() and (host[..., 1] == 2).all() and (host[..., 2] == 2).all()
+    ok = (
+        (host[..., 0] == expected_rank).all()
+        and (host[..., 1] == 2).all()
+        and (host[..., 2] == 2).all()
+    )
     print("cluster ranks:\n", host[..., 0])
     out.close()
     s.close()

@@ -26,8 +26,12 @@ def main() -> int:
     dev = need_gpu()
     dev.set_current()
     s = dev.create_stream()
-    prog = Program(CODE, code_type="c++", options=ProgramOptions(std="c++17", arch=f"sm_{dev.arch}"))
-    ker = prog.compile("cubin", name_expressions=("vector_add<float>",)).get_kernel("vector_add<float>")
+    prog = Program(
+        CODE, code_type="c++", options=ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")
+    )
+    ker = prog.compile("cubin", name_expressions=("vector_add<float>",)).get_kernel(
+        "vector_add<float>"
+    )
 
     n = 1_000_000
     rng = np.random.default_rng(0)

@@ -46,9 +46,17 @@ def pytest_runtest_setup(item):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if report.failed and os.environ.get(precompiled.ENV) and precompiled.failed_for_want_of_nvrtc_12(str(report.longrepr)):
+    if (
+        report.failed
+        and os.environ.get(precompiled.ENV)
+        and precompiled.failed_for_want_of_nvrtc_12(str(report.longrepr))
+    ):
         report.outcome = "skipped"
-        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {precompiled.SKIP_REASON}")
+        report.longrepr = (
+            str(item.path),
+            item.location[1] or 0,
+            f"Skipped: {precompiled.SKIP_REASON}",
+        )
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -60,7 +68,9 @@ def pytest_sessionfinish(session, exitstatus):
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None:
             tr.write_line("")
-            tr.write_line(f"FAILED: the tests wrote into the user's compile cache: {changed[:5]}", red=True)
+            tr.write_line(
+                f"FAILED: the tests wrote into the user's compile cache: {changed[:5]}", red=True
+            )
     shutil.rmtree(_session_cache, ignore_errors=True)
 
 

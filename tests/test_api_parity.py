@@ -172,7 +172,11 @@ CLASSES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("KernelNode", ("cuda.core.graph.KernelNode",), ("cuda_core.graph.KernelNode",)),
     ("MemcpyNode", ("cuda.core.graph.MemcpyNode",), ("cuda_core.graph.MemcpyNode",)),
     ("MemsetNode", ("cuda.core.graph.MemsetNode",), ("cuda_core.graph.MemsetNode",)),
-    ("HostCallbackNode", ("cuda.core.graph.HostCallbackNode",), ("cuda_core.graph.HostCallbackNode",)),
+    (
+        "HostCallbackNode",
+        ("cuda.core.graph.HostCallbackNode",),
+        ("cuda_core.graph.HostCallbackNode",),
+    ),
     ("EventRecordNode", ("cuda.core.graph.EventRecordNode",), ("cuda_core.graph.EventRecordNode",)),
     ("EventWaitNode", ("cuda.core.graph.EventWaitNode",), ("cuda_core.graph.EventWaitNode",)),
     ("ChildGraphNode", ("cuda.core.graph.ChildGraphNode",), ("cuda_core.graph.ChildGraphNode",)),
@@ -183,14 +187,46 @@ CLASSES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("IfElseNode", ("cuda.core.graph.IfElseNode",), ("cuda_core.graph.IfElseNode",)),
     ("SwitchNode", ("cuda.core.graph.SwitchNode",), ("cuda_core.graph.SwitchNode",)),
     ("WhileNode", ("cuda.core.graph.WhileNode",), ("cuda_core.graph.WhileNode",)),
-    ("ExecutableGraphNode", ("cuda.core.graph.ExecutableGraphNode",), ("cuda_core.graph.ExecutableGraphNode",)),
-    ("ExecutableKernelNode", ("cuda.core.graph.ExecutableKernelNode",), ("cuda_core.graph.ExecutableKernelNode",)),
-    ("ExecutableMemcpyNode", ("cuda.core.graph.ExecutableMemcpyNode",), ("cuda_core.graph.ExecutableMemcpyNode",)),
-    ("ExecutableMemsetNode", ("cuda.core.graph.ExecutableMemsetNode",), ("cuda_core.graph.ExecutableMemsetNode",)),
-    ("ExecutableHostCallbackNode", ("cuda.core.graph.ExecutableHostCallbackNode",), ("cuda_core.graph.ExecutableHostCallbackNode",)),
-    ("ExecutableEventRecordNode", ("cuda.core.graph.ExecutableEventRecordNode",), ("cuda_core.graph.ExecutableEventRecordNode",)),
-    ("ExecutableEventWaitNode", ("cuda.core.graph.ExecutableEventWaitNode",), ("cuda_core.graph.ExecutableEventWaitNode",)),
-    ("ExecutableChildGraphNode", ("cuda.core.graph.ExecutableChildGraphNode",), ("cuda_core.graph.ExecutableChildGraphNode",)),
+    (
+        "ExecutableGraphNode",
+        ("cuda.core.graph.ExecutableGraphNode",),
+        ("cuda_core.graph.ExecutableGraphNode",),
+    ),
+    (
+        "ExecutableKernelNode",
+        ("cuda.core.graph.ExecutableKernelNode",),
+        ("cuda_core.graph.ExecutableKernelNode",),
+    ),
+    (
+        "ExecutableMemcpyNode",
+        ("cuda.core.graph.ExecutableMemcpyNode",),
+        ("cuda_core.graph.ExecutableMemcpyNode",),
+    ),
+    (
+        "ExecutableMemsetNode",
+        ("cuda.core.graph.ExecutableMemsetNode",),
+        ("cuda_core.graph.ExecutableMemsetNode",),
+    ),
+    (
+        "ExecutableHostCallbackNode",
+        ("cuda.core.graph.ExecutableHostCallbackNode",),
+        ("cuda_core.graph.ExecutableHostCallbackNode",),
+    ),
+    (
+        "ExecutableEventRecordNode",
+        ("cuda.core.graph.ExecutableEventRecordNode",),
+        ("cuda_core.graph.ExecutableEventRecordNode",),
+    ),
+    (
+        "ExecutableEventWaitNode",
+        ("cuda.core.graph.ExecutableEventWaitNode",),
+        ("cuda_core.graph.ExecutableEventWaitNode",),
+    ),
+    (
+        "ExecutableChildGraphNode",
+        ("cuda.core.graph.ExecutableChildGraphNode",),
+        ("cuda_core.graph.ExecutableChildGraphNode",),
+    ),
     (
         "StridedMemoryView",
         ("cuda.core.utils.StridedMemoryView",),
@@ -235,11 +271,29 @@ CLASSES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # The objects system.Device's queries return (cuda.core keeps them in system._device and
     # system._system_events; ours live in the module of their concept).
     *[
-        (f"system.{name}", (f"cuda.core.system._device.{name}",), (f"cuda_core.system.{mod}.{name}",))
+        (
+            f"system.{name}",
+            (f"cuda.core.system._device.{name}",),
+            (f"cuda_core.system.{mod}.{name}",),
+        )
         for mod, names in (
-            ("_device_info", ("BAR1MemoryInfo", "MemoryInfo", "PciInfo", "ProcessInfo", "Utilization")),
-            ("_clocks", ("ClockInfo", "ClockOffsets", "GpuDynamicPstatesInfo", "GpuDynamicPstatesUtilization")),
-            ("_thermal", ("CoolerInfo", "FanInfo", "Temperature", "ThermalSensor", "ThermalSettings")),
+            (
+                "_device_info",
+                ("BAR1MemoryInfo", "MemoryInfo", "PciInfo", "ProcessInfo", "Utilization"),
+            ),
+            (
+                "_clocks",
+                (
+                    "ClockInfo",
+                    "ClockOffsets",
+                    "GpuDynamicPstatesInfo",
+                    "GpuDynamicPstatesUtilization",
+                ),
+            ),
+            (
+                "_thermal",
+                ("CoolerInfo", "FanInfo", "Temperature", "ThermalSensor", "ThermalSettings"),
+            ),
             ("_board", ("DeviceAttributes", "InforomInfo", "RepairStatus")),
             ("_mig", ("MigInfo",)),
             ("_field_values", ("FieldValue", "FieldValues")),
@@ -248,17 +302,39 @@ CLASSES: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
         for name in names
     ],
     *[
-        (f"system.{name}", (f"cuda.core.system._system_events.{name}",), (f"cuda_core.system._events.{name}",))
+        (
+            f"system.{name}",
+            (f"cuda.core.system._system_events.{name}",),
+            (f"cuda_core.system._events.{name}",),
+        )
         for name in ("RegisteredSystemEvents", "SystemEvent", "SystemEvents")
     ],
     # The enumerations of cuda.core.system.typing: every member must exist here too.
     *[
-        (f"system.typing.{name}", (f"cuda.core.system.typing.{name}",), (f"cuda_core.system.typing.{name}",))
+        (
+            f"system.typing.{name}",
+            (f"cuda.core.system.typing.{name}",),
+            (f"cuda_core.system.typing.{name}",),
+        )
         for name in (
-            "AddressingMode", "AffinityScope", "ClockId", "ClockType", "ClocksEventReasons",
-            "CoolerControl", "CoolerTarget", "DeviceArch", "EventType", "FanControlPolicy",
-            "GpuP2PCapsIndex", "GpuP2PStatus", "GpuTopologyLevel", "InforomObject",
-            "SystemEventType", "TemperatureThresholds", "ThermalController", "ThermalTarget",
+            "AddressingMode",
+            "AffinityScope",
+            "ClockId",
+            "ClockType",
+            "ClocksEventReasons",
+            "CoolerControl",
+            "CoolerTarget",
+            "DeviceArch",
+            "EventType",
+            "FanControlPolicy",
+            "GpuP2PCapsIndex",
+            "GpuP2PStatus",
+            "GpuTopologyLevel",
+            "InforomObject",
+            "SystemEventType",
+            "TemperatureThresholds",
+            "ThermalController",
+            "ThermalTarget",
         )
     ],
     ("checkpoint.Process", ("cuda.core.checkpoint.Process",), ("cuda_core.checkpoint.Process",)),
@@ -611,13 +687,19 @@ def test_class_parity(label, ref_paths, ours_paths):
 
 def test_known_gaps_are_still_gaps():
     if not KNOWN_GAPS:
-        pytest.skip("KNOWN_GAPS is empty: no entry to re-check (test_class_parity and "
-                    "test_public_names_exist fail on any gap)")
+        pytest.skip(
+            "KNOWN_GAPS is empty: no entry to re-check (test_class_parity and "
+            "test_public_names_exist fail on any gap)"
+        )
     if cuda_core_ref.__version__ != AUDITED_VERSION:
         pytest.skip(f"KNOWN_GAPS was audited against cuda.core {AUDITED_VERSION}")
-    if not getattr(importlib.import_module("cuda.core.system"), "CUDA_BINDINGS_NVML_IS_COMPATIBLE", True):
-        pytest.skip("KNOWN_GAPS was audited with cuda-bindings that have NVML (12.9.6+, 13.2+), "
-                    "without which cuda.core has no system.Device")
+    if not getattr(
+        importlib.import_module("cuda.core.system"), "CUDA_BINDINGS_NVML_IS_COMPATIBLE", True
+    ):
+        pytest.skip(
+            "KNOWN_GAPS was audited with cuda-bindings that have NVML (12.9.6+, 13.2+), "
+            "without which cuda.core has no system.Device"
+        )
     fixed = sorted(KNOWN_GAPS - _all_gaps())
     assert not fixed, f"fixed: remove these entries from KNOWN_GAPS: {fixed}"
 

@@ -18,8 +18,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run(code: str, **env: str) -> str:
-    full_env = {**os.environ, **env, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120)
+    full_env = {
+        **os.environ,
+        **env,
+        "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     return out.stdout
 
@@ -38,7 +44,9 @@ def test_native_backend_is_used_where_a_compiler_is():
     # The README's install builds cuda_core._native (setup.py) wherever a C compiler is; running
     # on pure Python there means a failed, skipped or stale build, unless asked for on purpose.
     if _backend._switched_off():
-        pytest.skip(f"pure-Python backend selected on purpose (CUDA_CORE_NO_FASTPATH={os.environ['CUDA_CORE_NO_FASTPATH']})")
+        pytest.skip(
+            f"pure-Python backend selected on purpose (CUDA_CORE_NO_FASTPATH={os.environ['CUDA_CORE_NO_FASTPATH']})"
+        )
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler (cc or gcc) on PATH: the native backend is optional")
     assert _backend.NATIVE, f"native backend not in use: {_backend.REASON}"

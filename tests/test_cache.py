@@ -42,11 +42,15 @@ def cache_dir(tmp_path, monkeypatch):
 
 def _compile(code=TEMPLATED, names=NAMES, target="cubin", **kw):
     kw.setdefault("arch", ARCH)
-    return Program(code, "c++", options=ProgramOptions(**kw)).compile(target, name_expressions=names)
+    return Program(code, "c++", options=ProgramOptions(**kw)).compile(
+        target, name_expressions=names
+    )
 
 
 def _entry_files(d):
-    return sorted(p for p in (d / "entries").rglob("*") if p.is_file() and not p.name.startswith(".tmp-"))
+    return sorted(
+        p for p in (d / "entries").rglob("*") if p.is_file() and not p.name.startswith(".tmp-")
+    )
 
 
 def test_utils_exports_exist():
@@ -90,7 +94,9 @@ def test_hit_in_a_fresh_process(cache_dir):
         "print(g().disk_hits, g().misses, o.symbol_mapping['scale<double>'].decode())\n"
     )
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
     assert out.stdout.split() == ["1", "0", "_Z5scaleIdEvPT_S0_m"]
 
 
@@ -110,25 +116,53 @@ def test_hit_in_a_fresh_process(cache_dir):
 )
 def test_key_changes_with_every_input(change):
     base = {"code": TEMPLATED, "names": NAMES, "target": "cubin", "arch": ARCH}
-    k0 = make_program_cache_key(code=base["code"], code_type="c++", options=ProgramOptions(arch=ARCH),
-                                target_type="cubin", name_expressions=NAMES)
+    k0 = make_program_cache_key(
+        code=base["code"],
+        code_type="c++",
+        options=ProgramOptions(arch=ARCH),
+        target_type="cubin",
+        name_expressions=NAMES,
+    )
     args = {**base, **change}
     opt_kw = {k: v for k, v in args.items() if k not in ("code", "names", "target")}
-    k1 = make_program_cache_key(code=args["code"], code_type="c++", options=ProgramOptions(**opt_kw),
-                                target_type=args["target"], name_expressions=args["names"])
+    k1 = make_program_cache_key(
+        code=args["code"],
+        code_type="c++",
+        options=ProgramOptions(**opt_kw),
+        target_type=args["target"],
+        name_expressions=args["names"],
+    )
     assert len(k0) == len(k1) == 32
     assert k0 != k1
 
 
 def test_key_is_stable_and_order_free():
     o = ProgramOptions(arch=ARCH)
-    k = make_program_cache_key(code=TEMPLATED, code_type="c++", options=o, target_type="cubin", name_expressions=NAMES)
-    assert k == make_program_cache_key(code=TEMPLATED, code_type="c++", options=ProgramOptions(arch=ARCH),
-                                       target_type="cubin", name_expressions=NAMES[::-1])
-    assert k != make_program_cache_key(code=TEMPLATED, code_type="c++", options=o, target_type="cubin",
-                                       name_expressions=[n.encode() for n in NAMES])
-    assert k != make_program_cache_key(code=TEMPLATED, code_type="c++", options=o, target_type="cubin",
-                                       name_expressions=NAMES, extra_digest=b"x")
+    k = make_program_cache_key(
+        code=TEMPLATED, code_type="c++", options=o, target_type="cubin", name_expressions=NAMES
+    )
+    assert k == make_program_cache_key(
+        code=TEMPLATED,
+        code_type="c++",
+        options=ProgramOptions(arch=ARCH),
+        target_type="cubin",
+        name_expressions=NAMES[::-1],
+    )
+    assert k != make_program_cache_key(
+        code=TEMPLATED,
+        code_type="c++",
+        options=o,
+        target_type="cubin",
+        name_expressions=[n.encode() for n in NAMES],
+    )
+    assert k != make_program_cache_key(
+        code=TEMPLATED,
+        code_type="c++",
+        options=o,
+        target_type="cubin",
+        name_expressions=NAMES,
+        extra_digest=b"x",
+    )
     with pytest.raises(ValueError, match="target_type"):
         make_program_cache_key(code="x", code_type="ptx", options=o, target_type="ltoir")
 
@@ -240,7 +274,14 @@ def test_update_stores_mappings_and_pairs(tmp_path):
         c.update({b"a": b"1", "b": b"22"})
         c.update([(b"c", obj), ("d", bytearray(b"4"))])
         c.update(((b"e", b"5"),), f=b"6")
-        assert [c[k] for k in (b"a", b"b", b"c", b"d", b"e", b"f")] == [b"1", b"22", obj.code, b"4", b"5", b"6"]
+        assert [c[k] for k in (b"a", b"b", b"c", b"d", b"e", b"f")] == [
+            b"1",
+            b"22",
+            obj.code,
+            b"4",
+            b"5",
+            b"6",
+        ]
         assert len(c) == 6
         with pytest.raises(TypeError, match="items must be"):
             c.update(5)
@@ -260,7 +301,9 @@ def test_file_cache_is_unbounded_by_default(tmp_path):
     for i in range(4):
         fc[f"k{i}".encode()] = bytes(2000)
     assert len(fc) == 4
-    assert get_default_program_cache().disk.max_size_bytes == 1 << 30  # the default cache keeps a cap
+    assert (
+        get_default_program_cache().disk.max_size_bytes == 1 << 30
+    )  # the default cache keeps a cap
 
 
 def test_file_cache_rejects_foreign_entry(tmp_path):
@@ -278,7 +321,9 @@ def _worker(args):
     os.environ["CUDA_CORE_CACHE_DIR"] = d
     out = []
     for _ in range(n):
-        o = Program(TEMPLATED, options=ProgramOptions(arch=ARCH)).compile("cubin", name_expressions=NAMES)
+        o = Program(TEMPLATED, options=ProgramOptions(arch=ARCH)).compile(
+            "cubin", name_expressions=NAMES
+        )
         out.append((o.code, o.symbol_mapping))
     fc = FileStreamProgramCache(os.path.join(d, "raw"))
     for i in range(20):

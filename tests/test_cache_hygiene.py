@@ -21,7 +21,9 @@ def test_session_compiles_into_its_temporary_cache(session_cache_dir):
 
 def test_compiling_here_and_in_a_subprocess_leaves_the_user_cache_alone(session_cache_dir):
     before = user_cache_snapshot()
-    Program('extern "C" __global__ void hygiene(){}', options=ProgramOptions(arch="sm_90")).compile("ptx")
+    Program('extern "C" __global__ void hygiene(){}', options=ProgramOptions(arch="sm_90")).compile(
+        "ptx"
+    )
     code = (
         "from cuda_core import Program, ProgramOptions\n"
         "Program('extern \"C\" __global__ void hygiene2(){}', options=ProgramOptions(arch='sm_90')).compile('ptx')\n"

@@ -28,6 +28,7 @@ HostFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 # --------------------------------------------------------------------------------------------
 # CPU tier
 
+
 def test_host_launch_is_public():
     assert cuda_core.host_launch is host_launch
     assert "host_launch" in cuda_core.__all__
@@ -42,12 +43,15 @@ def test_host_launch_refuses_what_is_not_a_stream(stream):
 # --------------------------------------------------------------------------------------------
 # GPU tier
 
+
 @pytest.fixture(scope="module")
 def bump(dev):
     from cuda_core import Program, ProgramOptions
 
-    return Program(BUMP, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin").get_kernel(
-        "bump"
+    return (
+        Program(BUMP, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))
+        .compile("cubin")
+        .get_kernel("bump")
     )
 
 

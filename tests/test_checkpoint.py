@@ -17,8 +17,10 @@ from cuda_core.checkpoint import _restore_args as restore_args
 # -- CPU tier ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pid,exc", [(0, ValueError), (-5, ValueError), (True, TypeError),
-                                     (1.0, TypeError), ("12", TypeError)])
+@pytest.mark.parametrize(
+    "pid,exc",
+    [(0, ValueError), (-5, ValueError), (True, TypeError), (1.0, TypeError), ("12", TypeError)],
+)
 def test_pid_is_checked(pid, exc):
     with pytest.raises(exc, match="pid must be"):
         Process(pid)
@@ -52,7 +54,9 @@ def test_restore_mapping_builds_gpu_pairs():
     old, new = "00112233-4455-6677-8899-aabbccddeeff", "GPU-ffeeddcc-bbaa-9988-7766-554433221100"
     keep: list = []
     if BINDINGS_MAJOR < 13:  # the 12.x bindings have no CUcheckpointGpuPair
-        with pytest.raises(RuntimeError, match=r"gpu_mapping needs cuda-bindings 13\.0 or newer \(installed: 12\."):
+        with pytest.raises(
+            RuntimeError, match=r"gpu_mapping needs cuda-bindings 13\.0 or newer \(installed: 12\."
+        ):
             restore_args({old: new}, keep)
         return
     args = restore_args({old: new}, keep)
@@ -99,7 +103,10 @@ _CHILD = textwrap.dedent(
 def test_checkpoint_restore_round_trip_of_a_child():
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         line = child.stdout.readline().strip()

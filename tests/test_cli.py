@@ -62,7 +62,9 @@ def test_report_with_gpu_lists_devices_and_launches(default_run):
         assert f"[{i}] {dev.name}, compute capability {cc.major}.{cc.minor}" in out
     major, minor = system.get_driver_version()
     assert f"supports CUDA {major}.{minor}" in out
-    if precompiled.REFUSED_NEWER_NVRTC in out:  # cuda-bindings 12.x beside NVRTC 13 only: no compiler
+    if (
+        precompiled.REFUSED_NEWER_NVRTC in out
+    ):  # cuda-bindings 12.x beside NVRTC 13 only: no compiler
         pytest.skip(precompiled.SKIP_REASON)
     assert "verified 1000 results" in out
 
@@ -107,7 +109,11 @@ def _run_env(env_extra: dict[str, str], *args: str) -> subprocess.CompletedProce
 
     env = {**os.environ, **env_extra}
     return subprocess.run(
-        [sys.executable, "-m", "cuda_core", *args], capture_output=True, text=True, timeout=300, env=env
+        [sys.executable, "-m", "cuda_core", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
 
 
@@ -119,7 +125,9 @@ def _fill_cache(path) -> None:
     old = os.environ.get("CUDA_CORE_CACHE_DIR")
     os.environ["CUDA_CORE_CACHE_DIR"] = str(path)
     try:
-        Program('extern "C" __global__ void cli_fill() {}', options=ProgramOptions(arch="sm_90")).compile("ptx")
+        Program(
+            'extern "C" __global__ void cli_fill() {}', options=ProgramOptions(arch="sm_90")
+        ).compile("ptx")
     finally:
         if old is None:
             del os.environ["CUDA_CORE_CACHE_DIR"]
@@ -135,8 +143,16 @@ def test_json_report_is_one_object_with_every_part(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     info = json.loads(proc.stdout)
     assert set(info) >= {
-        "cuda_core", "python", "cuda_bindings", "backend", "driver", "gpus", "compilers", "cache",
-        "frameworks", "self_check",
+        "cuda_core",
+        "python",
+        "cuda_bindings",
+        "backend",
+        "driver",
+        "gpus",
+        "compilers",
+        "cache",
+        "frameworks",
+        "self_check",
     }
     assert info["cache"]["path"] == str(tmp_path)
     assert info["cache"]["entries"] >= 1 and info["cache"]["bytes"] > 0
@@ -189,9 +205,13 @@ def test_show_config_prints_and_returns_the_dict(capsys):
 def test_missing_nvrtc_is_reported_with_the_remedy(tmp_path, monkeypatch):
     from tests.test_install import REMEDY, run_without
 
-    monkeypatch.setenv("CUDA_CORE_CACHE_DIR", str(tmp_path))  # an empty cache: the check must compile
+    monkeypatch.setenv(
+        "CUDA_CORE_CACHE_DIR", str(tmp_path)
+    )  # an empty cache: the check must compile
 
-    proc = run_without(("nvrtc",), "import sys; from cuda_core.__main__ import main; sys.exit(main())")
+    proc = run_without(
+        ("nvrtc",), "import sys; from cuda_core.__main__ import main; sys.exit(main())"
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"NVRTC: not found; install it with: {REMEDY}" in proc.stdout
     assert "Self-check FAILED." in proc.stdout
@@ -242,13 +262,27 @@ def test_cpu_only_torch_says_so(monkeypatch):
     ("native", "reason", "compiler", "state", "rebuild"),
     [
         (True, "on", "/usr/bin/cc", "on", False),
-        (False, "switched off (CUDA_CORE_NO_FASTPATH is set)", "/usr/bin/cc", "switched off", False),
-        (False, "not built (No module named 'cuda_core._native')", "/usr/bin/cc", "not built", True),
+        (
+            False,
+            "switched off (CUDA_CORE_NO_FASTPATH is set)",
+            "/usr/bin/cc",
+            "switched off",
+            False,
+        ),
+        (
+            False,
+            "not built (No module named 'cuda_core._native')",
+            "/usr/bin/cc",
+            "not built",
+            True,
+        ),
         (False, "not built (No module named 'cuda_core._native')", None, "not built", False),
         (False, "ABI mismatch (built 3, needs 4); rebuild: x", None, "ABI mismatch", True),
     ],
 )
-def test_backend_status_names_the_rebuild_command(monkeypatch, native, reason, compiler, state, rebuild):
+def test_backend_status_names_the_rebuild_command(
+    monkeypatch, native, reason, compiler, state, rebuild
+):
     from cuda_core import _backend, _config
 
     monkeypatch.setattr(_backend, "NATIVE", native)
@@ -257,5 +291,9 @@ def test_backend_status_names_the_rebuild_command(monkeypatch, native, reason, c
     st = _config.backend_status()
     assert st["state"] == state
     assert (st["rebuild"] == _backend.REBUILD_COMMAND) is rebuild
-    line = next(ln for ln in _config.format_report({**_config.collect(), "backend": st}) if ln.startswith("handle layer"))
+    line = next(
+        ln
+        for ln in _config.format_report({**_config.collect(), "backend": st})
+        if ln.startswith("handle layer")
+    )
     assert (_backend.REBUILD_COMMAND in line or "rebuild: x" in line) is rebuild

@@ -70,10 +70,15 @@ def test_every_driver_name_resolves_or_is_guarded():
 def test_every_enum_member_used_exists():
     missing = []
     for path, text in _sources().items():
-        aliases = dict(re.findall(r"^\s*(_?[A-Za-z_0-9]+)\s*=\s*driver\.(CU[A-Za-z_0-9]+)\s*$", text, re.M))
+        aliases = dict(
+            re.findall(r"^\s*(_?[A-Za-z_0-9]+)\s*=\s*driver\.(CU[A-Za-z_0-9]+)\s*$", text, re.M)
+        )
         refs = re.findall(r"\bdriver\.(CU[A-Za-z_0-9]+)\.([A-Z][A-Z0-9_]+)\b", text)
         for alias, typ in aliases.items():
-            refs += [(typ, m) for m in re.findall(r"\b" + re.escape(alias) + r"\.([A-Z][A-Z0-9_]+)\b", text)]
+            refs += [
+                (typ, m)
+                for m in re.findall(r"\b" + re.escape(alias) + r"\.([A-Z][A-Z0-9_]+)\b", text)
+            ]
         for typ, member in refs:
             if typ in GUARDED_13_ONLY and not V13:
                 continue
@@ -90,13 +95,19 @@ def test_calls_only_13_binds_raise_naming_the_version():
         assert fn.__name__ == name
         if V13 and hasattr(raw, name):
             continue
-        with pytest.raises(NotImplementedError, match=rf"^{name} needs cuda-bindings 13\.\d or newer \(installed: 12\."):
+        with pytest.raises(
+            NotImplementedError,
+            match=rf"^{name} needs cuda-bindings 13\.\d or newer \(installed: 12\.",
+        ):
             fn()
         assert not _compat.has(name)
 
 
 def _typedef_versions() -> dict[str, int] | None:
-    for root in ("/usr/local/cuda/include", *sorted(map(str, Path("/usr/local").glob("cuda-1[3-9]*/include")))):
+    for root in (
+        "/usr/local/cuda/include",
+        *sorted(map(str, Path("/usr/local").glob("cuda-1[3-9]*/include"))),
+    ):
         header = Path(root) / "cudaTypedefs.h"
         if header.is_file():
             intro: dict[str, int] = {}
@@ -114,7 +125,9 @@ def test_since_table_matches_cuda_headers():
     for name in sorted(_driver_calls()):
         v = intro.get(name)
         if v is None:
-            if name.startswith("cuGraphicsGL") or name in SINCE:  # cudaGL.h; or newer than the header
+            if (
+                name.startswith("cuGraphicsGL") or name in SINCE
+            ):  # cudaGL.h; or newer than the header
                 continue
             wrong.append(f"{name}: not in cudaTypedefs.h and not in SINCE")
             continue
@@ -136,7 +149,13 @@ FORMS_13 = {
     "cuGraphAddNode": ["hGraph", "dependencies", "dependencyData", "numDependencies", "nodeParams"],
     "cuGraphAddDependencies": ["hGraph", "from_", "to", "edgeData", "numDependencies"],
     "cuGraphRemoveDependencies": ["hGraph", "from_", "to", "edgeData", "numDependencies"],
-    "cuStreamUpdateCaptureDependencies": ["hStream", "dependencies", "dependencyData", "numDependencies", "flags"],
+    "cuStreamUpdateCaptureDependencies": [
+        "hStream",
+        "dependencies",
+        "dependencyData",
+        "numDependencies",
+        "flags",
+    ],
     "cuStreamGetCaptureInfo": ["hStream"],
     "cuGraphGetEdges": ["hGraph", "numEdges"],
     "cuGraphNodeGetDependencies": ["hNode", "numDependencies"],
@@ -170,9 +189,11 @@ class _Recorder:
 
     def __getattr__(self, name):
         if name.startswith("cu") and name[2:3].isupper():
+
             def fn(*args):
                 self.calls.append((name, args))
                 return (raw.CUresult.CUDA_SUCCESS, "payload", 3)
+
             return fn
         return getattr(raw, name)
 
@@ -188,6 +209,7 @@ def recorder(monkeypatch):
 def driver_is(monkeypatch):
     def set_version(major: int, minor: int) -> None:
         monkeypatch.setattr(_compat, "_driver_version", [major * 1000 + minor * 10])
+
     return set_version
 
 
@@ -212,7 +234,10 @@ def test_advise_and_prefetch_use_the_form_every_12x_driver_has(recorder):
 def test_numa_locations_need_the_v2_form_and_a_12_2_driver(recorder, driver_is):
     adv = raw.CUmem_advise.CU_MEM_ADVISE_SET_PREFERRED_LOCATION
     driver_is(12, 1)
-    with pytest.raises(NotImplementedError, match=r"host NUMA node needs an NVIDIA driver for CUDA 12\.2 or newer \(this one supports CUDA 12\.1\)"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"host NUMA node needs an NVIDIA driver for CUDA 12\.2 or newer \(this one supports CUDA 12\.1\)",
+    ):
         _compat._mem_advise(0x1000, 64, adv, _location("HOST_NUMA", 1))
     assert recorder.calls == []
     driver_is(12, 2)
@@ -237,9 +262,14 @@ def test_edge_data_free_calls_use_the_first_form(recorder, driver_is):
         ("cuCtxCreate", (0, "dev")),
     ]
     driver_is(12, 2)
-    with pytest.raises(NotImplementedError, match=r"cuGraphAddNode with edge data needs an NVIDIA driver for CUDA 12\.3"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"cuGraphAddNode with edge data needs an NVIDIA driver for CUDA 12\.3",
+    ):
         _compat._graph_add_node("g", ["a"], ["edge"], 1, "params")
-    with pytest.raises(NotImplementedError, match=r"CUctxCreateParams needs an NVIDIA driver for CUDA 12\.5"):
+    with pytest.raises(
+        NotImplementedError, match=r"CUctxCreateParams needs an NVIDIA driver for CUDA 12\.5"
+    ):
         _compat._ctx_create("params", 0, "dev")
     driver_is(12, 5)
     _compat._graph_add_deps("g", ["a"], ["b"], ["edge"], 1)
@@ -278,7 +308,10 @@ def test_a_call_newer_than_the_driver_names_both_versions(driver_is):
     gated = _compat._gated(module, "cuStreamGetDevice", real, (12, 8))
     assert gated.__name__ == "cuStreamGetDevice"
     driver_is(12, 4)
-    with pytest.raises(NotImplementedError, match=r"^cuStreamGetDevice needs an NVIDIA driver for CUDA 12\.8 or newer \(this one supports CUDA 12\.4\)$"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"^cuStreamGetDevice needs an NVIDIA driver for CUDA 12\.8 or newer \(this one supports CUDA 12\.4\)$",
+    ):
         gated("h")
     assert seen == [] and not hasattr(module, "cuStreamGetDevice")
     driver_is(13, 0)
@@ -293,7 +326,10 @@ def test_require_names_feature_version_and_fix(driver_is):
     assert msg.startswith("a CUDA 14 feature needs cuda-bindings 14.0 or newer (installed: ")
     assert 'pip install "cudacore[cu14]"' in msg
     driver_is(12, 9)
-    with pytest.raises(ValueError, match=r"needs an NVIDIA driver for CUDA 13\.0 or newer \(this one supports CUDA 12\.9\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"needs an NVIDIA driver for CUDA 13\.0 or newer \(this one supports CUDA 12\.9\)",
+    ):
         _compat.require("x", driver=(13, 0), exc=ValueError)
     _compat.require("x", bindings=(12, 9), driver=(12, 9))  # both suffice: no error
     assert _compat.missing("x", bindings=(12, 0)) is None
@@ -310,7 +346,10 @@ def test_has_answers_without_a_driver(driver_is):
 def test_managed_memory_resource_names_cuda_13_on_12x_bindings():
     from cuda_core import ManagedMemoryResource
 
-    with pytest.raises(NotImplementedError, match=r"^ManagedMemoryResource \(managed memory pools\) needs cuda-bindings 13\.0"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"^ManagedMemoryResource \(managed memory pools\) needs cuda-bindings 13\.0",
+    ):
         ManagedMemoryResource()
 
 
@@ -321,7 +360,10 @@ def test_pinned_memory_resource_names_cuda_13_on_12x_bindings():
     from cuda_core import PinnedMemoryResource
 
     for options in (None, {"max_size": 1 << 20}, {"ipc_enabled": True}):
-        with pytest.raises(NotImplementedError, match=r"^PinnedMemoryResource \(pinned host memory pools\) needs cuda-bindings 13\.0"):
+        with pytest.raises(
+            NotImplementedError,
+            match=r"^PinnedMemoryResource \(pinned host memory pools\) needs cuda-bindings 13\.0",
+        ):
             PinnedMemoryResource(options)
     with pytest.raises(RuntimeError):  # what cuda.core raises; NotImplementedError is one
         PinnedMemoryResource()
@@ -331,7 +373,9 @@ def test_pinned_memory_resource_names_cuda_13_on_12x_bindings():
 def test_vmm_managed_names_the_bindings_version_on_12x():
     from cuda_core import VirtualMemoryResourceOptions
 
-    with pytest.raises(ValueError, match=r"allocation_type='managed' needs cuda-bindings 13\.0 or newer"):
+    with pytest.raises(
+        ValueError, match=r"allocation_type='managed' needs cuda-bindings 13\.0 or newer"
+    ):
         VirtualMemoryResourceOptions(allocation_type="managed")
 
 
@@ -349,8 +393,16 @@ def test_cuda13_device_attributes_exist_under_both_majors():
     assert "CU_DEVICE_ATTRIBUTE_MAX" not in names
 
 
-@pytest.mark.parametrize("text,expected", [("12.9.10", (12, 9, 10)), ("13.0.0", (13, 0, 0)), ("13.1", (13, 1, 0)),
-                                           ("13.2.0rc1", (13, 2, 0)), ("12", (12, 0, 0))])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("12.9.10", (12, 9, 10)),
+        ("13.0.0", (13, 0, 0)),
+        ("13.1", (13, 1, 0)),
+        ("13.2.0rc1", (13, 2, 0)),
+        ("12", (12, 0, 0)),
+    ],
+)
 def test_parse_version(text, expected):
     assert _compat.parse_version(text) == expected
 
@@ -370,35 +422,59 @@ def bindings_are(monkeypatch):
         monkeypatch.setattr(_compat, "BINDINGS_TEXT", text)
         monkeypatch.setattr(_compat, "BINDINGS_VERSION", v)
         monkeypatch.setattr(_compat, "BINDINGS_MAJOR", v[0])
+
     return set_bindings
 
 
 def test_pairing_verdicts(bindings_are):
     bindings_are("12.9.10")
     p = _compat.pairing((13, 0))
-    assert p["compatible"] is True and p["extra"] == "cu12" and p["bindings_major"] == 12 and p["driver_cuda"] == "13.0"
-    assert p["verdict"].startswith("compatible (cuda-bindings 12.x on a driver for CUDA 13.0); the features of CUDA 13")
+    assert (
+        p["compatible"] is True
+        and p["extra"] == "cu12"
+        and p["bindings_major"] == 12
+        and p["driver_cuda"] == "13.0"
+    )
+    assert p["verdict"].startswith(
+        "compatible (cuda-bindings 12.x on a driver for CUDA 13.0); the features of CUDA 13"
+    )
     assert 'pip install "cudacore[cu13]"' in p["verdict"]
-    assert _compat.pairing((12, 4))["verdict"] == "compatible (cuda-bindings 12.x on a driver for CUDA 12.4)"
+    assert (
+        _compat.pairing((12, 4))["verdict"]
+        == "compatible (cuda-bindings 12.x on a driver for CUDA 12.4)"
+    )
     assert _compat.pairing(None)["compatible"] is None
     bindings_are("12.9.2")
     p = _compat.pairing((12, 8))
-    assert p["compatible"] is False and p["verdict"].startswith("UNSUPPORTED: cuda_core needs cuda-bindings 12.9.3 or newer")
+    assert p["compatible"] is False and p["verdict"].startswith(
+        "UNSUPPORTED: cuda_core needs cuda-bindings 12.9.3 or newer"
+    )
     bindings_are("13.3.1")
     p = _compat.pairing((12, 8))
     assert p["compatible"] is False
-    assert p["verdict"].startswith("INCOMPATIBLE: cuda-bindings 13.x needs a driver for CUDA 13.0 or newer")
+    assert p["verdict"].startswith(
+        "INCOMPATIBLE: cuda-bindings 13.x needs a driver for CUDA 13.0 or newer"
+    )
     assert 'pip install "cudacore[cu12]"' in p["verdict"]
-    assert _compat.pairing((13, 0))["verdict"] == "compatible (cuda-bindings 13.x on a driver for CUDA 13.0)"
+    assert (
+        _compat.pairing((13, 0))["verdict"]
+        == "compatible (cuda-bindings 13.x on a driver for CUDA 13.0)"
+    )
 
 
 def test_report_shows_the_pairing():
-    proc = subprocess.run([sys.executable, "-m", "cuda_core", "--json"], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cuda_core", "--json"], capture_output=True, text=True, timeout=300
+    )
     info = json.loads(proc.stdout)
     pair = info["pairing"]
     assert pair["bindings_major"] == BINDINGS_MAJOR and pair["extra"] == f"cu{BINDINGS_MAJOR}"
-    assert pair["bindings"] == _compat.BINDINGS_TEXT and pair["verdict"] == info["driver"]["verdict"]
-    text = subprocess.run([sys.executable, "-m", "cuda_core"], capture_output=True, text=True, timeout=300).stdout
+    assert (
+        pair["bindings"] == _compat.BINDINGS_TEXT and pair["verdict"] == info["driver"]["verdict"]
+    )
+    text = subprocess.run(
+        [sys.executable, "-m", "cuda_core"], capture_output=True, text=True, timeout=300
+    ).stdout
     assert f"(CUDA {BINDINGS_MAJOR}.x bindings, extra cu{BINDINGS_MAJOR})" in text
 
 
@@ -442,6 +518,9 @@ def test_require_refuses_a_newer_majors_nvrtc(monkeypatch):
     with pytest.raises(CompilerLibraryNotFoundError) as info:
         _compilers.require("nvrtc", "Program.compile() of C++ code")
     err = info.value
-    assert err.api == f"libnvrtc.so.{BINDINGS_MAJOR}" and err.remedy == f'pip install "cudacore[cu{BINDINGS_MAJOR}]"'
+    assert (
+        err.api == f"libnvrtc.so.{BINDINGS_MAJOR}"
+        and err.remedy == f'pip install "cudacore[cu{BINDINGS_MAJOR}]"'
+    )
     assert f"found NVRTC {BINDINGS_MAJOR + 1}.2, of CUDA {BINDINGS_MAJOR + 1}" in str(err)
     assert "nvrtc" not in _compilers._present

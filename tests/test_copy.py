@@ -21,8 +21,15 @@ def test_host_is_a_singleton_per_arguments():
     assert Host() is Host()
     assert Host(numa_id=1) is Host(numa_id=1) and Host(numa_id=1) is not Host()
     assert Host.numa_current() is Host(is_numa_current=True) and Host.numa_current() is not Host()
-    assert (Host(numa_id=2).numa_id, Host().numa_id, Host.numa_current().is_numa_current) == (2, None, True)
-    assert repr(Host(numa_id=3)) == "Host(numa_id=3)" and repr(Host.numa_current()) == "Host.numa_current()"
+    assert (Host(numa_id=2).numa_id, Host().numa_id, Host.numa_current().is_numa_current) == (
+        2,
+        None,
+        True,
+    )
+    assert (
+        repr(Host(numa_id=3)) == "Host(numa_id=3)"
+        and repr(Host.numa_current()) == "Host.numa_current()"
+    )
     with pytest.raises(ValueError, match="mutually exclusive"):
         Host(numa_id=0, is_numa_current=True)
     for bad in (-1, 1.0, True):
@@ -32,7 +39,10 @@ def test_host_is_a_singleton_per_arguments():
 
 def test_copy_options_normalise_and_check():
     o = CopyOptions()
-    assert o.src_access_order is MemcpySrcAccessOrder.STREAM and o.overlap_mode is MemcpyOverlapMode.DEFAULT
+    assert (
+        o.src_access_order is MemcpySrcAccessOrder.STREAM
+        and o.overlap_mode is MemcpyOverlapMode.DEFAULT
+    )
     o = CopyOptions(src_access_order="during_api_call", overlap_mode="prefer_overlap_with_compute")
     assert o.src_access_order is MemcpySrcAccessOrder.DURING_API_CALL
     assert o.overlap_mode is MemcpyOverlapMode.PREFER_OVERLAP_WITH_COMPUTE
@@ -141,7 +151,9 @@ def test_location_hints_on_managed_memory(gpu):
     dst = mr.allocate(data.nbytes, stream=s)
     back = dev.allocate(data.nbytes, stream=s)
     dst.copy_from(src, stream=s, options=CopyOptions(dst_location_hint=dev))
-    back.copy_from(dst, stream=s, options=CopyOptions(src_location_hint=Host(), dst_location_hint=dev))
+    back.copy_from(
+        dst, stream=s, options=CopyOptions(src_location_hint=Host(), dst_location_hint=dev)
+    )
     np.testing.assert_array_equal(_read(back, s), data)
     for b in (src, dst, back):
         b.close(s)
@@ -170,7 +182,9 @@ def test_buffer_copies_with_options(gpu):
     with pytest.raises(TypeError, match="graph"):
         dst.copy_from(src, stream=b, options=CopyOptions())
     # cuda.core's wording (its copy_batch takes only a Stream), then ours
-    with pytest.raises(TypeError, match=r"^Argument 'stream' has incorrect type .*copy_batch: a graph builder"):
+    with pytest.raises(
+        TypeError, match=r"^Argument 'stream' has incorrect type .*copy_batch: a graph builder"
+    ):
         copy_batch(b, [src], [dst])
     with pytest.raises(TypeError, match="capturing"):
         copy_batch(s, [src], [dst])  # the stream under capture
@@ -274,8 +288,11 @@ def test_prefetch_and_discard_batches_on_managed_memory(gpu):
     for d, b in zip(datas, bufs):  # discarded pages hold anything until written: write, read back
         b.copy_from(d[::-1].copy(), stream=s)
         np.testing.assert_array_equal(_read(b, s), d[::-1])
-    for empty in (lambda: prefetch_batch(s, [], dev), lambda: discard_batch(s, ()),
-                  lambda: discard_prefetch_batch(s, [], dev)):  # refused, as in cuda.core
+    for empty in (
+        lambda: prefetch_batch(s, [], dev),
+        lambda: discard_batch(s, ()),
+        lambda: discard_prefetch_batch(s, [], dev),
+    ):  # refused, as in cuda.core
         with pytest.raises(ValueError, match="empty batch"):
             empty()
     with pytest.raises(TypeError, match="legacy default stream"):

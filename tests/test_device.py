@@ -46,7 +46,9 @@ def dev() -> Device:
 
 def _attr(dev: Device, name: str) -> int:
     attr = getattr(driver.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name.upper()}")
-    return int(handle_return(driver.cuDeviceGetAttribute(attr, dev._cu_device), "cuDeviceGetAttribute"))
+    return int(
+        handle_return(driver.cuDeviceGetAttribute(attr, dev._cu_device), "cuDeviceGetAttribute")
+    )
 
 
 # -- singletons ---------------------------------------------------------------------------
@@ -165,11 +167,25 @@ def test_every_property_matches_cuDeviceGetAttribute(dev):
 def test_property_types_and_caching(dev):
     props = dev.properties
     assert props is dev.properties
-    for name in ("unified_addressing", "concurrent_kernels", "managed_memory", "cooperative_launch",
-                 "can_map_host_memory", "ecc_enabled", "integrated"):
+    for name in (
+        "unified_addressing",
+        "concurrent_kernels",
+        "managed_memory",
+        "cooperative_launch",
+        "can_map_host_memory",
+        "ecc_enabled",
+        "integrated",
+    ):
         assert type(getattr(props, name)) is bool, name
-    for name in ("max_threads_per_block", "multiprocessor_count", "warp_size", "l2_cache_size",
-                 "max_shared_memory_per_block", "max_block_dim_x", "max_grid_dim_x"):
+    for name in (
+        "max_threads_per_block",
+        "multiprocessor_count",
+        "warp_size",
+        "l2_cache_size",
+        "max_shared_memory_per_block",
+        "max_block_dim_x",
+        "max_grid_dim_x",
+    ):
         assert type(getattr(props, name)) is int, name
     assert props.max_threads_per_block == _attr(dev, "max_threads_per_block") >= 1024
     assert props.multiprocessor_count == props.multiprocessor_count

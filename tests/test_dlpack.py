@@ -32,8 +32,17 @@ class _Owner:
 
 class _Info:
     def __init__(self, t):
-        (self.ptr, self.shape, self.strides, self.code, self.bits, self.lanes,
-         self.device_type, self.device_id, self.readonly) = t
+        (
+            self.ptr,
+            self.shape,
+            self.strides,
+            self.code,
+            self.bits,
+            self.lanes,
+            self.device_type,
+            self.device_id,
+            self.readonly,
+        ) = t
 
 
 def _parse(cap):
@@ -45,7 +54,9 @@ def test_export_is_consumed_by_numpy_and_releases_owner(versioned):
     base = np.arange(32, dtype=np.uint8)
     owner = _Owner()
     before = dl.live_exports()
-    cap = dl.make_capsule(base.ctypes.data, 32, device_type=dl.kDLCPU, device_id=0, owner=owner, versioned=versioned)
+    cap = dl.make_capsule(
+        base.ctypes.data, 32, device_type=dl.kDLCPU, device_id=0, owner=owner, versioned=versioned
+    )
     assert dl.live_exports() == before + 1
     arr = np.from_dlpack(_Producer(cap))
     del cap
@@ -71,7 +82,14 @@ def test_unconsumed_capsule_releases_owner():
 def test_export_shape_strides_dtype_readonly_roundtrip():
     base = np.arange(24, dtype=np.float32)
     cap = dl.make_capsule(
-        base.ctypes.data, (3, 4), np.dtype(np.float32), dl.kDLCPU, 0, owner=base, readonly=True, strides=(8, 1)
+        base.ctypes.data,
+        (3, 4),
+        np.dtype(np.float32),
+        dl.kDLCPU,
+        0,
+        owner=base,
+        readonly=True,
+        strides=(8, 1),
     )
     info = _parse(cap)
     assert info.ptr == base.ctypes.data
@@ -80,7 +98,13 @@ def test_export_shape_strides_dtype_readonly_roundtrip():
     assert (info.code, info.bits, info.lanes) == (dl.kDLFloat, 32, 1)
     assert info.readonly is True
     assert info.device_type == dl.kDLCPU
-    arr = np.from_dlpack(_Producer(dl.make_capsule(base.ctypes.data, (3, 4), np.float32, dl.kDLCPU, 0, base, strides=(8, 1))))
+    arr = np.from_dlpack(
+        _Producer(
+            dl.make_capsule(
+                base.ctypes.data, (3, 4), np.float32, dl.kDLCPU, 0, base, strides=(8, 1)
+            )
+        )
+    )
     np.testing.assert_array_equal(arr, base.reshape(3, 8)[:, :4])
 
 
@@ -106,8 +130,22 @@ def test_parse_rejects_non_capsules_and_consumed():
 
 
 def test_dtype_tables_roundtrip():
-    for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float16", "float32", "float64", "complex64", "complex128", "bool"):
+    for name in (
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+        "bool",
+    ):
         d = np.dtype(name)
         assert dl.dlpack_to_dtype(*dl.dtype_to_dlpack(d)) == d
     with pytest.raises(BufferError):
@@ -142,7 +180,11 @@ def _readers():
     try:
         from cuda_core import _native
     except ImportError:
-        out.append(pytest.param(None, id="native", marks=pytest.mark.skip(reason="cuda_core._native not built")))
+        out.append(
+            pytest.param(
+                None, id="native", marks=pytest.mark.skip(reason="cuda_core._native not built")
+            )
+        )
     else:
         out.append(pytest.param(_native.read_capsule, id="native"))
     return out
@@ -164,7 +206,11 @@ def test_read_capsule_matches_ctypes_reader(read_capsule):
         ref = dl._parse_ctypes(cap)
         assert (ptr, shape, strides, readonly) == (ref[0], ref[1], ref[2], ref[8])
         assert (info._dl_device_type, info.device_id) == (ref[6], ref[7])
-        assert info._capsule is cap and info.exporting_obj is None and info.is_device_accessible is False
+        assert (
+            info._capsule is cap
+            and info.exporting_obj is None
+            and info.is_device_accessible is False
+        )
         assert dl.dtype_key(word) == (ref[3], ref[4], ref[5])
         assert dl.dtype_from_word(word) == a.dtype
         assert shape == a.shape and ptr == a.__array_interface__["data"][0]

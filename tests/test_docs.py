@@ -196,7 +196,8 @@ def test_every_graph_name_is_documented():
     graph = importlib.import_module("cuda_core.graph")
     documented = {target for _, target, _ in _directives()}
     missing = [
-        n for n in graph.__all__
+        n
+        for n in graph.__all__
         if f"cuda_core.graph.{n}" not in documented and f"cuda_core.{n}" not in documented
     ]
     assert not missing, f"cuda_core.graph names not documented: {missing}"
@@ -208,7 +209,9 @@ def test_every_nccl_name_is_documented():
     missing = [n for n in nccl.__all__ if f"cuda_core.nccl.{n}" not in documented]
     assert not missing, f"cuda_core.nccl names not documented: {missing}"
     for name in nccl.__all__:
-        assert (getattr(nccl, name).__doc__ or "").strip(), f"cuda_core.nccl.{name} has no docstring"
+        assert (getattr(nccl, name).__doc__ or "").strip(), (
+            f"cuda_core.nccl.{name} has no docstring"
+        )
 
 
 def test_every_texture_name_is_documented():
@@ -228,9 +231,17 @@ def test_cpu_walkthrough_runs_without_a_gpu():
 
 def test_troubleshooting_covers_the_first_hour():
     text = (DOCS / "troubleshooting.rst").read_text()
-    for topic in ("No NVIDIA driver", "NVRTC, nvJitLink or libNVVM missing", "Wrong or missing architecture",
-                  "The compile cache", "The native backend is off", "CUDA errors and what they mean",
-                  'pip install "cudacore[cu13]"', "--clear-cache", "CUDA_CORE_NO_FASTPATH"):
+    for topic in (
+        "No NVIDIA driver",
+        "NVRTC, nvJitLink or libNVVM missing",
+        "Wrong or missing architecture",
+        "The compile cache",
+        "The native backend is off",
+        "CUDA errors and what they mean",
+        'pip install "cudacore[cu13]"',
+        "--clear-cache",
+        "CUDA_CORE_NO_FASTPATH",
+    ):
         assert topic in text, topic
 
 
@@ -244,15 +255,20 @@ def test_sphinx_is_nitpicky_and_suppresses_nothing():
     assert "python -m sphinx -n -W" in ci
 
 
-@pytest.mark.parametrize("page, script", [("tutorial_cupy", "cupy_tutorial.py"),
-                                          ("tutorial_pytorch", "pytorch_tutorial.py")])
+@pytest.mark.parametrize(
+    "page, script",
+    [("tutorial_cupy", "cupy_tutorial.py"), ("tutorial_pytorch", "pytorch_tutorial.py")],
+)
 def test_tutorials_show_only_the_tested_example(page, script):
     # The tutorial's code is the example that tests/test_examples.py runs, included piece by
     # piece between "# [name]" / "# [/name]" markers, so the page cannot drift from it.
     text = (DOCS / f"{page}.rst").read_text()
-    assert "code-block" not in text and not re.search(r"::\n\n    \S", text), "inline code in a tutorial"
+    assert "code-block" not in text and not re.search(r"::\n\n    \S", text), (
+        "inline code in a tutorial"
+    )
     assert re.findall(r"literalinclude:: \.\./examples/(\S+)", text) and all(
-        name == script for name in re.findall(r"literalinclude:: \.\./examples/(\S+)", text))
+        name == script for name in re.findall(r"literalinclude:: \.\./examples/(\S+)", text)
+    )
     src = (DOCS.parent / "examples" / script).read_text()
     shown = re.findall(r":start-after: # \[(\w+)\]\n\s+:end-before: # \[/(\w+)\]", text)
     assert shown and all(start == end for start, end in shown)

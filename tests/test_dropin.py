@@ -101,7 +101,11 @@ def test_launch_config_flags_accept_truth_values(nv, flag):
     # cuda.core checks cooperative support against the device for a true is_cooperative, so the
     # CPU tier compares the values it can construct without a driver: all of them for PDL, the
     # false ones for is_cooperative (the true ones are compared in the GPU test below).
-    values = _BOOL_VALUES if flag == "programmatic_stream_serialization" else [0, None, np.False_, "", False]
+    values = (
+        _BOOL_VALUES
+        if flag == "programmatic_stream_serialization"
+        else [0, None, np.False_, "", False]
+    )
     for value in values:
         nv_out = _outcome(nv.LaunchConfig, grid=1, block=1, **{flag: value})
         our_out = _outcome(ours.LaunchConfig, grid=1, block=1, **{flag: value})
@@ -122,7 +126,10 @@ def test_launch_config_cooperative_true_values(nv, dev):
 
 def _flags(opts, backend):
     # The bundled-headers directory is each library's own cache path: compare the flag's name.
-    return [f.split(b"=")[0] if f.startswith(b"--use-bundled-headers") else f for f in opts.as_bytes(backend)]
+    return [
+        f.split(b"=")[0] if f.startswith(b"--use-bundled-headers") else f
+        for f in opts.as_bytes(backend)
+    ]
 
 
 @pytest.mark.parametrize("value", [1, 0, np.True_, np.False_, "yes", 1.0, None], ids=repr)
@@ -133,7 +140,9 @@ def test_program_options_flags_for_truth_values(nv, value):
             continue
         nv_out = _outcome(nv.ProgramOptions, arch=ARCH, **{field: value})
         our_out = _outcome(ours.ProgramOptions, arch=ARCH, **{field: value})
-        _same_outcome(nv_out, our_out, f"ProgramOptions({field}={value!r})")  # e.g. an NVRTC too old
+        _same_outcome(
+            nv_out, our_out, f"ProgramOptions({field}={value!r})"
+        )  # e.g. an NVRTC too old
         if nv_out[0] == "ok":
             try:
                 ours_flags = _flags(our_out[1], "nvrtc")
@@ -189,8 +198,19 @@ def _stream_forms():
     from cuda.bindings import driver
 
     return [
-        0x1234, -1, 0, np.int64(0x1234), np.uint64(0x1234), True, _IntLike(), driver.CUstream(0x1234),
-        driver.CUstream(0), "0x1234", b"1", [1], _StreamProtocolOnly(),
+        0x1234,
+        -1,
+        0,
+        np.int64(0x1234),
+        np.uint64(0x1234),
+        True,
+        _IntLike(),
+        driver.CUstream(0x1234),
+        driver.CUstream(0),
+        "0x1234",
+        b"1",
+        [1],
+        _StreamProtocolOnly(),
     ]
 
 
@@ -237,8 +257,12 @@ class _DeviceCAI:
 
     def __init__(self, ptr, nbytes, stream):
         self.__cuda_array_interface__ = {
-            "shape": (nbytes // 4,), "typestr": "<f4", "data": (ptr, False), "version": 3,
-            "strides": None, "stream": stream,
+            "shape": (nbytes // 4,),
+            "typestr": "<f4",
+            "data": (ptr, False),
+            "version": 3,
+            "strides": None,
+            "stream": stream,
         }
 
 
@@ -257,7 +281,9 @@ def test_stream_ptr_as_cu_stream_on_device(nv, dev):
             for entry in ("from_cuda_array_interface", "from_any_interface"):
                 for form in (s.handle, int(s.handle), np.uint64(int(s.handle))):
                     obj = _DeviceCAI(buf.handle, 64, int(producer))
-                    views[(name, entry, type(form).__name__)] = getattr(smv, entry)(obj, stream_ptr=form)
+                    views[(name, entry, type(form).__name__)] = getattr(smv, entry)(
+                        obj, stream_ptr=form
+                    )
             views[(name, "from_dlpack", "CUstream")] = smv.from_dlpack(buf, stream_ptr=s.handle)
         for (name, entry, form), view in views.items():
             assert view.ptr == buf.handle, (name, entry, form)
@@ -333,15 +359,30 @@ def _assert_same_closed_behaviour(nv_obj, our_obj, names, what):
     for name in nv_m:
         _same_outcome(nv_m[name], our_m[name], f"closed {what}.{name}")
         if nv_m[name][0] == "ok":
-            assert our_m[name][1] == nv_m[name][1], f"closed {what}.{name}: {nv_m[name]} vs {our_m[name]}"
+            assert our_m[name][1] == nv_m[name][1], (
+                f"closed {what}.{name}: {nv_m[name]} vs {our_m[name]}"
+            )
 
 
 _BUFFER_NAMES = [
-    "handle", "size", "is_closed", "memory_resource", "owner", "is_mapped", "device_id",
-    "is_device_accessible", "is_host_accessible", "is_managed", "ipc_descriptor",
-    ("__dlpack__", (), {}), ("__dlpack_device__", (), {}), ("__repr__", (), {}),
-    ("fill", (0,), {"stream": None}), ("copy_to", (), {"stream": None}),
-    ("set_deallocation_stream", (None,), {}), ("close", (), {}),
+    "handle",
+    "size",
+    "is_closed",
+    "memory_resource",
+    "owner",
+    "is_mapped",
+    "device_id",
+    "is_device_accessible",
+    "is_host_accessible",
+    "is_managed",
+    "ipc_descriptor",
+    ("__dlpack__", (), {}),
+    ("__dlpack_device__", (), {}),
+    ("__repr__", (), {}),
+    ("fill", (0,), {"stream": None}),
+    ("copy_to", (), {"stream": None}),
+    ("set_deallocation_stream", (None,), {}),
+    ("close", (), {}),
 ]
 
 
@@ -391,15 +432,25 @@ def test_closed_linker_matches_cuda_core(nv, linked):
     from cuda_core._compilers import nvjitlink_available
 
     if not nvjitlink_available():  # the GPU run under cuda-bindings 12.x has only nvJitLink 13
-        pytest.skip("LTO needs nvJitLink of the installed cuda-bindings' major, which is not installed")
+        pytest.skip(
+            "LTO needs nvJitLink of the installed cuda-bindings' major, which is not installed"
+        )
     linkers = []
     for lib in (nv, ours):
-        linker = lib.Linker(_ltoir(lib), options=lib.LinkerOptions(arch=ARCH, link_time_optimization=True))
+        linker = lib.Linker(
+            _ltoir(lib), options=lib.LinkerOptions(arch=ARCH, link_time_optimization=True)
+        )
         if linked:
             assert linker.link("cubin").code_type == "cubin"
         linker.close()
         linkers.append(linker)
-    names = ["handle", "is_closed", ("link", ("cubin",), {}), ("get_error_log", (), {}), ("close", (), {})]
+    names = [
+        "handle",
+        "is_closed",
+        ("link", ("cubin",), {}),
+        ("get_error_log", (), {}),
+        ("close", (), {}),
+    ]
     _assert_same_closed_behaviour(linkers[0], linkers[1], names, "Linker")
     # The info log: the same text (cuda.core keeps nvJitLink's trailing NUL byte).
     nv_log, our_log = _outcome(linkers[0].get_info_log), _outcome(linkers[1].get_info_log)
@@ -420,9 +471,17 @@ def nv_dev(nv, dev):
 
 
 _STREAM_NAMES = [
-    "handle", "is_closed", "is_nonblocking", "priority", "device", "context",
-    ("__cuda_stream__", (), {}), ("sync", (), {}), ("record", (), {}),
-    ("create_graph_builder", (), {}), ("close", (), {}),
+    "handle",
+    "is_closed",
+    "is_nonblocking",
+    "priority",
+    "device",
+    "context",
+    ("__cuda_stream__", (), {}),
+    ("sync", (), {}),
+    ("record", (), {}),
+    ("create_graph_builder", (), {}),
+    ("close", (), {}),
 ]
 
 
@@ -447,8 +506,17 @@ def test_closed_stream_matches_cuda_core(nv, dev, nv_dev):
 
 
 _EVENT_NAMES = [
-    "handle", "is_closed", "is_ipc_enabled", "is_timing_enabled", "is_blocking_sync", "is_done",
-    "device", "context", "ipc_descriptor", ("sync", (), {}), ("close", (), {}),
+    "handle",
+    "is_closed",
+    "is_ipc_enabled",
+    "is_timing_enabled",
+    "is_blocking_sync",
+    "is_done",
+    "device",
+    "context",
+    "ipc_descriptor",
+    ("sync", (), {}),
+    ("close", (), {}),
 ]
 
 
@@ -484,13 +552,24 @@ def test_closed_device_buffer_matches_cuda_core(nv, dev, nv_dev):
 
 
 _RESOURCE_NAMES = [
-    "handle", "is_closed", "device_id", "is_device_accessible", "is_host_accessible", "is_managed",
-    "is_ipc_enabled", "is_mapped", "attributes", "allocation_handle", ("close", (), {}),
+    "handle",
+    "is_closed",
+    "device_id",
+    "is_device_accessible",
+    "is_host_accessible",
+    "is_managed",
+    "is_ipc_enabled",
+    "is_mapped",
+    "attributes",
+    "allocation_handle",
+    ("close", (), {}),
 ]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("resource", ["DeviceMemoryResource", "PinnedMemoryResource", "ManagedMemoryResource"])
+@pytest.mark.parametrize(
+    "resource", ["DeviceMemoryResource", "PinnedMemoryResource", "ManagedMemoryResource"]
+)
 def test_closed_memory_resource_matches_cuda_core(nv, dev, nv_dev, resource):
     made = []
     for lib, d in ((nv, nv_dev), (ours, dev)):
@@ -515,9 +594,16 @@ def test_closed_memory_resource_matches_cuda_core(nv, dev, nv_dev, resource):
 
 _GRAPH_NAMES = ["handle", "is_closed", ("close", (), {})]
 _BUILDER_NAMES = [
-    "is_closed", "is_join_required", "stream", "is_building", ("__cuda_stream__", (), {}),
-    ("begin_building", (), {}), ("end_building", (), {}), ("complete", (), {}),
-    ("callback", (print,), {}), ("close", (), {}),
+    "is_closed",
+    "is_join_required",
+    "stream",
+    "is_building",
+    ("__cuda_stream__", (), {}),
+    ("begin_building", (), {}),
+    ("end_building", (), {}),
+    ("complete", (), {}),
+    ("callback", (print,), {}),
+    ("close", (), {}),
 ]
 
 
@@ -536,8 +622,12 @@ def test_closed_graph_and_builder_match_cuda_core(nv, dev, nv_dev, tmp_path):
     _assert_same_closed_behaviour(made[0][0], made[1][0], _GRAPH_NAMES, "Graph")
     _assert_same_closed_behaviour(made[0][1], made[1][1], _BUILDER_NAMES, "GraphBuilder")
     for g, gb, s in made:
-        for fn, args in ((g.launch, (s,)), (g.upload, (s,)), (g.update, (gb,)),
-                         (gb.debug_dot_print, (str(tmp_path / "g.dot"),))):
+        for fn, args in (
+            (g.launch, (s,)),
+            (g.upload, (s,)),
+            (g.update, (gb,)),
+            (gb.debug_dot_print, (str(tmp_path / "g.dot"),)),
+        ):
             with pytest.raises(RuntimeError):
                 fn(*args)
         s.close()
@@ -559,24 +649,38 @@ _MISUSES = {
     "Buffer.from_handle('x', 4)": lambda lib: lib.Buffer.from_handle("x", 4),
     "Buffer.from_handle(ptr, -1)": lambda lib: lib.Buffer.from_handle(0x1000, -1),
     "Buffer.from_handle(ptr, '4')": lambda lib: lib.Buffer.from_handle(0x1000, "4"),
-    "Buffer.from_handle(mr=, owner=)": lambda lib: lib.Buffer.from_handle(0x1000, 4, mr=object(), owner=object()),
+    "Buffer.from_handle(mr=, owner=)": lambda lib: lib.Buffer.from_handle(
+        0x1000, 4, mr=object(), owner=object()
+    ),
     "Buffer.from_handle(mr=object())": lambda lib: lib.Buffer.from_handle(0x1000, 4, mr=object()),
     "Buffer()": lambda lib: lib.Buffer(),
     "Event()": lambda lib: lib.Event(),
     "Buffer.fill(300)": lambda lib: lib.Buffer.from_handle(0x1000, 4).fill(300, stream=None),
-    "Buffer.set_deallocation_stream(None)": lambda lib: lib.Buffer.from_handle(0x1000, 4).set_deallocation_stream(None),
+    "Buffer.set_deallocation_stream(None)": lambda lib: lib.Buffer.from_handle(
+        0x1000, 4
+    ).set_deallocation_stream(None),
     "Program(5)": lambda lib: lib.Program(5, "c++", lib.ProgramOptions(arch=ARCH)),
-    "Program(code_type='fortran')": lambda lib: lib.Program("x", "fortran", lib.ProgramOptions(arch=ARCH)),
-    "Program.compile('exe')": lambda lib: lib.Program("x", "c++", lib.ProgramOptions(arch=ARCH)).compile("exe"),
+    "Program(code_type='fortran')": lambda lib: lib.Program(
+        "x", "fortran", lib.ProgramOptions(arch=ARCH)
+    ),
+    "Program.compile('exe')": lambda lib: lib.Program(
+        "x", "c++", lib.ProgramOptions(arch=ARCH)
+    ).compile("exe"),
     "Program(options=5)": lambda lib: lib.Program("x", "c++", 5),
-    "Program.compile(bad code)": lambda lib: lib.Program("x y z;", "c++", lib.ProgramOptions(arch=ARCH)).compile("cubin"),
+    "Program.compile(bad code)": lambda lib: lib.Program(
+        "x y z;", "c++", lib.ProgramOptions(arch=ARCH)
+    ).compile("cubin"),
     "ProgramOptions(bogus=1)": lambda lib: lib.ProgramOptions(arch=ARCH, bogus=1),
     "ProgramOptions.as_bytes('gcc')": lambda lib: lib.ProgramOptions(arch=ARCH).as_bytes("gcc"),
-    "ProgramOptions(extra_sources=['x'])": lambda lib: lib.ProgramOptions(arch=ARCH, extra_sources=["x"]).as_bytes("nvrtc"),
+    "ProgramOptions(extra_sources=['x'])": lambda lib: lib.ProgramOptions(
+        arch=ARCH, extra_sources=["x"]
+    ).as_bytes("nvrtc"),
     "Linker()": lambda lib: lib.Linker(),
     "Linker(5)": lambda lib: lib.Linker(5, options=lib.LinkerOptions(arch=ARCH)),
     "StreamOptions(priority='x')": lambda lib: lib.StreamOptions(priority="x"),
-    "DeviceMemoryResourceOptions(max_size='x')": lambda lib: lib.DeviceMemoryResourceOptions(max_size="x"),
+    "DeviceMemoryResourceOptions(max_size='x')": lambda lib: lib.DeviceMemoryResourceOptions(
+        max_size="x"
+    ),
 }
 
 
@@ -602,7 +706,11 @@ def test_host_numa_id_misuse(nv, numa_id):
     host_ours = getattr(ours, "Host", None) or getattr(ours.utils, "Host", None)
     if host_nv is None or host_ours is None:
         pytest.skip("Host is not exported here")
-    _same_outcome(_outcome(host_nv, numa_id=numa_id), _outcome(host_ours, numa_id=numa_id), f"Host({numa_id!r})")
+    _same_outcome(
+        _outcome(host_nv, numa_id=numa_id),
+        _outcome(host_ours, numa_id=numa_id),
+        f"Host({numa_id!r})",
+    )
 
 
 # -- warnings --------------------------------------------------------------------------------------
@@ -620,4 +728,6 @@ def test_linker_numba_debug_warns_like_cuda_core(nv, value):
             warnings.simplefilter("always")
             lib.LinkerOptions(arch=ARCH, numba_debug=value)
         categories.append(sorted({w.category.__name__ for w in caught}))
-    assert categories[1] == categories[0], f"numba_debug={value!r}: cuda.core {categories[0]}, ours {categories[1]}"
+    assert categories[1] == categories[0], (
+        f"numba_debug={value!r}: cuda.core {categories[0]}, ours {categories[1]}"
+    )

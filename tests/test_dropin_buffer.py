@@ -37,7 +37,19 @@ def test_from_handle_pointer_forms_match_cuda_core(nv, ptr):
         assert our_out[1].size == 64
 
 
-_SIZES = [64, np.uint64(64), np.int32(64), np.intp(0), np.uint8(255), -1, np.int8(-1), 2**64, None, "4", [4]]
+_SIZES = [
+    64,
+    np.uint64(64),
+    np.int32(64),
+    np.intp(0),
+    np.uint8(255),
+    -1,
+    np.int8(-1),
+    2**64,
+    None,
+    "4",
+    [4],
+]
 
 
 @pytest.mark.parametrize("size", _SIZES, ids=repr)
@@ -82,8 +94,12 @@ def test_equality_follows_close_and_subclasses(nv):
         assert a == b and hash(a) == hash(b)
         a.close()
         assert a != b and a == lib.Buffer.from_handle(0, 0)
-    managed = ManagedBuffer.from_handle(0x1000, 64, owner=object())  # a subclass compares as a Buffer
-    assert managed == ours.Buffer.from_handle(0x1000, 64) and hash(managed) == hash(ours.Buffer.from_handle(0x1000, 64))
+    managed = ManagedBuffer.from_handle(
+        0x1000, 64, owner=object()
+    )  # a subclass compares as a Buffer
+    assert managed == ours.Buffer.from_handle(0x1000, 64) and hash(managed) == hash(
+        ours.Buffer.from_handle(0x1000, 64)
+    )
 
 
 # -- empty batches -------------------------------------------------------------------------------
@@ -131,7 +147,9 @@ def test_empty_copy_batch_refused_on_a_real_stream_as_in_cuda_core(nv, dev):
         "copy_batch(s, [], [])": lambda lib, st, b: lib.utils.copy_batch(st, [], []),
         "copy_batch(s, (), ())": lambda lib, st, b: lib.utils.copy_batch(st, (), ()),
         "copy_batch(s, [], [b])": lambda lib, st, b: lib.utils.copy_batch(st, [], [b]),
-        "prefetch_batch(s, [], dev)": lambda lib, st, b: lib.utils.prefetch_batch(st, [], lib.Device(dev.device_id)),
+        "prefetch_batch(s, [], dev)": lambda lib, st, b: lib.utils.prefetch_batch(
+            st, [], lib.Device(dev.device_id)
+        ),
         "discard_batch(s, [])": lambda lib, st, b: lib.utils.discard_batch(st, []),
     }
     nv_buf = nv.Buffer.from_handle(int(buf.handle), 64)

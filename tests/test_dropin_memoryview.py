@@ -109,17 +109,29 @@ def test_dlpack_strides_reported_as_the_producer_gave_them(nv, case):
 
 @pytest.mark.parametrize(
     "shape,strides",
-    [((3, 4), None), ((3, 4), (4, 1)), ((3, 4), (1, 3)), ((2, 2), (4, 1)), ((5,), (1,)), ((), None), ((), ())],
+    [
+        ((3, 4), None),
+        ((3, 4), (4, 1)),
+        ((3, 4), (1, 3)),
+        ((2, 2), (4, 1)),
+        ((5,), (1,)),
+        ((), None),
+        ((), ()),
+    ],
 )
 def test_from_buffer_and_view_keep_the_strides_given(nv, shape, strides):
-    if gpu_skip_reason() is None:  # with a driver, cuda.core 1.2.0's from_handle needs a current context
+    if (
+        gpu_skip_reason() is None
+    ):  # with a driver, cuda.core 1.2.0's from_handle needs a current context
         ours.Device(0).set_current()
     host = np.zeros(16, dtype=np.float32)
     out = []
     for lib in (nv, ours):
         buf = lib.Buffer.from_handle(host.ctypes.data, host.nbytes, mr=host_resource(lib))
         v = _smv(lib).from_buffer(buf, shape, strides, dtype=np.dtype(np.float32))
-        w = v.view(dtype=np.dtype(np.int32))  # same item size: the layout, strides included, carries over
+        w = v.view(
+            dtype=np.dtype(np.int32)
+        )  # same item size: the layout, strides included, carries over
         out.append((v.shape, v.strides, v.size, w.shape, w.strides, w.dtype))
         buf.close()
     assert out[0] == out[1]
@@ -142,7 +154,9 @@ class _NoProtocol:
     pass
 
 
-@pytest.mark.parametrize("entry", ["from_dlpack", "from_array_interface", "from_any_interface", "ctor"])
+@pytest.mark.parametrize(
+    "entry", ["from_dlpack", "from_array_interface", "from_any_interface", "ctor"]
+)
 def test_objects_without_the_protocol_raise_cuda_core_class(nv, entry):
     def make(S):
         with warnings.catch_warnings():
@@ -197,7 +211,12 @@ def test_array_interface_strides_match_cuda_core(nv, dev, shape, typestr, stride
                  lambda S: S.from_array_interface(ai)):  # fmt: skip
         theirs, mine = make(_smv(nv)), make(_smv(ours))
         assert (mine.ptr, mine.shape, mine.strides, mine.dtype, mine.size) == (
-            theirs.ptr, theirs.shape, theirs.strides, theirs.dtype, theirs.size)
+            theirs.ptr,
+            theirs.shape,
+            theirs.strides,
+            theirs.dtype,
+            theirs.size,
+        )
         assert mine.strides == expected
     buf.close(s)
     s.close()

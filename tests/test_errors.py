@@ -46,7 +46,9 @@ def test_cuda_error_without_explanation_has_no_dangling_separator():
     [
         CUDAError("cuStreamCreate", "CUDA_ERROR_INVALID_VALUE", "invalid argument", 1),
         CUDADriverNotFoundError("libcuda.so.1: cannot open shared object file"),
-        CompileError("nvrtcCompileProgram", "NVRTC_ERROR_COMPILATION", "", 6, log="l1\nl2", options=("-a",)),
+        CompileError(
+            "nvrtcCompileProgram", "NVRTC_ERROR_COMPILATION", "", 6, log="l1\nl2", options=("-a",)
+        ),
         NVRTCError(
             "nvrtcCompileProgram",
             "NVRTC_ERROR_COMPILATION",

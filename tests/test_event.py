@@ -36,7 +36,9 @@ def test_ipc_events_cannot_time():
     # As in cuda.core: the options are accepted; making an event from them is refused (every
     # path that makes an event turns the options into flags first).
     opts = EventOptions(ipc_enabled=True, timing_enabled=True)
-    with pytest.raises(TypeError, match="timing_enabled must be False when ipc_enabled is True") as info:
+    with pytest.raises(
+        TypeError, match="timing_enabled must be False when ipc_enabled is True"
+    ) as info:
         opts._flags()
     assert isinstance(info.value, ValueError)  # the class it was before cuda.core's TypeError
 

@@ -80,7 +80,7 @@ def test_judge_rules():
     line = "missing requirement [torch]: torch (pip install torch)\n"
     torch_here = importlib.util.find_spec("torch") is not None
     assert judge("x.py", 0, "ok\n", "") is None
-    assert judge("x.py", 1, "", "")  .startswith("fail:")
+    assert judge("x.py", 1, "", "").startswith("fail:")
     assert judge("x.py", 3, "", "Traceback (most recent call last):\n").startswith("fail:")
     assert judge("x.py", 3, "no line\n", "").startswith("fail:")
     assert judge("x.py", 3, line + line, "").startswith("fail:")
@@ -94,10 +94,17 @@ def _run(script: Path) -> subprocess.CompletedProcess[str]:
     timeout = TIMEOUTS.get(script.name, 120)
     try:
         return subprocess.run(
-            [sys.executable, str(script)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+            [sys.executable, str(script)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"{script.name} ran past {timeout} s\nstdout:\n{exc.stdout}\nstderr:\n{exc.stderr}")
+        pytest.fail(
+            f"{script.name} ran past {timeout} s\nstdout:\n{exc.stdout}\nstderr:\n{exc.stderr}"
+        )
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])

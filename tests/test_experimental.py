@@ -44,7 +44,9 @@ def test_pre_1_0_import_lines_work_in_a_fresh_interpreter():
         "v = StridedMemoryView.from_array_interface(np.arange(6, dtype=np.int16))\n"
         "print(v.shape, u.StridedMemoryView is StridedMemoryView)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "(6,) True"
 

@@ -31,6 +31,7 @@ N = 256
 # --------------------------------------------------------------------------------------------
 # CPU tier
 
+
 def test_direct_construction_names_the_factory():
     with pytest.raises(RuntimeError, match="create_graph_builder"):
         GraphBuilder()
@@ -59,13 +60,16 @@ def test_public_names():
 # --------------------------------------------------------------------------------------------
 # GPU tier
 
+
 @pytest.fixture(scope="module")
 def env():
     from cuda_core import Device, Program, ProgramOptions
 
     dev = Device()
     dev.set_current()
-    obj = Program(KERNELS, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    obj = Program(KERNELS, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin"
+    )
     kernels = {k: obj.get_kernel(k) for k in ("add_one", "set_value", "empty_kernel")}
     return dev, kernels, obj
 
@@ -351,14 +355,22 @@ def test_sync_releases_the_gil_for_pending_python_callbacks(env):
     from pathlib import Path
 
     root = str(Path(__file__).resolve().parents[1])
-    envvars = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])))
+    envvars = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    )
     try:
         proc = subprocess.run(
             [sys.executable, "-X", "faulthandler", "-c", _SYNC_SCRIPT],
-            capture_output=True, text=True, timeout=60, env=envvars, cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=envvars,
+            cwd=root,
         )
     except subprocess.TimeoutExpired:
-        pytest.fail("Stream.sync() deadlocked with a Python host callback pending (GIL held during sync)")
+        pytest.fail(
+            "Stream.sync() deadlocked with a Python host callback pending (GIL held during sync)"
+        )
     assert proc.returncode == 0 and "SYNC-OK" in proc.stdout, proc.stdout + proc.stderr
 
 
@@ -405,9 +417,21 @@ def test_debug_dot_print(env, tmp_path):
     b.debug_dot_print(str(path), {"verbose": True})
     assert "digraph" in path.read_text()
     # Every flag cuda.core exposes is one this driver accepts.
-    every = {f: True for f in ("runtime_types", "kernel_node_params", "event_node_params", "kernel_node_attributes",
-                               "handles", "mem_alloc_node_params", "mem_free_node_params",
-                               "batch_mem_op_node_params", "extra_topo_info", "conditional_node_params")}
+    every = {
+        f: True
+        for f in (
+            "runtime_types",
+            "kernel_node_params",
+            "event_node_params",
+            "kernel_node_attributes",
+            "handles",
+            "mem_alloc_node_params",
+            "mem_free_node_params",
+            "batch_mem_op_node_params",
+            "extra_topo_info",
+            "conditional_node_params",
+        )
+    }
     path2 = tmp_path / "g2.dot"
     b.debug_dot_print(str(path2), every)
     assert "digraph" in path2.read_text()
@@ -468,6 +492,10 @@ def test_debug_print_options_map_each_field_to_its_driver_flag():
         expected = int(getattr(flags, f"CU_GRAPH_DEBUG_DOT_FLAGS_{name.upper()}"))
         assert GraphDebugPrintOptions(**{name: True})._flags() == expected
     everything = GraphDebugPrintOptions(**dict.fromkeys(names, True))._flags()
-    assert everything == sum(int(getattr(flags, f"CU_GRAPH_DEBUG_DOT_FLAGS_{n.upper()}")) for n in names)
-    assert GraphDebugPrintOptions(handles=1)._flags() == GraphDebugPrintOptions(handles=True)._flags()
+    assert everything == sum(
+        int(getattr(flags, f"CU_GRAPH_DEBUG_DOT_FLAGS_{n.upper()}")) for n in names
+    )
+    assert (
+        GraphDebugPrintOptions(handles=1)._flags() == GraphDebugPrintOptions(handles=True)._flags()
+    )
     assert GraphDebugPrintOptions(handles=0).handles is False

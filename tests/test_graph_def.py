@@ -58,17 +58,42 @@ extern "C" __global__ void countdown(cudaGraphConditionalHandle h, int* counter,
 N = 256
 
 EXPECTED_NAMES = {
-    "AllocNode", "ChildGraphNode", "ConditionalNode", "EmptyNode", "EventRecordNode", "EventWaitNode",
-    "ExecutableChildGraphNode", "ExecutableEventRecordNode", "ExecutableEventWaitNode", "ExecutableGraphNode",
-    "ExecutableHostCallbackNode", "ExecutableKernelNode", "ExecutableMemcpyNode", "ExecutableMemsetNode",
-    "FreeNode", "Graph", "GraphBuilder", "GraphCompleteOptions", "GraphCondition", "GraphDebugPrintOptions",
-    "GraphDefinition", "GraphNode", "HostCallbackNode", "IfElseNode", "IfNode", "KernelNode", "MemcpyNode",
-    "MemsetNode", "SwitchNode", "WhileNode",
+    "AllocNode",
+    "ChildGraphNode",
+    "ConditionalNode",
+    "EmptyNode",
+    "EventRecordNode",
+    "EventWaitNode",
+    "ExecutableChildGraphNode",
+    "ExecutableEventRecordNode",
+    "ExecutableEventWaitNode",
+    "ExecutableGraphNode",
+    "ExecutableHostCallbackNode",
+    "ExecutableKernelNode",
+    "ExecutableMemcpyNode",
+    "ExecutableMemsetNode",
+    "FreeNode",
+    "Graph",
+    "GraphBuilder",
+    "GraphCompleteOptions",
+    "GraphCondition",
+    "GraphDebugPrintOptions",
+    "GraphDefinition",
+    "GraphNode",
+    "HostCallbackNode",
+    "IfElseNode",
+    "IfNode",
+    "KernelNode",
+    "MemcpyNode",
+    "MemsetNode",
+    "SwitchNode",
+    "WhileNode",
 }
 
 
 # --------------------------------------------------------------------------------------------
 # CPU tier
+
 
 def test_graph_module_names():
     assert set(G.__all__) == EXPECTED_NAMES
@@ -82,12 +107,31 @@ def test_graph_module_names():
 
 
 def test_node_kind_hierarchy():
-    for name in ("EmptyNode", "KernelNode", "MemcpyNode", "MemsetNode", "HostCallbackNode", "EventRecordNode",
-                 "EventWaitNode", "ChildGraphNode", "AllocNode", "FreeNode", "ConditionalNode"):
+    for name in (
+        "EmptyNode",
+        "KernelNode",
+        "MemcpyNode",
+        "MemsetNode",
+        "HostCallbackNode",
+        "EventRecordNode",
+        "EventWaitNode",
+        "ChildGraphNode",
+        "AllocNode",
+        "FreeNode",
+        "ConditionalNode",
+    ):
         assert issubclass(getattr(G, name), G.GraphNode), name
     for name in ("IfNode", "IfElseNode", "SwitchNode", "WhileNode"):
         assert issubclass(getattr(G, name), G.ConditionalNode), name
-    for name in ("Kernel", "Memcpy", "Memset", "HostCallback", "EventRecord", "EventWait", "ChildGraph"):
+    for name in (
+        "Kernel",
+        "Memcpy",
+        "Memset",
+        "HostCallback",
+        "EventRecord",
+        "EventWait",
+        "ChildGraph",
+    ):
         assert issubclass(getattr(G, f"Executable{name}Node"), G.ExecutableGraphNode)
     for name in ("Kernel", "Memcpy", "Memset"):
         cls = getattr(G, f"Executable{name}Node")
@@ -124,7 +168,9 @@ def test_condition_packs_as_its_8_byte_handle():
     # the raw handle packs the same way
     assert ParamHolder((cond.handle,)).data == holder.data[:8]
     assert int(cond) == 0x1122334455667788
-    assert cond == _fake_condition(0x1122334455667788) and hash(cond) == hash(_fake_condition(0x1122334455667788))
+    assert cond == _fake_condition(0x1122334455667788) and hash(cond) == hash(
+        _fake_condition(0x1122334455667788)
+    )
     assert "0x1122334455667788" in repr(cond)
 
 
@@ -161,12 +207,17 @@ def test_refused_update_says_why_in_cuda_cores_words():
 
     r = driver.CUgraphExecUpdateResult
     text = update_failure_text(int(r.CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED))
-    assert re.fullmatch(r"Graph update failed: .+ \(CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED\)", text)
+    assert re.fullmatch(
+        r"Graph update failed: .+ \(CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED\)", text
+    )
     # every failure the bindings know has its own explanation
     for member in r:
         if member != r.CU_GRAPH_EXEC_UPDATE_SUCCESS:
             assert member.name in UPDATE_REASONS
-            assert update_failure_text(int(member)) == f"Graph update failed: {UPDATE_REASONS[member.name]} ({member.name})"
+            assert (
+                update_failure_text(int(member))
+                == f"Graph update failed: {UPDATE_REASONS[member.name]} ({member.name})"
+            )
     assert update_failure_text(None).endswith("(CU_GRAPH_EXEC_UPDATE_ERROR)")
     assert "CUgraphExecUpdateResult 999" in update_failure_text(999)
 
@@ -174,7 +225,9 @@ def test_refused_update_says_why_in_cuda_cores_words():
 def test_edge_to_a_non_node_is_a_type_error_in_cuda_cores_words():
     node = object.__new__(G.EmptyNode)  # the type check comes before any use of the node
     for bad in ("not a node", 42):
-        with pytest.raises(TypeError, match=r"^expected GraphNode, got .*: node must be a GraphNode"):
+        with pytest.raises(
+            TypeError, match=r"^expected GraphNode, got .*: node must be a GraphNode"
+        ):
             node._same_graph(bad, "node")
 
 
@@ -202,14 +255,27 @@ def test_address_and_shape_checks():
     with pytest.raises(ValueError, match="dst must be a non-negative address"):
         P.address(-1, "dst")
     p, keep = P.memset_params(0x2000, np.uint16(3), 10, 2, 64, dst_owner=owner)
-    assert (int(p.dst), p.elementSize, p.value, p.width, p.height, p.pitch) == (0x2000, 2, 3, 10, 2, 64)
+    assert (int(p.dst), p.elementSize, p.value, p.width, p.height, p.pitch) == (
+        0x2000,
+        2,
+        3,
+        10,
+        2,
+        64,
+    )
     assert keep is owner
     with pytest.raises(ValueError, match="pitch must be at least"):
         P.memset_params(0x2000, 0, 100, 2, 10)
     with pytest.raises(ValueError, match="width must be an integer >= 1"):
         P.memset_params(0x2000, 0, 0)
     c, _ = P.memcpy_params(0x3000, 0x4000, 128)
-    assert (int(c.dstDevice), int(c.srcDevice), c.WidthInBytes, c.Height, c.Depth) == (0x3000, 0x4000, 128, 1, 1)
+    assert (int(c.dstDevice), int(c.srcDevice), c.WidthInBytes, c.Height, c.Depth) == (
+        0x3000,
+        0x4000,
+        128,
+        1,
+        1,
+    )
     with pytest.raises(ValueError, match="size must be an integer >= 1"):
         P.memcpy_params(0x3000, 0x4000, 0)
 
@@ -255,7 +321,9 @@ def test_set_conditional_compiles_with_nvrtc():
 
     obj = Program(KERNELS, code_type="c++", options=ProgramOptions(arch="sm_90")).compile("cubin")
     assert len(obj.code) > 0
-    ptx = Program(KERNELS, code_type="c++", options=ProgramOptions(arch="sm_90")).compile("ptx").code
+    ptx = (
+        Program(KERNELS, code_type="c++", options=ProgramOptions(arch="sm_90")).compile("ptx").code
+    )
     text = ptx.decode() if isinstance(ptx, bytes) else ptx
     assert "cudaGraphSetConditional" in text
 
@@ -271,11 +339,14 @@ def test_adjacency_proxy_is_a_mutable_set():
 # --------------------------------------------------------------------------------------------
 # GPU tier
 
+
 @pytest.fixture(scope="module")
 def env(dev):
     from cuda_core import Program, ProgramOptions
 
-    obj = Program(KERNELS, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    obj = Program(KERNELS, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin"
+    )
     kernels = {k: obj.get_kernel(k) for k in ("add_one", "set_value", "set_cond", "countdown")}
     return dev, kernels, obj
 
@@ -328,11 +399,20 @@ def test_memset_kernel_memcpy_chain_and_structure(env):
         n1 = g.memset(buf, 0, N * 4)
         n2 = n1.launch(_cfg(), k["add_one"], buf, np.int32(N))
         n3 = n2.memcpy(out, buf, N * 4)
-        assert isinstance(n1, G.MemsetNode) and isinstance(n2, G.KernelNode) and isinstance(n3, G.MemcpyNode)
+        assert (
+            isinstance(n1, G.MemsetNode)
+            and isinstance(n2, G.KernelNode)
+            and isinstance(n3, G.MemcpyNode)
+        )
         assert g.nodes() == {n1, n2, n3}
         assert g.edges() == {(n1, n2), (n2, n3)}
         assert set(n2.pred) == {n1} and set(n2.succ) == {n3} and n1 in n2.pred
-        assert n2.graph is g and n2.kernel is k["add_one"] and n2.grid == (2, 1, 1) and n2.block == (128, 1, 1)
+        assert (
+            n2.graph is g
+            and n2.kernel is k["add_one"]
+            and n2.grid == (2, 1, 1)
+            and n2.block == (128, 1, 1)
+        )
         assert (n1.dptr, n1.value, n1.element_size, n1.width) == (buf.handle, 0, 1, N * 4)
         assert (n3.dst, n3.src, n3.size) == (out.handle, buf.handle, N * 4)
         graph = g.instantiate()
@@ -534,7 +614,9 @@ def test_if_then_runs_its_body_only_when_true(env, value, expected):
     out = _ints(dev, s)
     g = G.GraphDefinition()
     cond = g.create_condition(default_value=0)
-    setter = g.launch(_one(), k["set_cond"], cond, np.uint32(value))  # device code sets the condition
+    setter = g.launch(
+        _one(), k["set_cond"], cond, np.uint32(value)
+    )  # device code sets the condition
     node = setter.if_then(cond)
     assert isinstance(node, G.IfNode) and node.condition == cond and node.cond_type == "if"
     node.then.launch(_cfg(), k["set_value"], out, np.int32(N), np.int32(7))
@@ -606,7 +688,9 @@ def test_misuse_errors(env):
     with pytest.raises(TypeError, match="nodes must be a GraphNode"):
         g1.join("n")
     foreign = g2.create_condition(1)
-    with pytest.raises(ValueError, match="condition must be a GraphCondition created in this graph"):
+    with pytest.raises(
+        ValueError, match="condition must be a GraphCondition created in this graph"
+    ):
         g1.if_then(foreign)
     # what cuda.core raises for both (the driver's CUDA_ERROR_INVALID_VALUE)
     with pytest.raises(CUDAError, match="created in this graph"):
@@ -707,12 +791,16 @@ def test_builder_if_else_switch_split_join_embed(env):
     s = dev.create_stream()
     a, b2, c, d = _ints(dev, s), _ints(dev, s), _ints(dev, s), _ints(dev, s)
     child = s.create_graph_builder().begin_building()
-    launch(child, _cfg(), k["add_one"], d, np.int32(N))  # not c: the split's branches run concurrently
+    launch(
+        child, _cfg(), k["add_one"], d, np.int32(N)
+    )  # not c: the split's branches run concurrently
     child.end_building()
     b = s.create_graph_builder().begin_building()
     cond = b.create_condition(default_value=0)
     then, else_ = b.if_else(cond)
-    then.graph_definition.launch(_cfg(), k["set_value"], a, np.int32(N), np.int32(1))  # explicit API body
+    then.graph_definition.launch(
+        _cfg(), k["set_value"], a, np.int32(N), np.int32(1)
+    )  # explicit API body
     else_.begin_building()
     launch(else_, _cfg(), k["set_value"], a, np.int32(N), np.int32(2))
     else_.end_building()
@@ -766,4 +854,3 @@ def test_debug_dot_print(env, tmp_path):
     path = tmp_path / "g.dot"
     g.debug_dot_print(str(path), G.GraphDebugPrintOptions(conditional_node_params=True))
     assert "digraph" in path.read_text()
-

@@ -50,7 +50,9 @@ def test_attribute_writes_refused_with_cuda_cores_errors():
         with pytest.raises(AttributeError, match=rf"attribute '{name}' .* is not writable"):
             setattr(attrs, name, 0)
     for name in ("reserved_mem_high", "used_mem_high"):
-        with pytest.raises(AttributeError, match=rf"Attribute '{name}' may only be set to zero \(got 1\)\."):
+        with pytest.raises(
+            AttributeError, match=rf"Attribute '{name}' may only be set to zero \(got 1\)\."
+        ):
             setattr(attrs, name, 1)
         with pytest.raises(AttributeError, match=r"\(got -2\)"):
             setattr(attrs, name, -2)
@@ -79,11 +81,16 @@ N = 1 << 16
 def test_singleton_and_refused_outside_capture(dev):
     gmr = GraphMemoryResource(dev)
     assert gmr is GraphMemoryResource(dev.device_id)
-    assert gmr.device_id == dev.device_id and gmr.is_device_accessible and not gmr.is_host_accessible
+    assert (
+        gmr.device_id == dev.device_id and gmr.is_device_accessible and not gmr.is_host_accessible
+    )
     s = dev.create_stream()
     # cuda.core's wording (its tests match it), for any size
     for size in (256, 0):
-        with pytest.raises(RuntimeError, match=r"GraphMemoryResource cannot perform memory operations on a non-capturing stream\."):
+        with pytest.raises(
+            RuntimeError,
+            match=r"GraphMemoryResource cannot perform memory operations on a non-capturing stream\.",
+        ):
             gmr.allocate(size, stream=s)
     with pytest.raises(TypeError):
         gmr.allocate(256)
@@ -97,7 +104,9 @@ def test_singleton_and_refused_outside_capture(dev):
 def test_graph_alloc_free_replayed_1000_times_without_growth(dev):
     from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
-    obj = Program(SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    obj = Program(SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin"
+    )
     fill, add = obj.get_kernel("fill_iota"), obj.get_kernel("add_into")
     cfg = LaunchConfig(grid=(N + 255) // 256, block=256)
     s = dev.create_stream()
@@ -149,7 +158,9 @@ MODES = ("global", "thread_local", "relaxed")
 def _compile(dev):
     from cuda_core import Program, ProgramOptions
 
-    return Program(SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    return Program(SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin"
+    )
 
 
 @pytest.mark.gpu
@@ -209,7 +220,10 @@ def test_graph_alloc_in_every_capture_mode(dev, mode):
     old.get_kernel("add_into").occupancy  # noqa: B018
     del old
     obj = _compile(dev)
-    fill, add = obj.get_kernel("fill_iota"), obj.get_kernel("add_into")  # first launched in the capture
+    fill, add = (
+        obj.get_kernel("fill_iota"),
+        obj.get_kernel("add_into"),
+    )  # first launched in the capture
     cfg = LaunchConfig(grid=(N + 255) // 256, block=256)
     s = dev.create_stream()
     dmr = DeviceMemoryResource(dev)

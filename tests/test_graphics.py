@@ -88,7 +88,12 @@ class _EGLContext:
         egl.eglCreatePbufferSurface.restype = ctypes.c_void_p
         egl.eglCreatePbufferSurface.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         egl.eglCreateContext.restype = ctypes.c_void_p
-        egl.eglCreateContext.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        egl.eglCreateContext.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+            ctypes.c_void_p,
+        ]
         egl.eglMakeCurrent.argtypes = [ctypes.c_void_p] * 4
         egl.eglDestroyContext.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         egl.eglDestroySurface.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
@@ -96,17 +101,24 @@ class _EGLContext:
         self.display = self._display()
         if not self.display or not egl.eglInitialize(self.display, None, None):
             pytest.skip("no EGL display could be initialised (no GPU-backed EGL driver)")
-        attrs = (ctypes.c_int * 5)(EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT, EGL_NONE)
+        attrs = (ctypes.c_int * 5)(
+            EGL_SURFACE_TYPE, EGL_PBUFFER_BIT, EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT, EGL_NONE
+        )
         config = ctypes.c_void_p()
         n = ctypes.c_int()
-        if not egl.eglChooseConfig(self.display, attrs, ctypes.byref(config), 1, ctypes.byref(n)) or n.value < 1:
+        if (
+            not egl.eglChooseConfig(self.display, attrs, ctypes.byref(config), 1, ctypes.byref(n))
+            or n.value < 1
+        ):
             pytest.skip("EGL has no config for an OpenGL pbuffer")
         pb = (ctypes.c_int * 5)(EGL_WIDTH, 16, EGL_HEIGHT, 16, EGL_NONE)
         self.surface = egl.eglCreatePbufferSurface(self.display, config, pb)
         if not egl.eglBindAPI(EGL_OPENGL_API):
             pytest.skip("EGL cannot bind the OpenGL API")
         self.context = egl.eglCreateContext(self.display, config, None, None)
-        if not self.context or not egl.eglMakeCurrent(self.display, self.surface, self.surface, self.context):
+        if not self.context or not egl.eglMakeCurrent(
+            self.display, self.surface, self.surface, self.context
+        ):
             pytest.skip("no OpenGL context could be made current through EGL")
 
     def _display(self):
@@ -116,7 +128,9 @@ class _EGLContext:
         if query and get_platform:
             q = ctypes.CFUNCTYPE(ctypes.c_uint, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
                                  ctypes.POINTER(ctypes.c_int))(query)  # fmt: skip
-            p = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(get_platform)
+            p = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(
+                get_platform
+            )
             devices = (ctypes.c_void_p * 8)()
             n = ctypes.c_int()
             if q(8, devices, ctypes.byref(n)) and n.value:
@@ -157,7 +171,12 @@ def test_gl_buffer_written_by_a_kernel(dev, gl_context):
     gl.glGenBuffers.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]
     gl.glBindBuffer.argtypes = [ctypes.c_uint, ctypes.c_uint]
     gl.glBufferData.argtypes = [ctypes.c_uint, ctypes.c_ssize_t, ctypes.c_void_p, ctypes.c_uint]
-    gl.glGetBufferSubData.argtypes = [ctypes.c_uint, ctypes.c_ssize_t, ctypes.c_ssize_t, ctypes.c_void_p]
+    gl.glGetBufferSubData.argtypes = [
+        ctypes.c_uint,
+        ctypes.c_ssize_t,
+        ctypes.c_ssize_t,
+        ctypes.c_void_p,
+    ]
     gl.glDeleteBuffers.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint)]
     n = 4096
     vbo = ctypes.c_uint()

@@ -54,7 +54,9 @@ def test_sm_options_defaults_and_groups():
         None, None, None, False)  # fmt: skip
     assert opts._groups() == [(0, 0, 0, False)]
     assert SMResourceOptions(count=16)._groups() == [(16, 0, 0, False)]
-    groups = SMResourceOptions(count=[8, 16], coscheduled_sm_count=2, backfill=[False, True])._groups()
+    groups = SMResourceOptions(
+        count=[8, 16], coscheduled_sm_count=2, backfill=[False, True]
+    )._groups()
     assert groups == [(8, 2, 0, False), (16, 2, 0, True)]
 
 
@@ -85,10 +87,14 @@ def test_workqueue_options_checked():
     assert WorkqueueResourceOptions(sharing_scope="device_ctx").sharing_scope == "device_ctx"
     from cuda_core.typing import WorkqueueSharingScopeType
 
-    opts = WorkqueueResourceOptions(sharing_scope=WorkqueueSharingScopeType.GREEN_CTX_BALANCED, concurrency_limit=4)
+    opts = WorkqueueResourceOptions(
+        sharing_scope=WorkqueueSharingScopeType.GREEN_CTX_BALANCED, concurrency_limit=4
+    )
     assert opts.concurrency_limit == 4
     # the wording of cuda.core's messages, which code written for it may match on
-    with pytest.raises(ValueError, match=r"'everyone' is not a valid WorkqueueSharingScopeType\. Must be None"):
+    with pytest.raises(
+        ValueError, match=r"'everyone' is not a valid WorkqueueSharingScopeType\. Must be None"
+    ):
         WorkqueueResourceOptions(sharing_scope="everyone")
     with pytest.raises(ValueError, match="concurrency_limit must be >= 1"):
         WorkqueueResourceOptions(concurrency_limit=0)
@@ -241,7 +247,9 @@ def test_green_context_streams_events_and_close(dev):
     from cuda_core import StreamOptions
 
     _green_supported(dev)
-    groups, _ = dev.resources.sm.split(SMResourceOptions(count=max(8, dev.resources.sm.min_partition_size)))
+    groups, _ = dev.resources.sm.split(
+        SMResourceOptions(count=max(8, dev.resources.sm.min_partition_size))
+    )
     ctx = dev.create_context(ContextOptions(resources=groups[:1]))
     try:
         # Green contexts take non-blocking streams only (cuda.core's class and wording).

@@ -147,7 +147,9 @@ def test_allocation_in_a_cycle_is_freed_once(b):
 
     box = Box()
     box.self = box
-    box.a = b.Allocation.adopt(0x1000, 8, lambda p, n, s: calls.append(p), box, None)  # cycle via stream
+    box.a = b.Allocation.adopt(
+        0x1000, 8, lambda p, n, s: calls.append(p), box, None
+    )  # cycle via stream
     del box
     gc.collect()
     assert calls == [0x1000]
@@ -406,7 +408,9 @@ def test_prepared_launch_keeps_its_config_after_its_config_served_40_streams(dev
     p()
     time.sleep(0.2)
     side = dev.create_stream()
-    assert _read3(dev, out, side) == [0, 0, 0], "the prepared launch ran before its stream was released"
+    assert _read3(dev, out, side) == [0, 0, 0], (
+        "the prepared launch ran before its stream was released"
+    )
     gate.set()
     s0.sync()
     assert _read3(dev, out, side) == [7, 32, 7 * 32]
@@ -455,9 +459,17 @@ print("OK after reset")
 @pytest.mark.gpu
 @pytest.mark.parametrize("off", ["0", "1"])
 def test_objects_work_after_another_library_resets_the_context(off):
-    env = {**os.environ, "CUDA_CORE_NO_FASTPATH": off, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {
+        **os.environ,
+        "CUDA_CORE_NO_FASTPATH": off,
+        "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
     out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(RESET_CHECK)], capture_output=True, text=True, env=env, timeout=180
+        [sys.executable, "-c", textwrap.dedent(RESET_CHECK)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "OK after reset" in out.stdout

@@ -33,13 +33,20 @@ _pf.load_nvidia_dynamic_lib = _fake
 """
 
 
-def run_without(missing: tuple[str, ...], body: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_without(
+    missing: tuple[str, ...], body: str, *args: str
+) -> subprocess.CompletedProcess[str]:
     """Run *body* in a fresh interpreter where the libraries in *missing* cannot be loaded."""
     script = _HIDE.format(missing=missing) + textwrap.dedent(body)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return subprocess.run(
-        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
     )
 
 
@@ -69,7 +76,10 @@ def _caught(missing: tuple[str, ...], call: str) -> dict:
 
 
 def test_missing_nvrtc_names_library_user_and_remedy():
-    out = _caught(("nvrtc",), 'Program("__global__ void k(){}", "c++", ProgramOptions(arch="sm_90")).compile("ptx")')
+    out = _caught(
+        ("nvrtc",),
+        'Program("__global__ void k(){}", "c++", ProgramOptions(arch="sm_90")).compile("ptx")',
+    )
     assert REMEDY in out["msg"]
     assert "NVRTC" in out["msg"] and f"libnvrtc.so.{BINDINGS_MAJOR}" in out["msg"]
     assert "Program.compile() of C++ code" in out["msg"]
@@ -113,7 +123,9 @@ def test_error_pickles_with_its_attributes():
 
     from cuda_core import CompilerLibraryNotFoundError
 
-    err = CompilerLibraryNotFoundError("NVRTC", "libnvrtc.so.13", "Program.compile()", REMEDY, "gone")
+    err = CompilerLibraryNotFoundError(
+        "NVRTC", "libnvrtc.so.13", "Program.compile()", REMEDY, "gone"
+    )
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is CompilerLibraryNotFoundError
     assert str(back) == str(err)
@@ -128,10 +140,16 @@ def test_ci_runs_the_readme_commands():
     readme = (root / "README.md").read_text()
     block = re.search(r"## Set up\n\n```bash\n(.*?)```", readme, re.S)
     assert block is not None, "README.md has no '## Set up' bash block"
-    commands = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines() if line.strip()]
-    assert commands == ['pip install -e ".[cu13,test]"', 'pip install -e ".[cu12,test]"', "python -m pytest"]
+    commands = [
+        line.split("#", 1)[0].strip() for line in block.group(1).splitlines() if line.strip()
+    ]
+    assert commands == [
+        'pip install -e ".[cu13,test]"',
+        'pip install -e ".[cu12,test]"',
+        "python -m pytest",
+    ]
     ci = (root / ".ci" / "run").read_text()
     for cmd in commands[:2]:
         assert f"python -m pip install --quiet -e {cmd.removeprefix('pip install -e ')}" in ci, cmd
     assert "python -m pytest -p no:cacheprovider" in ci
-    assert ci.count("run_pytest \"cu13") == 2 and ci.count("run_pytest \"cu12") == 2
+    assert ci.count('run_pytest "cu13') == 2 and ci.count('run_pytest "cu12') == 2

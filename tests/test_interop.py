@@ -35,7 +35,9 @@ def env():
 
     dev = Device()
     dev.set_current()
-    obj = Program(KERNELS, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    obj = Program(KERNELS, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin"
+    )
     return dev, obj.get_kernel("delayed_fill"), obj.get_kernel("copy_i32"), obj
 
 
@@ -48,7 +50,9 @@ def _cfg():
 def _busy(handle_int):
     from cuda.bindings import driver
 
-    return driver.cuStreamQuery(driver.CUstream(handle_int))[0] == driver.CUresult.CUDA_ERROR_NOT_READY
+    return (
+        driver.cuStreamQuery(driver.CUstream(handle_int))[0] == driver.CUresult.CUDA_ERROR_NOT_READY
+    )
 
 
 def _foreign_streams():
@@ -81,7 +85,9 @@ def test_foreign_streams_in_every_stream_taking_call(env):
         wrapped = dev.create_stream(fs)
         assert int(wrapped.handle) == ptr_of(fs), name
         buf = dev.allocate(N * 4, stream=fs)  # allocate on a foreign stream
-        with pytest.warns(DeprecationWarning, match="foreign stream objects"):  # as in cuda.core 1.2
+        with pytest.warns(
+            DeprecationWarning, match="foreign stream objects"
+        ):  # as in cuda.core 1.2
             launch(fs, _cfg(), fill, buf, np.int32(N), np.int32(5), np.uint64(0))
         dst = buf.copy_to(stream=fs)  # copy on a foreign stream
         host = np.zeros(N, dtype=np.int32)
@@ -93,7 +99,15 @@ def test_foreign_streams_in_every_stream_taking_call(env):
         dst.close(fs)
         fs.synchronize()
         wrapped.close()  # borrowed: must not destroy the foreign stream
-        launch(Stream(fs), _cfg(), fill, dev.allocate(N * 4, stream=fs), np.int32(N), np.int32(1), np.uint64(0))
+        launch(
+            Stream(fs),
+            _cfg(),
+            fill,
+            dev.allocate(N * 4, stream=fs),
+            np.int32(N),
+            np.int32(1),
+            np.uint64(0),
+        )
         fs.synchronize()
 
 
@@ -111,13 +125,17 @@ def test_our_stream_inside_external_streams(env):
         exts = []
         if hasattr(torch.cuda.Stream, "from_external"):  # newer PyTorch: through __cuda_stream__
             exts.append(torch.cuda.Stream.from_external(s))
-        exts.append(torch.cuda.ExternalStream(int(s.handle)))  # deprecated in newer PyTorch, still works
+        exts.append(
+            torch.cuda.ExternalStream(int(s.handle))
+        )  # deprecated in newer PyTorch, still works
         for ext in exts:
             assert ext.cuda_stream == int(s.handle)
             t = torch.zeros(N, dtype=torch.int32, device="cuda")
             torch.cuda.synchronize()
             # PyTorch's op is queued on our stream, after our kernel: it sees the kernel's result
-            launch(s, _cfg(), fill, t.data_ptr(), np.int32(N), np.int32(4), np.uint64(DELAY_NS // 4))
+            launch(
+                s, _cfg(), fill, t.data_ptr(), np.int32(N), np.int32(4), np.uint64(DELAY_NS // 4)
+            )
             with torch.cuda.stream(ext):
                 t += 3
             s.sync()
@@ -155,7 +173,9 @@ def test_cai_consumer_waits_on_device_for_cupy_producer(env):
         a = cp.zeros(N, dtype=cp.int32)
     out = cp.zeros(N, dtype=cp.int32)
     cp.cuda.Device().synchronize()
-    launch(Stream(producer), _cfg(), fill, a.data.ptr, np.int32(N), np.int32(42), np.uint64(DELAY_NS))
+    launch(
+        Stream(producer), _cfg(), fill, a.data.ptr, np.int32(N), np.int32(42), np.uint64(DELAY_NS)
+    )
     with producer:  # CuPy reports the current stream in __cuda_array_interface__["stream"]
         view = StridedMemoryView.from_cuda_array_interface(a, int(consumer.handle))
     assert _busy(producer.ptr), "the view must not synchronise the host with the producer"
@@ -178,7 +198,9 @@ def test_dlpack_consumer_waits_on_device_for_torch_producer(env):
         t = torch.zeros(N, dtype=torch.int32, device="cuda")
     out = torch.zeros(N, dtype=torch.int32, device="cuda")
     torch.cuda.synchronize()
-    launch(Stream(producer), _cfg(), fill, t.data_ptr(), np.int32(N), np.int32(17), np.uint64(DELAY_NS))
+    launch(
+        Stream(producer), _cfg(), fill, t.data_ptr(), np.int32(N), np.int32(17), np.uint64(DELAY_NS)
+    )
     with torch.cuda.stream(producer):  # torch orders its current stream before the consumer's
         view = StridedMemoryView.from_dlpack(t, int(consumer.handle))
     assert _busy(producer.cuda_stream), "the view must not synchronise the host with the producer"
@@ -200,7 +222,15 @@ def test_opt_out_with_minus_one_does_not_order(env):
     consumer = dev.create_stream()
     with producer:
         a = cp.zeros(N, dtype=cp.int32)
-    launch(Stream(producer), _cfg(), fill, a.data.ptr, np.int32(N), np.int32(1), np.uint64(DELAY_NS // 4))
+    launch(
+        Stream(producer),
+        _cfg(),
+        fill,
+        a.data.ptr,
+        np.int32(N),
+        np.int32(1),
+        np.uint64(DELAY_NS // 4),
+    )
     with producer:
         StridedMemoryView.from_cuda_array_interface(a, -1)
     consumer.sync()  # nothing was queued on the consumer: returns while the producer still runs

@@ -77,11 +77,19 @@ def test_numpy_arrays_read_alike(index):
     a = _numpy_arrays()[index]
     state = _agree(lambda b: b.dlpack_view(b.ViewInfo, a, -1))
     ptr, shape, _raw, word, dev, accessible, readonly, devtype, strides = state[:9]
-    assert (ptr, shape, dev, accessible, devtype) == (a.__array_interface__["data"][0], a.shape, -1, False, 1)
+    assert (ptr, shape, dev, accessible, devtype) == (
+        a.__array_interface__["data"][0],
+        a.shape,
+        -1,
+        False,
+        1,
+    )
     assert dl.dtype_from_word(word) == a.dtype and readonly is (not a.flags.writeable)
     # NumPy's export: its strides for every array of one or more dimensions, none for 0-d; read as given.
     assert strides == (None if a.ndim == 0 else tuple(s // a.itemsize for s in a.strides))
-    for versioned in (True, False) if a.flags.writeable else (True,):  # NumPy needs 1.0 for read-only
+    for versioned in (
+        (True, False) if a.flags.writeable else (True,)
+    ):  # NumPy needs 1.0 for read-only
         cap = a.__dlpack__(max_version=(1, 0)) if versioned else a.__dlpack__()
         _agree(lambda b, cap=cap: b.read_capsule(cap))
 
@@ -106,7 +114,9 @@ def _capsule(dtype=(dl.kDLFloat, 32, 1), shape=(2, 3), strides=None, versioned=T
     if strides_arr is not None:
         t.strides = ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64))
     t.byte_offset = offset
-    buf = ctypes.create_string_buffer(name or (dl.NAME_VERSIONED if versioned else dl.NAME_UNVERSIONED))
+    buf = ctypes.create_string_buffer(
+        name or (dl.NAME_VERSIONED if versioned else dl.NAME_UNVERSIONED)
+    )
     cap = dl._capsule_new(ctypes.addressof(m), buf, dl._Destructor())
     _keep[id(cap)] = (m, shape_arr, strides_arr, buf)
     return cap
@@ -163,7 +173,9 @@ def test_capsule_cases_read_alike(case):
     assert state[0] == 0x7F0000001000 + kw.get("offset", 0)
     assert state[6] is (kw.get("readonly", False) and kw.get("versioned", True))
     given = kw.get("strides")
-    assert state[2] == state[8] == (None if given is None else tuple(given))  # as given, cuda.core's rule
+    assert (
+        state[2] == state[8] == (None if given is None else tuple(given))
+    )  # as given, cuda.core's rule
     for sp in (-1, 5, 0):
         p = Producer(cap, kw.get("device", (dl.kDLCPU, 0)))
         _agree(lambda b, p=p, sp=sp: b.dlpack_view(b.ViewInfo, p, sp))
@@ -201,7 +213,8 @@ class _BadDevice:
 
 
 @pytest.mark.parametrize(
-    "device", [(1, 0, 0), (1,), 5, ("1", 0), (1, "0"), (4, 0), (99, 0), (1 << 70, 0), [1, 0], (True, 0)]
+    "device",
+    [(1, 0, 0), (1,), 5, ("1", 0), (1, "0"), (4, 0), (99, 0), (1 << 70, 0), [1, 0], (True, 0)],
 )
 def test_device_answers_alike(device):
     obj = _BadDevice(device)
@@ -229,7 +242,9 @@ def test_missing_protocol_and_bad_cls_alike():
         pure.dlpack_view(native.ViewInfo, a, -1)
 
 
-@pytest.mark.parametrize("exc", [KeyboardInterrupt, MemoryError, SystemExit, AttributeError, ValueError])
+@pytest.mark.parametrize(
+    "exc", [KeyboardInterrupt, MemoryError, SystemExit, AttributeError, ValueError]
+)
 @pytest.mark.parametrize("where", ["__dlpack__", "__dlpack_device__"])
 @pytest.mark.parametrize("b", BACKENDS)
 def test_producer_exceptions_propagate_and_are_called_once(b, exc, where):
@@ -294,7 +309,10 @@ def test_view_strides_property_alike():
             v = b.ViewInfo()
             v.shape, v._raw_strides = shape, raw
             results.append((v.strides, v.strides))
-        assert results[0] == results[1] == (raw, raw), (shape, raw)  # as given, C-contiguous ones too
+        assert results[0] == results[1] == (raw, raw), (
+            shape,
+            raw,
+        )  # as given, C-contiguous ones too
 
 
 @pytest.mark.parametrize("b", BACKENDS)
@@ -328,7 +346,11 @@ def test_native_reader_leaks_no_references():
 
 def test_order_event_and_torch_setup_alike():
     for dev, event in ((0, 0x10), (63, 0x20), (64, 0x30), (-1, 0x40)):
-        assert pure.set_order_event(dev, event) == native.set_order_event(dev, event) == (0 <= dev < 64)
+        assert (
+            pure.set_order_event(dev, event)
+            == native.set_order_event(dev, event)
+            == (0 <= dev < 64)
+        )
     native.set_order_event(0, 0)
     native.set_order_event(63, 0)
     assert pure.torch_setup(int, object()) is False

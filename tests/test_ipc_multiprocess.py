@@ -73,7 +73,9 @@ def pattern(seed: int, n: int = N) -> np.ndarray:
 def _kernels(dev: Any) -> Any:
     from cuda_core import Program, ProgramOptions
 
-    obj = Program(KERNELS, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
+    obj = Program(KERNELS, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin"
+    )
     return obj.get_kernel("fill_pattern"), obj.get_kernel("check_pattern")
 
 
@@ -102,7 +104,9 @@ def _get(q: Any, proc: Any) -> Any:
     try:
         kind, payload = q.get(timeout=TIMEOUT)
     except queue.Empty:
-        raise AssertionError(f"the child said nothing for {TIMEOUT} s (exit code {proc.exitcode})") from None
+        raise AssertionError(
+            f"the child said nothing for {TIMEOUT} s (exit code {proc.exitcode})"
+        ) from None
     assert kind == "ok", payload
     return payload
 
@@ -139,7 +143,9 @@ def test_allocation_handle_reaches_a_spawned_child_as_argument_and_through_a_que
     proc = SPAWN.Process(target=_fd_child, args=(h, q_in, q_out))
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # a Queue here may warn about 'fork' (the default)
+            warnings.simplefilter(
+                "ignore", UserWarning
+            )  # a Queue here may warn about 'fork' (the default)
             proc.start()
             q_in.put(h)
             got = _get(q_out, proc)
@@ -193,7 +199,14 @@ def test_fork_start_method_warns_once(method, warned):
         """
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(warned)
 
@@ -221,10 +234,14 @@ def test_imports_refuse_wrong_arguments_before_the_driver():
     # The descriptor's type is checked first, in cuda.core's words (its argument check).
     with pytest.raises(TypeError) as info:
         Buffer.from_ipc_descriptor(object(), b"x" * 64)
-    assert str(info.value).startswith("Argument 'ipc_descriptor' has incorrect type (expected IPCBufferDescriptor, got bytes)")
+    assert str(info.value).startswith(
+        "Argument 'ipc_descriptor' has incorrect type (expected IPCBufferDescriptor, got bytes)"
+    )
     with pytest.raises(TypeError, match="ipc_descriptor must be an IPCEventDescriptor"):
         Event.from_ipc_descriptor(d)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="alloc_handle must be an IPCAllocationHandle or a file descriptor"):
+    with pytest.raises(
+        TypeError, match="alloc_handle must be an IPCAllocationHandle or a file descriptor"
+    ):
         PinnedMemoryResource.from_allocation_handle("3")
     with pytest.raises(TypeError, match="alloc_handle must be"):
         PinnedMemoryResource.from_allocation_handle(-1)
@@ -234,7 +251,9 @@ def test_registry_lookups_before_the_driver():
     with pytest.raises(TypeError, match=r"uuid must be a uuid\.UUID"):
         DeviceMemoryResource.from_registry("not-a-uuid")
     key = uuid.uuid4()
-    with pytest.raises(RuntimeError, match=f"^Memory resource {key} was not found"):  # cuda.core's words first
+    with pytest.raises(
+        RuntimeError, match=f"^Memory resource {key} was not found"
+    ):  # cuda.core's words first
         DeviceMemoryResource.from_registry(key)
     with pytest.raises(RuntimeError, match=f"^Memory resource {key} was not found"):
         PinnedMemoryResource.from_registry(key)
@@ -364,7 +383,9 @@ def test_events_order_work_between_processes_both_ways(dev, ipc_mr):
         ready = s.record(options=IPC)
         q_in.put((buf, ready))
         busy_on_arrival, saw_fill, back = _get(q_out, proc)
-        assert busy_on_arrival, "the parent's event completed before the child saw it: the test proves nothing"
+        assert busy_on_arrival, (
+            "the parent's event completed before the child saw it: the test proves nothing"
+        )
         assert saw_fill, "the child read the buffer before the parent's fill"
         ready.close()
         child_busy = not back.is_done
@@ -375,7 +396,9 @@ def test_events_order_work_between_processes_both_ways(dev, ipc_mr):
         assert _get(q_out, proc) == "closed"
     finally:
         _finish(proc)
-    assert child_busy, "the child's event completed before the parent waited: the test proves nothing"
+    assert child_busy, (
+        "the child's event completed before the parent waited: the test proves nothing"
+    )
     assert (got == 0x11111111).all(), "the parent read the buffer before the child's fill"
     buf.close(stream=s)
     s.sync()
@@ -512,8 +535,12 @@ def test_many_handoffs_leave_every_pool_and_fd_table_as_they_were(dev, ipc_mr):
         _finish(proc)
     assert (mapped, checks, mismatches) == (total, total, 0)
     assert left_open == 0, f"{left_open} imported buffers were left open in the consumer"
-    assert c_fds1 <= c_fds0 + 2, f"the consumer's open file descriptors went from {c_fds0} to {c_fds1}"
-    assert fds is not None and _open_fds() <= fds + 2, f"open descriptors grew from {fds} to {_open_fds()}"
+    assert c_fds1 <= c_fds0 + 2, (
+        f"the consumer's open file descriptors went from {c_fds0} to {c_fds1}"
+    )
+    assert fds is not None and _open_fds() <= fds + 2, (
+        f"open descriptors grew from {fds} to {_open_fds()}"
+    )
     for b in bufs:
         b.close(stream=s)
     s.sync()
@@ -522,7 +549,9 @@ def test_many_handoffs_leave_every_pool_and_fd_table_as_they_were(dev, ipc_mr):
     s.close()
 
 
-def _errors_child(mr: Any, desc: IPCBufferDescriptor, other: IPCBufferDescriptor, dangling: bytes, q_out: Any) -> None:
+def _errors_child(
+    mr: Any, desc: IPCBufferDescriptor, other: IPCBufferDescriptor, dangling: bytes, q_out: Any
+) -> None:
     def run() -> Any:
         from cuda_core import Device
 
@@ -568,25 +597,41 @@ def test_errors_in_the_receiving_process(dev, ipc_mr):
 
     s = dev.create_stream()
     buf = ipc_mr.allocate(4096, stream=s)
-    other_mr = DeviceMemoryResource(dev, DeviceMemoryResourceOptions(ipc_enabled=True, max_size=1 << 26))
+    other_mr = DeviceMemoryResource(
+        dev, DeviceMemoryResourceOptions(ipc_enabled=True, max_size=1 << 26)
+    )
     other = other_mr.allocate(4096, stream=s)
-    dangling = pickle.dumps(other)  # plain pickle: names other_mr by uuid, which the child never gets
+    dangling = pickle.dumps(
+        other
+    )  # plain pickle: names other_mr by uuid, which the child never gets
     s.sync()
     q_out = SPAWN.Queue()
-    proc = SPAWN.Process(target=_errors_child, args=(ipc_mr, buf.ipc_descriptor, other.ipc_descriptor, dangling, q_out))
+    proc = SPAWN.Process(
+        target=_errors_child,
+        args=(ipc_mr, buf.ipc_descriptor, other.ipc_descriptor, dangling, q_out),
+    )
     proc.start()
     try:
         out = _get(q_out, proc)
     finally:
         _finish(proc)
     # cuda.core's messages, which code written for it may compare
-    assert out["allocate"][:2] == ("TypeError", "Cannot allocate from a mapped IPC-enabled memory resource")
-    assert out["oversized"][0] == "ValueError" and "exceeds" in out["oversized"][1], out["oversized"]
+    assert out["allocate"][:2] == (
+        "TypeError",
+        "Cannot allocate from a mapped IPC-enabled memory resource",
+    )
+    assert out["oversized"][0] == "ValueError" and "exceeds" in out["oversized"][1], out[
+        "oversized"
+    ]
     assert out["other_pool"][0] == "CUDAError", out["other_pool"]
     assert out["not_a_descriptor"][0] == "TypeError"
-    assert out["not_a_descriptor"][1].startswith("Argument 'ipc_descriptor' has incorrect type"), out["not_a_descriptor"]
+    assert out["not_a_descriptor"][1].startswith("Argument 'ipc_descriptor' has incorrect type"), (
+        out["not_a_descriptor"]
+    )
     assert out["dangling"][0] == "RuntimeError"
-    assert re.match(r"Memory resource [0-9a-f-]{36} was not found", out["dangling"][1]), out["dangling"]
+    assert re.match(r"Memory resource [0-9a-f-]{36} was not found", out["dangling"][1]), out[
+        "dangling"
+    ]
     assert out["mapped"] == (True,) * 6
     for b in (buf, other):
         b.close(stream=s)

@@ -55,7 +55,9 @@ def _writer(q_bc: Any, q_out: Any) -> None:
         buf.fill(0x3C, stream=s)
         buf.close(stream=s)
         s.sync()
-        q_out.put(("C", "ok" if bytes(before) == b"\x5a" * NBYTES else "C read other bytes than A wrote"))
+        q_out.put(
+            ("C", "ok" if bytes(before) == b"\x5a" * NBYTES else "C read other bytes than A wrote")
+        )
     except BaseException:
         q_out.put(("C", traceback.format_exc()))
 

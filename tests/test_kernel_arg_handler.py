@@ -126,7 +126,9 @@ def test_ctypes_structure_with_padding():
     h = ParamHolder((np.int8(9), s))
     assert ctypes.sizeof(Padded) == 24
     assert h.offsets == (0, 8)
-    expected_struct = b"\xff" + b"\x00" * 7 + struct.pack("<d", 2.5) + struct.pack("<h", 7) + b"\x00" * 6
+    expected_struct = (
+        b"\xff" + b"\x00" * 7 + struct.pack("<d", 2.5) + struct.pack("<h", 7) + b"\x00" * 6
+    )
     assert h.data == b"\x09" + b"\x00" * 7 + expected_struct
 
 
@@ -175,7 +177,12 @@ def test_ctypes_array_and_union():
 
 class CAI:
     def __init__(self, ptr):
-        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": (4,), "typestr": "<f4", "version": 3}
+        self.__cuda_array_interface__ = {
+            "data": (ptr, False),
+            "shape": (4,),
+            "typestr": "<f4",
+            "version": 3,
+        }
 
 
 class DataPtr:
@@ -209,7 +216,9 @@ def test_dlpack_host_array_is_refused():
 
 
 @pytest.mark.parametrize(
-    "value", ["text", b"bytes", None, [1, 2], object(), np.longdouble(1), np.datetime64(1, "s")], ids=repr
+    "value",
+    ["text", b"bytes", None, [1, 2], object(), np.longdouble(1), np.datetime64(1, "s")],
+    ids=repr,
 )
 def test_unsupported_type_names_position_and_type(value):
     with pytest.raises(TypeError, match=rf"argument 1 .*{type(value).__name__}"):
@@ -254,7 +263,9 @@ def test_layout_offsets_win_over_c_alignment():
 
 @pytest.mark.parametrize("args", [(1, np.int32(1)), (1, np.int32(1), 2.0, 3)])
 def test_wrong_count(args):
-    with pytest.raises(TypeError, match=rf"kernel 'k' takes 3 arguments but {len(args)} were given"):
+    with pytest.raises(
+        TypeError, match=rf"kernel 'k' takes 3 arguments but {len(args)} were given"
+    ):
         ParamHolder(args, layout=LAYOUT, kernel_name="k")
 
 
@@ -262,7 +273,11 @@ def test_wrong_size_names_parameter_expected_and_given():
     with pytest.raises(TypeError) as ei:
         ParamHolder((1, np.int32(5), np.float32(2.0)), layout=LAYOUT, kernel_name="k")
     msg = str(ei.value)
-    assert "kernel 'k'" in msg and "parameter 2 is 8 bytes" in msg and "argument 2 (float32) packs to 4 bytes" in msg
+    assert (
+        "kernel 'k'" in msg
+        and "parameter 2 is 8 bytes" in msg
+        and "argument 2 (float32) packs to 4 bytes" in msg
+    )
     assert "np.float64" in msg
 
 
@@ -295,19 +310,27 @@ def test_narrower_integer_widens_keeping_its_sign():
 
 @pytest.mark.parametrize("value", [2**32, -(2**31) - 1, np.int64(2**40)], ids=repr)
 def test_integer_that_does_not_fit_its_parameter_is_refused(value):
-    with pytest.raises(OverflowError, match=r"argument 1: .*does not fit a 4-byte integer parameter"):
+    with pytest.raises(
+        OverflowError, match=r"argument 1: .*does not fit a 4-byte integer parameter"
+    ):
         ParamHolder((0x1000, value, 2.0), layout=LAYOUT, kernel_name="k")
 
 
 def test_bool_and_float_of_another_size_are_still_refused():
-    with pytest.raises(TypeError, match=r"parameter 1 is 4 bytes, but argument 1 \(bool\) packs to 1 byte"):
+    with pytest.raises(
+        TypeError, match=r"parameter 1 is 4 bytes, but argument 1 \(bool\) packs to 1 byte"
+    ):
         ParamHolder((0x1000, True, 2.0), layout=LAYOUT, kernel_name="k")
-    with pytest.raises(TypeError, match=r"parameter 1 is 4 bytes, but argument 1 \(float\) packs to 8 bytes"):
+    with pytest.raises(
+        TypeError, match=r"parameter 1 is 4 bytes, but argument 1 \(float\) packs to 8 bytes"
+    ):
         ParamHolder((0x1000, 1.0, 2.0), layout=LAYOUT, kernel_name="k")
 
 
 def test_wrong_size_float_for_float_param():
-    with pytest.raises(TypeError, match=r"parameter 2 is 4 bytes.*\(float\) packs to 8 bytes.*np.float32"):
+    with pytest.raises(
+        TypeError, match=r"parameter 2 is 4 bytes.*\(float\) packs to 8 bytes.*np.float32"
+    ):
         ParamHolder((1, np.int32(1), 2.0), layout=((0, 8), (8, 4), (12, 4)), kernel_name="k")
 
 
@@ -455,7 +478,7 @@ def test_plan_run_passes_the_packed_values(args, sizes):
     expected = ParamHolder(args)
     (got_cfg, func, values) = calls[-1]
     assert (got_cfg, func) == (cfg, 0xF00)
-    assert values == [expected.data[o:o + n] for o, n in zip(expected.offsets, sizes)]
+    assert values == [expected.data[o : o + n] for o, n in zip(expected.offsets, sizes)]
     assert plan.run(bad, args) == 7  # the driver's status is returned as is
     # Other types or another count: MISS, and the driver is not called.
     n = len(calls)
@@ -470,8 +493,15 @@ def test_plan_run_passes_the_packed_values(args, sizes):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([1, 2.0, True, np.float64(2.0), np.int32(1), None, "s", 3j]), max_size=40),
-       st.lists(st.sampled_from([int, float, bool, np.float64, np.int32, type(None), str, complex]), max_size=40))
+@given(
+    st.lists(
+        st.sampled_from([1, 2.0, True, np.float64(2.0), np.int32(1), None, "s", 3j]), max_size=40
+    ),
+    st.lists(
+        st.sampled_from([int, float, bool, np.float64, np.int32, type(None), str, complex]),
+        max_size=40,
+    ),
+)
 def test_types_match_is_the_exact_type_comparison_in_each_backend(values, types):
     args = tuple(values)
     for b in _types_match_backends():
@@ -488,6 +518,10 @@ def test_plan_run_overflow_raises_and_reuses_no_bad_state():
     plan.bind_launch(0xF00)
     with pytest.raises(struct.error):
         plan.run(cfg, (2**64,))
-    assert plan.explain((2**64,), struct.error()).args[0].startswith("argument 0 (int 18446744073709551616) does not fit")
+    assert (
+        plan.explain((2**64,), struct.error())
+        .args[0]
+        .startswith("argument 0 (int 18446744073709551616) does not fit")
+    )
     assert plan.run(cfg, (-(2**63),)) == 0
     assert calls[-1][2] == [struct.pack("<q", -(2**63))]

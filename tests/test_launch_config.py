@@ -22,7 +22,9 @@ def test_ints_become_3_tuples():
 
 
 def test_tuples_are_padded():
-    c = LaunchConfig(grid=(2, 3), cluster=(2,), block=(8, 4, 2), shmem_size=1024, is_cooperative=True)
+    c = LaunchConfig(
+        grid=(2, 3), cluster=(2,), block=(8, 4, 2), shmem_size=1024, is_cooperative=True
+    )
     assert c.grid == (2, 3, 1)
     assert c.cluster == (2, 1, 1)
     assert c.block == (8, 4, 2)
@@ -49,8 +51,18 @@ def test_grid_and_block_are_required(field):
 
 @pytest.mark.parametrize(
     "value,exc",
-    [(0, ValueError), (-1, ValueError), ((1, 0), ValueError), ((1, 1, 1, 1), ValueError), ((), ValueError),
-     (1.0, TypeError), (True, TypeError), ("4", TypeError), ((1, 2.0), TypeError), ([1, 2], TypeError)],
+    [
+        (0, ValueError),
+        (-1, ValueError),
+        ((1, 0), ValueError),
+        ((1, 1, 1, 1), ValueError),
+        ((), ValueError),
+        (1.0, TypeError),
+        (True, TypeError),
+        ("4", TypeError),
+        ((1, 2.0), TypeError),
+        ([1, 2], TypeError),
+    ],
     ids=repr,
 )
 @pytest.mark.parametrize("field", ["grid", "block", "cluster"])
@@ -62,7 +74,14 @@ def test_bad_dimensions(field, value, exc):
 
 
 @pytest.mark.parametrize(
-    "value,exc", [(-1, ValueError), (1.5, TypeError), ("1", TypeError), (2**32, OverflowError), ([4], TypeError)]
+    "value,exc",
+    [
+        (-1, ValueError),
+        (1.5, TypeError),
+        ("1", TypeError),
+        (2**32, OverflowError),
+        ([4], TypeError),
+    ],
 )
 def test_bad_shmem_size(value, exc):
     with pytest.raises(exc, match=r"LaunchConfig\.shmem_size must be"):
@@ -80,9 +99,15 @@ def test_programmatic_stream_serialization():
     assert LaunchConfig(grid=1, block=1).programmatic_stream_serialization is False
     on = LaunchConfig(grid=1, block=1, programmatic_stream_serialization=True)
     assert on.programmatic_stream_serialization is True
-    assert LaunchConfig(1, None, 1, None, False, 1).programmatic_stream_serialization is True  # 6th positional
-    assert on != LaunchConfig(grid=1, block=1) and on == LaunchConfig(grid=1, block=1, programmatic_stream_serialization=1)
-    assert hash(on) == hash(LaunchConfig(grid=(1, 1), block=1, programmatic_stream_serialization=True))
+    assert (
+        LaunchConfig(1, None, 1, None, False, 1).programmatic_stream_serialization is True
+    )  # 6th positional
+    assert on != LaunchConfig(grid=1, block=1) and on == LaunchConfig(
+        grid=1, block=1, programmatic_stream_serialization=1
+    )
+    assert hash(on) == hash(
+        LaunchConfig(grid=(1, 1), block=1, programmatic_stream_serialization=True)
+    )
     assert repr(on) == (
         "LaunchConfig(grid=(1, 1, 1), cluster=None, block=(1, 1, 1), shmem_size=0, is_cooperative=False, "
         "programmatic_stream_serialization=True)"
@@ -105,7 +130,11 @@ def test_equal_hashable_and_cuda_core_repr():
     assert a != LaunchConfig(grid=2, block=64, shmem_size=4)
     assert len({a, b}) == 1
     a.grid = (3, 1, 1)  # the fields follow: equality and hash too (as in cuda.core)
-    assert a != b and a == LaunchConfig(grid=3, block=64) and hash(a) == hash(LaunchConfig(grid=3, block=64))
+    assert (
+        a != b
+        and a == LaunchConfig(grid=3, block=64)
+        and hash(a) == hash(LaunchConfig(grid=3, block=64))
+    )
     assert repr(LaunchConfig(grid=2, cluster=2, block=64, shmem_size=8, is_cooperative=True)) == (
         "LaunchConfig(grid=(2, 1, 1), cluster=(2, 1, 1), block=(64, 1, 1), shmem_size=8, is_cooperative=True, "
         "programmatic_stream_serialization=False)"
@@ -118,14 +147,21 @@ def _built(c: LaunchConfig, stream: int) -> Any:
     import cuda_core._handles as pure
 
     h = pure.LaunchConfigHandle(
-        pure.StreamHandle.borrow(stream), c.grid_blocks, c.block, c.shmem_size, c.cluster, c.is_cooperative,
+        pure.StreamHandle.borrow(stream),
+        c.grid_blocks,
+        c.block,
+        c.shmem_size,
+        c.cluster,
+        c.is_cooperative,
         c.programmatic_stream_serialization,
     )
     return h._cfg
 
 
 def test_native_config_fields_and_attributes():
-    c = LaunchConfig(grid=(3, 2), cluster=(2, 1, 1), block=(32, 4), shmem_size=256, is_cooperative=True)
+    c = LaunchConfig(
+        grid=(3, 2), cluster=(2, 1, 1), block=(32, 4), shmem_size=256, is_cooperative=True
+    )
     n = _built(c, 0x1234)
     assert (n.gridDimX, n.gridDimY, n.gridDimZ) == (6, 2, 1)
     assert (n.blockDimX, n.blockDimY, n.blockDimZ) == (32, 4, 1)
@@ -150,7 +186,9 @@ def test_native_config_programmatic_stream_serialization():
     assert n.numAttrs == 1
     assert n.attrs[0].id == ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
     assert n.attrs[0].value.programmaticStreamSerializationAllowed == 1
-    both = LaunchConfig(grid=4, cluster=2, block=32, is_cooperative=True, programmatic_stream_serialization=True)
+    both = LaunchConfig(
+        grid=4, cluster=2, block=32, is_cooperative=True, programmatic_stream_serialization=True
+    )
     n = _built(both, 0)
     assert n.numAttrs == 3
     assert [n.attrs[i].id for i in range(3)] == [
@@ -166,7 +204,14 @@ def test_signature_matches_cuda_core():
     import inspect
 
     ours = list(inspect.signature(LaunchConfig).parameters.values())
-    names = ["grid", "cluster", "block", "shmem_size", "is_cooperative", "programmatic_stream_serialization"]
+    names = [
+        "grid",
+        "cluster",
+        "block",
+        "shmem_size",
+        "is_cooperative",
+        "programmatic_stream_serialization",
+    ]
     assert [p.name for p in ours[:6]] == names
     assert all(p.kind is p.POSITIONAL_OR_KEYWORD for p in ours[:6])
     assert [p.default for p in ours[:6]] == [None, None, None, None, False, False]
@@ -190,18 +235,35 @@ NAME = "NVIDIA H100 80GB HBM3"
 
 
 def test_limits_pass_for_a_valid_config():
-    check_limits(LaunchConfig(grid=(1000, 65535), cluster=2, block=(32, 32), shmem_size=200_000), H100, NAME)
+    check_limits(
+        LaunchConfig(grid=(1000, 65535), cluster=2, block=(32, 32), shmem_size=200_000), H100, NAME
+    )
 
 
 @pytest.mark.parametrize(
     "cfg,message",
     [
-        (LaunchConfig(grid=1, block=2048), "block (2048, 1, 1) has 2048 threads, more than the 1024 allowed on NVIDIA H100 80GB HBM3"),
+        (
+            LaunchConfig(grid=1, block=2048),
+            "block (2048, 1, 1) has 2048 threads, more than the 1024 allowed on NVIDIA H100 80GB HBM3",
+        ),
         (LaunchConfig(grid=1, block=(64, 4, 8)), "block (64, 4, 8) has 2048 threads"),
-        (LaunchConfig(grid=1, block=(1, 1, 128)), "block (1, 1, 128) has 128 threads in z, more than the 64 allowed on NVIDIA H100"),
-        (LaunchConfig(grid=(1, 65536), block=1), "grid (1, 65536, 1) has 65536 blocks in y, more than the 65535 allowed on"),
-        (LaunchConfig(grid=(1, 40000), cluster=(1, 2), block=1), "of clusters (1, 2, 1) has 80000 blocks in y"),
-        (LaunchConfig(grid=1, block=1, shmem_size=300_000), "shmem_size 300000 bytes is more than the 232448 bytes"),
+        (
+            LaunchConfig(grid=1, block=(1, 1, 128)),
+            "block (1, 1, 128) has 128 threads in z, more than the 64 allowed on NVIDIA H100",
+        ),
+        (
+            LaunchConfig(grid=(1, 65536), block=1),
+            "grid (1, 65536, 1) has 65536 blocks in y, more than the 65535 allowed on",
+        ),
+        (
+            LaunchConfig(grid=(1, 40000), cluster=(1, 2), block=1),
+            "of clusters (1, 2, 1) has 80000 blocks in y",
+        ),
+        (
+            LaunchConfig(grid=1, block=1, shmem_size=300_000),
+            "shmem_size 300000 bytes is more than the 232448 bytes",
+        ),
     ],
 )
 def test_limit_violations_name_limit_and_device(cfg, message):
@@ -213,7 +275,9 @@ def test_limit_violations_name_limit_and_device(cfg, message):
 
 def test_cluster_needs_sm90():
     a100 = SimpleNamespace(**{**vars(H100), "compute_capability_major": 8})
-    with pytest.raises(ValueError, match=r"cluster .* needs compute capability 9\.0 or newer, but A100 has 8\.0"):
+    with pytest.raises(
+        ValueError, match=r"cluster .* needs compute capability 9\.0 or newer, but A100 has 8\.0"
+    ):
         check_limits(LaunchConfig(grid=1, cluster=2, block=32), a100, "A100")
 
 
@@ -251,9 +315,12 @@ def fake_get_proc(monkeypatch):
 
 @pytest.mark.parametrize(
     "env,flag",
-    [(None, _FLAGS.CU_GET_PROC_ADDRESS_DEFAULT), ("0", _FLAGS.CU_GET_PROC_ADDRESS_DEFAULT),
-     ("1", _FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
-     ("true", _FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)],
+    [
+        (None, _FLAGS.CU_GET_PROC_ADDRESS_DEFAULT),
+        ("0", _FLAGS.CU_GET_PROC_ADDRESS_DEFAULT),
+        ("1", _FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+        ("true", _FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+    ],
 )
 def test_entry_points_honour_per_thread_stream_semantics(monkeypatch, fake_get_proc, env, flag):
     from cuda_core import _backend
@@ -280,7 +347,11 @@ def test_entry_points_honour_per_thread_stream_semantics(monkeypatch, fake_get_p
     [
         RuntimeError("no driver"),
         (driver.CUresult.CUDA_ERROR_INVALID_VALUE, 0, _FOUND),
-        (driver.CUresult.CUDA_SUCCESS, 0, driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND),
+        (
+            driver.CUresult.CUDA_SUCCESS,
+            0,
+            driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND,
+        ),
         (driver.CUresult.CUDA_SUCCESS, 0, _FOUND),
     ],
     ids=["raises", "error", "not-found", "null"],
@@ -309,7 +380,9 @@ def test_host_callbacks_call_the_same_entry_point(monkeypatch, fake_get_proc):
     seen: list = []
     fake_get_proc((driver.CUresult.CUDA_SUCCESS, addr, _FOUND), seen)
     fn = _callbacks._launch_host_func_c()
-    assert seen == [(b"cuLaunchHostFunc", 12000, int(_FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))]
+    assert seen == [
+        (b"cuLaunchHostFunc", 12000, int(_FLAGS.CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+    ]
     assert ctypes.cast(fn, ctypes.c_void_p).value == addr
     # CUresult (CUstream, CUhostFn, void*), called with the GIL released (not a PYFUNCTYPE).
     assert fn._restype_ is ctypes.c_int and fn._argtypes_ == (ctypes.c_void_p,) * 3

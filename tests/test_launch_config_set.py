@@ -48,7 +48,9 @@ class _Recorder:
         return 0
 
     def plan(self, kernel, args):
-        return SimpleNamespace(types=tuple(map(type, args)), new_slot=lambda: (None, 0), pack=lambda slot, a: None)
+        return SimpleNamespace(
+            types=tuple(map(type, args)), new_slot=lambda: (None, 0), pack=lambda slot, a: None
+        )
 
 
 class _Kernel:
@@ -58,7 +60,9 @@ class _Kernel:
 
 def _stream(address=0x5000):
     """A Stream over a borrowed, never-used address, on a stand-in device with H100 limits."""
-    return Stream._wrap(driver.CUstream(address), SimpleNamespace(_id=0, name="H100 limits", properties=_H100), None)
+    return Stream._wrap(
+        driver.CUstream(address), SimpleNamespace(_id=0, name="H100 limits", properties=_H100), None
+    )
 
 
 def _launched(stream, cfg, kernel):
@@ -76,14 +80,25 @@ def _launched(stream, cfg, kernel):
         ("cluster", 2, ((8, 1, 1), (32, 1, 1), 0, (2, 1, 1), False, False)),
         ("is_cooperative", True, ((4, 1, 1), (32, 1, 1), 0, None, True, False)),
         ("cooperative_launch", 1, ((4, 1, 1), (32, 1, 1), 0, None, True, False)),
-        ("programmatic_stream_serialization", np.True_, ((4, 1, 1), (32, 1, 1), 0, None, False, True)),
+        (
+            "programmatic_stream_serialization",
+            np.True_,
+            ((4, 1, 1), (32, 1, 1), 0, None, False, True),
+        ),
     ],
 )
 def test_setting_a_field_changes_what_the_next_launch_hands_the_driver(field, value, expected):
     cfg = LaunchConfig(grid=4, block=32)
     s, kernel = _stream(), _Kernel()
     assert _launched(s, cfg, kernel) == ((4, 1, 1), (32, 1, 1), 0, None, False, False)
-    assert _launched(s, cfg, kernel) == ((4, 1, 1), (32, 1, 1), 0, None, False, False)  # the cached one
+    assert _launched(s, cfg, kernel) == (
+        (4, 1, 1),
+        (32, 1, 1),
+        0,
+        None,
+        False,
+        False,
+    )  # the cached one
     setattr(cfg, field, value)
     assert _launched(s, cfg, kernel) == expected  # not the handle cached for the old values
     other = _stream(0x6000)
@@ -171,7 +186,14 @@ def test_weakref_and_subclass_as_in_cuda_core():
 
 def test_launch_takes_a_dict_config():
     s, kernel = _stream(), _Kernel()
-    assert _launched(s, {"grid": 3, "block": (8, 8)}, kernel) == ((3, 1, 1), (8, 8, 1), 0, None, False, False)
+    assert _launched(s, {"grid": 3, "block": (8, 8)}, kernel) == (
+        (3, 1, 1),
+        (8, 8, 1),
+        0,
+        None,
+        False,
+        False,
+    )
 
 
 # -- CPU: the same settings through cuda.core ----------------------------------------------------
@@ -195,10 +217,19 @@ def test_setting_fields_matches_cuda_core(nv, field, value):
         results.append((outcome(setattr, cfg, field, value), cfg))
     (nv_out, nv_cfg), (our_out, our_cfg) = results
     same_outcome(nv_out, our_out, f"LaunchConfig.{field} = {value!r}")
-    for name in ("grid", "cluster", "block", "shmem_size", "is_cooperative", "programmatic_stream_serialization"):
+    for name in (
+        "grid",
+        "cluster",
+        "block",
+        "shmem_size",
+        "is_cooperative",
+        "programmatic_stream_serialization",
+    ):
         assert getattr(our_cfg, name) == getattr(nv_cfg, name), name
     assert repr(our_cfg) == repr(nv_cfg)
-    assert (our_cfg == LaunchConfig(grid=4, block=32)) == (nv_cfg == nv.LaunchConfig(grid=4, block=32))
+    assert (our_cfg == LaunchConfig(grid=4, block=32)) == (
+        nv_cfg == nv.LaunchConfig(grid=4, block=32)
+    )
 
 
 def ours_lib():
@@ -226,7 +257,11 @@ extern "C" __global__ void shape(unsigned* out) {
 def _shape_kernel(dev):
     from cuda_core import Program, ProgramOptions
 
-    return Program(SHAPE_SRC, "c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin").get_kernel("shape")
+    return (
+        Program(SHAPE_SRC, "c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))
+        .compile("cubin")
+        .get_kernel("shape")
+    )
 
 
 def _run_and_read(dev, s, buf, do_launch):

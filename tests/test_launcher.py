@@ -116,7 +116,9 @@ def _compile(dev, code, names=(), include=False):
     opts = {"arch": f"sm_{dev.arch}", "std": "c++17"}
     if include:
         opts["include_path"] = cuda_include_paths()
-    return Program(code, code_type="c++", options=ProgramOptions(**opts)).compile("cubin", name_expressions=names)
+    return Program(code, code_type="c++", options=ProgramOptions(**opts)).compile(
+        "cubin", name_expressions=names
+    )
 
 
 def cuda_include_paths():
@@ -125,9 +127,17 @@ def cuda_include_paths():
 
     from cuda.pathfinder import find_nvidia_header_directory
 
-    dirs = [d for d in (find_nvidia_header_directory("cudart"), find_nvidia_header_directory("cccl")) if d]
+    dirs = [
+        d
+        for d in (find_nvidia_header_directory("cudart"), find_nvidia_header_directory("cccl"))
+        if d
+    ]
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-    dirs += [p for p in (os.path.join(home, "include"), os.path.join(home, "include", "cccl")) if os.path.isdir(p)]
+    dirs += [
+        p
+        for p in (os.path.join(home, "include"), os.path.join(home, "include", "cccl"))
+        if os.path.isdir(p)
+    ]
     if not any(os.path.exists(os.path.join(d, "cooperative_groups.h")) for d in dirs):
         pytest.skip("cooperative_groups.h not found (no CUDA headers on this machine)")
     return dirs
@@ -276,14 +286,20 @@ def test_foreign_stream_launch_is_deprecated_but_works(dev, stream, iota):
     buf = dev.allocate(4 * N, stream=stream)
     with pytest.warns(DeprecationWarning, match=FOREIGN_STREAM_DEPRECATION) as record:
         launch(_ForeignStream(stream), _iota_cfg(), iota, buf, np.int32(N))
-    ours = [w for w in record if issubclass(w.category, DeprecationWarning) and "foreign stream" in str(w.message)]
+    ours = [
+        w
+        for w in record
+        if issubclass(w.category, DeprecationWarning) and "foreign stream" in str(w.message)
+    ]
     assert len(ours) == 1
     assert ours[0].filename == __file__  # attributed to the caller of launch()
     assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA
     # No warning for what cuda.core takes silently (a Stream, a graph builder) nor for the
     # converted object, nor for calls cuda.core has no foreign-stream warning for.
     with warnings.catch_warnings():
-        warnings.filterwarnings("error", message="Passing foreign stream", category=DeprecationWarning)
+        warnings.filterwarnings(
+            "error", message="Passing foreign stream", category=DeprecationWarning
+        )
         launch(stream, _iota_cfg(), iota, buf, np.int32(N))
         launch(Stream(_ForeignStream(stream)), _iota_cfg(), iota, buf, np.int32(N))
         launch(dev.create_stream(_ForeignStream(stream)), _iota_cfg(), iota, buf, np.int32(N))
@@ -358,8 +374,12 @@ def test_cooperative_launch_with_grid_sync(dev, stream):
     launch(stream, LaunchConfig(grid=blocks, block=128, is_cooperative=True), ker, data, out)
     assert np.frombuffer(_read(out, 4, stream), np.int32)[0] == n * (n - 1) // 2
     # a grid too large to be co-resident is refused, with the numbers
-    with pytest.raises(CUDAError, match=r"cannot be co-resident.*blocks of 1024 threads per SM x \d+ SMs") as ei:
-        launch(stream, LaunchConfig(grid=blocks * 64, block=1024, is_cooperative=True), ker, data, out)
+    with pytest.raises(
+        CUDAError, match=r"cannot be co-resident.*blocks of 1024 threads per SM x \d+ SMs"
+    ) as ei:
+        launch(
+            stream, LaunchConfig(grid=blocks * 64, block=1024, is_cooperative=True), ker, data, out
+        )
     assert isinstance(ei.value, ValueError)  # cuda.core's class for a cooperative grid too large
     assert pickle.loads(pickle.dumps(ei.value)).__class__ is ei.value.__class__
     launch(stream, LaunchConfig(grid=blocks, block=128, is_cooperative=True), ker, data, out)
@@ -439,15 +459,22 @@ def test_misuse_raises_and_the_process_keeps_working(dev, stream, iota):
         launch(stream, cfg, iota, buf)
     with pytest.raises(TypeError, match=r"takes 2 arguments but 3 were given"):
         launch(stream, cfg, iota, buf, np.int32(N), 1)
-    with pytest.raises(TypeError, match=r"parameter 1 is 4 bytes, but argument 1 \(float\) packs to 8"):
+    with pytest.raises(
+        TypeError, match=r"parameter 1 is 4 bytes, but argument 1 \(float\) packs to 8"
+    ):
         launch(stream, cfg, iota, buf, float(N))
-    with pytest.raises(OverflowError, match=r"argument 1: .*does not fit a 4-byte integer parameter"):
+    with pytest.raises(
+        OverflowError, match=r"argument 1: .*does not fit a 4-byte integer parameter"
+    ):
         launch(stream, cfg, iota, buf, 2**40)
     with pytest.raises(TypeError, match=r"argument 1 has unsupported type builtins.str"):
         launch(stream, cfg, iota, buf, "1000")
     with pytest.raises(OverflowError, match="argument 0"):
         launch(stream, cfg, iota, 2**64, np.int32(N))
-    with pytest.raises(ValueError, match=rf"block \(2048, 1, 1\) has 2048 threads, more than the 1024 allowed on {dev.name}"):
+    with pytest.raises(
+        ValueError,
+        match=rf"block \(2048, 1, 1\) has 2048 threads, more than the 1024 allowed on {dev.name}",
+    ):
         launch(stream, LaunchConfig(grid=1, block=2048), iota, buf, np.int32(N))
     with pytest.raises(ValueError, match=r"65536 blocks in y, more than the 65535"):
         launch(stream, LaunchConfig(grid=(1, 65536), block=1), iota, buf, np.int32(N))
@@ -536,13 +563,18 @@ def test_launch_and_prepared_launch_alike_and_report_failures(dev, stream, iota)
     buf.copy_from(np.zeros(N, np.int32), stream=stream)
     p = PreparedLaunch(stream, cfg, iota, buf, np.int32(N // 2))
     p()
-    assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA[: N // 2] + [0] * (N - N // 2)
+    assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA[
+        : N // 2
+    ] + [0] * (N - N // 2)
     p.set_arg(1, np.int32(N))
     p()
     assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA
     # A refusal by the driver goes through the one error funnel, named after cuLaunchKernelEx.
     big = LaunchConfig(grid=1, block=1, shmem_size=100 * 1024)  # over the kernel's 48 KiB default
-    for attempt in (lambda: launch(stream, big, iota, buf, np.int32(N)), PreparedLaunch(stream, big, iota, buf, np.int32(N))):
+    for attempt in (
+        lambda: launch(stream, big, iota, buf, np.int32(N)),
+        PreparedLaunch(stream, big, iota, buf, np.int32(N)),
+    ):
         with pytest.raises(CUDAError, match=r"^cuLaunchKernelEx: CUDA_ERROR_") as ei:
             attempt()
         assert ei.value.api == "cuLaunchKernelEx"

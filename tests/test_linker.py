@@ -10,7 +10,7 @@ from cuda_core._module import ObjectCode
 from cuda_core._program import Program, ProgramOptions
 
 ARCH = "sm_90"
-LIB = '__device__ float twice(float x) { return 2.0f * x; }\n'
+LIB = "__device__ float twice(float x) { return 2.0f * x; }\n"
 MAIN = (
     "__device__ float twice(float x);\n"
     'extern "C" __global__ void k(float* p) { p[threadIdx.x] = twice(p[threadIdx.x]); }\n'
@@ -23,27 +23,65 @@ def _private_cache(tmp_path, monkeypatch):
 
 
 def _lto(src, name):
-    opts = ProgramOptions(arch=ARCH, relocatable_device_code=True, link_time_optimization=True, name=name)
+    opts = ProgramOptions(
+        arch=ARCH, relocatable_device_code=True, link_time_optimization=True, name=name
+    )
     return Program(src, options=opts).compile("ltoir")
 
 
 def test_linker_options_flags():
-    o = LinkerOptions(arch="90", max_register_count=64, time=True, verbose=True, link_time_optimization=True,
-                      ptx=True, optimization_level=3, debug=True, lineinfo=True, ftz=True, prec_div=False,
-                      prec_sqrt=True, fma=False, kernels_used=["a", "b"], variables_used="v",
-                      optimize_unused_variables=True, ptxas_options=["-v"], split_compile=0,
-                      split_compile_extended=1, no_cache=True)
+    o = LinkerOptions(
+        arch="90",
+        max_register_count=64,
+        time=True,
+        verbose=True,
+        link_time_optimization=True,
+        ptx=True,
+        optimization_level=3,
+        debug=True,
+        lineinfo=True,
+        ftz=True,
+        prec_div=False,
+        prec_sqrt=True,
+        fma=False,
+        kernels_used=["a", "b"],
+        variables_used="v",
+        optimize_unused_variables=True,
+        ptxas_options=["-v"],
+        split_compile=0,
+        split_compile_extended=1,
+        no_cache=True,
+    )
     assert o.as_bytes() == [
-        b"-arch=sm_90", b"-maxrregcount=64", b"-time", b"-verbose", b"-lto", b"-ptx", b"-O3", b"-g",
-        b"-lineinfo", b"-ftz=true", b"-prec-div=false", b"-prec-sqrt=true", b"-fma=false",
-        b"-kernels-used=a", b"-kernels-used=b", b"-variables-used=v", b"-optimize-unused-variables",
-        b"-Xptxas=-v", b"-split-compile=0", b"-split-compile-extended=1", b"-no-cache",
+        b"-arch=sm_90",
+        b"-maxrregcount=64",
+        b"-time",
+        b"-verbose",
+        b"-lto",
+        b"-ptx",
+        b"-O3",
+        b"-g",
+        b"-lineinfo",
+        b"-ftz=true",
+        b"-prec-div=false",
+        b"-prec-sqrt=true",
+        b"-fma=false",
+        b"-kernels-used=a",
+        b"-kernels-used=b",
+        b"-variables-used=v",
+        b"-optimize-unused-variables",
+        b"-Xptxas=-v",
+        b"-split-compile=0",
+        b"-split-compile-extended=1",
+        b"-no-cache",
     ]
     assert LinkerOptions(arch=ARCH).as_bytes() == [b"-arch=sm_90"]
     with pytest.raises(ValueError, match="optimization_level"):
         LinkerOptions(optimization_level=7)
     # On/off options take any truth value, as in cuda.core.
-    assert LinkerOptions(arch=ARCH, ftz=1).as_bytes() == LinkerOptions(arch=ARCH, ftz=True).as_bytes()
+    assert (
+        LinkerOptions(arch=ARCH, ftz=1).as_bytes() == LinkerOptions(arch=ARCH, ftz=True).as_bytes()
+    )
     assert LinkerOptions(arch=ARCH, ftz=0).ftz is False
 
 
@@ -78,8 +116,11 @@ def test_link_from_files(tmp_path):
     pa, pb = tmp_path / "a.ltoir", tmp_path / "b.ltoir"
     pa.write_bytes(a.code)
     pb.write_bytes(b.code)
-    out = Linker(ObjectCode.from_ltoir(str(pa)), ObjectCode.from_ltoir(str(pb)),
-                 options=LinkerOptions(arch=ARCH, link_time_optimization=True)).link("cubin")
+    out = Linker(
+        ObjectCode.from_ltoir(str(pa)),
+        ObjectCode.from_ltoir(str(pb)),
+        options=LinkerOptions(arch=ARCH, link_time_optimization=True),
+    ).link("cubin")
     assert out.code[:4] == b"\x7fELF"
 
 
@@ -111,9 +152,15 @@ def test_which_backend_name_default_and_numba_debug():
     b = Linker.which_backend()
     if not nvjitlink_available():  # the GPU run under cuda-bindings 12.x has only nvJitLink 13
         assert b is CompilerBackendType.DRIVER and b == "driver"
-        pytest.skip("nvJitLink of the installed cuda-bindings' major is not installed; the driver's linker is used")
-    assert b is CompilerBackendType.NVJITLINK and b == "nvJitLink"  # the [cu13]/[cu12] extra installs it
-    assert Linker(ObjectCode.from_ptx(b".version 8.0"), options=LinkerOptions(arch=ARCH)).backend is b
+        pytest.skip(
+            "nvJitLink of the installed cuda-bindings' major is not installed; the driver's linker is used"
+        )
+    assert (
+        b is CompilerBackendType.NVJITLINK and b == "nvJitLink"
+    )  # the [cu13]/[cu12] extra installs it
+    assert (
+        Linker(ObjectCode.from_ptx(b".version 8.0"), options=LinkerOptions(arch=ARCH)).backend is b
+    )
     assert LinkerOptions().name == "<default linker>"
     ptx = Program(MAIN + LIB, options=ProgramOptions(arch=ARCH)).compile("ptx", cache=False)
     assert Linker(ptx, options=LinkerOptions(arch=ARCH)).link("cubin").name == "<default linker>"
@@ -127,13 +174,18 @@ def test_linker_without_arch_names_linker_options():
 
     if gpu_skip_reason() is None:
         pytest.skip("with a GPU the arch comes from the device")
-    obj = Program(LIB, options=ProgramOptions(arch=ARCH, relocatable_device_code=True)).compile("ptx")
+    obj = Program(LIB, options=ProgramOptions(arch=ARCH, relocatable_device_code=True)).compile(
+        "ptx"
+    )
     with pytest.raises(ValueError, match=r"^LinkerOptions\.arch was not given"):
         Linker(obj).link("cubin")
 
 
 def test_linker_options_messages():
-    with pytest.raises(TypeError, match=r"LinkerOptions\(\) got unknown LinkerOptions field 'archh' \(did you mean 'arch'\?\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"LinkerOptions\(\) got unknown LinkerOptions field 'archh' \(did you mean 'arch'\?\)",
+    ):
         LinkerOptions(archh="sm_90")
     with pytest.raises(ValueError, match="max_register_count must be"):
         LinkerOptions(max_register_count=-1)

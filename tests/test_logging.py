@@ -75,4 +75,6 @@ def test_backend_selection_and_driver_fallback_are_logged():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "cuda_core DEBUG handle layer: " in proc.stdout
-    assert ("cuda_core DEBUG no CUDA driver" in proc.stdout) or ("cuda_core DEBUG CUDA driver initialised" in proc.stdout)
+    assert ("cuda_core DEBUG no CUDA driver" in proc.stdout) or (
+        "cuda_core DEBUG CUDA driver initialised" in proc.stdout
+    )

@@ -87,7 +87,9 @@ def test_memory_resource_is_abstract():
 
 @pytest.mark.parametrize("bad", [-1, -4096, 2**64, np.int64(-1)])
 def test_negative_size(bad):
-    with pytest.raises(OverflowError, match=r"size must be a non-negative integer below 2\*\*64 \(got "):
+    with pytest.raises(
+        OverflowError, match=r"size must be a non-negative integer below 2\*\*64 \(got "
+    ):
         check_size(bad)
     with pytest.raises(ValueError, match="size must be"):
         Buffer.from_handle(0x1000, bad)
@@ -213,9 +215,13 @@ def test_wrong_stream_type(bad):
 def test_copy_size_mismatch_with_host_objects():
     b = Buffer.from_handle(0x3000, 16, owner=b"x")
     s = LEGACY_DEFAULT_STREAM
-    with pytest.raises(ValueError, match=r"dst must have the size of the source \(16 bytes\) \(got 8 bytes\)"):
+    with pytest.raises(
+        ValueError, match=r"dst must have the size of the source \(16 bytes\) \(got 8 bytes\)"
+    ):
         b.copy_to(bytearray(8), stream=s)
-    with pytest.raises(ValueError, match=r"src must have the size of the destination \(16 bytes\) \(got 32 bytes\)"):
+    with pytest.raises(
+        ValueError, match=r"src must have the size of the destination \(16 bytes\) \(got 32 bytes\)"
+    ):
         b.copy_from(np.zeros(4, np.float64), stream=s)
     with pytest.raises(ValueError, match="writable"):
         b.copy_to(bytes(16), stream=s)
@@ -280,8 +286,12 @@ def test_buffer_does_not_pickle():
 
 
 def test_options_validation():
-    assert DeviceMemoryResourceOptions() == DeviceMemoryResourceOptions(ipc_enabled=False, max_size=0)
-    assert DeviceMemoryResourceOptions(ipc_enabled=1).ipc_enabled is True  # as in cuda.core: bool(value)
+    assert DeviceMemoryResourceOptions() == DeviceMemoryResourceOptions(
+        ipc_enabled=False, max_size=0
+    )
+    assert (
+        DeviceMemoryResourceOptions(ipc_enabled=1).ipc_enabled is True
+    )  # as in cuda.core: bool(value)
     with pytest.raises(ValueError, match="max_size must be an integer >= 0"):
         DeviceMemoryResourceOptions(max_size=-1)
     with pytest.raises(TypeError, match="max_size"):
@@ -338,7 +348,6 @@ def test_closed_buffer_has_no_address_to_pass_on():
     with pytest.raises(Exception, match="argument 0") as info:
         plan.pack(slot, args)
     assert isinstance(info.value, (OverflowError, TypeError, RuntimeError, ValueError))
-
 
 
 # -- Buffer.from_handle(stream=), is_mapped, the buffer protocol -------------------------------
@@ -460,5 +469,3 @@ def test_buffer_closed_then_collected_frees_once():
     del bufs
     gc.collect()
     assert len(mr.freed) == 10 and mr.live == {}
-
-

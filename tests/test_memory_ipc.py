@@ -122,7 +122,9 @@ def _pickled_child(mr, a, b, later, results):
         s = dev.create_stream()
         assert mr.is_mapped and mr.uuid is not None
         assert type(mr).from_registry(mr.uuid) is mr
-        other = PinnedMemoryResource if isinstance(mr, DeviceMemoryResource) else DeviceMemoryResource
+        other = (
+            PinnedMemoryResource if isinstance(mr, DeviceMemoryResource) else DeviceMemoryResource
+        )
         try:  # one registry, but a lookup names the class it expects
             other.from_registry(mr.uuid)
         except RuntimeError as exc:
@@ -216,7 +218,9 @@ def test_registry_in_one_process():
     assert mr.register(mr.uuid) is mr  # an exporter is registered under its own uuid already
     with pytest.raises(RuntimeError, match=r"registered under .* already"):
         mr.register(uuid.uuid4())
-    with pytest.raises(RuntimeError, match="Memory resource is not IPC-enabled"):  # cuda.core's words
+    with pytest.raises(
+        RuntimeError, match="Memory resource is not IPC-enabled"
+    ):  # cuda.core's words
         plain.register(uuid.uuid4())
     with pytest.raises(RuntimeError, match=r"^Memory resource [0-9a-f-]{36} was not found"):
         DeviceMemoryResource.from_registry(uuid.uuid4())

@@ -11,8 +11,22 @@ from cuda_core import _dlpack as dl
 from cuda_core._memoryview import StridedMemoryView
 from cuda_core._memoryview_args import args_viewable_as_strided_memory
 
-DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float16", "float32", "float64", "complex64", "complex128", "bool"]
+DTYPES = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "bool",
+]
 
 
 def _layouts(dtype):
@@ -140,7 +154,13 @@ def test_cuda_array_interface_requires_stream_and_rejects_mask():
     class CAI:
         @property
         def __cuda_array_interface__(self):
-            return {"shape": (4,), "typestr": "<f4", "data": (0, False), "version": 3, "stream": None}
+            return {
+                "shape": (4,),
+                "typestr": "<f4",
+                "data": (0, False),
+                "version": 3,
+                "stream": None,
+            }
 
     with pytest.raises(BufferError, match="ambiguous"):
         StridedMemoryView.from_cuda_array_interface(CAI(), None)
@@ -148,15 +168,25 @@ def test_cuda_array_interface_requires_stream_and_rejects_mask():
     class Masked:
         @property
         def __array_interface__(self):
-            return {"shape": (2,), "typestr": "<f4", "data": (0, False), "version": 3, "mask": object()}
+            return {
+                "shape": (2,),
+                "typestr": "<f4",
+                "data": (0, False),
+                "version": 3,
+                "mask": object(),
+            }
 
     with pytest.raises(BufferError, match="masked"):
         StridedMemoryView.from_array_interface(Masked())
 
 
 def test_unviewable_objects_raise_buffererror():
-    for fn in (lambda o: StridedMemoryView(o, -1), lambda o: StridedMemoryView.from_any_interface(o, -1),
-               lambda o: StridedMemoryView.from_array_interface(o), lambda o: StridedMemoryView.from_dlpack(o, -1)):
+    for fn in (
+        lambda o: StridedMemoryView(o, -1),
+        lambda o: StridedMemoryView.from_any_interface(o, -1),
+        lambda o: StridedMemoryView.from_array_interface(o),
+        lambda o: StridedMemoryView.from_dlpack(o, -1),
+    ):
         with pytest.raises(BufferError):
             fn(object())
 
@@ -165,7 +195,13 @@ def test_empty_view_is_deprecated_as_in_cuda_core():
     with pytest.warns(DeprecationWarning, match="empty StridedMemoryView is deprecated"):
         v = StridedMemoryView()
     assert (v.ptr, v.device_id, v.is_device_accessible, v.readonly, v.exporting_obj, v.dtype) == (
-        0, 0, False, False, None, None)
+        0,
+        0,
+        False,
+        False,
+        None,
+        None,
+    )
     assert v.__dlpack_device__() == (dl.kDLCPU, 0)
     with pytest.raises(AttributeError):  # no layout (cuda.core: ValueError)
         _ = v.shape
@@ -247,7 +283,13 @@ def test_array_interface_strides_must_be_item_multiples():
     class Odd:
         @property
         def __array_interface__(self):
-            return {"shape": (2,), "typestr": "<f8", "data": (0, False), "version": 3, "strides": (12,)}
+            return {
+                "shape": (2,),
+                "typestr": "<f8",
+                "data": (0, False),
+                "version": 3,
+                "strides": (12,),
+            }
 
     with pytest.raises(BufferError, match="multiples"):
         StridedMemoryView.from_array_interface(Odd())
@@ -257,8 +299,14 @@ def test_array_interface_strides_must_be_item_multiples():
 
 def test_device_rules_for_host_kinds():
     a = np.arange(4, dtype=np.int32)
-    for dev, dev_id, accessible in ((dl.kDLCUDAHost, -1, True), (dl.kDLCUDAManaged, 0, True), (dl.kDLCPU, -1, False)):
-        producer = _CapsuleProducer(dl.make_capsule(a.ctypes.data, 4, np.int32, dev, 0, owner=a), (dev, 0))
+    for dev, dev_id, accessible in (
+        (dl.kDLCUDAHost, -1, True),
+        (dl.kDLCUDAManaged, 0, True),
+        (dl.kDLCPU, -1, False),
+    ):
+        producer = _CapsuleProducer(
+            dl.make_capsule(a.ctypes.data, 4, np.int32, dev, 0, owner=a), (dev, 0)
+        )
         view = StridedMemoryView.from_dlpack(producer, 1234)
         assert (view.device_id, view.is_device_accessible) == (dev_id, accessible)
         assert producer.stream == (None if dev == dl.kDLCPU else 1234)
@@ -275,6 +323,7 @@ def test_public_name_in_utils():
 # --------------------------------------------------------------------------------------------
 # GPU tier
 
+
 def _gpu_arrays(xp_name):
     if xp_name == "cupy":
         cp = pytest.importorskip("cupy")
@@ -289,7 +338,16 @@ def _gpu_arrays(xp_name):
         def stream_of():
             return cp.cuda.get_current_stream().ptr
 
-        dtypes = [cp.int8, cp.int32, cp.int64, cp.uint16, cp.float16, cp.float64, cp.complex64, cp.bool_]
+        dtypes = [
+            cp.int8,
+            cp.int32,
+            cp.int64,
+            cp.uint16,
+            cp.float16,
+            cp.float64,
+            cp.complex64,
+            cp.bool_,
+        ]
         make = lambda dt: (cp.arange(48) % 5).astype(dt).reshape(2, 3, 8)  # noqa: E731
         return base, ptr, strides, make, dtypes, stream_of, lambda a: np.dtype(a.dtype)
     torch = pytest.importorskip("torch")
@@ -304,11 +362,28 @@ def _gpu_arrays(xp_name):
     def stream_of():
         return torch.cuda.current_stream().cuda_stream
 
-    dtypes = [torch.int8, torch.int32, torch.int64, torch.uint8, torch.float16, torch.float64, torch.complex64, torch.bool]
+    dtypes = [
+        torch.int8,
+        torch.int32,
+        torch.int64,
+        torch.uint8,
+        torch.float16,
+        torch.float64,
+        torch.complex64,
+        torch.bool,
+    ]
     make = lambda dt: (torch.arange(48, device="cuda") % 5).to(dt).reshape(2, 3, 8)  # noqa: E731
-    name = {torch.int8: "int8", torch.int32: "int32", torch.int64: "int64", torch.uint8: "uint8",
-            torch.float16: "float16", torch.float64: "float64", torch.complex64: "complex64", torch.bool: "bool",
-            torch.float32: "float32"}
+    name = {
+        torch.int8: "int8",
+        torch.int32: "int32",
+        torch.int64: "int64",
+        torch.uint8: "uint8",
+        torch.float16: "float16",
+        torch.float64: "float64",
+        torch.complex64: "complex64",
+        torch.bool: "bool",
+        torch.float32: "float32",
+    }
     return base, ptr, strides, make, dtypes, stream_of, lambda t: np.dtype(name[t.dtype])
 
 
@@ -325,8 +400,12 @@ def test_gpu_view_matrix(xp_name):
     cases = [base, base[1:, 1:, 2:6], base[:, ::2, ::3], swapped, base[0, 0, 3]]
     cases += [make(dt) for dt in dtypes]
     for a in cases:
-        for view in (StridedMemoryView.from_dlpack(a, sp), StridedMemoryView.from_dlpack(a, -1),
-                     StridedMemoryView(a, sp), StridedMemoryView.from_any_interface(a, sp)):
+        for view in (
+            StridedMemoryView.from_dlpack(a, sp),
+            StridedMemoryView.from_dlpack(a, -1),
+            StridedMemoryView(a, sp),
+            StridedMemoryView.from_any_interface(a, sp),
+        ):
             assert view.ptr == ptr(a)
             assert view.shape == tuple(a.shape)
             assert view.strides == strides(a)
@@ -338,7 +417,12 @@ def test_gpu_view_matrix(xp_name):
             cai = StridedMemoryView.from_cuda_array_interface(a, sp)
             # CuPy's __cuda_array_interface__ leaves the strides out for a C-contiguous array.
             cai_strides = None if a.flags.c_contiguous else strides(a)
-            assert (cai.ptr, cai.shape, cai.strides, cai.dtype) == (ptr(a), tuple(a.shape), cai_strides, np_dtype(a))
+            assert (cai.ptr, cai.shape, cai.strides, cai.dtype) == (
+                ptr(a),
+                tuple(a.shape),
+                cai_strides,
+                np_dtype(a),
+            )
             assert cai.device_id == dev.device_id
     with pytest.raises(BufferError, match="ambiguous"):
         StridedMemoryView.from_dlpack(base, None)
@@ -360,7 +444,13 @@ def test_gpu_view_exports_back_to_cupy_and_from_buffer():
     s = dev.create_stream()
     buf = dev.allocate(64, stream=s)
     v = StridedMemoryView.from_buffer(buf, (4, 2), dtype=np.float64)
-    assert (v.ptr, v.shape, v.strides, v.dtype, v.device_id) == (int(buf.handle), (4, 2), None, np.float64, dev.device_id)
+    assert (v.ptr, v.shape, v.strides, v.dtype, v.device_id) == (
+        int(buf.handle),
+        (4, 2),
+        None,
+        np.float64,
+        dev.device_id,
+    )
     assert v.exporting_obj is buf
     v2 = StridedMemoryView.from_buffer(buf, (2, 2), (4, 1), dtype="f8")
     assert v2.strides == (4, 1)
@@ -380,13 +470,36 @@ def test_gpu_view_exports_back_to_cupy_and_from_buffer():
 from cuda_core import _array_bridge as bridge  # noqa: E402
 from cuda_core import _memoryview as mv  # noqa: E402
 
-TORCH_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
-                "complex64", "complex128", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
+TORCH_DTYPES = [
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e5m2",
+]
 
 
 def _fields(v):
-    return (v.ptr, v.shape, v.strides, v.dtype, v.size, v.device_id, v.is_device_accessible, v.readonly,
-            v.__dlpack_device__())
+    return (
+        v.ptr,
+        v.shape,
+        v.strides,
+        v.dtype,
+        v.size,
+        v.device_id,
+        v.is_device_accessible,
+        v.readonly,
+        v.__dlpack_device__(),
+    )
 
 
 def _same(a, b):
@@ -407,8 +520,16 @@ def _via_dlpack(monkeypatch, tp, obj, stream_ptr):
 
 def _torch_layouts(torch, dtype, device="cpu"):
     base = (torch.arange(48, device=device) % 5).to(dtype).reshape(2, 3, 8)
-    return [base, base[1:, 1:, 2:6], base[:, ::2, ::3], base.permute(2, 0, 1), base[0, 0, 3],
-            base[:, :0], base.reshape(-1), base[:, 1:2, :]]
+    return [
+        base,
+        base[1:, 1:, 2:6],
+        base[:, ::2, ::3],
+        base.permute(2, 0, 1),
+        base[0, 0, 3],
+        base[:, :0],
+        base.reshape(-1),
+        base[:, 1:2, :],
+    ]
 
 
 @pytest.mark.parametrize("name", TORCH_DTYPES)
@@ -429,8 +550,11 @@ def test_torch_fast_path_equals_dlpack_path_on_cpu(name, monkeypatch):
         assert fast.strides == tuple(t.stride())  # as given, as cuda.core reports them
         assert (fast.device_id, fast.is_device_accessible, fast.readonly) == (-1, False, False)
         assert _fields(fast) == _fields(_via_dlpack(monkeypatch, torch.Tensor, t, -1))
-        for other in (StridedMemoryView.from_dlpack(t, None), StridedMemoryView.from_any_interface(t, -1),
-                      StridedMemoryView(t, -1)):
+        for other in (
+            StridedMemoryView.from_dlpack(t, None),
+            StridedMemoryView.from_any_interface(t, -1),
+            StridedMemoryView(t, -1),
+        ):
             assert other._capsule is None and _fields(other) == _fields(fast)
 
 
@@ -484,7 +608,14 @@ def test_from_buffer_signature_and_argument_errors():
     import inspect
 
     sig = inspect.signature(StridedMemoryView.from_buffer)
-    assert list(sig.parameters) == ["buffer", "shape", "strides", "itemsize", "dtype", "is_readonly"]
+    assert list(sig.parameters) == [
+        "buffer",
+        "shape",
+        "strides",
+        "itemsize",
+        "dtype",
+        "is_readonly",
+    ]
     assert sig.parameters["dtype"].default is None and sig.parameters["itemsize"].default is None
     with pytest.raises(ValueError, match="itemsize or dtype"):
         StridedMemoryView.from_buffer(None, (4,))
@@ -508,7 +639,9 @@ def test_foreign_stream_borrow_sets_every_slot_like_wrap():
         va, vb = getattr(a, name), getattr(b, name)
         if name == "_h":  # two StreamHandles borrowing the same stream for the same owner
             va, vb = (va.address, va.owner, va.is_owned), (vb.address, vb.owner, vb.is_owned)
-        assert (int(va) if name == "_handle" else va) == (int(vb) if name == "_handle" else vb), name
+        assert (int(va) if name == "_handle" else va) == (int(vb) if name == "_handle" else vb), (
+            name
+        )
     assert a.is_closed is False and int(a.handle) == 0x1234 and a._h.owner is owner
 
 
@@ -539,7 +672,11 @@ def test_gpu_torch_fast_path_equals_dlpack_path(monkeypatch):
         for t in _torch_layouts(torch, dtype, "cuda"):
             fast = StridedMemoryView.from_dlpack(t, sp)
             assert fast._capsule is None
-            assert (fast.ptr, fast.device_id, fast.is_device_accessible) == (t.data_ptr(), dev.device_id, True)
+            assert (fast.ptr, fast.device_id, fast.is_device_accessible) == (
+                t.data_ptr(),
+                dev.device_id,
+                True,
+            )
             assert fast.__dlpack_device__() == (dl.kDLCUDA, dev.device_id)
             assert fast.dtype == bridge._numpy_equivalent(name) and fast.shape == tuple(t.shape)
             assert fast.strides == tuple(t.stride())  # as given, as cuda.core reports them
@@ -569,9 +706,18 @@ def test_gpu_cupy_fast_path_equals_dlpack_path(monkeypatch):
     s = dev.create_stream()
     sp = int(s.handle)
     base = cp.arange(48, dtype=cp.float32).reshape(2, 3, 8)
-    cases = [base, base[1:, 1:, 2:6], base[:, ::2, ::3], base.transpose(2, 0, 1), base[0, 0, 3], base[:, :0]]
-    cases += [(cp.arange(48) % 5).astype(dt) for dt in (cp.int8, cp.uint16, cp.int64, cp.float16, cp.complex128,
-                                                         cp.bool_)]
+    cases = [
+        base,
+        base[1:, 1:, 2:6],
+        base[:, ::2, ::3],
+        base.transpose(2, 0, 1),
+        base[0, 0, 3],
+        base[:, :0],
+    ]
+    cases += [
+        (cp.arange(48) % 5).astype(dt)
+        for dt in (cp.int8, cp.uint16, cp.int64, cp.float16, cp.complex128, cp.bool_)
+    ]
     for a in cases:
         fast = StridedMemoryView.from_dlpack(a, sp)
         assert fast._capsule is None and fast.exporting_obj is a
@@ -606,8 +752,15 @@ def _delay_env():
 
     dev = Device()
     dev.set_current()
-    obj = Program(FILL_COPY_SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin")
-    return dev, obj.get_kernel("delayed_fill"), obj.get_kernel("copy_i32"), LaunchConfig(grid=4, block=256)
+    obj = Program(
+        FILL_COPY_SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")
+    ).compile("cubin")
+    return (
+        dev,
+        obj.get_kernel("delayed_fill"),
+        obj.get_kernel("copy_i32"),
+        LaunchConfig(grid=4, block=256),
+    )
 
 
 def _query(handle_int):
@@ -631,16 +784,22 @@ def test_gpu_torch_fast_path_orders_current_stream_before_consumer(producer_kind
     torch.cuda.synchronize()
     producer = torch.cuda.default_stream() if producer_kind == "default" else torch.cuda.Stream()
     consumer = dev.create_stream()
-    launch(Stream(producer), cfg, fill, t.data_ptr(), np.int32(n), np.int32(23), np.uint64(200_000_000))
+    launch(
+        Stream(producer), cfg, fill, t.data_ptr(), np.int32(n), np.int32(23), np.uint64(200_000_000)
+    )
     with torch.cuda.stream(producer):
         view = StridedMemoryView.from_dlpack(t, int(consumer.handle))
     assert view._capsule is None, "the fast path was taken"
-    assert _query(producer.cuda_stream) == driver.CUresult.CUDA_ERROR_NOT_READY, "no host synchronisation"
+    assert _query(producer.cuda_stream) == driver.CUresult.CUDA_ERROR_NOT_READY, (
+        "no host synchronisation"
+    )
     launch(consumer, cfg, copy, view.ptr, out.data_ptr(), np.int32(n))
     consumer.sync()
     assert int(out.min()) == 23 and int(out.max()) == 23
     # -1 opts out: the consumer does not wait for new producer work
-    launch(Stream(producer), cfg, fill, t.data_ptr(), np.int32(n), np.int32(5), np.uint64(100_000_000))
+    launch(
+        Stream(producer), cfg, fill, t.data_ptr(), np.int32(n), np.int32(5), np.uint64(100_000_000)
+    )
     with torch.cuda.stream(producer):
         StridedMemoryView.from_dlpack(t, -1)
     consumer.sync()
@@ -663,7 +822,9 @@ def test_gpu_cupy_fast_path_orders_current_stream_before_consumer():
     a = cp.zeros(n, dtype=cp.int32)
     out = cp.zeros(n, dtype=cp.int32)
     cp.cuda.Device().synchronize()
-    launch(Stream(producer), cfg, fill, a.data.ptr, np.int32(n), np.int32(31), np.uint64(200_000_000))
+    launch(
+        Stream(producer), cfg, fill, a.data.ptr, np.int32(n), np.int32(31), np.uint64(200_000_000)
+    )
     with producer:
         view = StridedMemoryView.from_dlpack(a, int(consumer.handle))
     assert view._capsule is None, "the fast path was taken"
@@ -722,7 +883,9 @@ def test_gpu_from_buffer_itemsize_only_and_foreign_allocation():
         v.__dlpack__()
     with pytest.raises(ValueError):
         StridedMemoryView.from_buffer(buf, (9,), itemsize=8)
-    v2 = StridedMemoryView.from_buffer(buf, (2, 2), (4, 1), itemsize=8, dtype=np.float64, is_readonly=True)
+    v2 = StridedMemoryView.from_buffer(
+        buf, (2, 2), (4, 1), itemsize=8, dtype=np.float64, is_readonly=True
+    )
     assert (v2.strides, v2.dtype, v2.readonly) == ((4, 1), np.float64, True)
     # A wrapped foreign allocation is not bounds-checked (cuda.core does the same).
     ext = Buffer.from_handle(int(buf.handle), 16, owner=buf)
@@ -782,17 +945,25 @@ def test_torch_native_view_equals_pure_and_dlpack_paths(monkeypatch):
                 if view is NotImplemented:
                     continue
                 served += 1
-                assert type(view) is StridedMemoryView and view.exporting_obj is t and view._capsule is None
+                assert (
+                    type(view) is StridedMemoryView
+                    and view.exporting_obj is t
+                    and view._capsule is None
+                )
                 fields = bridge.torch_fields(t, stream_ptr)  # what the pure reader builds from
                 assert fields is not None
                 pure = _view_of(StridedMemoryView, fields, t)
                 assert _fields(view) == _fields(pure) and view.strides == pure.strides
-                assert _fields(view) == _fields(_via_dlpack(monkeypatch, torch.Tensor, t, stream_ptr))
+                assert _fields(view) == _fields(
+                    _via_dlpack(monkeypatch, torch.Tensor, t, stream_ptr)
+                )
     assert served > 0, "the native reader should serve CUDA tensors"
     base = torch.arange(6, device="cuda").to(torch.complex64)
     for unusual in (base.conj(), base.conj().imag, torch.ones(3)):  # conjugate, negative, host
         assert native.torch_view(StridedMemoryView, unusual, sp) is NotImplemented
-    assert native.torch_view(StridedMemoryView, warm, None) is NotImplemented  # the pure reader raises
+    assert (
+        native.torch_view(StridedMemoryView, warm, None) is NotImplemented
+    )  # the pure reader raises
     with pytest.raises(BufferError):
         StridedMemoryView.from_dlpack(warm, None)
 
@@ -809,12 +980,23 @@ def test_backend_dlpack_view_serves_numpy_and_subclasses():
 
     ro = np.arange(6, dtype=np.int16)
     ro.setflags(write=False)
-    arrays = [np.arange(12.0).reshape(3, 4), np.arange(32, dtype=np.int32).reshape(4, 8)[:, ::2],
-              np.array(3.5, dtype=np.float32), np.zeros((0, 3)), ro, np.ones(5, dtype=np.complex64),
-              np.zeros((2, 1, 3), dtype=bool), np.arange(24, dtype=np.uint8).reshape(2, 3, 4).transpose(2, 0, 1)]
+    arrays = [
+        np.arange(12.0).reshape(3, 4),
+        np.arange(32, dtype=np.int32).reshape(4, 8)[:, ::2],
+        np.array(3.5, dtype=np.float32),
+        np.zeros((0, 3)),
+        ro,
+        np.ones(5, dtype=np.complex64),
+        np.zeros((2, 1, 3), dtype=bool),
+        np.arange(24, dtype=np.uint8).reshape(2, 3, 4).transpose(2, 0, 1),
+    ]
     for a in arrays:
         view = backend.dlpack_view(StridedMemoryView, a, -1)
-        assert type(view) is StridedMemoryView and view._capsule is not None and view.exporting_obj is a
+        assert (
+            type(view) is StridedMemoryView
+            and view._capsule is not None
+            and view.exporting_obj is a
+        )
         assert _fields(view) == _fields(StridedMemoryView.from_dlpack(a, -1))
         assert view.readonly is (not a.flags.writeable)
         assert view.strides == _expected_strides(a)

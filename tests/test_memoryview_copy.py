@@ -24,7 +24,9 @@ def _v(a):
 
 
 def _layout(shape, strides, itemsize, slice_offset=0):
-    return SimpleNamespace(shape=shape, strides=strides, itemsize=itemsize, slice_offset=slice_offset)
+    return SimpleNamespace(
+        shape=shape, strides=strides, itemsize=itemsize, slice_offset=slice_offset
+    )
 
 
 def test_signatures_follow_cuda_core():
@@ -33,7 +35,10 @@ def test_signatures_follow_cuda_core():
     assert list(p) == ["self", "other", "stream", "allocator", "blocking"]
     assert p["stream"].default is inspect.Parameter.empty
     p = inspect.signature(SMV.copy_to).parameters
-    assert list(p) == ["self", "other", "stream", "allocator", "blocking"] and p["stream"].default is None
+    assert (
+        list(p) == ["self", "other", "stream", "allocator", "blocking"]
+        and p["stream"].default is None
+    )
 
 
 def test_host_copy_into_a_transposed_layout():
@@ -100,7 +105,11 @@ def test_managed_buffer_is_a_buffer_with_advice_api():
         prop = getattr(ManagedBuffer, name)
         assert isinstance(prop, property) and prop.fset is not None
     for name in ("prefetch", "discard_prefetch"):
-        assert list(inspect.signature(getattr(ManagedBuffer, name)).parameters) == ["self", "location", "stream"]
+        assert list(inspect.signature(getattr(ManagedBuffer, name)).parameters) == [
+            "self",
+            "location",
+            "stream",
+        ]
     assert list(inspect.signature(ManagedBuffer.discard).parameters) == ["self", "stream"]
     buf = ManagedBuffer.from_handle(0x1000, 64, owner=object())
     assert type(buf) is ManagedBuffer

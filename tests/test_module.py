@@ -49,7 +49,9 @@ def test_factories_from_bytes_and_path(factory, code_type, tmp_path):
     o = factory(b"\x01\x02payload", name="n", symbol_mapping={"f<int>": b"_Z1fIiEvv"})
     assert (o.code, o.code_type, o.name) == (b"\x01\x02payload", code_type, "n")
     assert o.symbol_mapping == {"f<int>": b"_Z1fIiEvv"}
-    assert repr(o) == f"<ObjectCode handle=0x0 code_type='{code_type}'>"  # cuda.core's format; not loaded
+    assert (
+        repr(o) == f"<ObjectCode handle=0x0 code_type='{code_type}'>"
+    )  # cuda.core's format; not loaded
     p = tmp_path / f"x.{code_type}"
     p.write_bytes(b"abc")
     o2 = factory(str(p))
@@ -58,7 +60,12 @@ def test_factories_from_bytes_and_path(factory, code_type, tmp_path):
     o3 = factory(p)  # os.PathLike
     assert o3.code == str(p)
     o4 = pickle.loads(pickle.dumps(o))
-    assert (o4.code, o4.code_type, o4.name, o4.symbol_mapping) == (o.code, o.code_type, o.name, o.symbol_mapping)
+    assert (o4.code, o4.code_type, o4.name, o4.symbol_mapping) == (
+        o.code,
+        o.code_type,
+        o.name,
+        o.symbol_mapping,
+    )
 
 
 def test_factory_argument_errors():
@@ -86,10 +93,22 @@ def test_get_module_of_unloadable_code_says_to_link():
         ObjectCode.from_ltoir(b"x").get_module()
 
 
-READ_ONLY = ("max_threads_per_block", "shared_size_bytes", "const_size_bytes", "local_size_bytes", "num_regs",
-             "ptx_version", "binary_version", "cache_mode_ca", "cluster_size_must_be_set", "required_cluster_width",
-             "required_cluster_height", "required_cluster_depth", "non_portable_cluster_size_allowed",
-             "cluster_scheduling_policy_preference")
+READ_ONLY = (
+    "max_threads_per_block",
+    "shared_size_bytes",
+    "const_size_bytes",
+    "local_size_bytes",
+    "num_regs",
+    "ptx_version",
+    "binary_version",
+    "cache_mode_ca",
+    "cluster_size_must_be_set",
+    "required_cluster_width",
+    "required_cluster_height",
+    "required_cluster_depth",
+    "non_portable_cluster_size_allowed",
+    "cluster_scheduling_policy_preference",
+)
 
 
 def test_kernel_attributes_are_properties_with_device_views():
@@ -138,6 +157,7 @@ def test_loading_without_driver_is_a_clear_error():
     with pytest.raises((CUDADriverNotFoundError, CUDAError)):
         o.get_kernel("k")
 
+
 _B2D = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_int)
 
 
@@ -181,7 +201,9 @@ def test_b2d_wrapper_forms_give_the_callback_address():
 
 @pytest.fixture(scope="module")
 def mod(dev):
-    return Program(SRC, options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin", name_expressions=NAMES, cache=False)
+    return Program(SRC, options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin", name_expressions=NAMES, cache=False
+    )
 
 
 @pytest.mark.gpu
@@ -211,8 +233,13 @@ def test_unknown_kernel_lists_kernels(mod):
 @pytest.mark.gpu
 def test_ptx_and_path_object_codes_load(dev, tmp_path):
     arch = f"sm_{dev.arch}"
-    ptx = Program(SRC, options=ProgramOptions(arch=arch)).compile("ptx", name_expressions=NAMES, cache=False)
-    assert ObjectCode.from_ptx(ptx.code, symbol_mapping=ptx.symbol_mapping).get_kernel("add<double>") is not None
+    ptx = Program(SRC, options=ProgramOptions(arch=arch)).compile(
+        "ptx", name_expressions=NAMES, cache=False
+    )
+    assert (
+        ObjectCode.from_ptx(ptx.code, symbol_mapping=ptx.symbol_mapping).get_kernel("add<double>")
+        is not None
+    )
     cubin = Program(SRC, options=ProgramOptions(arch=arch)).compile("cubin", cache=False)
     p = tmp_path / "m.cubin"
     p.write_bytes(cubin.code)
@@ -286,7 +313,9 @@ def test_set_max_dynamic_shared_size_bytes(dev, mod):
     assert a[dev].max_dynamic_shared_size_bytes == 64 * 1024  # the views share the cache
     cu_dev = driver.cuDeviceGet(dev.device_id)[1]
     FA = driver.CUfunction_attribute
-    err, v = driver.cuKernelGetAttribute(FA.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.handle, cu_dev)
+    err, v = driver.cuKernelGetAttribute(
+        FA.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, k.handle, cu_dev
+    )
     assert err == driver.CUresult.CUDA_SUCCESS and v == 64 * 1024
     with pytest.raises(CUDAError):
         a.max_dynamic_shared_size_bytes = 1 << 30
@@ -294,7 +323,9 @@ def test_set_max_dynamic_shared_size_bytes(dev, mod):
     with pytest.raises(TypeError, match="value must be an int"):
         a.max_dynamic_shared_size_bytes = 1.5
     a[dev.device_id].preferred_shared_memory_carveout = 50
-    err, v = driver.cuKernelGetAttribute(FA.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, k.handle, cu_dev)
+    err, v = driver.cuKernelGetAttribute(
+        FA.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, k.handle, cu_dev
+    )
     assert err == driver.CUresult.CUDA_SUCCESS
     assert a.preferred_shared_memory_carveout == v
 
@@ -346,7 +377,11 @@ def test_max_potential_block_size_with_a_c_callback(dev, mod, form):
         return 0
 
     address = ctypes.cast(no_dynamic_smem, ctypes.c_void_p).value
-    b2d = driver.CUoccupancyB2DSize(_ptr=address) if form == "pointer" else driver.CUoccupancyB2DSize(address)
+    b2d = (
+        driver.CUoccupancyB2DSize(_ptr=address)
+        if form == "pointer"
+        else driver.CUoccupancyB2DSize(address)
+    )
     occ = mod.get_kernel("add<float>").occupancy
     for limit in (0, 128):
         seen.clear()

@@ -63,8 +63,11 @@ def test_plan_names_every_device_that_cannot_reach_the_owner():
         assert owner == 0
         return peer == 1
 
-    with pytest.raises(ValueError, match=r"device 0's memory \(got device 2, 3, which cannot: "
-                                         r"Device\(2\)\.can_access_peer\(0\) is False\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"device 0's memory \(got device 2, 3, which cannot: "
+        r"Device\(2\)\.can_access_peer\(0\) is False\)",
+    ):
         plan_peer_access(0, [], [1, 2, 3], only_1)
     # Revoking is always allowed; only new grants are checked.
     assert plan_peer_access(0, [2, 3], [1], only_1) == ((1,), (2, 3))
@@ -78,7 +81,9 @@ def test_peer_values_must_be_devices_or_ordinals(value: Any):
 
 @pytest.mark.parametrize("devices", [5, "01", b"01", None], ids=repr)
 def test_peer_accessible_by_takes_an_iterable(devices: Any):
-    with pytest.raises(TypeError, match="peer_accessible_by must be an iterable of Devices or device ordinals"):
+    with pytest.raises(
+        TypeError, match="peer_accessible_by must be an iterable of Devices or device ordinals"
+    ):
         replace_peer_access(None, devices)  # refused before the resource is touched
 
 
@@ -90,7 +95,10 @@ def test_which_copies_are_peer_copies():
     assert peer_devices(_device_memory(0), _device_memory(0), 0) is None
     assert peer_devices(_device_memory(1), _device_memory(0), 0) == (1, 0)
     assert peer_devices(_device_memory(0), _device_memory(1), 1) == (0, 1)
-    assert peer_devices(_device_memory(0), _device_memory(0), 1) == (0, 0)  # another device's stream
+    assert peer_devices(_device_memory(0), _device_memory(0), 1) == (
+        0,
+        0,
+    )  # another device's stream
     pinned, managed = (-1, True, True, False), (1, True, True, True)
     assert peer_devices(pinned, _device_memory(0), 1) is None
     assert peer_devices(_device_memory(0), managed, 0) is None
@@ -110,7 +118,9 @@ def test_default_streams_of_two_devices_are_not_equal():
 # GPU tier: helpers.
 
 # The timing kernels of tests/helpers (sleep_ns, gtime) and a few of our own.
-SRC = TIMING_SRC + r"""
+SRC = (
+    TIMING_SRC
+    + r"""
 extern "C" __global__ void fill_index(int* out, unsigned long long n, int base) {
     unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
     if (i < n) out[i] = base + (int)i;
@@ -128,6 +138,7 @@ extern "C" __global__ void sleep_then_fill(int* out, unsigned long long n, unsig
     }
 }
 """
+)
 _modules: dict[str, Any] = {}
 _lock = threading.Lock()
 
@@ -159,9 +170,12 @@ def pointer_device(buf: Any) -> int:
     every device (seen on two H200s); the pool handle of the pointer is what tells.
     """
     attr = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE
-    pool = int(handle_return(driver.cuPointerGetAttribute(attr, buf.handle), "cuPointerGetAttribute"))
+    pool = int(
+        handle_return(driver.cuPointerGetAttribute(attr, buf.handle), "cuPointerGetAttribute")
+    )
     owners = [
-        i for i in range(gpu_count())
+        i
+        for i in range(gpu_count())
         if int(handle_return(driver.cuDeviceGetMemPool(i), "cuDeviceGetMemPool")) == pool
     ]
     assert len(owners) == 1, f"pool 0x{pool:x} of {buf!r} belongs to devices {owners}"
@@ -343,10 +357,22 @@ def test_stream_waits_for_a_stream_of_another_device():
     b1.fill(0, stream=s1)
     s0.sync()
     s1.sync()
-    cases = ((s1, s0), (d1.default_stream, s0), (s1, d0.default_stream), (d1.default_stream, d0.default_stream))
+    cases = (
+        (s1, s0),
+        (d1.default_stream, s0),
+        (s1, d0.default_stream),
+        (d1.default_stream, d0.default_stream),
+    )
     for value, (waiter, target) in enumerate(cases, start=1):
-        launch(target, LaunchConfig(grid=4, block=256), sleep_then_fill, b0, np.uint64(n), np.uint64(200_000_000),
-               np.int32(value))
+        launch(
+            target,
+            LaunchConfig(grid=4, block=256),
+            sleep_then_fill,
+            b0,
+            np.uint64(n),
+            np.uint64(200_000_000),
+            np.int32(value),
+        )
         waiter.wait(target)  # later work on waiter (device 1) runs after the kernel (device 0)
         b1.copy_from(b0, stream=waiter)
         np.testing.assert_array_equal(host_ints(b1, waiter), np.full(n, value, np.int32))
@@ -382,7 +408,9 @@ def test_peer_access_grant_revoke_and_a_kernel_reading_a_peer_pool():
     src.copy_from(values, stream=s0)  # done when it returns
     s1 = d1.create_stream()
     out = d1.allocate(n * 4, stream=s1)
-    launch(s1, grid(n), kernel(d1, "copy_ints"), out, src, np.uint64(n))  # device 1 reads device 0's pool
+    launch(
+        s1, grid(n), kernel(d1, "copy_ints"), out, src, np.uint64(n)
+    )  # device 1 reads device 0's pool
     np.testing.assert_array_equal(host_ints(out, s1), values)
 
     mr0.peer_accessible_by = []
@@ -414,7 +442,9 @@ def test_peer_access_grant_revoke_and_a_kernel_reading_a_peer_pool():
     assert peers == set()
 
     # Bad input.
-    with pytest.raises(ValueError, match=r"peer_accessible_by must be a Device or a device ordinal in \[0, "):
+    with pytest.raises(
+        ValueError, match=r"peer_accessible_by must be a Device or a device ordinal in \[0, "
+    ):
         peers.add(99)
     with pytest.raises(TypeError, match="peer_accessible_by must be a Device or a device ordinal"):
         peers.add("1")
@@ -488,7 +518,12 @@ def test_peer_copies_both_directions_byte_for_byte(access: bool):
                 src = mrs[a].allocate(size, stream=streams[a])
                 src.copy_from(data, stream=streams[a])  # done when it returns
                 for how in ("copy_to", "copy_from"):
-                    for s in (streams[a], streams[b], devices[b].default_stream, devices[a].default_stream):
+                    for s in (
+                        streams[a],
+                        streams[b],
+                        devices[b].default_stream,
+                        devices[a].default_stream,
+                    ):
                         dst = mrs[b].allocate(size, stream=streams[b])
                         dst.fill(0, stream=streams[b])
                         streams[b].sync()

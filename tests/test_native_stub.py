@@ -45,7 +45,9 @@ CHECKS = (
     "types",
 )
 GCC = shutil.which("gcc")
-pytestmark = pytest.mark.skipif(GCC is None, reason="gcc is needed to build the stub driver and the module")
+pytestmark = pytest.mark.skipif(
+    GCC is None, reason="gcc is needed to build the stub driver and the module"
+)
 
 
 def _gcc(args: list[str]) -> None:
@@ -60,7 +62,16 @@ def _build_native(out_dir: Path, extra: list[str]) -> Path:
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     out = out_dir / f"_native{suffix}"
     sources = sorted(str(p) for p in CSRC.glob("*.c"))
-    flags = ["-std=c11", "-Wall", "-Werror", "-Wno-missing-field-initializers", "-fPIC", "-shared", "-O1", "-g"]
+    flags = [
+        "-std=c11",
+        "-Wall",
+        "-Werror",
+        "-Wno-missing-field-initializers",
+        "-fPIC",
+        "-shared",
+        "-O1",
+        "-g",
+    ]
     _gcc([*flags, *extra, f"-I{include}", *sources, "-o", str(out)])
     return out
 
@@ -68,7 +79,9 @@ def _build_native(out_dir: Path, extra: list[str]) -> Path:
 def _libasan() -> str | None:
     if GCC is None:
         return None
-    path = subprocess.run([GCC, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    path = subprocess.run(
+        [GCC, "-print-file-name=libasan.so"], capture_output=True, text=True
+    ).stdout.strip()
     return path if os.path.isabs(path) and os.path.exists(path) else None
 
 
@@ -76,7 +89,20 @@ def _libasan() -> str | None:
 def artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("native_stub")
     stub = d / "libstub_cuda.so"
-    _gcc(["-std=c11", "-Wall", "-Werror", "-fPIC", "-shared", "-O1", "-g", str(STUB_DIR / "stub_cuda.c"), "-o", str(stub)])
+    _gcc(
+        [
+            "-std=c11",
+            "-Wall",
+            "-Werror",
+            "-fPIC",
+            "-shared",
+            "-O1",
+            "-g",
+            str(STUB_DIR / "stub_cuda.c"),
+            "-o",
+            str(stub),
+        ]
+    )
     plain = d / "plain"
     plain.mkdir()
     return {"stub": stub, "plain": _build_native(plain, [])}
@@ -88,14 +114,35 @@ def asan_native(artifacts: dict[str, Path]) -> Path:
         pytest.skip("gcc's libasan.so is not installed: the sanitizer run needs it")
     d = artifacts["stub"].parent / "asan"
     d.mkdir(exist_ok=True)
-    return _build_native(d, ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"])
+    return _build_native(
+        d,
+        [
+            "-fsanitize=address,undefined",
+            "-fno-omit-frame-pointer",
+            "-fno-sanitize-recover=undefined",
+        ],
+    )
 
 
-def _run(native: Path, stub: Path, check: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASAN_", "UBSAN_", "LD_PRELOAD"))}
+def _run(
+    native: Path, stub: Path, check: str, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("ASAN_", "UBSAN_", "LD_PRELOAD"))
+    }
     env.update(env_extra or {})
     return subprocess.run(
-        [sys.executable, "-X", "dev", "-W", "error::RuntimeWarning", str(DRIVE), str(native), str(stub), check],
+        [
+            sys.executable,
+            "-X",
+            "dev",
+            "-W",
+            "error::RuntimeWarning",
+            str(DRIVE),
+            str(native),
+            str(stub),
+            check,
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -123,7 +170,9 @@ def test_native_against_stub(artifacts: dict[str, Path], check: str) -> None:
 
 
 @pytest.mark.parametrize("check", CHECKS)
-def test_native_against_stub_sanitized(artifacts: dict[str, Path], asan_native: Path, check: str) -> None:
+def test_native_against_stub_sanitized(
+    artifacts: dict[str, Path], asan_native: Path, check: str
+) -> None:
     env = {
         "LD_PRELOAD": str(_libasan()),
         "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:exitcode=86",
@@ -151,6 +200,8 @@ def test_stub_catches_misuse(artifacts: dict[str, Path], tmp_path: Path) -> None
         "assert lib.cuStreamQuery(h) == 400\n"
         "print(ctypes.c_int.in_dll(lib, 'stub_errors').value)\n"
     )
-    proc = subprocess.run([sys.executable, str(script), str(artifacts["stub"])], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(artifacts["stub"])], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["2"]

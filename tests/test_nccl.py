@@ -30,7 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "nccl_allreduce.py"
 REMEDY = 'pip install "cudacore[nccl]"'
 HAVE_NCCL = nccl.is_available()
-needs_nccl4py = pytest.mark.skipif(not HAVE_NCCL, reason=f"nccl4py or libnccl is not installed ({REMEDY})")
+needs_nccl4py = pytest.mark.skipif(
+    not HAVE_NCCL, reason=f"nccl4py or libnccl is not installed ({REMEDY})"
+)
 
 
 def _env() -> dict[str, str]:
@@ -58,16 +60,29 @@ def test_ml_dtypes_map_to_nccl():
     assert _args.nccl_dtype(ml_dtypes.float8_e5m2) == (11, 1)
 
 
-@pytest.mark.parametrize("bad", [np.complex64, np.bool_, ">f4", np.int16, "not a type", [("a", "f4")]])
+@pytest.mark.parametrize(
+    "bad", [np.complex64, np.bool_, ">f4", np.int16, "not a type", [("a", "f4")]]
+)
 def test_unsupported_dtypes_are_refused_by_name(bad):
-    with pytest.raises(TypeError, match=r"dtype must be a data type NCCL reduces and moves: int8, .* \(got "):
+    with pytest.raises(
+        TypeError, match=r"dtype must be a data type NCCL reduces and moves: int8, .* \(got "
+    ):
         _args.nccl_dtype(bad)
 
 
 def test_reduction_ops():
-    assert [_args.reduction_op(o) for o in ("sum", "prod", "max", "min", "avg", "SUM")] == [0, 1, 2, 3, 4, 0]
+    assert [_args.reduction_op(o) for o in ("sum", "prod", "max", "min", "avg", "SUM")] == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        0,
+    ]
     assert _args.reduction_op(np.int32(2)) == 2
-    with pytest.raises(ValueError, match=r"op must be one of 'sum', 'prod', 'max', 'min', 'avg' .*\(got 'mean'\)"):
+    with pytest.raises(
+        ValueError, match=r"op must be one of 'sum', 'prod', 'max', 'min', 'avg' .*\(got 'mean'\)"
+    ):
         _args.reduction_op("mean")
     for bad in (True, 1.5, np.float32(1), None):
         with pytest.raises(TypeError, match="op must be one of"):
@@ -78,7 +93,13 @@ def test_reduction_ops():
 def test_nccl4py_ops_and_custom_ops_are_taken_as_ints():
     import nccl.core as nc
 
-    assert [_args.reduction_op(o) for o in (nc.SUM, nc.PROD, nc.MAX, nc.MIN, nc.AVG)] == [0, 1, 2, 3, 4]
+    assert [_args.reduction_op(o) for o in (nc.SUM, nc.PROD, nc.MAX, nc.MIN, nc.AVG)] == [
+        0,
+        1,
+        2,
+        3,
+        4,
+    ]
 
     class CustomOp:  # what nccl4py's CustomRedOp offers: __int__ giving the ncclRedOp_t
         def __int__(self) -> int:
@@ -95,9 +116,13 @@ def test_buffer_arguments_are_checked_before_the_driver_is_asked():
     from cuda_core import Buffer
 
     buf = Buffer.from_handle(0x10000, 100)
-    with pytest.raises(TypeError, match=r"dtype must be given when sendbuf is a Buffer .*pass dtype=numpy.float32"):
+    with pytest.raises(
+        TypeError, match=r"dtype must be given when sendbuf is a Buffer .*pass dtype=numpy.float32"
+    ):
         _resolve(buf, typed=True)
-    with pytest.raises(ValueError, match=r"sendbuf must be a whole number of float64 elements \(8 bytes each\)"):
+    with pytest.raises(
+        ValueError, match=r"sendbuf must be a whole number of float64 elements \(8 bytes each\)"
+    ):
         _resolve(buf, dtype=np.float64)
     with pytest.raises(TypeError, match="dtype must be a data type NCCL"):
         _resolve(buf, dtype=np.complex128)
@@ -110,24 +135,35 @@ def test_array_arguments_must_be_device_memory_dense_and_typed():
     from cuda_core.utils import StridedMemoryView
 
     host = np.arange(16, dtype=np.float32)
-    with pytest.raises(ValueError, match=r"sendbuf must be a view of device or managed memory .*host memory"):
+    with pytest.raises(
+        ValueError, match=r"sendbuf must be a view of device or managed memory .*host memory"
+    ):
         _resolve(host)  # any array: viewed first
     with pytest.raises(ValueError, match="sendbuf must be a view of device or managed memory"):
         _resolve(StridedMemoryView.from_array_interface(host))
     with pytest.raises(ValueError, match=r"sendbuf must be C-contiguous"):
         _resolve(host[::2])
-    with pytest.raises(ValueError, match=r"dtype must be None or sendbuf's own dtype float32 \(got"):
+    with pytest.raises(
+        ValueError, match=r"dtype must be None or sendbuf's own dtype float32 \(got"
+    ):
         _resolve(host, dtype=np.int32)
     with pytest.raises(TypeError, match=r"sendbuf\.dtype must be a data type NCCL"):
         _resolve(np.zeros(4, np.complex64))
-    with pytest.raises(TypeError, match=r"sendbuf must be a Buffer, a StridedMemoryView or a device array \(got None\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"sendbuf must be a Buffer, a StridedMemoryView or a device array \(got None\)",
+    ):
         _resolve(None)
-    with pytest.raises(TypeError, match=r"sendbuf must be a Buffer, a StridedMemoryView or a device array"):
+    with pytest.raises(
+        TypeError, match=r"sendbuf must be a Buffer, a StridedMemoryView or a device array"
+    ):
         _resolve(object())
 
 
 def test_communicator_comes_from_its_factories_and_checks_its_arguments():
-    with pytest.raises(RuntimeError, match=r"use Communicator.init\(\) .* or Communicator.init_all\(\)"):
+    with pytest.raises(
+        RuntimeError, match=r"use Communicator.init\(\) .* or Communicator.init_all\(\)"
+    ):
         nccl.Communicator()
     uid = bytes(128)
     with pytest.raises(TypeError, match=r"nranks must be an int \(got 2.0\)"):
@@ -142,7 +178,10 @@ def test_communicator_comes_from_its_factories_and_checks_its_arguments():
 
 @needs_nccl4py
 def test_unique_id_argument_is_checked():
-    with pytest.raises(ValueError, match=r"unique_id must be the 128 bytes from get_unique_id\(\) \(got '3 bytes'\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"unique_id must be the 128 bytes from get_unique_id\(\) \(got '3 bytes'\)",
+    ):
         nccl.Communicator.init(2, 0, b"abc")
     with pytest.raises(TypeError, match=r"unique_id must be the bytes from get_unique_id\(\)"):
         nccl.Communicator.init(2, 0, "abc")
@@ -178,8 +217,14 @@ def test_nccl_errors_name_the_call_and_status_and_pickle():
 
 
 def test_not_found_error_is_an_import_error_and_pickles():
-    err = nccl.NCCLNotFoundError("nccl4py (NVIDIA's Python bindings for NCCL)", "nccl4py", "No module named 'nccl'")
-    assert isinstance(err, ImportError) and isinstance(err, RuntimeError) and isinstance(err, CUDAError)
+    err = nccl.NCCLNotFoundError(
+        "nccl4py (NVIDIA's Python bindings for NCCL)", "nccl4py", "No module named 'nccl'"
+    )
+    assert (
+        isinstance(err, ImportError)
+        and isinstance(err, RuntimeError)
+        and isinstance(err, CUDAError)
+    )
     assert REMEDY in str(err) and err.remedy == REMEDY and "No module named 'nccl'" in str(err)
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is nccl.NCCLNotFoundError and str(back) == str(err) and back.remedy == REMEDY
@@ -188,13 +233,18 @@ def test_not_found_error_is_an_import_error_and_pickles():
 def test_remedy_names_an_extra_that_brings_nccl4py_and_the_library():
     import re
 
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     remedy = nccl.NCCLNotFoundError("the NCCL library", "libnccl.so.2").remedy
     extra = re.fullmatch(r'pip install "cudacore\[([\w-]+)\]"', remedy)
     assert extra is not None, remedy
     names = [re.split(r"[<>=!~\[ ]", req)[0] for req in extras[extra.group(1)]]
     assert "nccl4py" in names and "nvidia-nccl-cu13" in names
-    assert [re.split(r"[<>=!~\[ ]", req)[0] for req in extras["nccl-cu12"]] == ["nccl4py", "nvidia-nccl-cu12"]
+    assert [re.split(r"[<>=!~\[ ]", req)[0] for req in extras["nccl-cu12"]] == [
+        "nccl4py",
+        "nvidia-nccl-cu12",
+    ]
 
 
 _BLOCK_NCCL4PY = """
@@ -250,7 +300,11 @@ def test_without_nccl4py_import_works_and_use_names_the_extra():
         got = out[what]
         assert got is not None, f"{what}: no NCCLNotFoundError"
         assert got["import"] and got["runtime"] and got["cuda"]
-        assert REMEDY in got["msg"] and "nccl4py" in got["msg"] and got["library"].startswith("nccl4py")
+        assert (
+            REMEDY in got["msg"]
+            and "nccl4py" in got["msg"]
+            and got["library"].startswith("nccl4py")
+        )
 
 
 @needs_nccl4py
@@ -264,14 +318,26 @@ def test_without_libnccl_the_error_names_the_library_and_the_extra():
 
 
 def test_example_says_nccl_is_missing_with_one_line():
-    script = _BLOCK_NCCL4PY + f"\nimport runpy; sys.argv = [{str(EXAMPLE)!r}]; sys.path.insert(0, {str(EXAMPLE.parent)!r})\n"
+    script = (
+        _BLOCK_NCCL4PY
+        + f"\nimport runpy; sys.argv = [{str(EXAMPLE)!r}]; sys.path.insert(0, {str(EXAMPLE.parent)!r})\n"
+    )
     script += f"runpy.run_path({str(EXAMPLE)!r}, run_name='__main__')\n"
     env = _env()
     for k in ("RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK"):
         env.pop(k, None)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
     assert proc.returncode == 3, proc.stdout + proc.stderr
-    assert proc.stdout.strip().splitlines() == [f"missing requirement [nccl]: nccl4py and the NCCL library ({REMEDY})"]
+    assert proc.stdout.strip().splitlines() == [
+        f"missing requirement [nccl]: nccl4py and the NCCL library ({REMEDY})"
+    ]
 
 
 @needs_nccl4py
@@ -288,7 +354,9 @@ def test_nccl4py_reads_our_views_through_dlpack():
 # -- the unique-id rendezvous (CPU: threads of this process) ----------------------------------
 
 
-def _ranks_in_threads(world: int, port: int, uid: bytes | None = b"\x07" * 128, worlds=None, timeout=20.0):
+def _ranks_in_threads(
+    world: int, port: int, uid: bytes | None = b"\x07" * 128, worlds=None, timeout=20.0
+):
     results: dict[int, object] = {}
 
     def one(rank: int) -> None:
@@ -300,7 +368,9 @@ def _ranks_in_threads(world: int, port: int, uid: bytes | None = b"\x07" * 128, 
         except Exception as exc:
             results[rank] = exc
 
-    threads = [threading.Thread(target=one, args=(r,)) for r in reversed(range(world))]  # clients first
+    threads = [
+        threading.Thread(target=one, args=(r,)) for r in reversed(range(world))
+    ]  # clients first
     for t in threads:
         t.start()
     for t in threads:
@@ -321,20 +391,30 @@ def test_rendezvous_across_processes_hands_out_a_fresh_nccl_id():
 
 
 def test_rendezvous_of_one_rank_needs_no_network():
-    assert nccl.exchange_unique_id(0, 1, "no-such-host.invalid", 1, unique_id=b"\x01" * 128) == b"\x01" * 128
+    assert (
+        nccl.exchange_unique_id(0, 1, "no-such-host.invalid", 1, unique_id=b"\x01" * 128)
+        == b"\x01" * 128
+    )
 
 
 def test_rendezvous_refuses_a_rank_with_another_world_size():
     got = _ranks_in_threads(2, nccl_ranks.free_port(), worlds={1: 3})
-    assert isinstance(got[0], RuntimeError) and "rank 1 says the world size is 3, rank 0 says 2" in str(got[0])
+    assert isinstance(
+        got[0], RuntimeError
+    ) and "rank 1 says the world size is 3, rank 0 says 2" in str(got[0])
     assert isinstance(got[1], RuntimeError) and "refused rank 1" in str(got[1])
 
 
 def test_rendezvous_times_out_naming_the_missing_side():
     port = nccl_ranks.free_port()
-    with pytest.raises(TimeoutError, match=rf"rank 1 could not get the unique id from rank 0 at 127.0.0.1:{port} within 0.5 s"):
+    with pytest.raises(
+        TimeoutError,
+        match=rf"rank 1 could not get the unique id from rank 0 at 127.0.0.1:{port} within 0.5 s",
+    ):
         nccl.exchange_unique_id(1, 2, "127.0.0.1", port, timeout=0.5)
-    with pytest.raises(TimeoutError, match=r"rank 0 waited 0.5 s on port \d+ .* \(ranks \[1, 2\]\)"):
+    with pytest.raises(
+        TimeoutError, match=r"rank 0 waited 0.5 s on port \d+ .* \(ranks \[1, 2\]\)"
+    ):
         nccl.exchange_unique_id(0, 3, "127.0.0.1", port, unique_id=bytes(128), timeout=0.5)
 
 
@@ -343,7 +423,9 @@ def test_rendezvous_on_a_taken_port_says_so():
 
     with socket.create_server(("", 0)) as taken:
         port = taken.getsockname()[1]
-        with pytest.raises(RuntimeError, match=rf"rank 0 cannot listen on port {port} .*choose another port"):
+        with pytest.raises(
+            RuntimeError, match=rf"rank 0 cannot listen on port {port} .*choose another port"
+        ):
             nccl.exchange_unique_id(0, 2, "127.0.0.1", port, unique_id=bytes(128), timeout=1)
 
 
@@ -417,7 +499,14 @@ def test_example_spawns_one_rank_per_gpu():
     env = _env()
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK"):
         env.pop(k, None)
-    proc = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLE)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ranks on" in proc.stdout and "agree with NumPy" in proc.stdout
 
@@ -438,7 +527,13 @@ def _load_example():
 def test_example_reads_torchrun_and_mpirun_variables():
     launcher_env = _load_example().launcher_env
     assert launcher_env({}) is None
-    torchrun = {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "node0", "MASTER_PORT": "29500"}
+    torchrun = {
+        "RANK": "3",
+        "WORLD_SIZE": "8",
+        "LOCAL_RANK": "1",
+        "MASTER_ADDR": "node0",
+        "MASTER_PORT": "29500",
+    }
     assert launcher_env(torchrun) == (3, 8, 1, "node0", 29500)
     # started by torchrun itself: its agent holds MASTER_PORT, rank 0 listens on the next one
     assert launcher_env({**torchrun, "TORCHELASTIC_RUN_ID": "job"}) == (3, 8, 1, "node0", 29501)

@@ -15,7 +15,9 @@ from tests.helpers import no_nvml
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cuda_core", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "cuda_core", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +38,9 @@ def json_run() -> dict:
 @no_nvml
 def test_without_nvml_the_report_says_why_in_one_line(text_run, json_run):
     assert text_run.returncode == 0, text_run.stdout + text_run.stderr
-    lines = [line for line in text_run.stdout.splitlines() if "NVML" in line and not line.startswith(" ")]
+    lines = [
+        line for line in text_run.stdout.splitlines() if "NVML" in line and not line.startswith(" ")
+    ]
     assert len(lines) == 1, lines
     assert lines[0].startswith("NVML: not available (") and "libnvidia-ml.so.1" in lines[0]
     nv = json_run["nvml"]
@@ -64,11 +68,20 @@ def test_failing_queries_are_reported_not_raised():
     assert gpu["name"] is None and gpu["memory_bytes"] is None and gpu["nvlink"] is None
     assert gpu["clocks_mhz"]["sm"] == {"current": None, "max": None}
     assert "LibraryNotFoundError" in gpu["errors"]["temperature"]
-    assert {"name", "memory", "power.draw", "power.limit", "temperature", "nvlink"} <= set(gpu["errors"])
+    assert {"name", "memory", "power.draw", "power.limit", "temperature", "nvlink"} <= set(
+        gpu["errors"]
+    )
     p2p = _nvml_report._p2p([(0, a), (1, b)])
     assert p2p["devices"] == [0, 1]
     assert p2p["status"]["read"][0][0] is None and p2p["status"]["read"][0][1].startswith("error: ")
-    info = {"available": True, "error": None, "nvml_version": "x", "driver_version": "y", "gpus": [gpu], "p2p": p2p}
+    info = {
+        "available": True,
+        "error": None,
+        "nvml_version": "x",
+        "driver_version": "y",
+        "gpus": [gpu],
+        "p2p": p2p,
+    }
     lines = _nvml_report.format_lines(info)
     text = "\n".join(lines)
     assert "clocks: SM n/a of n/a MHz" in text and "memory: n/a" in text and "NVLink: n/a" in text
@@ -119,7 +132,10 @@ def test_format_lines_of_one_gpu_without_nvlink():
     lines = _nvml_report.format_lines(info)
     assert lines[1].startswith("  [nvml 0] cannot be opened: InvalidArgumentError")
     assert lines[-1] == "  P2P: fewer than two GPUs, no pairs"
-    assert _nvml_report._nvlink_text({"links": 0, "up": 0, "version": None, "speed_mbps": None}) == "none"
+    assert (
+        _nvml_report._nvlink_text({"links": 0, "up": 0, "version": None, "speed_mbps": None})
+        == "none"
+    )
 
 
 # -- GPU tier ----------------------------------------------------------------------------------

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("peer_examples_tool", ROOT / "tools" / "peer_examples.py")
+_spec = importlib.util.spec_from_file_location(
+    "peer_examples_tool", ROOT / "tools" / "peer_examples.py"
+)
 assert _spec is not None and _spec.loader is not None
 tool = importlib.util.module_from_spec(_spec)
 sys.modules["peer_examples_tool"] = tool  # dataclasses look their module up
@@ -27,9 +29,18 @@ HAVE_PEER = importlib.util.find_spec("cuda.core") is not None
     ("before", "after"),
     [
         ("from cuda.core import Device, launch\n", "from cuda_core import Device, launch\n"),
-        ("from cuda.core.experimental import (\n    Device,\n)\n", "from cuda_core.experimental import (\n    Device,\n)\n"),
-        ("from cuda.core.utils import StridedMemoryView\n", "from cuda_core.utils import StridedMemoryView\n"),
-        ("import cuda.core\nd = cuda.core.Device()\n", "import cuda_core\nd = cuda_core.Device()\n"),
+        (
+            "from cuda.core.experimental import (\n    Device,\n)\n",
+            "from cuda_core.experimental import (\n    Device,\n)\n",
+        ),
+        (
+            "from cuda.core.utils import StridedMemoryView\n",
+            "from cuda_core.utils import StridedMemoryView\n",
+        ),
+        (
+            "import cuda.core\nd = cuda.core.Device()\n",
+            "import cuda_core\nd = cuda_core.Device()\n",
+        ),
         ("import cuda.core as cc\n", "import cuda_core as cc\n"),
         ("import cuda.core.experimental as ce\n", "import cuda_core.experimental as ce\n"),
         ("from cuda import core\n", "import cuda_core as core\n"),
@@ -67,11 +78,14 @@ def test_rewrite_leaves_strings_comments_and_other_packages_alone():
     ],
 )
 def test_verdicts(peer, ours, verdict):
-    assert tool.verdict(tool.Run(rc=peer[0], missing=peer[1]), tool.Run(rc=ours[0], missing=ours[1])) == verdict
+    assert (
+        tool.verdict(tool.Run(rc=peer[0], missing=peer[1]), tool.Run(rc=ours[0], missing=ours[1]))
+        == verdict
+    )
 
 
 def test_error_line_is_the_exception_not_the_last_traceback_frame():
-    out = "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: bad value\nsome trailing print\n"
+    out = 'Traceback (most recent call last):\n  File "x.py", line 1\nValueError: bad value\nsome trailing print\n'
     assert tool._error_line(out) == "ValueError: bad value"
     assert tool._error_line("no exception here\n") == "no exception here"
 
@@ -124,5 +138,9 @@ def test_run_without_the_peer(tmp_path):
     out = tmp_path / "out"
     assert tool.main([str(folder), str(out), "--no-peer", "--only", "a_ok"]) == 0
     (record,) = json.loads((out / "results.json").read_text())
-    assert record["example"] == "a_ok.py" and record["verdict"] == "ours ok" and record["peer"]["rc"] is None
+    assert (
+        record["example"] == "a_ok.py"
+        and record["verdict"] == "ours ok"
+        and record["peer"]["rc"] is None
+    )
     assert tool.main([str(tmp_path / "empty"), str(out)]) == 2

@@ -23,8 +23,13 @@ SRC = 'extern "C" __global__ void pk_fill(int* p, int v) { p[threadIdx.x] = v; }
 def test_keys_follow_what_changes_the_output():
     base = precompiled.request_key(SRC, "c++", ProgramOptions(arch="sm_90"), "cubin", ())
     arch = "90"
-    assert precompiled.request_key(SRC, "c++", ProgramOptions(arch=f"sm_{arch}"), "cubin", []) == base
-    assert precompiled.request_key(SRC.encode(), "c++", ProgramOptions(arch="sm_90"), "cubin", ()) != base
+    assert (
+        precompiled.request_key(SRC, "c++", ProgramOptions(arch=f"sm_{arch}"), "cubin", []) == base
+    )
+    assert (
+        precompiled.request_key(SRC.encode(), "c++", ProgramOptions(arch="sm_90"), "cubin", ())
+        != base
+    )
     others = {
         precompiled.request_key(SRC + " ", "c++", ProgramOptions(arch="sm_90"), "cubin", ()),
         precompiled.request_key(SRC, "c++", ProgramOptions(arch="sm_80"), "cubin", ()),
@@ -33,8 +38,9 @@ def test_keys_follow_what_changes_the_output():
         precompiled.request_key(SRC, "c++", ProgramOptions(arch="sm_90"), "cubin", ("pk_fill",)),
     }
     assert base not in others and len(others) == 5
-    assert precompiled.request_key(SRC, "c++", ProgramOptions(arch="sm_90"), "cubin", "pk_fill") == \
-        precompiled.request_key(SRC, "c++", ProgramOptions(arch="sm_90"), "cubin", ("pk_fill",))
+    assert precompiled.request_key(
+        SRC, "c++", ProgramOptions(arch="sm_90"), "cubin", "pk_fill"
+    ) == precompiled.request_key(SRC, "c++", ProgramOptions(arch="sm_90"), "cubin", ("pk_fill",))
 
 
 def test_every_request_names_a_kernel_source():
@@ -74,7 +80,14 @@ def test_served_kernels_are_the_stored_code_and_misses_compile(tmp_path):
         """
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), precompiled.MISSES_ENV: str(misses)}
-    proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", child],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
     lines = misses.read_text().splitlines()
     assert len(lines) == 1 and "sm_80" in lines[0]
@@ -88,6 +101,10 @@ def test_serve_needs_the_folder(tmp_path):
 def test_the_skip_rule_matches_cuda_cores_error_for_a_missing_nvrtc_12():
     from cuda_core._compilers import library_not_found
 
-    err = library_not_found("nvrtc", "Program.compile() of C++ code", RuntimeError("found NVRTC 13.0, ..."))
-    assert precompiled.failed_for_want_of_nvrtc_12(f"E   {type(err).__name__}: {err}") == (BINDINGS_MAJOR == 12)
+    err = library_not_found(
+        "nvrtc", "Program.compile() of C++ code", RuntimeError("found NVRTC 13.0, ...")
+    )
+    assert precompiled.failed_for_want_of_nvrtc_12(f"E   {type(err).__name__}: {err}") == (
+        BINDINGS_MAJOR == 12
+    )
     assert not precompiled.failed_for_want_of_nvrtc_12("AssertionError: 1 != 2")

@@ -45,7 +45,10 @@ FLAG_CASES = [
     ({"device_code_optimize": False}, []),
     ({"device_code_optimize": True}, ["--dopt=on"]),
     ({"ptxas_options": "-v"}, ["--ptxas-options=-v"]),
-    ({"ptxas_options": ["-v", "--warn-on-spills"]}, ["--ptxas-options=-v", "--ptxas-options=--warn-on-spills"]),
+    (
+        {"ptxas_options": ["-v", "--warn-on-spills"]},
+        ["--ptxas-options=-v", "--ptxas-options=--warn-on-spills"],
+    ),
     ({"max_register_count": 32}, ["--maxrregcount=32"]),
     ({"ftz": True}, ["--ftz=true"]),
     ({"ftz": False}, ["--ftz=false"]),
@@ -86,8 +89,16 @@ FLAG_CASES = [
 ]
 
 # The first NVRTC that takes each newer option (older ones raise a ValueError naming it).
-NEWER = {"no_cache": (12, 9), "frandom_seed": (12, 8), "ofast_compile": (12, 8), "numba_debug": (13, 1),
-         "fdevice_time_trace": (12, 8), "device_float128": (12, 8), "pch": (12, 8), "use_bundled_headers": (13, 3)}
+NEWER = {
+    "no_cache": (12, 9),
+    "frandom_seed": (12, 8),
+    "ofast_compile": (12, 8),
+    "numba_debug": (13, 1),
+    "fdevice_time_trace": (12, 8),
+    "device_float128": (12, 8),
+    "pch": (12, 8),
+    "use_bundled_headers": (13, 3),
+}
 
 
 def _nvrtc_too_old(kw):
@@ -120,10 +131,25 @@ def test_every_field_has_a_flag_case_or_is_special():
     import dataclasses
 
     covered = {k for kw, _ in FLAG_CASES for k in kw}
-    special = {"name", "arch", "pre_include", "time", "fdevice_syntax_only", "create_pch", "use_pch",
-               "pch_dir", "pch_verbose", "pch_messages", "instantiate_templates_in_pch", "pch",
-               "fdevice_time_trace", "device_float128", "use_bundled_headers", "extra_sources",
-               "use_libdevice"}
+    special = {
+        "name",
+        "arch",
+        "pre_include",
+        "time",
+        "fdevice_syntax_only",
+        "create_pch",
+        "use_pch",
+        "pch_dir",
+        "pch_verbose",
+        "pch_messages",
+        "instantiate_templates_in_pch",
+        "pch",
+        "fdevice_time_trace",
+        "device_float128",
+        "use_bundled_headers",
+        "extra_sources",
+        "use_libdevice",
+    }
     fields = {f.name for f in dataclasses.fields(ProgramOptions)}
     assert fields - covered - special == set()
 
@@ -134,21 +160,34 @@ def test_time_pre_include_and_syntax_only(tmp_path):
     t = tmp_path / "timing.csv"
     opts = _opts(pre_include=str(hdr), time=str(t))
     assert opts.as_bytes("nvrtc")[1:] == [f"--pre-include={hdr}".encode(), f"--time={t}".encode()]
-    obj = Program('extern "C" __global__ void k(int* p) { *p = PRE_VALUE; }', options=opts).compile("ptx", cache=False)
+    obj = Program('extern "C" __global__ void k(int* p) { *p = PRE_VALUE; }', options=opts).compile(
+        "ptx", cache=False
+    )
     assert b"7" in obj.code
     assert t.exists()
     assert _opts(fdevice_syntax_only=True).as_bytes()[1:] == [b"--fdevice-syntax-only"]
 
 
 def test_pch_flags_follow_nvrtc_version(tmp_path):
-    opts = _opts(use_pch=str(tmp_path / "y.pch"), pch_dir=str(tmp_path), pch_verbose=False, pch_messages=True,
-                 instantiate_templates_in_pch=True, create_pch=str(tmp_path / "x.pch"), pch=True)
+    opts = _opts(
+        use_pch=str(tmp_path / "y.pch"),
+        pch_dir=str(tmp_path),
+        pch_verbose=False,
+        pch_messages=True,
+        instantiate_templates_in_pch=True,
+        create_pch=str(tmp_path / "x.pch"),
+        pch=True,
+    )
     major, minor = nvrtc.nvrtcVersion()[1:]
     if (major, minor) >= (12, 8):
         assert opts.as_bytes("nvrtc")[1:] == [
-            b"--pch", f"--create-pch={tmp_path / 'x.pch'}".encode(), f"--use-pch={tmp_path / 'y.pch'}".encode(),
+            b"--pch",
+            f"--create-pch={tmp_path / 'x.pch'}".encode(),
+            f"--use-pch={tmp_path / 'y.pch'}".encode(),
             f"--pch-dir={tmp_path}".encode(),
-            b"--pch-verbose=false", b"--pch-messages=true", b"--instantiate-templates-in-pch=true",
+            b"--pch-verbose=false",
+            b"--pch-messages=true",
+            b"--instantiate-templates-in-pch=true",
         ]
     else:
         with pytest.raises(ValueError, match=r"12\.8"):
@@ -159,7 +198,13 @@ def test_field_order_and_name_default_follow_cuda_core():
     import dataclasses
 
     names = [f.name for f in dataclasses.fields(ProgramOptions)]
-    assert names[:5] == ["name", "arch", "relocatable_device_code", "extensible_whole_program", "debug"]
+    assert names[:5] == [
+        "name",
+        "arch",
+        "relocatable_device_code",
+        "extensible_whole_program",
+        "debug",
+    ]
     assert names[-3:] == ["extra_sources", "use_libdevice", "numba_debug"]
     assert ProgramOptions().name == "default_program"
     o = ProgramOptions("mine", "sm_90", True)
@@ -190,7 +235,9 @@ def test_nvvm_only_options_are_refused_by_nvrtc_and_nvjitlink():
         _opts(use_bundled_headers=True).as_bytes("nvvm")
     # A switch left at False asks for nothing: every backend takes it.
     assert _opts(use_libdevice=False).as_bytes("nvrtc") == [b"-arch=sm_90"]
-    assert _opts(use_bundled_headers=False, no_cache=False).as_bytes("nvvm") == [b"-arch=compute_90"]
+    assert _opts(use_bundled_headers=False, no_cache=False).as_bytes("nvvm") == [
+        b"-arch=compute_90"
+    ]
     nvvm_flags = _opts(debug=True, numba_debug=True).as_bytes("nvvm")
     assert nvvm_flags == [b"-arch=compute_90", b"-g", b"-numba-debug"]
 
@@ -222,8 +269,10 @@ def test_use_bundled_headers(tmp_path, monkeypatch):
     opts = _opts(use_bundled_headers=True)
     hdir = tmp_path / "cc" / "nvrtc-bundled-headers"
     assert opts.as_bytes()[1:] == [f"--use-bundled-headers={hdir}".encode()]
-    src = ('#include <cuda/std/cstdint>\n#include <cuda_fp16.h>\n'
-           'extern "C" __global__ void k(cuda::std::uint32_t* p) { *p = (unsigned)__half2float(__float2half(3.0f)); }')
+    src = (
+        "#include <cuda/std/cstdint>\n#include <cuda_fp16.h>\n"
+        'extern "C" __global__ void k(cuda::std::uint32_t* p) { *p = (unsigned)__half2float(__float2half(3.0f)); }'
+    )
     obj = Program(src, options=opts).compile("ptx", cache=False)
     assert b".entry k" in obj.code
     assert hdir.is_dir() and any(hdir.iterdir())
@@ -238,17 +287,26 @@ def test_pch_status(tmp_path):
         pytest.skip("NVRTC older than 12.8")
     (tmp_path / "inc").mkdir()
     (tmp_path / "inc" / "big.h").write_text(
-        "#pragma once\n" + "".join(f"template <int N> struct S{i} {{ static constexpr int v = N + {i}; }};\n" for i in range(200))
+        "#pragma once\n"
+        + "".join(
+            f"template <int N> struct S{i} {{ static constexpr int v = N + {i}; }};\n"
+            for i in range(200)
+        )
     )
     pch_src = '#include "big.h"\n' + SIMPLE
     pch_file = tmp_path / "k.pch"
-    q = Program(pch_src, options=_opts(create_pch=str(pch_file), include_path=str(tmp_path / "inc")))
+    q = Program(
+        pch_src, options=_opts(create_pch=str(pch_file), include_path=str(tmp_path / "inc"))
+    )
     q.compile("ptx")
     assert q.pch_status == "created" and pch_file.exists()
     q.compile("ptx")  # default cache bypassed: compiles (and writes the PCH) again
     assert q.pch_status == "created"
     (tmp_path / "auto").mkdir()
-    auto = Program(pch_src, options=_opts(pch=True, pch_dir=str(tmp_path / "auto"), include_path=str(tmp_path / "inc")))
+    auto = Program(
+        pch_src,
+        options=_opts(pch=True, pch_dir=str(tmp_path / "auto"), include_path=str(tmp_path / "inc")),
+    )
     auto.compile("ptx")
     assert auto.pch_status in ("created", "not_attempted")
     assert Program(_nvvm_ir(), "nvvm", options=_opts()).pch_status is None
@@ -279,10 +337,17 @@ def test_backend_rejects_options_it_cannot_take():
     with pytest.raises(ValueError, match="std"):
         _opts(std="c++17").as_bytes("nvvm")
     assert _opts(ftz=True, max_register_count=32, debug=True).as_bytes("nvjitlink") == [
-        b"-arch=sm_90", b"-maxrregcount=32", b"-g", b"-ftz=true"
+        b"-arch=sm_90",
+        b"-maxrregcount=32",
+        b"-g",
+        b"-ftz=true",
     ]
     assert _opts(ftz=True, fma=False, device_code_optimize=False).as_bytes("nvvm", "ltoir") == [
-        b"-arch=compute_90", b"-opt=0", b"-ftz=1", b"-fma=0", b"-gen-lto"
+        b"-arch=compute_90",
+        b"-opt=0",
+        b"-ftz=1",
+        b"-fma=0",
+        b"-gen-lto",
     ]
 
 
@@ -397,8 +462,7 @@ def _nvvm_module(body):
     return (
         'target datalayout = "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-'
         'f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64"\n'
-        'target triple = "nvptx64-nvidia-cuda"\n' + body +
-        "!nvvmir.version = !{!1}\n"
+        'target triple = "nvptx64-nvidia-cuda"\n' + body + "!nvvmir.version = !{!1}\n"
         f"!1 = !{{i32 {major}, i32 {minor}, i32 {dmajor}, i32 {dminor}}}\n"
     )
 
@@ -413,24 +477,41 @@ def test_nvvm_extra_sources_and_libdevice():
         "!nvvm.annotations = !{!0}\n"
         '!0 = !{void (i32*, float*)* @uses_both, !"kernel", i32 1}\n'
     )
-    helper = _nvvm_module("define i32 @helper(i32 %x) {\nentry:\n  %y = mul i32 %x, 7919\n  ret i32 %y\n}\n")
+    helper = _nvvm_module(
+        "define i32 @helper(i32 %x) {\nentry:\n  %y = mul i32 %x, 7919\n  ret i32 %y\n}\n"
+    )
     opts = _opts(extra_sources=[("helper.ll", helper)], use_libdevice=True)
     ptx = Program(main, "nvvm", options=opts).compile("ptx", cache=False).code
     assert b".entry uses_both" in ptx
     assert b"39595" in ptx  # helper (5 * 7919) linked in and folded
     assert b".extern" not in ptx  # both calls resolved: helper module and libdevice
-    no_helper = Program(main, "nvvm", options=_opts(use_libdevice=True)).compile("ptx", cache=False).code
-    assert b".extern .func  (.param .b32 func_retval0) helper" in no_helper and b"__nv_sinf" not in no_helper
-    no_libdevice = Program(main, "nvvm", options=_opts(extra_sources=[("h", helper.encode())])).compile("ptx", cache=False).code
+    no_helper = (
+        Program(main, "nvvm", options=_opts(use_libdevice=True)).compile("ptx", cache=False).code
+    )
+    assert (
+        b".extern .func  (.param .b32 func_retval0) helper" in no_helper
+        and b"__nv_sinf" not in no_helper
+    )
+    no_libdevice = (
+        Program(main, "nvvm", options=_opts(extra_sources=[("h", helper.encode())]))
+        .compile("ptx", cache=False)
+        .code
+    )
     assert b"__nv_sinf" in no_libdevice and b"39595" in no_libdevice
     # bytes sources work too, and the cache key covers extra sources
     from cuda_core._cache import make_program_cache_key
 
     k1 = make_program_cache_key(code=main, code_type="nvvm", options=opts, target_type="ptx")
-    other = _opts(extra_sources=[("helper.ll", helper.encode().replace(b"7919", b"7907"))], use_libdevice=True)
+    other = _opts(
+        extra_sources=[("helper.ll", helper.encode().replace(b"7919", b"7907"))], use_libdevice=True
+    )
     k2 = make_program_cache_key(code=main, code_type="nvvm", options=other, target_type="ptx")
-    k3 = make_program_cache_key(code=main, code_type="nvvm", options=_opts(extra_sources=[("helper.ll", helper)]),
-                                target_type="ptx")
+    k3 = make_program_cache_key(
+        code=main,
+        code_type="nvvm",
+        options=_opts(extra_sources=[("helper.ll", helper)]),
+        target_type="ptx",
+    )
     assert len({k1, k2, k3}) == 3
 
 
@@ -478,12 +559,16 @@ def test_unknown_dict_key_names_it_without_listing_every_field():
 
 
 def test_unknown_keyword_with_no_close_match_names_it():
-    with pytest.raises(TypeError, match=r"unknown ProgramOptions field 'zzz'; help\(ProgramOptions\)"):
+    with pytest.raises(
+        TypeError, match=r"unknown ProgramOptions field 'zzz'; help\(ProgramOptions\)"
+    ):
         ProgramOptions(zzz=1)
 
 
 def test_negative_count_is_a_value_error_and_a_wrong_type_a_type_error():
-    with pytest.raises(ValueError, match=r"max_register_count must be a non-negative int or None \(got -1\)"):
+    with pytest.raises(
+        ValueError, match=r"max_register_count must be a non-negative int or None \(got -1\)"
+    ):
         ProgramOptions(max_register_count=-1)
     with pytest.raises(TypeError, match="max_register_count must be"):
         ProgramOptions(max_register_count="32")
@@ -507,6 +592,8 @@ def test_cubin_for_a_virtual_arch_is_refused_with_the_fix():
 
 
 def test_a_lone_name_expression_string_is_one_name():
-    one = Program(TEMPLATED, "c++", options=_opts()).compile("ptx", name_expressions="vector_add<float>", cache=False)
+    one = Program(TEMPLATED, "c++", options=_opts()).compile(
+        "ptx", name_expressions="vector_add<float>", cache=False
+    )
     assert list(one.symbol_mapping) == ["vector_add<float>"]
     assert one.symbol_mapping["vector_add<float>"].startswith(b"_Z")

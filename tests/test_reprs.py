@@ -20,9 +20,15 @@ def test_program_and_object_code():
     _matches(r"<Program backend='NVRTC'>", p)
     for fmt in ("cubin", "ptx", "ltoir"):
         opts = ProgramOptions(arch="sm_90", link_time_optimization=fmt == "ltoir")
-        _matches(rf"<ObjectCode handle=0x[0-9a-f]+ code_type='{fmt}'>", Program(src, "c++", opts).compile(fmt))
+        _matches(
+            rf"<ObjectCode handle=0x[0-9a-f]+ code_type='{fmt}'>",
+            Program(src, "c++", opts).compile(fmt),
+        )
     ptx = Program(src, "c++", ProgramOptions(arch="sm_90")).compile("ptx").code
-    _matches(r"<Program backend='(nvJitLink|driver)'>", Program(ptx.decode() if isinstance(ptx, bytes) else ptx, "ptx"))
+    _matches(
+        r"<Program backend='(nvJitLink|driver)'>",
+        Program(ptx.decode() if isinstance(ptx, bytes) else ptx, "ptx"),
+    )
     p.close()
     assert repr(p) == "<Program backend='NVRTC' closed>"
 

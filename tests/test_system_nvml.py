@@ -16,7 +16,10 @@ from tests.helpers import no_nvml
 if not _nvml.CUDA_BINDINGS_NVML_IS_COMPATIBLE:
     from cuda_core._compat import BINDINGS_TEXT
 
-    pytest.skip(f"cuda-bindings {BINDINGS_TEXT} has no NVML module (12.9.6+ and 13.2+ have one)", allow_module_level=True)
+    pytest.skip(
+        f"cuda-bindings {BINDINGS_TEXT} has no NVML module (12.9.6+ and 13.2+ have one)",
+        allow_module_level=True,
+    )
 
 
 # -- CPU tier ----------------------------------------------------------------------------------
@@ -52,9 +55,15 @@ def test_status_table_maps_every_code_once():
 
 @pytest.mark.parametrize(
     "code,cls_name",
-    [(2, "InvalidArgumentError"), (3, "NotSupportedError"), (6, "NotFoundError"),
-     (9, "DriverNotLoadedError"), (10, "TimeoutError"), (15, "GpuIsLostError"),
-     (999, "UnknownError")],
+    [
+        (2, "InvalidArgumentError"),
+        (3, "NotSupportedError"),
+        (6, "NotFoundError"),
+        (9, "DriverNotLoadedError"),
+        (10, "TimeoutError"),
+        (15, "GpuIsLostError"),
+        (999, "UnknownError"),
+    ],
 )
 def test_make_error_builds_the_class_for_the_status(code, cls_name):
     err = _nvml.make_error(code, "nvmlDeviceGetName")
@@ -154,9 +163,13 @@ def test_event_arguments_are_checked_before_nvml():
     # a device's empty list is accepted (cuda.core registers it: see the GPU test).
     dev = system.Device._from_handle(1)
     for bad in (0, None):
-        with pytest.raises(TypeError, match=r"events must be an EventType, a str, or a list of them"):
+        with pytest.raises(
+            TypeError, match=r"events must be an EventType, a str, or a list of them"
+        ):
             dev.register_events(bad)
-        with pytest.raises(TypeError, match=r"events must be a SystemEventType, a str, or a list of them"):
+        with pytest.raises(
+            TypeError, match=r"events must be a SystemEventType, a str, or a list of them"
+        ):
             system.register_events(bad)
     with pytest.raises(ValueError, match="events must be one of"):
         dev.register_events(["reboot"])
@@ -295,12 +308,17 @@ def test_process_name_and_running_processes(dev):
     procs = nv.compute_running_processes
     assert all(p.pid > 0 for p in procs)
     if nv.mig.is_mig_device:
-        assert all(isinstance(p.gpu_instance_id, int) and isinstance(p.compute_instance_id, int) for p in procs)
+        assert all(
+            isinstance(p.gpu_instance_id, int) and isinstance(p.compute_instance_id, int)
+            for p in procs
+        )
     else:  # the instance ids exist on MIG devices only (cuda.core raises NotSupportedError)
         for p in procs:
             with pytest.raises(system.NotSupportedError, match="gpu_instance_id is only defined"):
                 p.gpu_instance_id  # noqa: B018
-            with pytest.raises(system.NotSupportedError, match="compute_instance_id is only defined"):
+            with pytest.raises(
+                system.NotSupportedError, match="compute_instance_id is only defined"
+            ):
                 p.compute_instance_id  # noqa: B018
 
 

@@ -127,13 +127,20 @@ STABLE = {
     "mig.get_all_devices": lambda d: sorted(m.uuid for m in d.mig.get_all_devices()),
     "mig.parent": lambda d: d.mig.parent.uuid,
     "mig.get_device_by_index(0)": lambda d: d.mig.get_device_by_index(0).uuid,
-    "repair_status": lambda d: [d.repair_status.channel_repair_pending, d.repair_status.tpc_repair_pending],
+    "repair_status": lambda d: [
+        d.repair_status.channel_repair_pending,
+        d.repair_status.tpc_repair_pending,
+    ],
     "thermal_settings(gpu)": lambda d: [
         (s.controller, s.default_min_temp, s.default_max_temp, s.target)
-        for s in (d.temperature.get_thermal_settings("gpu")[i] for i in range(len(d.temperature.get_thermal_settings("gpu"))))
+        for s in (
+            d.temperature.get_thermal_settings("gpu")[i]
+            for i in range(len(d.temperature.get_thermal_settings("gpu")))
+        )
     ],
     "clock(sm).get_offsets(0)": lambda d: [
-        d.get_clock("sm").get_offsets(0).min_offset_mhz, d.get_clock("sm").get_offsets(0).max_offset_mhz
+        d.get_clock("sm").get_offsets(0).min_offset_mhz,
+        d.get_clock("sm").get_offsets(0).max_offset_mhz,
     ],
     "pci_info.link_generation": lambda d: d.pci_info.link_generation,
     "pci_info.max_link_generation": lambda d: d.pci_info.max_link_generation,
@@ -141,8 +148,12 @@ STABLE = {
     "field_values(link count, replay)": lambda d: d.get_field_values(
         [FieldId.DEV_NVLINK_LINK_COUNT, FieldId.DEV_PCIE_REPLAY_COUNTER]
     ).get_all_values(),
-    "field_values(unknown id)": lambda d: d.get_field_values([FieldId.DEV_NVLINK_LINK_COUNT, 60_000])[1].value,
-    "dynamic_pstates_info.is_present": lambda d: [d.dynamic_pstates_info[i].is_present for i in range(8)],
+    "field_values(unknown id)": lambda d: (
+        d.get_field_values([FieldId.DEV_NVLINK_LINK_COUNT, 60_000])[1].value
+    ),
+    "dynamic_pstates_info.is_present": lambda d: [
+        d.dynamic_pstates_info[i].is_present for i in range(8)
+    ],
 }
 
 
@@ -246,7 +257,9 @@ def test_fans_and_cooler(sysdev):
         return
     assert n >= 0
     if n == 0:
-        with pytest.raises(ValueError, match="fan must be a fan index, but this device has no fans"):
+        with pytest.raises(
+            ValueError, match="fan must be a fan index, but this device has no fans"
+        ):
             sysdev.get_fan(0)
         return
     fan = sysdev.get_fan(0)
@@ -349,7 +362,11 @@ def test_field_values_agree_with_other_queries(sysdev):
 def test_clear_field_values_answers_like_cuda_core(sysdev, ref):
     # NVLink traffic counters are the clearable fields; clearing them disturbs nothing else.
     ids = [(FieldId.DEV_NVLINK_COUNT_XMIT_PACKETS, 0)]
-    _compare(lambda: sysdev.clear_field_values(ids), lambda: ref.clear_field_values(ids), "clear_field_values")
+    _compare(
+        lambda: sysdev.clear_field_values(ids),
+        lambda: ref.clear_field_values(ids),
+        "clear_field_values",
+    )
     assert sysdev.name  # NVML still answers
 
 

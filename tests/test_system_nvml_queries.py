@@ -30,7 +30,6 @@ np = pytest.importorskip("numpy")
 FieldId = nvml.FieldId
 
 
-
 # Every query this module adds, reached from a device object that holds an NVML handle. Without
 # NVML each must raise LibraryNotFoundError (NVML is started on the first query).
 NEW_QUERIES = {
@@ -146,7 +145,15 @@ def _field_array(rows):
     fv.value_type = [r[3] for r in rows]
     fv.timestamp = [1_700_000_000_000_000 + i for i in range(len(rows))]
     fv.latency_usec = [7] * len(rows)
-    member = {0: "d_val", 1: "ui_val", 2: "ul_val", 3: "ull_val", 4: "sll_val", 5: "si_val", 6: "us_val"}
+    member = {
+        0: "d_val",
+        1: "ui_val",
+        2: "ul_val",
+        3: "ull_val",
+        4: "sll_val",
+        5: "si_val",
+        6: "us_val",
+    }
     for i, r in enumerate(rows):
         setattr(fv[i].value, member[r[3]], r[4])
     return fv
@@ -188,7 +195,11 @@ def test_field_values_decode_each_value_type_and_status():
 
 
 def test_field_value_status_maps_to_the_nvml_class():
-    for status, cls in ((2, system.InvalidArgumentError), (4, system.NoPermissionError), (999, system.UnknownError)):
+    for status, cls in (
+        (2, system.InvalidArgumentError),
+        (4, system.NoPermissionError),
+        (999, system.UnknownError),
+    ):
         values = FieldValues(_field_array([(int(FieldId.DEV_NVLINK_LINK_COUNT), 0, status, 1, 0)]))
         with pytest.raises(cls):
             _ = values[0].value
@@ -206,7 +217,12 @@ def test_dynamic_pstates_read_nvmls_layout():
     info = GpuDynamicPstatesInfo(nvml.GpuDynamicPstatesInfo.from_data(raw))
     assert len(info) == nvml.MAX_GPU_UTILIZATIONS == 8
     first = info[0]
-    assert (first.is_present, first.percentage, first.inc_threshold, first.dec_threshold) == (True, 42, 30, 10)
+    assert (first.is_present, first.percentage, first.inc_threshold, first.dec_threshold) == (
+        True,
+        42,
+        30,
+        10,
+    )
     assert info[7].percentage == 99 and info[-1].percentage == 99
     assert not info[3].is_present and info[3].percentage == 0
     with pytest.raises(IndexError):
@@ -256,7 +272,11 @@ def test_value_objects_read_their_nvml_structures():
     a = nvml.DeviceAttributes()
     a.multiprocessor_count, a.memory_size_mb, a.shared_copy_engine_count = 132, 81559, 7
     attrs = DeviceAttributes(a)
-    assert (attrs.multiprocessor_count, attrs.memory_size_mb, attrs.shared_copy_engine_count) == (132, 81559, 7)
+    assert (attrs.multiprocessor_count, attrs.memory_size_mb, attrs.shared_copy_engine_count) == (
+        132,
+        81559,
+        7,
+    )
     o = nvml.ClockOffset_v1()
     o.clock_offset_m_hz, o.min_clock_offset_m_hz, o.max_clock_offset_m_hz = -5, -200, 300
     off = ClockOffsets(o)

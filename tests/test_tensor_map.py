@@ -22,9 +22,16 @@ from tests.helpers.tex_kernels import TMA_COPY, TMA_COPY_1D
 
 def fake_view(shape=(64, 64), dtype=np.float32, ptr=0x10000, strides=None, accessible=True):
     """A device-accessible view-like object (never dereferenced: validation only)."""
-    return types.SimpleNamespace(ptr=ptr, shape=shape, strides=strides, dtype=np.dtype(dtype),
-                                 is_device_accessible=accessible, device_id=0, _dl_device_type=2,
-                                 exporting_obj=None)
+    return types.SimpleNamespace(
+        ptr=ptr,
+        shape=shape,
+        strides=strides,
+        dtype=np.dtype(dtype),
+        is_device_accessible=accessible,
+        device_id=0,
+        _dl_device_type=2,
+        exporting_obj=None,
+    )
 
 
 @pytest.fixture
@@ -49,7 +56,10 @@ def test_options_normalise_sequences_and_dtype():
     assert o.element_strides == (1, 1)
     assert o.data_type == np.dtype(np.float32)
     assert o.swizzle is TensorMapSwizzle.NONE
-    assert TensorMapDescriptorOptions((4,), data_type=TensorMapDataType.BFLOAT16).data_type is TensorMapDataType.BFLOAT16
+    assert (
+        TensorMapDescriptorOptions((4,), data_type=TensorMapDataType.BFLOAT16).data_type
+        is TensorMapDataType.BFLOAT16
+    )
 
 
 @pytest.mark.parametrize(
@@ -68,8 +78,12 @@ def test_options_type_errors(kwargs, match):
 
 
 def test_enums_are_the_driver_values():
-    assert int(TensorMapDataType.FLOAT32) == int(driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32)
-    assert int(TensorMapSwizzle.SWIZZLE_128B) == int(driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B)
+    assert int(TensorMapDataType.FLOAT32) == int(
+        driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+    )
+    assert int(TensorMapSwizzle.SWIZZLE_128B) == int(
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B
+    )
 
 
 def test_direct_construction_names_the_factory():
@@ -87,17 +101,25 @@ def test_tiled_passes_driver_order(encoded):
     assert api == "cuTensorMapEncodeTiled"
     dtype, rank, ptr, dims, strides, box, es = args[:7]
     assert int(dtype) == int(TensorMapDataType.FLOAT32) and rank == 2 and ptr == 0x10000
+
     def ints(values):  # the driver's cuuint64_t/cuuint32_t values as ints
         return [int(v) for v in values]
 
-    assert ints(dims) == [64, 32] and ints(strides) == [320] and ints(box) == [16, 8] and ints(es) == [2, 1]
+    assert (
+        ints(dims) == [64, 32]
+        and ints(strides) == [320]
+        and ints(box) == [16, 8]
+        and ints(es) == [2, 1]
+    )
     assert "tiled" in repr(d) and "(32, 64)" in repr(d)
 
 
 def test_options_object_and_dict(encoded):
     view = fake_view()
     TensorMapDescriptor._from_tiled(view, options=TensorMapDescriptorOptions(box_dim=(8, 8)))
-    TensorMapDescriptor._from_tiled(view, options={"box_dim": (8, 8), "swizzle": TensorMapSwizzle.SWIZZLE_32B})
+    TensorMapDescriptor._from_tiled(
+        view, options={"box_dim": (8, 8), "swizzle": TensorMapSwizzle.SWIZZLE_32B}
+    )
     assert len(encoded) == 2
     with pytest.raises(ValueError, match="not both"):
         TensorMapDescriptor._from_tiled(view, (8, 8), options={"box_dim": (8, 8)})
@@ -119,10 +141,21 @@ def test_options_object_and_dict(encoded):
         (fake_view(), {"box_dim": (8, 2)}, "multiple of 16 bytes"),
         (fake_view(strides=(65, 1)), {"box_dim": (8, 8)}, "stride of dimension 0"),
         (fake_view(strides=(128, 2)), {"box_dim": (8, 8)}, "innermost stride"),
-        (fake_view(), {"box_dim": (8, 8), "element_strides": (1, 9)}, r"element_strides\[1\] must be in"),
-        (fake_view(), {"box_dim": (8, 64), "swizzle": TensorMapSwizzle.SWIZZLE_128B}, "at most 128 bytes"),
-        (fake_view(dtype=np.int32), {"box_dim": (8, 8), "oob_fill": TensorMapOOBFill.NAN_REQUEST_ZERO_FMA},
-         "integer data type"),
+        (
+            fake_view(),
+            {"box_dim": (8, 8), "element_strides": (1, 9)},
+            r"element_strides\[1\] must be in",
+        ),
+        (
+            fake_view(),
+            {"box_dim": (8, 64), "swizzle": TensorMapSwizzle.SWIZZLE_128B},
+            "at most 128 bytes",
+        ),
+        (
+            fake_view(dtype=np.int32),
+            {"box_dim": (8, 8), "oob_fill": TensorMapOOBFill.NAN_REQUEST_ZERO_FMA},
+            "integer data type",
+        ),
         (fake_view(), {"box_dim": (8, 8), "data_type": np.float64}, "element size"),
     ],
 )
@@ -145,7 +178,9 @@ def test_im2col_checks_and_order(encoded):
     TensorMapDescriptor._from_im2col(view, (-1, -1), (1, 1), 8, 32)
     api, args = encoded[0]
     assert api == "cuTensorMapEncodeIm2col"
-    assert [int(v) for v in args[3]] == [8, 16, 16, 2] and args[5] == [-1, -1] and args[7:9] == (8, 32)
+    assert (
+        [int(v) for v in args[3]] == [8, 16, 16, 2] and args[5] == [-1, -1] and args[7:9] == (8, 32)
+    )
     with pytest.raises(ValueError, match="2 values"):
         TensorMapDescriptor._from_im2col(view, (0,), (0, 0), 8, 32)
     with pytest.raises(ValueError, match=r"in \[-128, 127\]"):
@@ -179,7 +214,12 @@ def test_tma_kernel_compiles_for_sm90():
     mod = Program(TMA_COPY, "c++", opts).compile("ptx", name_expressions=("tma_copy<8, 16>",))
     ptx = mod.code.decode() if isinstance(mod.code, bytes) else mod.code
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
-    assert Program(TMA_COPY, "c++", opts).compile("cubin", name_expressions=("tma_copy<8, 16>",)).code[:4] == b"\x7fELF"
+    assert (
+        Program(TMA_COPY, "c++", opts)
+        .compile("cubin", name_expressions=("tma_copy<8, 16>",))
+        .code[:4]
+        == b"\x7fELF"
+    )
 
 
 # -- GPU tier ------------------------------------------------------------------------------------
@@ -207,19 +247,24 @@ def test_tma_copies_a_tile_bit_for_bit(dev):
     tmap = view.as_tensor_map(box_dim=(8, 16))
     assert tmap.device == dev
     mod = Program(TMA_COPY, "c++", ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")).compile(
-        "cubin", name_expressions=("tma_copy<8, 16>",))
+        "cubin", name_expressions=("tma_copy<8, 16>",)
+    )
     ker = mod.get_kernel("tma_copy<8, 16>")
     out = dev.allocate(8 * 16 * 4, stream=s)
     for x0, y0 in ((0, 0), (16, 8), (80, 56)):  # (x, y) = (column, row) of the tile's corner
-        cuda_core.launch(s, cuda_core.LaunchConfig(grid=1, block=128), ker, tmap, out, np.int32(x0), np.int32(y0))
+        cuda_core.launch(
+            s, cuda_core.LaunchConfig(grid=1, block=128), ker, tmap, out, np.int32(x0), np.int32(y0)
+        )
         got = np.empty((8, 16), np.float32)
         out.copy_to(got, stream=s)
-        assert got.tobytes() == host[y0:y0 + 8, x0:x0 + 16].tobytes()
+        assert got.tobytes() == host[y0 : y0 + 8, x0 : x0 + 16].tobytes()
     # replace_address: the same map on another tensor of the same shape
     host2 = host * 2
     _buf2, view2 = _device_matrix(dev, s, host2)
     tmap.replace_address(view2)
-    cuda_core.launch(s, cuda_core.LaunchConfig(grid=1, block=128), ker, tmap, out, np.int32(16), np.int32(0))
+    cuda_core.launch(
+        s, cuda_core.LaunchConfig(grid=1, block=128), ker, tmap, out, np.int32(16), np.int32(0)
+    )
     got = np.empty((8, 16), np.float32)
     out.copy_to(got, stream=s)
     assert got.tobytes() == host2[0:8, 16:32].tobytes()
@@ -240,14 +285,21 @@ def test_tma_rank_one_copies_a_tile(dev):
     _buf, view = _device_matrix(dev, s, host)
     tmap = view.as_tensor_map(box_dim=(128,))
     mod = Program(TMA_COPY_1D, "c++", ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")).compile(
-        "cubin", name_expressions=("tma_copy_1d<128>",))
+        "cubin", name_expressions=("tma_copy_1d<128>",)
+    )
     out = dev.allocate(128 * 4, stream=s)
     for x0 in (0, 384, 896):
-        cuda_core.launch(s, cuda_core.LaunchConfig(grid=1, block=128), mod.get_kernel("tma_copy_1d<128>"),
-                         tmap, out, np.int32(x0))
+        cuda_core.launch(
+            s,
+            cuda_core.LaunchConfig(grid=1, block=128),
+            mod.get_kernel("tma_copy_1d<128>"),
+            tmap,
+            out,
+            np.int32(x0),
+        )
         got = np.empty(128, np.float32)
         out.copy_to(got, stream=s)
-        assert got.tobytes() == host[x0:x0 + 128].tobytes()
+        assert got.tobytes() == host[x0 : x0 + 128].tobytes()
 
 
 @pytest.mark.gpu
@@ -258,9 +310,16 @@ def test_tma_misuse_raises_and_the_process_keeps_working(dev):
     view = StridedMemoryView.from_buffer(buf, (64, 64), dtype=np.float32)
     with pytest.raises(ValueError, match="box larger than the tensor"):
         view.as_tensor_map(box_dim=(128, 16))
-    raw = types.SimpleNamespace(ptr=int(buf.handle) + 4, shape=(64, 64), strides=None, dtype=np.dtype(np.float32),
-                                is_device_accessible=True, device_id=dev.device_id, _dl_device_type=2,
-                                exporting_obj=buf)
+    raw = types.SimpleNamespace(
+        ptr=int(buf.handle) + 4,
+        shape=(64, 64),
+        strides=None,
+        dtype=np.dtype(np.float32),
+        is_device_accessible=True,
+        device_id=dev.device_id,
+        _dl_device_type=2,
+        exporting_obj=buf,
+    )
     with pytest.raises(ValueError, match="16-byte aligned"):
         TensorMapDescriptor._from_tiled(raw, (8, 8))
     tmap = view.as_tensor_map(box_dim=(8, 16))  # still works
@@ -293,10 +352,13 @@ def test_replace_address_takes_any_dlpack_producer_without_a_warning(dev):
         warnings.simplefilter("error")
         tmap.replace_address(Producer())
     mod = Program(TMA_COPY, "c++", ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")).compile(
-        "cubin", name_expressions=("tma_copy<8, 16>",))
+        "cubin", name_expressions=("tma_copy<8, 16>",)
+    )
     ker = mod.get_kernel("tma_copy<8, 16>")
     out = dev.allocate(8 * 16 * 4, stream=s)
-    cuda_core.launch(s, cuda_core.LaunchConfig(grid=1, block=128), ker, tmap, out, np.int32(16), np.int32(8))
+    cuda_core.launch(
+        s, cuda_core.LaunchConfig(grid=1, block=128), ker, tmap, out, np.int32(16), np.int32(8)
+    )
     got = np.empty((8, 16), np.float32)
     out.copy_to(got, stream=s)
     assert got.tobytes() == (host + 1000)[8:16, 16:32].tobytes()

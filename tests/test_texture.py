@@ -35,7 +35,9 @@ def test_public_module():
         assert getattr(cuda_core.texture, name).__doc__
 
 
-@pytest.mark.parametrize("fmt", ["float32", np.float32, np.dtype("float32"), ArrayFormatType.FLOAT32])
+@pytest.mark.parametrize(
+    "fmt", ["float32", np.float32, np.dtype("float32"), ArrayFormatType.FLOAT32]
+)
 def test_array_options_accept_format_spellings(fmt):
     o = OpaqueArrayOptions(shape=[4, 4], format=fmt, num_channels=1)
     assert o.format is ArrayFormatType.FLOAT32 and o.shape == (4, 4)
@@ -68,9 +70,15 @@ def test_mipmap_options():
 
 
 def test_texture_options_normalise_modes():
-    o = TextureObjectOptions(address_mode=("wrap", "clamp"), filter_mode="linear", read_mode="normalized_float")
+    o = TextureObjectOptions(
+        address_mode=("wrap", "clamp"), filter_mode="linear", read_mode="normalized_float"
+    )
     assert o.filter_mode is FilterModeType.LINEAR and o.read_mode is ReadModeType.NORMALIZED_FLOAT
-    assert _address_modes(o.address_mode) == (AddressModeType.WRAP, AddressModeType.CLAMP, AddressModeType.CLAMP)
+    assert _address_modes(o.address_mode) == (
+        AddressModeType.WRAP,
+        AddressModeType.CLAMP,
+        AddressModeType.CLAMP,
+    )
     assert _address_modes("mirror") == (AddressModeType.MIRROR,) * 3
     with pytest.raises(ValueError, match="filter_mode must be"):
         TextureObjectOptions(filter_mode=1)
@@ -80,7 +88,9 @@ def test_texture_options_normalise_modes():
         _address_modes("bogus")
 
 
-@pytest.mark.parametrize("cls", [OpaqueArray, MipmappedArray, TextureObject, SurfaceObject, ResourceDescriptor])
+@pytest.mark.parametrize(
+    "cls", [OpaqueArray, MipmappedArray, TextureObject, SurfaceObject, ResourceDescriptor]
+)
 def test_direct_construction_names_the_factory(cls):
     with pytest.raises(RuntimeError, match=r"create_|from_"):
         cls()
@@ -168,11 +178,23 @@ def _kernel(dev, src, name):
 def _sample(dev, s, tex, xs, ys):
     n = len(xs)
     xs, ys = np.asarray(xs, np.float32), np.asarray(ys, np.float32)
-    bx, by, bo = dev.allocate(4 * n, stream=s), dev.allocate(4 * n, stream=s), dev.allocate(4 * n, stream=s)
+    bx, by, bo = (
+        dev.allocate(4 * n, stream=s),
+        dev.allocate(4 * n, stream=s),
+        dev.allocate(4 * n, stream=s),
+    )
     bx.copy_from(xs, stream=s)
     by.copy_from(ys, stream=s)
-    launch(s, LaunchConfig(grid=(n + 127) // 128, block=128), _kernel(dev, TEX_SAMPLE, "sample2d"),
-           tex.handle, bx, by, bo, np.int32(n))
+    launch(
+        s,
+        LaunchConfig(grid=(n + 127) // 128, block=128),
+        _kernel(dev, TEX_SAMPLE, "sample2d"),
+        tex.handle,
+        bx,
+        by,
+        bo,
+        np.int32(n),
+    )
     out = np.empty(n, np.float32)
     bo.copy_to(out, stream=s)
     return out
@@ -180,7 +202,9 @@ def _sample(dev, s, tex, xs, ys):
 
 def _image(dev, s, h=6, w=8):
     img = (np.arange(h * w, dtype=np.float32).reshape(h, w) * 1.5) ** 1.3
-    arr = dev.create_opaque_array(OpaqueArrayOptions(shape=(w, h), format="float32", num_channels=1))
+    arr = dev.create_opaque_array(
+        OpaqueArrayOptions(shape=(w, h), format="float32", num_channels=1)
+    )
     arr.copy_from(img, stream=s)
     back = np.zeros_like(img)
     arr.copy_to(back, stream=s)
@@ -202,7 +226,9 @@ def test_point_and_linear_sampling_match_numpy(dev):
     iy = np.clip(np.floor(ys).astype(int), 0, h - 1)
     assert np.array_equal(got, img[iy, ix])
 
-    tex = dev.create_texture_object(resource=res, options=TextureObjectOptions(filter_mode="linear"))
+    tex = dev.create_texture_object(
+        resource=res, options=TextureObjectOptions(filter_mode="linear")
+    )
     got = _sample(dev, s, tex, xs, ys)
     bx, by = xs - 0.5, ys - 0.5  # texel centres are at +0.5
     x0, y0 = np.floor(bx).astype(int), np.floor(by).astype(int)
@@ -211,8 +237,12 @@ def test_point_and_linear_sampling_match_numpy(dev):
     def t(y, x):
         return img[np.clip(y, 0, h - 1), np.clip(x, 0, w - 1)]
 
-    want = ((1 - a) * (1 - b) * t(y0, x0) + a * (1 - b) * t(y0, x0 + 1)
-            + (1 - a) * b * t(y0 + 1, x0) + a * b * t(y0 + 1, x0 + 1))
+    want = (
+        (1 - a) * (1 - b) * t(y0, x0)
+        + a * (1 - b) * t(y0, x0 + 1)
+        + (1 - a) * b * t(y0 + 1, x0)
+        + a * b * t(y0 + 1, x0 + 1)
+    )
     # The hardware rounds each weight to 8 fractional bits (error <= 1/256 per axis), so a
     # result is off by at most 2/256 of the largest difference between neighbouring texels.
     step = max(np.abs(np.diff(img, axis=0)).max(), np.abs(np.diff(img, axis=1)).max())
@@ -229,7 +259,9 @@ def test_wrap_with_normalized_coordinates(dev):
     img, arr = _image(dev, s)
     h, w = img.shape
     opts = TextureObjectOptions(address_mode="wrap", normalized_coords=True)
-    tex = dev.create_texture_object(resource=ResourceDescriptor.from_opaque_array(arr), options=opts)
+    tex = dev.create_texture_object(
+        resource=ResourceDescriptor.from_opaque_array(arr), options=opts
+    )
     u = np.array([0.01, 0.5, 1.2, -0.3, 2.99])
     v = np.array([0.01, 0.99, -0.45, 1.6, 0.4])
     got = _sample(dev, s, tex, u, v)
@@ -244,12 +276,20 @@ def test_wrap_with_normalized_coordinates(dev):
 def test_surface_written_by_a_kernel_reads_back(dev):
     s = dev.create_stream()
     w, h = 19, 7
-    arr = dev.create_opaque_array({"shape": (w, h), "format": "float32", "num_channels": 1,
-                                   "is_surface_load_store": True})
+    arr = dev.create_opaque_array(
+        {"shape": (w, h), "format": "float32", "num_channels": 1, "is_surface_load_store": True}
+    )
     surf = dev.create_surface_object(resource=ResourceDescriptor.from_opaque_array(arr))
     assert surf.device == dev and surf.resource.source is arr
-    launch(s, LaunchConfig(grid=((w + 15) // 16, (h + 15) // 16), block=(16, 16)),
-           _kernel(dev, SURF_WRITE, "surf_fill"), surf.handle, np.int32(w), np.int32(h), np.float32(0.25))
+    launch(
+        s,
+        LaunchConfig(grid=((w + 15) // 16, (h + 15) // 16), block=(16, 16)),
+        _kernel(dev, SURF_WRITE, "surf_fill"),
+        surf.handle,
+        np.int32(w),
+        np.int32(h),
+        np.float32(0.25),
+    )
     got = np.empty((h, w), np.float32)
     arr.copy_to(got, stream=s)
     assert np.array_equal(got, np.arange(h * w, dtype=np.float32).reshape(h, w) + 0.25)
@@ -266,8 +306,9 @@ def test_surface_written_by_a_kernel_reads_back(dev):
 @pytest.mark.gpu
 def test_mipmap_level_written_and_read_back(dev):
     s = dev.create_stream()
-    opts = MipmappedArrayOptions(shape=(16, 8), format="float32", num_channels=1, num_levels=3,
-                                 is_surface_load_store=True)
+    opts = MipmappedArrayOptions(
+        shape=(16, 8), format="float32", num_channels=1, num_levels=3, is_surface_load_store=True
+    )
     with dev.create_mipmapped_array(opts) as mip:
         level = mip.get_level(1)
         assert level.shape == (8, 4) and level.format is ArrayFormatType.FLOAT32
@@ -276,9 +317,18 @@ def test_mipmap_level_written_and_read_back(dev):
         got = np.zeros_like(data)
         level.copy_to(got, stream=s)
         assert np.array_equal(got, data)
-        surf = dev.create_surface_object(resource=ResourceDescriptor.from_opaque_array(mip.get_level(2)))
-        launch(s, LaunchConfig(grid=1, block=(16, 16)), _kernel(dev, SURF_WRITE, "surf_fill"),
-               surf.handle, np.int32(4), np.int32(2), np.float32(100))
+        surf = dev.create_surface_object(
+            resource=ResourceDescriptor.from_opaque_array(mip.get_level(2))
+        )
+        launch(
+            s,
+            LaunchConfig(grid=1, block=(16, 16)),
+            _kernel(dev, SURF_WRITE, "surf_fill"),
+            surf.handle,
+            np.int32(4),
+            np.int32(2),
+            np.float32(100),
+        )
         got2 = np.zeros((2, 4), np.float32)
         mip.get_level(2).copy_to(got2, stream=s)
         assert np.array_equal(got2, np.arange(8, dtype=np.float32).reshape(2, 4) + 100)
@@ -301,8 +351,9 @@ def test_misuse_raises_and_the_process_keeps_working(dev):
     with pytest.raises(CUDAError, match="is_surface_load_store"):
         dev.create_surface_object(resource=res)
     with pytest.raises(CUDAError, match="num_levels"):
-        dev.create_mipmapped_array(MipmappedArrayOptions(shape=(8, 8), format="float32", num_channels=1,
-                                                         num_levels=9))
+        dev.create_mipmapped_array(
+            MipmappedArrayOptions(shape=(8, 8), format="float32", num_channels=1, num_levels=9)
+        )
     with pytest.raises(ValueError, match="size_bytes"):
         ints.copy_from(np.zeros(10, np.int32), stream=s)
     tex = dev.create_texture_object(resource=res)  # point sampling of int32 is fine

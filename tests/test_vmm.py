@@ -57,7 +57,10 @@ def test_options_accept_strings_and_enums():
     assert o.granularity == "minimum"
     assert o.peers == (1, 2)
     assert o.self_access is VirtualMemoryAccessType.READ and o.peer_access is None
-    assert VirtualMemoryResourceOptions(handle_type="fabric").handle_type is VirtualMemoryHandleType.FABRIC
+    assert (
+        VirtualMemoryResourceOptions(handle_type="fabric").handle_type
+        is VirtualMemoryHandleType.FABRIC
+    )
 
 
 @pytest.mark.parametrize(
@@ -112,7 +115,9 @@ def test_typing_module_has_cuda_core_names():
     for name in ref.__all__:
         r, o = getattr(ref, name), getattr(ours, name)
         if hasattr(r, "__members__"):
-            assert {k: v.value for k, v in r.__members__.items()} == {k: v.value for k, v in o.__members__.items()}, name
+            assert {k: v.value for k, v in r.__members__.items()} == {
+                k: v.value for k, v in o.__members__.items()
+            }, name
 
 
 def test_typing_is_exported_from_experimental_namespace():
@@ -153,7 +158,10 @@ def _granularity(dev, minimum=False) -> int:
     prop.location.id = dev.device_id
     flag = driver.CUmemAllocationGranularity_flags
     err, g = driver.cuMemGetAllocationGranularity(
-        prop, flag.CU_MEM_ALLOC_GRANULARITY_MINIMUM if minimum else flag.CU_MEM_ALLOC_GRANULARITY_RECOMMENDED
+        prop,
+        flag.CU_MEM_ALLOC_GRANULARITY_MINIMUM
+        if minimum
+        else flag.CU_MEM_ALLOC_GRANULARITY_RECOMMENDED,
     )
     assert not err
     return int(g)
@@ -165,7 +173,11 @@ def test_vmm_allocate_grow_write_read_free(dev):
 
     if not dev.properties.virtual_memory_management_supported:
         pytest.skip("the device has no virtual memory management")
-    ker = Program(FILL_SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile("cubin").get_kernel("iota3")
+    ker = (
+        Program(FILL_SRC, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}"))
+        .compile("cubin")
+        .get_kernel("iota3")
+    )
     s = dev.create_stream()
     mr = VirtualMemoryResource(dev, VirtualMemoryResourceOptions(handle_type=None))
     assert mr.device_id == dev.device_id and mr.is_device_accessible and not mr.is_host_accessible

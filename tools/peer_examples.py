@@ -53,7 +53,9 @@ _SKIP_LINE = re.compile(
     re.IGNORECASE,
 )
 _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
-_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)|AssertionError)\b")
+_ERROR_LINE = re.compile(
+    r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)|AssertionError)\b"
+)
 
 
 # -- the rewrite -------------------------------------------------------------------------------
@@ -155,7 +157,10 @@ def _run(script: Path, *, cwd: Path, env: dict[str, str], timeout: float) -> Run
         )
         rc, raw = proc.returncode, proc.stdout
     except subprocess.TimeoutExpired as exc:
-        rc, raw = TIMEOUT_RC, (exc.stdout or b"") + f"\n[timed out after {timeout:.0f} s]\n".encode()
+        rc, raw = (
+            TIMEOUT_RC,
+            (exc.stdout or b"") + f"\n[timed out after {timeout:.0f} s]\n".encode(),
+        )
     run = Run(rc=rc, seconds=time.monotonic() - start, output=raw.decode("utf-8", "replace"))
     if rc != 0:
         run.error = _error_line(run.output)
@@ -191,11 +196,21 @@ def run_example(script: Path, *, timeout: float, peer: bool) -> Result:
             peer_dir = scratch / "peer"
             peer_dir.mkdir()
             (peer_dir / script.name).write_text(script.read_text())
-            result.peer = _run(peer_dir / script.name, cwd=peer_dir, env=_environment(scratch, ours=False), timeout=timeout)
+            result.peer = _run(
+                peer_dir / script.name,
+                cwd=peer_dir,
+                env=_environment(scratch, ours=False),
+                timeout=timeout,
+            )
         ours_dir = scratch / "ours"
         ours_dir.mkdir()
         (ours_dir / script.name).write_text(rewrite_source(script.read_text()))
-        result.ours = _run(ours_dir / script.name, cwd=ours_dir, env=_environment(scratch, ours=True), timeout=timeout)
+        result.ours = _run(
+            ours_dir / script.name,
+            cwd=ours_dir,
+            env=_environment(scratch, ours=True),
+            timeout=timeout,
+        )
     result.verdict = verdict(result.peer, result.ours)
     return result
 
@@ -239,7 +254,16 @@ def environment_line() -> str:
     from importlib import metadata
 
     parts = [f"python {sys.version.split()[0]}", f"CUDA_PATH={os.environ.get('CUDA_PATH', '')}"]
-    for dist in ("cuda-core", "cudacore", "cuda-bindings", "numpy", "cupy-cuda13x", "cupy-cuda12x", "torch", "cffi"):
+    for dist in (
+        "cuda-core",
+        "cudacore",
+        "cuda-bindings",
+        "numpy",
+        "cupy-cuda13x",
+        "cupy-cuda12x",
+        "torch",
+        "cffi",
+    ):
         try:
             parts.append(f"{dist} {metadata.version(dist)}")
         except metadata.PackageNotFoundError:
@@ -253,9 +277,14 @@ def format_table(results: list[Result]) -> str:
     for r in results:
         rows.append((r.example, _rc(r.peer), _rc(r.ours), r.verdict, _note(r)))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    out = [f"# {environment_line()}", "# peer: the unmodified script with NVIDIA's cuda.core; ours: the import rewritten to cuda_core"]
+    out = [
+        f"# {environment_line()}",
+        "# peer: the unmodified script with NVIDIA's cuda.core; ours: the import rewritten to cuda_core",
+    ]
     for row in rows:
-        out.append("  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + "  " + row[4])
+        out.append(
+            "  ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + "  " + row[4]
+        )
     counts: dict[str, int] = {}
     for r in results:
         key = r.verdict.split()[0] if r.verdict.startswith("needs") else r.verdict
@@ -277,10 +306,15 @@ def write_outputs(results: list[Result], outdir: Path, table: str) -> None:
     records = []
     with open(outdir / "logs.txt", "w") as log:
         for r in results:
-            for side, run in (("peer (cuda.core, unmodified)", r.peer), ("ours (cuda_core, import rewritten)", r.ours)):
+            for side, run in (
+                ("peer (cuda.core, unmodified)", r.peer),
+                ("ours (cuda_core, import rewritten)", r.ours),
+            ):
                 if run.rc is None:
                     continue
-                log.write(f"{'=' * 100}\n== {r.example} :: {side} :: rc={_rc(run)} :: {run.seconds:.1f} s\n")
+                log.write(
+                    f"{'=' * 100}\n== {r.example} :: {side} :: rc={_rc(run)} :: {run.seconds:.1f} s\n"
+                )
                 log.write(run.output if run.output.endswith("\n") else run.output + "\n")
             rec = asdict(r)
             for side in ("peer", "ours"):
@@ -294,8 +328,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", type=Path, help="folder of scripts written for cuda.core")
     ap.add_argument("outdir", type=Path, help="where table.txt, results.json and logs.txt go")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per run (default 180)")
-    ap.add_argument("--only", nargs="*", default=None, help="run only these file names (with or without .py)")
-    ap.add_argument("--no-peer", action="store_true", help="do not run the unmodified scripts with cuda.core")
+    ap.add_argument(
+        "--only", nargs="*", default=None, help="run only these file names (with or without .py)"
+    )
+    ap.add_argument(
+        "--no-peer", action="store_true", help="do not run the unmodified scripts with cuda.core"
+    )
     args = ap.parse_args(argv)
     scripts = sorted(p for p in args.folder.glob("*.py") if not p.name.startswith("_"))
     if args.only:
@@ -309,7 +347,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"-- {script.name}", file=sys.stderr, flush=True)
         results.append(run_example(script, timeout=args.timeout, peer=not args.no_peer))
         r = results[-1]
-        print(f"   peer {_rc(r.peer)}, ours {_rc(r.ours)}: {r.verdict}", file=sys.stderr, flush=True)
+        print(
+            f"   peer {_rc(r.peer)}, ours {_rc(r.ours)}: {r.verdict}", file=sys.stderr, flush=True
+        )
         write_outputs(results, args.outdir, format_table(results))  # what ran survives a kill
     table = format_table(results)
     print(table, end="")

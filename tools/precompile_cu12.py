@@ -45,8 +45,10 @@ def main(argv: list[str]) -> int:
     folder = args.folder
     nvrtc = system.get_nvrtc_version()
     if not cuda.bindings.__version__.startswith("12.") or nvrtc[0] != 12:
-        print(f"needs cuda-bindings 12.x and NVRTC 12 (found {cuda.bindings.__version__}, NVRTC {nvrtc[0]}.{nvrtc[1]})",
-              file=sys.stderr)
+        print(
+            f"needs cuda-bindings 12.x and NVRTC 12 (found {cuda.bindings.__version__}, NVRTC {nvrtc[0]}.{nvrtc[1]})",
+            file=sys.stderr,
+        )
         return 2
     compiler = f"NVRTC {nvrtc[0]}.{nvrtc[1]} (cuda-bindings {cuda.bindings.__version__})"
     if folder.exists():
@@ -56,7 +58,9 @@ def main(argv: list[str]) -> int:
     missed = [r for path in args.misses for r in precompiled.missed_requests(path)]
     for desc, code, options, target, names in [*precompiled.requests(), *missed]:
         try:
-            obj = Program(code, "c++", options=options).compile(target, name_expressions=names, cache=False)
+            obj = Program(code, "c++", options=options).compile(
+                target, name_expressions=names, cache=False
+            )
         except (CUDAError, ValueError, TypeError) as e:
             print(f"left out ({type(e).__name__}: {str(e).splitlines()[0][:100]}): {desc}")
             continue
@@ -67,6 +71,7 @@ def main(argv: list[str]) -> int:
         print(f"{key}  {size:8d} bytes  {desc}")
     print(f"{count} kernels' code, {total / 2**20:.2f} MiB, compiled by {compiler}, in {folder}")
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

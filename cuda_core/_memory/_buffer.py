@@ -386,14 +386,21 @@ class Buffer:
         s = stream if type(stream) is Stream else as_stream(stream)
         if dst is None:
             if self._mr is None:
-                raise ValueError("dst must be given: this buffer has no memory resource to allocate a copy from")
+                raise ValueError(
+                    "dst must be given: this buffer has no memory resource to allocate a copy from"
+                )
             dst = self._mr.allocate(self._size, stream=s)
         if options is not None:
             copy_with_options(dst, self, s, options, "Buffer.copy_to")
             return dst
         tried = False
-        if dst.__class__ is Buffer and dst._size == self._size and dst._ptr is not None and s._int > _LAST_TOKEN \
-                and self._size:
+        if (
+            dst.__class__ is Buffer
+            and dst._size == self._size
+            and dst._ptr is not None
+            and s._int > _LAST_TOKEN
+            and self._size
+        ):
             # The common case in one call: a real stream carries its context.
             try:
                 s._h.memcpy(dst._ptr, ptr, self._size)
@@ -404,7 +411,9 @@ class Buffer:
             return copy_between(dst, self, s, tried)
         addr, n, keep = host_address(dst, "dst", True)
         if n != self._size:
-            raise ValueError(f"dst must have the size of the source ({self._size} bytes) (got {n} bytes)")
+            raise ValueError(
+                f"dst must have the size of the source ({self._size} bytes) (got {n} bytes)"
+            )
         if n and not host_copy_fast(addr, ptr, n, s):
             host_copy(self._pointer_attrs()[2], True, addr, ptr, n, s)
         del keep
@@ -446,8 +455,13 @@ class Buffer:
             copy_with_options(self, src, s, options, "Buffer.copy_from")
             return
         tried = False
-        if src.__class__ is Buffer and src._size == self._size and src._ptr is not None and s._int > _LAST_TOKEN \
-                and self._size:
+        if (
+            src.__class__ is Buffer
+            and src._size == self._size
+            and src._ptr is not None
+            and s._int > _LAST_TOKEN
+            and self._size
+        ):
             # The common case in one call: a real stream carries its context.
             try:
                 s._h.memcpy(ptr, src._ptr, self._size)
@@ -459,7 +473,9 @@ class Buffer:
             return
         addr, n, keep = host_address(src, "src", False)
         if n != self._size:
-            raise ValueError(f"src must have the size of the destination ({self._size} bytes) (got {n} bytes)")
+            raise ValueError(
+                f"src must have the size of the destination ({self._size} bytes) (got {n} bytes)"
+            )
         if n and not host_copy_fast(ptr, addr, n, s):
             host_copy(self._pointer_attrs()[2], False, ptr, addr, n, s)
         del keep

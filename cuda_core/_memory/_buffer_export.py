@@ -25,7 +25,9 @@ def query_pointer_attrs(ptr: int) -> tuple[int, bool, bool, bool]:
         PA.CU_POINTER_ATTRIBUTE_IS_MANAGED,
     ]
     ensure_driver()
-    values = handle_return(driver.cuPointerGetAttributes(len(keys), keys, ptr), "cuPointerGetAttributes")
+    values = handle_return(
+        driver.cuPointerGetAttributes(len(keys), keys, ptr), "cuPointerGetAttributes"
+    )
     mtype, ordinal, managed = (int(getattr(v, "value", v) or 0) for v in values)
     MT = driver.CUmemorytype
     if managed:
@@ -58,11 +60,15 @@ def dlpack(buf: Any, stream: Any, max_version: Any, dl_device: Any, copy: Any) -
         raise closed_error()
     if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)):
         raise arg_error("stream", "None or an int", stream, exc=TypeError)
-    if copy:  # refused before the driver is asked where the memory lives (export_args says the same)
+    if (
+        copy
+    ):  # refused before the driver is asked where the memory lives (export_args says the same)
         raise BufferError("Buffer.__dlpack__ cannot copy (copy=True was requested)")
     here = dlpack_device(buf)
     host_ok = dl_device is not None and buf._pointer_attrs()[2]
-    dev_type, dev_id, versioned = _dlpack.export_args("Buffer", here, max_version, dl_device, copy, host_ok)
+    dev_type, dev_id, versioned = _dlpack.export_args(
+        "Buffer", here, max_version, dl_device, copy, host_ok
+    )
     return _dlpack.make_capsule(
         ptr,
         buf._size,

@@ -79,7 +79,8 @@ def capture_status(s: Any, ctx: Any = None) -> Any:
     (default: the context its work runs in)."""
     h = live_handle(s)
     return handle_return(
-        on_stream(s, ctx if ctx is not None else stream_context(s), _cuStreamIsCapturing, h), "cuStreamIsCapturing"
+        on_stream(s, ctx if ctx is not None else stream_context(s), _cuStreamIsCapturing, h),
+        "cuStreamIsCapturing",
     )
 
 
@@ -219,7 +220,9 @@ def copy_between(dst: Any, src: Any, s: Any, tried: bool = False) -> Any:
         raise closed_error()
     n = src._size
     if dst._size != n:
-        raise ValueError(f"dst must have the size of the source ({n} bytes) (got {dst._size} bytes)")
+        raise ValueError(
+            f"dst must have the size of the source ({n} bytes) (got {dst._size} bytes)"
+        )
     if not n:
         return dst
     error = None
@@ -248,7 +251,9 @@ def stream_device_id(s: Any) -> int:
     return int((dev if dev is not None else s.device)._id)
 
 
-def peer_devices(dst: tuple[int, bool, bool, bool], src: tuple[int, bool, bool, bool], stream_dev: int) -> tuple[int, int] | None:
+def peer_devices(
+    dst: tuple[int, bool, bool, bool], src: tuple[int, bool, bool, bool], stream_dev: int
+) -> tuple[int, int] | None:
     """``(dst device, src device)`` when a copy between the memory described by the pointer
     attributes ``dst`` and ``src`` (``Buffer._pointer_attrs()``) is a peer copy: both are
     device memory (neither host-accessible nor managed) and they are on two devices, or on
@@ -333,7 +338,9 @@ def fill(ptr: int, size: int, value: Any, s: Any) -> None:
             raise arg_error("value", _PATTERN_RULE, value)
         pattern = int.from_bytes(raw, sys.byteorder)
     if size % width:
-        raise ValueError(f"the buffer size ({size} bytes) must be a multiple of the {width}-byte fill pattern")
+        raise ValueError(
+            f"the buffer size ({size} bytes) must be a multiple of the {width}-byte fill pattern"
+        )
     if not size:
         return
     fn, api = _MEMSET[width]

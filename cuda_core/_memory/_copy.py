@@ -49,8 +49,12 @@ class Host:
     _is_numa_current: bool
 
     def __new__(cls, numa_id: int | None = None, is_numa_current: bool = False) -> Host:
-        if numa_id is not None and (isinstance(numa_id, bool) or not isinstance(numa_id, int) or numa_id < 0):
-            raise arg_error("numa_id", "None or a non-negative int", numa_id, exc=TypeValueError)  # cuda.core: ValueError
+        if numa_id is not None and (
+            isinstance(numa_id, bool) or not isinstance(numa_id, int) or numa_id < 0
+        ):
+            raise arg_error(
+                "numa_id", "None or a non-negative int", numa_id, exc=TypeValueError
+            )  # cuda.core: ValueError
         is_numa_current = bool(is_numa_current)  # any truth value, as in cuda.core
         if numa_id is not None and is_numa_current:
             raise ValueError("numa_id and is_numa_current are mutually exclusive: give one of them")
@@ -154,7 +158,9 @@ class CopyOptions:
     def __post_init__(self) -> None:
         from .._device import Device
 
-        self.src_access_order = _enum_value(MemcpySrcAccessOrder, self.src_access_order, "src_access_order")
+        self.src_access_order = _enum_value(
+            MemcpySrcAccessOrder, self.src_access_order, "src_access_order"
+        )
         self.overlap_mode = _enum_value(MemcpyOverlapMode, self.overlap_mode, "overlap_mode")
         for field in ("src_location_hint", "dst_location_hint"):
             value = getattr(self, field)
@@ -164,7 +170,10 @@ class CopyOptions:
     def _attributes(self) -> driver.CUmemcpyAttributes:
         attrs = driver.CUmemcpyAttributes()
         attrs.srcAccessOrder = _ORDER[MemcpySrcAccessOrder(self.src_access_order)]
-        for field, hint in (("srcLocHint", self.src_location_hint), ("dstLocHint", self.dst_location_hint)):
+        for field, hint in (
+            ("srcLocHint", self.src_location_hint),
+            ("dstLocHint", self.dst_location_hint),
+        ):
             if hint is not None:
                 setattr(attrs, field, _location_of(hint))
         if self.overlap_mode == MemcpyOverlapMode.PREFER_OVERLAP_WITH_COMPUTE:
@@ -204,7 +213,9 @@ def _batch_stream(stream: Any, api: str, capture: bool = False) -> Any:
     if capture:
         return s
     if capture_status(s) != _CAPTURE_NONE:
-        raise TypeError(f"{api}: the stream is capturing a graph, which cannot take attributed or batched copies")
+        raise TypeError(
+            f"{api}: the stream is capturing a graph, which cannot take attributed or batched copies"
+        )
     return s
 
 
@@ -212,7 +223,9 @@ def _open_pair(dst: Any, src: Any, index: str) -> tuple[int, int, int]:
     if dst._ptr is None or src._ptr is None:
         raise closed_error()
     if dst._size != src._size:
-        raise ValueError(f"copy {index}: the destination has {dst._size} bytes, the source {src._size}")
+        raise ValueError(
+            f"copy {index}: the destination has {dst._size} bytes, the source {src._size}"
+        )
     return dst._ptr, src._ptr, src._size
 
 
@@ -231,11 +244,25 @@ def batch_copy(s: Any, pairs: list[tuple[int, int, int]], options: list[CopyOpti
     srcs = [driver.CUdeviceptr(src) for _, src, _ in live]
     sizes = [n for _, _, n in live]
     ctx = stream_context(s)
-    r = on_stream(s, ctx, driver.cuMemcpyBatchAsync, dsts, srcs, sizes, len(live), attrs, idxs, len(attrs), s._handle)
+    r = on_stream(
+        s,
+        ctx,
+        driver.cuMemcpyBatchAsync,
+        dsts,
+        srcs,
+        sizes,
+        len(live),
+        attrs,
+        idxs,
+        len(attrs),
+        s._handle,
+    )
     handle_return(r, "cuMemcpyBatchAsync")
 
 
-def copy_batch(stream: Any, srcs: Sequence[Any], dsts: Sequence[Any], *, options: Any = None) -> None:
+def copy_batch(
+    stream: Any, srcs: Sequence[Any], dsts: Sequence[Any], *, options: Any = None
+) -> None:
     """Copy each ``srcs[i]`` into ``dsts[i]`` (Buffers of equal size), asynchronously, on ``stream``.
 
     One ``cuMemcpyBatchAsync``: the batch as a whole is stream-ordered; the copies in it may
@@ -266,25 +293,45 @@ def copy_batch(stream: Any, srcs: Sequence[Any], dsts: Sequence[Any], *, options
     if stream is None:  # cuda.core checks the stream's type before the buffers
         as_stream(stream)
     for name, seq in (("srcs", srcs), ("dsts", dsts)):
-        if isinstance(seq, Buffer) or not isinstance(seq, Sequence) or isinstance(seq, (str, bytes)):
-            raise arg_error(name, "a sequence of Buffers", seq, "for one buffer use Buffer.copy_to", exc=TypeError)
+        if (
+            isinstance(seq, Buffer)
+            or not isinstance(seq, Sequence)
+            or isinstance(seq, (str, bytes))
+        ):
+            raise arg_error(
+                name,
+                "a sequence of Buffers",
+                seq,
+                "for one buffer use Buffer.copy_to",
+                exc=TypeError,
+            )
         if not seq:
-            raise arg_error(name, "a non-empty sequence of Buffers (an empty batch is refused, as in cuda.core)", seq)
+            raise arg_error(
+                name,
+                "a non-empty sequence of Buffers (an empty batch is refused, as in cuda.core)",
+                seq,
+            )
         for i, b in enumerate(seq):
             if not isinstance(b, Buffer):
                 raise arg_error(f"{name}[{i}]", "a Buffer", b, exc=TypeError)
     if len(srcs) != len(dsts):
-        raise ValueError(f"srcs and dsts must have the same length (got {len(srcs)} and {len(dsts)})")
+        raise ValueError(
+            f"srcs and dsts must have the same length (got {len(srcs)} and {len(dsts)})"
+        )
     if options is None:
         opts = [CopyOptions()]
     elif isinstance(options, CopyOptions):
         opts = [options]
     elif isinstance(options, Sequence) and all(isinstance(o, CopyOptions) for o in options):
         if len(options) != len(srcs):
-            raise ValueError(f"options must have one CopyOptions per copy ({len(srcs)}) (got {len(options)})")
+            raise ValueError(
+                f"options must have one CopyOptions per copy ({len(srcs)}) (got {len(options)})"
+            )
         opts = list(options)
     else:
-        raise arg_error("options", "a CopyOptions, a sequence of them, or None", options, exc=TypeError)
+        raise arg_error(
+            "options", "a CopyOptions, a sequence of them, or None", options, exc=TypeError
+        )
     s = _batch_stream(stream, "copy_batch")
     pairs = [_open_pair(d, src, str(i)) for i, (d, src) in enumerate(zip(dsts, srcs))]
     batch_copy(s, pairs, opts)
@@ -305,7 +352,11 @@ def copy_with_options(dst: Any, src: Any, stream: Any, options: Any, api: str) -
 def _buffers(buffers: Any, api: str) -> list[Any]:
     from ._buffer import Buffer  # Buffer.copy_to/copy_from(options=) call this module
 
-    if isinstance(buffers, Buffer) or not isinstance(buffers, Sequence) or isinstance(buffers, (str, bytes)):
+    if (
+        isinstance(buffers, Buffer)
+        or not isinstance(buffers, Sequence)
+        or isinstance(buffers, (str, bytes))
+    ):
         raise arg_error("buffers", "a sequence of Buffers", buffers, exc=TypeError)
     if not buffers:
         raise arg_error("buffers", f"a non-empty sequence of Buffers ({api} refuses an empty batch, as cuda.core)",
@@ -326,12 +377,16 @@ def _locations(locations: Any, count: int) -> tuple[list[driver.CUmemLocation], 
         return [_location_of(locations)], [0]
     if isinstance(locations, Sequence) and not isinstance(locations, (str, bytes)):
         if len(locations) != count:
-            raise ValueError(f"locations must have one Device or Host per buffer ({count}) (got {len(locations)})")
+            raise ValueError(
+                f"locations must have one Device or Host per buffer ({count}) (got {len(locations)})"
+            )
         for i, where in enumerate(locations):
             if not isinstance(where, (Device, Host)):
                 raise arg_error(f"locations[{i}]", "a Device or a Host", where, exc=TypeError)
         return [_location_of(w) for w in locations], list(range(count))
-    raise arg_error("locations", "a Device, a Host, or a sequence of them", locations, exc=TypeError)
+    raise arg_error(
+        "locations", "a Device, a Host, or a sequence of them", locations, exc=TypeError
+    )
 
 
 def _ranges(bufs: list[Any]) -> tuple[list[driver.CUdeviceptr], list[int]]:
@@ -378,7 +433,10 @@ def discard_prefetch_batch(stream: Any, buffers: Sequence[Any], locations: Any) 
     _prefetching("discard_prefetch_batch", stream, buffers, locations)
 
 
-_BATCH_CALLS = {"prefetch_batch": "cuMemPrefetchBatchAsync", "discard_prefetch_batch": "cuMemDiscardAndPrefetchBatchAsync"}
+_BATCH_CALLS = {
+    "prefetch_batch": "cuMemPrefetchBatchAsync",
+    "discard_prefetch_batch": "cuMemDiscardAndPrefetchBatchAsync",
+}
 
 
 def _prefetching(api: str, stream: Any, buffers: Sequence[Any], locations: Any) -> None:
@@ -396,7 +454,9 @@ def _prefetching(api: str, stream: Any, buffers: Sequence[Any], locations: Any) 
         return
     require_cuda13(api)
     dptrs, sizes = _ranges(bufs)
-    r = on_stream(s, ctx, getattr(driver, name), dptrs, sizes, len(bufs), locs, idxs, len(locs), 0, s._handle)
+    r = on_stream(
+        s, ctx, getattr(driver, name), dptrs, sizes, len(bufs), locs, idxs, len(locs), 0, s._handle
+    )
     handle_return(r, name)
 
 
@@ -409,5 +469,7 @@ def discard_batch(stream: Any, buffers: Sequence[Any]) -> None:
     s = _batch_stream(stream, "discard_batch", capture=True)
     require_cuda13("discard_batch")
     dptrs, sizes = _ranges(bufs)
-    r = on_stream(s, stream_context(s), driver.cuMemDiscardBatchAsync, dptrs, sizes, len(bufs), 0, s._handle)
+    r = on_stream(
+        s, stream_context(s), driver.cuMemDiscardBatchAsync, dptrs, sizes, len(bufs), 0, s._handle
+    )
     handle_return(r, "cuMemDiscardBatchAsync")

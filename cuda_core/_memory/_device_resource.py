@@ -86,7 +86,9 @@ class DeviceMemoryResource(_PoolResource):
     >>> buf.close()
     """
 
-    def __init__(self, device_id: Any, options: DeviceMemoryResourceOptions | dict | None = None) -> None:
+    def __init__(
+        self, device_id: Any, options: DeviceMemoryResourceOptions | dict | None = None
+    ) -> None:
         dev = _device_of(device_id)
         self._device = dev
         if options is None:
@@ -255,4 +257,3 @@ def default_memory_resource(device: Any) -> MemoryResource:
     from ._sync import SynchronousMemoryResource
 
     return SynchronousMemoryResource(device)
-

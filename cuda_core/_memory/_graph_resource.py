@@ -20,7 +20,9 @@ _ACTIVE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
 def _stream_of(stream: Any) -> Any:
     """The Stream of ``stream`` (a GraphBuilder or a stream); it is required."""
     if stream is None:
-        raise arg_error("stream", "a capturing Stream or a GraphBuilder that is building", None, exc=TypeError)
+        raise arg_error(
+            "stream", "a capturing Stream or a GraphBuilder that is building", None, exc=TypeError
+        )
     return as_stream(stream)
 
 
@@ -56,7 +58,9 @@ class GraphMemoryResourceAttributes:
     _dev: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("GraphMemoryResourceAttributes cannot be created directly; use GraphMemoryResource.attributes")
+        raise RuntimeError(
+            "GraphMemoryResourceAttributes cannot be created directly; use GraphMemoryResource.attributes"
+        )
 
     @classmethod
     def _init(cls, device_id: int) -> GraphMemoryResourceAttributes:
@@ -73,12 +77,17 @@ class GraphMemoryResourceAttributes:
         object.__setattr__(self, name, value)
 
     def _get(self, attr: Any) -> int:
-        return int(handle_return(driver.cuDeviceGetGraphMemAttribute(self._dev, attr), "cuDeviceGetGraphMemAttribute"))
+        return int(
+            handle_return(
+                driver.cuDeviceGetGraphMemAttribute(self._dev, attr), "cuDeviceGetGraphMemAttribute"
+            )
+        )
 
     def _reset(self, attr: Any, value: Any, name: str) -> None:
         _zero_only(name, value)
         handle_return(
-            driver.cuDeviceSetGraphMemAttribute(self._dev, attr, driver.cuuint64_t(0)), "cuDeviceSetGraphMemAttribute"
+            driver.cuDeviceSetGraphMemAttribute(self._dev, attr, driver.cuuint64_t(0)),
+            "cuDeviceSetGraphMemAttribute",
         )
 
     @property
@@ -198,7 +207,9 @@ class GraphMemoryResource(MemoryResource):
             return Buffer._owned(0, 0, self, s, None)
         err, ptr = on_stream(s, stream_context(s), driver.cuMemAllocAsync, size, s._handle)
         if err:
-            raise make_error(err, "cuMemAllocAsync", f"allocating {size} bytes of graph memory failed")
+            raise make_error(
+                err, "cuMemAllocAsync", f"allocating {size} bytes of graph memory failed"
+            )
         return Buffer._owned(int(ptr), size, self, s, None)
 
     def deallocate(self, ptr: Any, size: int, *, stream: Any = None) -> None:
@@ -227,7 +238,8 @@ class GraphMemoryResource(MemoryResource):
         """
         s = _stream_of(stream)
         handle_return(
-            on_stream(s, stream_context(s), driver.cuMemFreeAsync, int(ptr or 0), live_handle(s)), "cuMemFreeAsync"
+            on_stream(s, stream_context(s), driver.cuMemFreeAsync, int(ptr or 0), live_handle(s)),
+            "cuMemFreeAsync",
         )
 
     def close(self) -> None:
@@ -235,7 +247,9 @@ class GraphMemoryResource(MemoryResource):
 
     def trim(self) -> None:
         """Give the device's unused graph memory back to the system (``cuDeviceGraphMemTrim``)."""
-        handle_return(driver.cuDeviceGraphMemTrim(driver.CUdevice(self._dev_id)), "cuDeviceGraphMemTrim")
+        handle_return(
+            driver.cuDeviceGraphMemTrim(driver.CUdevice(self._dev_id)), "cuDeviceGraphMemTrim"
+        )
 
     @property
     def attributes(self) -> GraphMemoryResourceAttributes:

@@ -50,7 +50,9 @@ class IPCAllocationHandle:
     _uuid: uuid_mod.UUID | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("use DeviceMemoryResource.allocation_handle or IPCAllocationHandle.from_fd()")
+        raise RuntimeError(
+            "use DeviceMemoryResource.allocation_handle or IPCAllocationHandle.from_fd()"
+        )
 
     @classmethod
     def from_fd(cls, fd: int) -> IPCAllocationHandle:
@@ -169,7 +171,10 @@ class IPCBufferDescriptor:
         return (IPCBufferDescriptor, (self._payload, self._size))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, IPCBufferDescriptor) and (self._payload, self._size) == (other._payload, other._size)
+        return isinstance(other, IPCBufferDescriptor) and (self._payload, self._size) == (
+            other._payload,
+            other._size,
+        )
 
     def __hash__(self) -> int:
         return hash((self._payload, self._size))
@@ -192,10 +197,15 @@ def export_pool(mr: Any) -> IPCAllocationHandle:
     h = mr._alloc_handle
     if mr._mapped:
         if h is None or h.is_closed:
-            raise RuntimeError("the mapped memory resource's allocation handle was closed; it cannot be shared on")
+            raise RuntimeError(
+                "the mapped memory resource's allocation handle was closed; it cannot be shared on"
+            )
         return h  # type: ignore[no-any-return]
     if h is None or h.is_closed:
-        fd = handle_return(driver.cuMemPoolExportToShareableHandle(mr._pool, _POSIX_FD, 0), "cuMemPoolExportToShareableHandle")
+        fd = handle_return(
+            driver.cuMemPoolExportToShareableHandle(mr._pool, _POSIX_FD, 0),
+            "cuMemPoolExportToShareableHandle",
+        )
         h = IPCAllocationHandle.from_fd(int(fd))
         h._uuid = mr._uuid
         mr._alloc_handle = h
@@ -212,7 +222,12 @@ def import_pool(cls: Any, device: Any, alloc_handle: Any) -> Any:
     elif isinstance(alloc_handle, int) and not isinstance(alloc_handle, bool) and alloc_handle >= 0:
         fd, key = alloc_handle, None
     else:
-        raise arg_error("alloc_handle", "an IPCAllocationHandle or a file descriptor", alloc_handle, exc=TypeError)
+        raise arg_error(
+            "alloc_handle",
+            "an IPCAllocationHandle or a file descriptor",
+            alloc_handle,
+            exc=TypeError,
+        )
     if key is not None and registry.find(key) is not None:
         return registry.find_registered(cls, key)
     ensure_driver()
@@ -227,7 +242,8 @@ def import_pool(cls: Any, device: Any, alloc_handle: Any) -> Any:
     try:
         with scope_dev._scope():
             pool = handle_return(
-                driver.cuMemPoolImportFromShareableHandle(fd, _POSIX_FD, 0), "cuMemPoolImportFromShareableHandle"
+                driver.cuMemPoolImportFromShareableHandle(fd, _POSIX_FD, 0),
+                "cuMemPoolImportFromShareableHandle",
             )
     except BaseException:
         own.close()
@@ -274,7 +290,9 @@ def export_buffer(buf: Buffer) -> IPCBufferDescriptor:
     if mr._mapped:  # type: ignore[attr-defined]
         desc = _imported.get(buf)
         if desc is None:
-            raise RuntimeError("this buffer of a mapped resource was not mapped from a descriptor; it cannot be shared on")
+            raise RuntimeError(
+                "this buffer of a mapped resource was not mapped from a descriptor; it cannot be shared on"
+            )
         return desc
     data = handle_return(driver.cuMemPoolExportPointer(buf._ptr), "cuMemPoolExportPointer")
     return IPCBufferDescriptor(ctypes.string_at(data.getPtr(), _EXPORT_BYTES), buf._size)
@@ -285,7 +303,9 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     from .. import _stream as _stream_mod  # streams are made above memory
     from ._pool import _PoolResource
 
-    if not isinstance(desc, IPCBufferDescriptor):  # first, in cuda.core's words (its argument check)
+    if not isinstance(
+        desc, IPCBufferDescriptor
+    ):  # first, in cuda.core's words (its argument check)
         raise TypeError(
             f"Argument 'ipc_descriptor' has incorrect type (expected IPCBufferDescriptor, got "
             f"{type(desc).__name__}); get one from Buffer.get_ipc_descriptor() in the exporting process"
@@ -302,7 +322,11 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     data = driver.CUmemPoolPtrExportData()
     ctypes.memmove(data.getPtr(), desc.payload, _EXPORT_BYTES)
     ctx = stream_context(s)
-    ptr = int(handle_return(in_context(ctx, driver.cuMemPoolImportPointer, pool, data), "cuMemPoolImportPointer"))
+    ptr = int(
+        handle_return(
+            in_context(ctx, driver.cuMemPoolImportPointer, pool, data), "cuMemPoolImportPointer"
+        )
+    )
     buf = Buffer._owned(ptr, desc.size, mr, s, None)
     try:
         available = _extent(ptr, ctx)
@@ -325,7 +349,9 @@ def _extent(ptr: int, ctx: Any) -> int | None:
     gives no range holding ``ptr`` (an imported pinned-host pool pointer on driver 580 reads a
     range that does not contain it: seen on an H100)."""
     start = handle_return(
-        in_context(ctx, driver.cuPointerGetAttribute, _PA.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr),
+        in_context(
+            ctx, driver.cuPointerGetAttribute, _PA.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr
+        ),
         "cuPointerGetAttribute",
     )
     size = handle_return(

@@ -63,7 +63,9 @@ def find_registered(cls: type, key: Any) -> Any:
             "from_allocation_handle())"
         )
     if not isinstance(found, cls):
-        raise RuntimeError(f"the memory resource registered under {key} is a {type(found).__name__}, not a {cls.__name__}")
+        raise RuntimeError(
+            f"the memory resource registered under {key} is a {type(found).__name__}, not a {cls.__name__}"
+        )
     return found
 
 
@@ -78,7 +80,9 @@ def register(mr: Any, key: Any) -> Any:
             "are registered"
         )
     if mr._uuid is not None and mr._uuid != key:
-        raise RuntimeError(f"the memory resource is registered under {mr._uuid} already; it cannot take {key}")
+        raise RuntimeError(
+            f"the memory resource is registered under {mr._uuid} already; it cannot take {key}"
+        )
     if not mr._mapped:
         return mr  # an exporting resource is found by its own uuid already
     with _lock:

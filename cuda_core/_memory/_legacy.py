@@ -20,7 +20,12 @@ def current_context(api: str) -> Any:
     ensure_driver()
     ctx = _cuCtxGetCurrent()[1]
     if ctx is None or int(ctx) == 0:
-        raise CUDAError(api, "CUDA_ERROR_INVALID_CONTEXT", SET_CURRENT_HINT, int(driver.CUresult.CUDA_ERROR_INVALID_CONTEXT))
+        raise CUDAError(
+            api,
+            "CUDA_ERROR_INVALID_CONTEXT",
+            SET_CURRENT_HINT,
+            int(driver.CUresult.CUDA_ERROR_INVALID_CONTEXT),
+        )
     return ctx
 
 

@@ -53,11 +53,19 @@ class ManagedMemoryResourceOptions:
             raise arg_error("preferred_location_type", "None, 'device', 'host' or 'host_numa'", t)
         if self.preferred_location is not None:
             lo = -1 if t is None else 0
-            self.preferred_location = check_int("preferred_location", self.preferred_location, minimum=lo)
+            self.preferred_location = check_int(
+                "preferred_location", self.preferred_location, minimum=lo
+            )
         if t == "host" and self.preferred_location is not None:
-            raise arg_error("preferred_location", "None when preferred_location_type is 'host'", self.preferred_location)
+            raise arg_error(
+                "preferred_location",
+                "None when preferred_location_type is 'host'",
+                self.preferred_location,
+            )
         if t in ("device", "host_numa") and self.preferred_location is None:
-            raise arg_error("preferred_location", f"an int when preferred_location_type is {t!r}", None)
+            raise arg_error(
+                "preferred_location", f"an int when preferred_location_type is {t!r}", None
+            )
 
     def _location(self) -> tuple[int, int]:
         t, loc = self.preferred_location_type, self.preferred_location
@@ -98,7 +106,9 @@ class ManagedMemoryResource(_PoolResource):
                 pool = current_pool(_MANAGED, _LOC_NONE, 0)
             except CUDAError:  # no current managed pool: the default one
                 loc = make_location(_LOC_NONE, 0)
-                pool = handle_return(driver.cuMemGetDefaultMemPool(loc, _MANAGED), "cuMemGetDefaultMemPool")
+                pool = handle_return(
+                    driver.cuMemGetDefaultMemPool(loc, _MANAGED), "cuMemGetDefaultMemPool"
+                )
             self._preferred: tuple[str, int | None] | None = None
             self._init_pool(pool, False, Device()._id)
             return
@@ -184,12 +194,18 @@ def prefetch(buf: Buffer, location: Any, stream: Any) -> None:
         raise ValueError("prefetch needs managed memory (a buffer from ManagedMemoryResource)")
     if location == "host" or (type(location) is int and location == -1):
         loc = make_location(_LOC_HOST, 0)
-    elif isinstance(location, Device) or (isinstance(location, int) and not isinstance(location, bool)):
+    elif isinstance(location, Device) or (
+        isinstance(location, int) and not isinstance(location, bool)
+    ):
         loc = make_location(_LOC_DEVICE, Device(location)._id)
     else:
-        raise arg_error("location", "a Device, a device ordinal, -1 or 'host'", location, exc=TypeError)
+        raise arg_error(
+            "location", "a Device, a device ordinal, -1 or 'host'", location, exc=TypeError
+        )
     if buf._size:
         handle_return(
-            in_context(stream_context(s), driver.cuMemPrefetchAsync, ptr, buf._size, loc, 0, live_handle(s)),
+            in_context(
+                stream_context(s), driver.cuMemPrefetchAsync, ptr, buf._size, loc, 0, live_handle(s)
+            ),
             "cuMemPrefetchAsync",
         )

@@ -66,7 +66,10 @@ def _advise(buf: Buffer, advice: Any, location: Any) -> None:
 
 def _attr(buf: Buffer, attribute: Any, count: int = 1) -> Any:
     ptr = _open(buf)
-    return handle_return(driver.cuMemRangeGetAttribute(_INT * count, attribute, ptr, buf._size), "cuMemRangeGetAttribute")
+    return handle_return(
+        driver.cuMemRangeGetAttribute(_INT * count, attribute, ptr, buf._size),
+        "cuMemRangeGetAttribute",
+    )
 
 
 _RANGE_PROTO = ctypes.CFUNCTYPE(
@@ -145,7 +148,9 @@ class AccessedBySetProxy(MutableSet):  # type: ignore[type-arg]
 
         if not isinstance(location, (Device, Host)):
             return
-        if isinstance(location, Host) and (location.numa_id is not None or location.is_numa_current):
+        if isinstance(location, Host) and (
+            location.numa_id is not None or location.is_numa_current
+        ):
             return
         _advise(self._buf, _ADV.CU_MEM_ADVISE_UNSET_ACCESSED_BY, location)
 
@@ -178,7 +183,9 @@ class ManagedBuffer(Buffer):
 
     @read_mostly.setter
     def read_mostly(self, value: bool) -> None:
-        advice = _ADV.CU_MEM_ADVISE_SET_READ_MOSTLY if value else _ADV.CU_MEM_ADVISE_UNSET_READ_MOSTLY
+        advice = (
+            _ADV.CU_MEM_ADVISE_SET_READ_MOSTLY if value else _ADV.CU_MEM_ADVISE_UNSET_READ_MOSTLY
+        )
         _advise(self, advice, None)
 
     @property
@@ -249,7 +256,9 @@ class ManagedBuffer(Buffer):
         loc = _spec(location)
         s = as_stream(stream)
         if self._size:
-            r = on_stream(s, stream_context(s), driver.cuMemPrefetchAsync, ptr, self._size, loc, 0, s._handle)
+            r = on_stream(
+                s, stream_context(s), driver.cuMemPrefetchAsync, ptr, self._size, loc, 0, s._handle
+            )
             handle_return(r, "cuMemPrefetchAsync")
 
     def discard(self, *, stream: Any) -> None:
@@ -263,7 +272,14 @@ class ManagedBuffer(Buffer):
         require_cuda13("ManagedBuffer.discard")
         if self._size:
             r = on_stream(
-                s, stream_context(s), driver.cuMemDiscardBatchAsync, [driver.CUdeviceptr(ptr)], [self._size], 1, 0, s._handle
+                s,
+                stream_context(s),
+                driver.cuMemDiscardBatchAsync,
+                [driver.CUdeviceptr(ptr)],
+                [self._size],
+                1,
+                0,
+                s._handle,
             )
             handle_return(r, "cuMemDiscardBatchAsync")
 
@@ -279,7 +295,19 @@ class ManagedBuffer(Buffer):
         require_cuda13("ManagedBuffer.discard_prefetch")
         if self._size:
             fn = driver.cuMemDiscardAndPrefetchBatchAsync
-            r = on_stream(s, stream_context(s), fn, [driver.CUdeviceptr(ptr)], [self._size], 1, [loc], [0], 1, 0, s._handle)
+            r = on_stream(
+                s,
+                stream_context(s),
+                fn,
+                [driver.CUdeviceptr(ptr)],
+                [self._size],
+                1,
+                [loc],
+                [0],
+                1,
+                0,
+                s._handle,
+            )
             handle_return(r, "cuMemDiscardAndPrefetchBatchAsync")
 
 

@@ -47,7 +47,10 @@ def _resolve_or_none(value: Any) -> int | None:
 
 
 def plan_peer_access(
-    owner: int, current: Iterable[int], wanted: Iterable[int], can_access: Callable[[int, int], bool]
+    owner: int,
+    current: Iterable[int],
+    wanted: Iterable[int],
+    can_access: Callable[[int, int], bool],
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """``(grant, revoke)``: the device ordinals that turn the access set ``current`` into
     ``wanted`` (the owner dropped from both), each sorted.
@@ -98,7 +101,12 @@ def apply_peer_access(mr: Any, grant: Iterable[int] = (), revoke: Iterable[int] 
 def replace_peer_access(mr: Any, devices: Any) -> None:
     """``mr.peer_accessible_by = devices``: exactly ``devices`` (the owner ignored) get access."""
     if isinstance(devices, (str, bytes)) or not isinstance(devices, Iterable):
-        raise arg_error("peer_accessible_by", "an iterable of Devices or device ordinals", devices, exc=TypeError)
+        raise arg_error(
+            "peer_accessible_by",
+            "an iterable of Devices or device ordinals",
+            devices,
+            exc=TypeError,
+        )
     wanted = {resolve_device(d) for d in devices}
     pool = mr._live_pool()
     current = current_peers(mr)
@@ -182,7 +190,9 @@ class PeerAccessibleBySetProxy(MutableSet):  # type: ignore[type-arg]
         for other in others:
             ids = {d for d in map(_resolve_or_none, other) if d is not None}
             keep = ids if keep is None else keep & ids
-        apply_peer_access(self._mr, revoke=[d for d in current_peers(self._mr) if d not in (keep or set())])
+        apply_peer_access(
+            self._mr, revoke=[d for d in current_peers(self._mr) if d not in (keep or set())]
+        )
 
     def symmetric_difference_update(self, other: Iterable[Any]) -> None:
         """Toggle access for every device of ``other`` (one driver call)."""

@@ -187,9 +187,15 @@ def _current_device_numa_id() -> int:
 
     dev = Device()
     numa = handle_return(
-        driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev._cu_device),
+        driver.cuDeviceGetAttribute(
+            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev._cu_device
+        ),
         "cuDeviceGetAttribute",
     )
     if numa < 0:
-        raise arg_error("numa_id", "given for an IPC-enabled pool on this system (the device has no host NUMA node)", None)
+        raise arg_error(
+            "numa_id",
+            "given for an IPC-enabled pool on this system (the device has no host NUMA node)",
+            None,
+        )
     return int(numa)

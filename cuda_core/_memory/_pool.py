@@ -119,7 +119,9 @@ class MemoryPoolAttributes:
         v = check_int("release_threshold", value, minimum=0)
         pool = self._mr._live_pool()
         handle_return(
-            driver.cuMemPoolSetAttribute(pool, _PA.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, driver.cuuint64_t(v)),
+            driver.cuMemPoolSetAttribute(
+                pool, _PA.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, driver.cuuint64_t(v)
+            ),
             "cuMemPoolSetAttribute",
         )
 
@@ -168,7 +170,14 @@ class _PoolResource(MemoryResource):
     _uuid: Any  # uuid.UUID of an IPC-enabled resource (see uuid), else None
 
     def _init_pool(
-        self, pool: Any, owned: bool, dev_id: int, *, ipc: bool = False, mapped: bool = False, peers: bool = False
+        self,
+        pool: Any,
+        owned: bool,
+        dev_id: int,
+        *,
+        ipc: bool = False,
+        mapped: bool = False,
+        peers: bool = False,
     ) -> None:
         self._pool = pool
         self._pool_int = int(pool) if pool is not None else 0
@@ -184,7 +193,9 @@ class _PoolResource(MemoryResource):
         if owned:
             # ``peers``: a device pool whose peer access the resource manages is cleared before
             # it is destroyed (the driver may hand the handle out again with the old access).
-            self._fin = weakref.finalize(self, _PoolHolder(pool, dev_id if peers and not mapped else -1))
+            self._fin = weakref.finalize(
+                self, _PoolHolder(pool, dev_id if peers and not mapped else -1)
+            )
             self._fin.atexit = False
         else:
             self._fin = None
@@ -448,18 +459,28 @@ def create_pool(
     props.location = make_location(loc_type, loc_id)
     props.maxSize = max_size
     if ipc:
-        props.handleTypes = driver.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+        props.handleTypes = (
+            driver.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+        )
     else:
         props.handleTypes = driver.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_NONE
     pool = handle_return(driver.cuMemPoolCreate(props), "cuMemPoolCreate")
-    _log.debug("memory pool 0x%x created (location type %d, id %d, ipc %s)", int(pool), loc_type, loc_id, ipc)
+    _log.debug(
+        "memory pool 0x%x created (location type %d, id %d, ipc %s)",
+        int(pool),
+        loc_type,
+        loc_id,
+        ipc,
+    )
     return pool
 
 
 def current_pool(alloc_type: Any, loc_type: int, loc_id: int) -> driver.CUmemoryPool:
     """``cuMemGetMemPool``: the pool currently used for the location and allocation type."""
     ensure_driver()
-    return handle_return(driver.cuMemGetMemPool(make_location(loc_type, loc_id), alloc_type), "cuMemGetMemPool")
+    return handle_return(
+        driver.cuMemGetMemPool(make_location(loc_type, loc_id), alloc_type), "cuMemGetMemPool"
+    )
 
 
 _RW = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
@@ -471,7 +492,9 @@ def has_access(pool: Any, device_id: int) -> bool:
     """Whether device ``device_id`` can read and write the pool's memory (``cuMemPoolGetAccess``)."""
     err, flags = driver.cuMemPoolGetAccess(pool, make_location(_LOC_DEVICE, device_id))
     if err:
-        raise make_error(err, "cuMemPoolGetAccess", f"querying device {device_id}'s access to a memory pool")
+        raise make_error(
+            err, "cuMemPoolGetAccess", f"querying device {device_id}'s access to a memory pool"
+        )
     return flags == _RW
 
 
@@ -485,7 +508,12 @@ def lacking_access(pool: Any, device_ids: list[int]) -> list[int]:
     return out
 
 
-def set_access(pool: Any, device_ids: list[int], readwrite: bool = True, revoke: list[int] | tuple[int, ...] = ()) -> None:
+def set_access(
+    pool: Any,
+    device_ids: list[int],
+    readwrite: bool = True,
+    revoke: list[int] | tuple[int, ...] = (),
+) -> None:
     """Grant (``readwrite``) or revoke access to a pool from the devices ``device_ids``, and
     revoke it from the devices ``revoke``: one ``cuMemPoolSetAccess`` for all of them (the
     driver updates the mappings of every allocation at once)."""
@@ -542,4 +570,3 @@ def device_count() -> int:
     from .._device import _get_device_count  # memory is built above devices
 
     return _get_device_count()
-

@@ -64,7 +64,9 @@ def check_ptr(ptr: Any) -> int:
     elif isinstance(ptr, driver.CUdeviceptr):
         v = int(ptr)
     elif isinstance(ptr, bool) or not hasattr(type(ptr), "__index__"):
-        raise arg_error("ptr", "an int address (a NumPy integer too) or a CUdeviceptr", ptr, exc=TypeValueError)
+        raise arg_error(
+            "ptr", "an int address (a NumPy integer too) or a CUdeviceptr", ptr, exc=TypeValueError
+        )
     else:
         v = int(ptr.__index__())
     if not 0 <= v < _SIZE_T_END:

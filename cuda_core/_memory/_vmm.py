@@ -61,7 +61,9 @@ _ACCESS: dict[Any, Any] = {
     VirtualMemoryAccessType.READ_WRITE: _A.CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     VirtualMemoryAccessType.READ: _A.CU_MEM_ACCESS_FLAGS_PROT_READ,
 }
-_ALLOCATION_TYPES: dict[Any, Any] = {VirtualMemoryAllocationType.PINNED: _T.CU_MEM_ALLOCATION_TYPE_PINNED}
+_ALLOCATION_TYPES: dict[Any, Any] = {
+    VirtualMemoryAllocationType.PINNED: _T.CU_MEM_ALLOCATION_TYPE_PINNED
+}
 if MANAGED_ALLOCATION is not None:  # cuda-bindings 13+
     _ALLOCATION_TYPES[VirtualMemoryAllocationType.MANAGED] = MANAGED_ALLOCATION
 
@@ -75,7 +77,9 @@ def _enum(name: str, cls: Any, value: Any, allow_none: bool = False) -> Any:
         choices = ", ".join(repr(m.value) for m in cls)
         rule = f"one of {choices}" + (" or None" if allow_none else "")
         if value == "win32":
-            raise NotImplementedError("handle_type 'win32' is not supported; use 'win32_kmt' on Windows") from None
+            raise NotImplementedError(
+                "handle_type 'win32' is not supported; use 'win32_kmt' on Windows"
+            ) from None
         raise arg_error(name, rule, value) from None
 
 
@@ -134,15 +138,28 @@ class VirtualMemoryResourceOptions:
     peer_access: VirtualMemoryAccessType = VirtualMemoryAccessType.READ_WRITE
 
     def __post_init__(self) -> None:
-        self.allocation_type = _enum("allocation_type", VirtualMemoryAllocationType, self.allocation_type)
+        self.allocation_type = _enum(
+            "allocation_type", VirtualMemoryAllocationType, self.allocation_type
+        )
         if self.allocation_type not in _ALLOCATION_TYPES:
             why = missing("allocation_type='managed'", bindings=CUDA13)
-            raise arg_error("allocation_type", "'pinned' with cuda-bindings 12.x", self.allocation_type, hint=why or "")
+            raise arg_error(
+                "allocation_type",
+                "'pinned' with cuda-bindings 12.x",
+                self.allocation_type,
+                hint=why or "",
+            )
         self.location_type = _enum("location_type", VirtualMemoryLocationType, self.location_type)
-        self.handle_type = _enum("handle_type", VirtualMemoryHandleType, self.handle_type, allow_none=True)
+        self.handle_type = _enum(
+            "handle_type", VirtualMemoryHandleType, self.handle_type, allow_none=True
+        )
         self.granularity = _enum("granularity", VirtualMemoryGranularityType, self.granularity)
-        self.self_access = _enum("self_access", VirtualMemoryAccessType, self.self_access, allow_none=True)
-        self.peer_access = _enum("peer_access", VirtualMemoryAccessType, self.peer_access, allow_none=True)
+        self.self_access = _enum(
+            "self_access", VirtualMemoryAccessType, self.self_access, allow_none=True
+        )
+        self.peer_access = _enum(
+            "peer_access", VirtualMemoryAccessType, self.peer_access, allow_none=True
+        )
         if not isinstance(self.gpu_direct_rdma, bool):
             raise arg_error("gpu_direct_rdma", "a bool", self.gpu_direct_rdma, exc=TypeError)
         if self.addr_hint is not None:
@@ -151,7 +168,10 @@ class VirtualMemoryResourceOptions:
             self.addr_align = check_int("addr_align", self.addr_align, minimum=1)
         if isinstance(self.peers, (str, bytes)) or not isinstance(self.peers, Iterable):
             raise arg_error("peers", "an iterable of device ordinals", self.peers, exc=TypeError)
-        self.peers = tuple(check_int("peers", int(p) if hasattr(p, "device_id") else p, minimum=0) for p in self.peers)
+        self.peers = tuple(
+            check_int("peers", int(p) if hasattr(p, "device_id") else p, minimum=0)
+            for p in self.peers
+        )
 
 
 def _align_up(size: int, gran: int) -> int:
@@ -277,7 +297,9 @@ class VirtualMemoryResource(MemoryResource):
     >>> buf = mr.modify_allocation(buf, 8 << 20)                                          # doctest: +SKIP
     """
 
-    def __init__(self, device_id: Any, config: VirtualMemoryResourceOptions | dict | None = None) -> None:
+    def __init__(
+        self, device_id: Any, config: VirtualMemoryResourceOptions | dict | None = None
+    ) -> None:
         from .._device import Device
 
         if isinstance(device_id, bool) or not isinstance(device_id, (int, Device)):
@@ -290,9 +312,17 @@ class VirtualMemoryResource(MemoryResource):
         self.device: Any = None if self.config.location_type in _HOST_LOCATIONS else dev
         self._mappings: dict[int, _Mapping] = {}
         if self.device is not None and not dev.properties.virtual_memory_management_supported:
-            raise RuntimeError(f"VirtualMemoryResource needs CUDA virtual memory management, which device {dev.device_id} lacks")
-        if self.config.gpu_direct_rdma and self.device is not None and not dev.properties.gpu_direct_rdma_supported:
-            raise RuntimeError(f"GPUDirect RDMA is not supported on device {dev.device_id} (gpu_direct_rdma=True)")
+            raise RuntimeError(
+                f"VirtualMemoryResource needs CUDA virtual memory management, which device {dev.device_id} lacks"
+            )
+        if (
+            self.config.gpu_direct_rdma
+            and self.device is not None
+            and not dev.properties.gpu_direct_rdma_supported
+        ):
+            raise RuntimeError(
+                f"GPUDirect RDMA is not supported on device {dev.device_id} (gpu_direct_rdma=True)"
+            )
 
     # -- helpers ----------------------------------------------------------------------------------
 
@@ -310,7 +340,10 @@ class VirtualMemoryResource(MemoryResource):
     def _granularity(self, ctx: Any, prop: Any) -> int:
         flag = _GRANULARITY[self.config.granularity]
         return int(
-            handle_return(in_context(ctx, driver.cuMemGetAllocationGranularity, prop, flag), "cuMemGetAllocationGranularity")
+            handle_return(
+                in_context(ctx, driver.cuMemGetAllocationGranularity, prop, flag),
+                "cuMemGetAllocationGranularity",
+            )
         )
 
     def _access(self, prop: Any) -> list[Any]:
@@ -336,7 +369,10 @@ class VirtualMemoryResource(MemoryResource):
     def _set_access(self, ctx: Any, prop: Any, ptr: int, size: int) -> None:
         descs = self._access(prop)
         if descs and size:
-            handle_return(in_context(ctx, driver.cuMemSetAccess, ptr, size, descs, len(descs)), "cuMemSetAccess")
+            handle_return(
+                in_context(ctx, driver.cuMemSetAccess, ptr, size, descs, len(descs)),
+                "cuMemSetAccess",
+            )
 
     def _create(self, ctx: Any, prop: Any, size: int) -> Any:
         err, handle = in_context(ctx, driver.cuMemCreate, size, prop, 0)
@@ -360,7 +396,12 @@ class VirtualMemoryResource(MemoryResource):
         undo.steps.append(_unmapper(ctx, ptr, size))
 
     def _reserve(self, ctx: Any, size: int, align: int, addr: int, undo: _Undo) -> int:
-        ptr = int(handle_return(in_context(ctx, driver.cuMemAddressReserve, size, align, addr, 0), "cuMemAddressReserve"))
+        ptr = int(
+            handle_return(
+                in_context(ctx, driver.cuMemAddressReserve, size, align, addr, 0),
+                "cuMemAddressReserve",
+            )
+        )
         undo.steps.append(lambda: in_context(ctx, driver.cuMemAddressFree, ptr, size))
         return ptr
 
@@ -403,7 +444,9 @@ class VirtualMemoryResource(MemoryResource):
         n = _align_up(size, gran)
         mapping = _Mapping(ctx, self._mappings)
         with _Undo() as undo:
-            ptr = self._reserve(ctx, n, self.config.addr_align or gran, self.config.addr_hint or 0, undo)
+            ptr = self._reserve(
+                ctx, n, self.config.addr_align or gran, self.config.addr_hint or 0, undo
+            )
             self._map_new(ctx, prop, ptr, n, undo)
             self._set_access(ctx, prop, ptr, n)
         mapping.ranges.append((ptr, n))
@@ -411,7 +454,9 @@ class VirtualMemoryResource(MemoryResource):
         self._mappings[ptr] = mapping
         return Buffer._owned(ptr, n, self, s, mapping)
 
-    def modify_allocation(self, buf: Buffer, new_size: int, config: VirtualMemoryResourceOptions | dict | None = None) -> Buffer:
+    def modify_allocation(
+        self, buf: Buffer, new_size: int, config: VirtualMemoryResourceOptions | dict | None = None
+    ) -> Buffer:
         """Grow a buffer of this resource to ``new_size`` bytes, keeping its contents.
 
         The added physical memory is mapped right after the buffer's addresses when they are
@@ -481,7 +526,9 @@ class VirtualMemoryResource(MemoryResource):
             mapping.chunks.append((want, extra))
         else:
             if not err and int(got):
-                handle_return(in_context(ctx, driver.cuMemAddressFree, got, extra), "cuMemAddressFree")
+                handle_return(
+                    in_context(ctx, driver.cuMemAddressFree, got, extra), "cuMemAddressFree"
+                )
             self._move(buf, mapping, prop, total, align)
         buf._size = new_size
         return buf
@@ -494,9 +541,14 @@ class VirtualMemoryResource(MemoryResource):
             ptr = self._reserve(ctx, total, align, 0, undo)
             offset = 0
             for old, n in mapping.chunks:
-                handle = handle_return(in_context(ctx, driver.cuMemRetainAllocationHandle, old), "cuMemRetainAllocationHandle")
+                handle = handle_return(
+                    in_context(ctx, driver.cuMemRetainAllocationHandle, old),
+                    "cuMemRetainAllocationHandle",
+                )
                 try:
-                    handle_return(in_context(ctx, driver.cuMemMap, ptr + offset, n, 0, handle, 0), "cuMemMap")
+                    handle_return(
+                        in_context(ctx, driver.cuMemMap, ptr + offset, n, 0, handle, 0), "cuMemMap"
+                    )
                 finally:
                     handle_return(in_context(ctx, driver.cuMemRelease, handle), "cuMemRelease")
                 undo.steps.append(_unmapper(ctx, ptr + offset, n))
@@ -557,4 +609,6 @@ class VirtualMemoryResource(MemoryResource):
         return self.device.device_id if self.device is not None else -1
 
     def __repr__(self) -> str:
-        return f"<VirtualMemoryResource device={self.device_id} location={self.config.location_type}>"
+        return (
+            f"<VirtualMemoryResource device={self.device_id} location={self.config.location_type}>"
+        )

@@ -101,7 +101,9 @@ def _c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     return True
 
 
-def resolve(obj: Any, dtype: Any, name: str, stream_ptr: int, device_id: int, typed: bool, dest: bool) -> tuple[int, int, int]:
+def resolve(
+    obj: Any, dtype: Any, name: str, stream_ptr: int, device_id: int, typed: bool, dest: bool
+) -> tuple[int, int, int]:
     """``(address, element count, ncclDataType_t)`` of the buffer argument ``name``.
 
     ``typed``: the collective reduces, so raw bytes are refused (a Buffer needs ``dtype=``).
@@ -115,7 +117,9 @@ def resolve(obj: Any, dtype: Any, name: str, stream_ptr: int, device_id: int, ty
         if dtype is None:
             if typed:
                 raise arg_error(
-                    "dtype", f"given when {name} is a Buffer (a reduction needs the element type)", None,
+                    "dtype",
+                    f"given when {name} is a Buffer (a reduction needs the element type)",
+                    None,
                     hint="pass dtype=numpy.float32 (or the buffer's type), or a typed StridedMemoryView",
                     exc=TypeError,
                 )
@@ -128,7 +132,9 @@ def resolve(obj: Any, dtype: Any, name: str, stream_ptr: int, device_id: int, ty
                             obj, hint=f"it holds {size} bytes")  # fmt: skip
         dev, dev_ok, host_ok, managed = obj._pointer_attrs()
         if not dev_ok or (host_ok and not managed):
-            raise arg_error(name, "device or managed memory", obj, hint="NCCL cannot reach host memory")
+            raise arg_error(
+                name, "device or managed memory", obj, hint="NCCL cannot reach host memory"
+            )
         if dev != device_id and not managed:
             raise arg_error(name, f"memory of device {device_id}, the communicator's device", obj,
                             hint=f"it is on device {dev}")  # fmt: skip
@@ -137,14 +143,18 @@ def resolve(obj: Any, dtype: Any, name: str, stream_ptr: int, device_id: int, ty
         raise arg_error(name, "a Buffer, a StridedMemoryView or a device array", obj, exc=TypeError)
     if not isinstance(obj, _View):
         try:
-            obj = _from_any(obj, stream_ptr)  # the producer orders its pending work before our stream
+            obj = _from_any(
+                obj, stream_ptr
+            )  # the producer orders its pending work before our stream
         except BufferError as exc:
             raise arg_error(name, "a Buffer, a StridedMemoryView or a device array", obj,
                             hint=str(exc), exc=TypeError) from None  # fmt: skip
     dt = obj.dtype
     if dt is None:
         if dtype is None:
-            raise arg_error("dtype", f"given when {name} is a view without a dtype", None, exc=TypeError)
+            raise arg_error(
+                "dtype", f"given when {name} is a view without a dtype", None, exc=TypeError
+            )
         dt = numpy.dtype(dtype)
     elif dtype is not None and numpy.dtype(dtype) != dt:
         raise arg_error("dtype", f"None or {name}'s own dtype {dt}", dtype,
@@ -154,9 +164,13 @@ def resolve(obj: Any, dtype: Any, name: str, stream_ptr: int, device_id: int, ty
     if strides is not None and not _c_contiguous(obj.shape, strides):
         raise arg_error(name, "C-contiguous (NCCL reads one dense span)", obj)
     if obj._dl_device_type not in _DEVICE_TYPES:
-        raise arg_error(name, "a view of device or managed memory", obj, hint="NCCL cannot reach host memory")
+        raise arg_error(
+            name, "a view of device or managed memory", obj, hint="NCCL cannot reach host memory"
+        )
     if obj._dl_device_type == kDLCUDA and obj.device_id != device_id:
-        raise arg_error(name, f"a view of device {device_id}'s memory, the communicator's device", obj)
+        raise arg_error(
+            name, f"a view of device {device_id}'s memory, the communicator's device", obj
+        )
     if dest and obj.readonly:
         raise arg_error(name, "writable (NCCL writes the result into it)", obj)
     return obj.ptr, obj.size, code

@@ -69,9 +69,18 @@ def _unique_id(core: Any, unique_id: Any) -> Any:
     if isinstance(unique_id, bytes | bytearray | memoryview):
         data = bytes(unique_id)
         if len(data) != _UNIQUE_ID_BYTES:
-            raise arg_error("unique_id", f"the {_UNIQUE_ID_BYTES} bytes from get_unique_id()", f"{len(data)} bytes")
+            raise arg_error(
+                "unique_id",
+                f"the {_UNIQUE_ID_BYTES} bytes from get_unique_id()",
+                f"{len(data)} bytes",
+            )
         return core.UniqueId.from_bytes(data)
-    raise arg_error("unique_id", "the bytes from get_unique_id() (or an nccl4py UniqueId)", unique_id, exc=TypeError)
+    raise arg_error(
+        "unique_id",
+        "the bytes from get_unique_id() (or an nccl4py UniqueId)",
+        unique_id,
+        exc=TypeError,
+    )
 
 
 class Communicator:
@@ -99,7 +108,16 @@ class Communicator:
     ...     comm.all_reduce(grad_view, op="sum", stream=s)   # in place
     """
 
-    __slots__ = ("__weakref__", "_b", "_comm", "_device_id", "_finalizer", "_n4p", "_nranks", "_rank")
+    __slots__ = (
+        "__weakref__",
+        "_b",
+        "_comm",
+        "_device_id",
+        "_finalizer",
+        "_n4p",
+        "_nranks",
+        "_rank",
+    )
 
     _b: Any  # nccl.bindings.nccl
     _comm: Any  # nccl.bindings.nccl.Comm of the communicator; None once closed
@@ -133,7 +151,9 @@ class Communicator:
         return self
 
     @classmethod
-    def init(cls, nranks: int, rank: int, unique_id: Any, *, device: Device | int | None = None) -> Communicator:
+    def init(
+        cls, nranks: int, rank: int, unique_id: Any, *, device: Device | int | None = None
+    ) -> Communicator:
         """Join the group of ``nranks`` ranks identified by ``unique_id`` as ``rank``.
 
         Every rank calls this with the same ``nranks`` and ``unique_id``; the call returns once
@@ -276,7 +296,9 @@ class Communicator:
 
     # -- collectives ----------------------------------------------------------------------------
 
-    def all_reduce(self, sendbuf: Any, recvbuf: Any = None, op: Any = "sum", *, stream: Any, dtype: Any = None) -> None:
+    def all_reduce(
+        self, sendbuf: Any, recvbuf: Any = None, op: Any = "sum", *, stream: Any, dtype: Any = None
+    ) -> None:
         """Reduce ``sendbuf`` over all ranks into every rank's ``recvbuf`` (``ncclAllReduce``).
 
         Parameters
@@ -316,7 +338,9 @@ class Communicator:
         code = _op(op)
         self._enqueue("ncclAllReduce", self._b.all_reduce, sptr, rptr, count, dt, code, comm, s)
 
-    def broadcast(self, sendbuf: Any, recvbuf: Any = None, root: int = 0, *, stream: Any, dtype: Any = None) -> None:
+    def broadcast(
+        self, sendbuf: Any, recvbuf: Any = None, root: int = 0, *, stream: Any, dtype: Any = None
+    ) -> None:
         """Copy ``root``'s ``sendbuf`` into every rank's ``recvbuf`` (``ncclBroadcast``).
 
         Parameters
@@ -352,7 +376,11 @@ class Communicator:
                 sptr, scount, sdt = _resolve(sendbuf, dtype, "sendbuf", s, dev, False, False)
                 _same_type("recvbuf", sdt, dt)
                 if scount != count:
-                    raise arg_error("recvbuf", f"as long as sendbuf ({scount} elements) on the root", f"{count} elements")
+                    raise arg_error(
+                        "recvbuf",
+                        f"as long as sendbuf ({scount} elements) on the root",
+                        f"{count} elements",
+                    )
         self._enqueue("ncclBroadcast", self._b.broadcast, sptr, rptr, count, dt, root, comm, s)
 
     def all_gather(self, sendbuf: Any, recvbuf: Any, *, stream: Any, dtype: Any = None) -> None:
@@ -382,10 +410,14 @@ class Communicator:
         sptr, count, dt = _resolve(sendbuf, dtype, "sendbuf", s, dev, False, False)
         rptr, rcount, rdt = _resolve(recvbuf, dtype, "recvbuf", s, dev, False, True)
         _same_type("recvbuf", dt, rdt)
-        _at_least("recvbuf", rcount, count * self._nranks, f"nranks ({self._nranks}) x sendbuf's {count}")
+        _at_least(
+            "recvbuf", rcount, count * self._nranks, f"nranks ({self._nranks}) x sendbuf's {count}"
+        )
         self._enqueue("ncclAllGather", self._b.all_gather, sptr, rptr, count, dt, comm, s)
 
-    def reduce_scatter(self, sendbuf: Any, recvbuf: Any, op: Any = "sum", *, stream: Any, dtype: Any = None) -> None:
+    def reduce_scatter(
+        self, sendbuf: Any, recvbuf: Any, op: Any = "sum", *, stream: Any, dtype: Any = None
+    ) -> None:
         """Reduce ``sendbuf`` over all ranks and give rank ``r`` the ``r``-th block of the result
         (``ncclReduceScatter``).
 
@@ -413,9 +445,13 @@ class Communicator:
         sptr, scount, dt = _resolve(sendbuf, dtype, "sendbuf", s, dev, True, False)
         rptr, count, rdt = _resolve(recvbuf, dtype, "recvbuf", s, dev, True, True)
         _same_type("recvbuf", dt, rdt)
-        _at_least("sendbuf", scount, count * self._nranks, f"nranks ({self._nranks}) x recvbuf's {count}")
+        _at_least(
+            "sendbuf", scount, count * self._nranks, f"nranks ({self._nranks}) x recvbuf's {count}"
+        )
         code = _op(op)
-        self._enqueue("ncclReduceScatter", self._b.reduce_scatter, sptr, rptr, count, dt, code, comm, s)
+        self._enqueue(
+            "ncclReduceScatter", self._b.reduce_scatter, sptr, rptr, count, dt, code, comm, s
+        )
 
     def _begin(self, stream: Any) -> tuple[Any, int, int]:
         """(the Comm, the device ordinal, the stream's address) for a collective, checked."""

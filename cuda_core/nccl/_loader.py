@@ -29,7 +29,9 @@ def load() -> tuple[ModuleType, ModuleType]:
         import nccl.core as core
         from nccl.bindings import nccl as bindings
     except ImportError as exc:
-        raise NCCLNotFoundError("nccl4py (NVIDIA's Python bindings for NCCL)", "nccl4py", str(exc)) from None
+        raise NCCLNotFoundError(
+            "nccl4py (NVIDIA's Python bindings for NCCL)", "nccl4py", str(exc)
+        ) from None
     try:
         bindings.get_version()  # loads libnccl.so.2 (cuda.pathfinder raises a RuntimeError if absent)
     except Exception as exc:

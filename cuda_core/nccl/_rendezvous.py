@@ -62,12 +62,16 @@ def _check(rank: Any, world_size: Any, addr: Any, port: Any, unique_id: Any, tim
     if not 1 <= port <= 65535:
         raise arg_error("port", "a TCP port, 1..65535", port)
     if not isinstance(addr, str) or not addr:
-        raise arg_error("addr", "rank 0's host name or address (a non-empty str)", addr, exc=TypeError)
+        raise arg_error(
+            "addr", "rank 0's host name or address (a non-empty str)", addr, exc=TypeError
+        )
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise arg_error("timeout", "a positive number of seconds", timeout)
     if unique_id is not None:
         if rank != 0:
-            raise arg_error("unique_id", "None on ranks other than 0 (they receive rank 0's)", "bytes")
+            raise arg_error(
+                "unique_id", "None on ranks other than 0 (they receive rank 0's)", "bytes"
+            )
         if not isinstance(unique_id, bytes | bytearray) or len(unique_id) != UNIQUE_ID_BYTES:
             raise arg_error("unique_id", f"None or the {UNIQUE_ID_BYTES} bytes from get_unique_id()", unique_id,
                             exc=TypeError)  # fmt: skip
@@ -147,7 +151,9 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
 def _listen(port: int, backlog: int) -> socket.socket:
     if socket.has_dualstack_ipv6():
         try:  # IPv6 and IPv4 peers; a host whose IPv6 is switched off falls through to IPv4
-            return socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True, backlog=backlog)
+            return socket.create_server(
+                ("", port), family=socket.AF_INET6, dualstack_ipv6=True, backlog=backlog
+            )
         except OSError:
             pass
     try:
@@ -183,12 +189,14 @@ def _serve(uid: bytes, world_size: int, port: int, timeout: float) -> None:
                     continue  # a connection that went away: not a rank of ours
                 if not hello.startswith(_MAGIC):
                     continue  # something else knocked on the port: ignore it
-                peer_rank, peer_world = _HELLO.unpack(hello[len(_MAGIC):])
+                peer_rank, peer_world = _HELLO.unpack(hello[len(_MAGIC) :])
                 problem = None
                 if peer_world != world_size:
                     problem = f"rank {peer_rank} says the world size is {peer_world}, rank 0 says {world_size}"
                 elif peer_rank not in waiting:
-                    problem = f"rank {peer_rank} is out of range (1..{world_size - 1}) or already joined"
+                    problem = (
+                        f"rank {peer_rank} is out of range (1..{world_size - 1}) or already joined"
+                    )
                 if problem is not None:
                     msg = problem.encode()[:1000]
                     try:
@@ -226,7 +234,9 @@ def _fetch(rank: int, world_size: int, addr: str, port: int, timeout: float) -> 
                     (n,) = _LEN.unpack(_recv_exact(conn, _LEN.size))
                     msg = _recv_exact(conn, n).decode("utf-8", "replace")
                     raise RuntimeError(f"rank 0 at {addr}:{port} refused rank {rank}: {msg}")
-                raise RuntimeError(f"{addr}:{port} is not a cuda_core.nccl rendezvous (it answered {kind!r})")
+                raise RuntimeError(
+                    f"{addr}:{port} is not a cuda_core.nccl rendezvous (it answered {kind!r})"
+                )
         except OSError as exc:  # not up yet, reset, unreachable, name not resolvable yet: try again
             last = exc
         time.sleep(min(delay, max(deadline - time.monotonic(), 0)))

@@ -58,7 +58,9 @@ class AffinityQueries:
             An unknown scope.
         """
         s = enum_arg("scope", scope, AffinityScope, _SCOPES)
-        return unpack_bitmask(call(nvml.device_get_cpu_affinity_within_scope, self._handle, _mask_words(), s))
+        return unpack_bitmask(
+            call(nvml.device_get_cpu_affinity_within_scope, self._handle, _mask_words(), s)
+        )
 
     def get_memory_affinity(self, scope: AffinityScope | str = AffinityScope.NODE) -> list[int]:
         """The NUMA nodes (``"node"``, the default) or CPU sockets (``"socket"``) with the ideal

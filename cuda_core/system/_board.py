@@ -17,7 +17,12 @@ from .typing import AddressingMode, InforomObject
 __all__ = ["BoardQueries", "DeviceAttributes", "InforomInfo", "RepairStatus"]
 
 # nvmlInforomObject_t and nvmlDeviceAddressingModeType_t values.
-_INFOROM_OBJECTS = {InforomObject.OEM: 0, InforomObject.ECC: 1, InforomObject.POWER: 2, InforomObject.DEN: 3}
+_INFOROM_OBJECTS = {
+    InforomObject.OEM: 0,
+    InforomObject.ECC: 1,
+    InforomObject.POWER: 2,
+    InforomObject.DEN: 3,
+}
 _ADDRESSING_MODES = {1: AddressingMode.HMM, 2: AddressingMode.ATS}
 
 
@@ -121,7 +126,9 @@ class RepairStatus:
         return self._tpc
 
     def __repr__(self) -> str:
-        return f"RepairStatus(channel_repair_pending={self._channel}, tpc_repair_pending={self._tpc})"
+        return (
+            f"RepairStatus(channel_repair_pending={self._channel}, tpc_repair_pending={self._tpc})"
+        )
 
 
 class DeviceAttributes:

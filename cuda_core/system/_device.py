@@ -29,14 +29,30 @@ from .typing import DeviceArch, GpuP2PCapsIndex, GpuP2PStatus, GpuTopologyLevel
 __all__ = ["Device", "get_p2p_status", "get_topology_common_ancestor", "register_events"]
 
 _BRANDS = {
-    0: "Unknown", 1: "Quadro", 2: "Tesla", 3: "NVS", 4: "GRID", 5: "GeForce", 6: "Titan",
-    7: "NVIDIA vApps", 8: "NVIDIA VPC", 9: "NVIDIA VCS", 10: "NVIDIA VWS",
-    11: "NVIDIA Cloud Gaming", 12: "NVIDIA vGaming", 13: "Quadro RTX", 14: "NVIDIA RTX",
-    15: "NVIDIA", 16: "GeForce RTX", 17: "Titan RTX",
+    0: "Unknown",
+    1: "Quadro",
+    2: "Tesla",
+    3: "NVS",
+    4: "GRID",
+    5: "GeForce",
+    6: "Titan",
+    7: "NVIDIA vApps",
+    8: "NVIDIA VPC",
+    9: "NVIDIA VCS",
+    10: "NVIDIA VWS",
+    11: "NVIDIA Cloud Gaming",
+    12: "NVIDIA vGaming",
+    13: "Quadro RTX",
+    14: "NVIDIA RTX",
+    15: "NVIDIA",
+    16: "GeForce RTX",
+    17: "Titan RTX",
 }
 
 
-class Device(AffinityQueries, BoardQueries, ClockQueries, FieldValueQueries, MigQueries, ThermalQueries):
+class Device(
+    AffinityQueries, BoardQueries, ClockQueries, FieldValueQueries, MigQueries, ThermalQueries
+):
     """A GPU as the NVIDIA Management Library (NVML) sees it: identity, memory, clocks,
     temperature and cooling, power, PCI, NVLink, MIG, InfoROM, affinity and field values.
 
@@ -87,7 +103,11 @@ class Device(AffinityQueries, BoardQueries, ClockQueries, FieldValueQueries, Mig
         uuid: bytes | str | None = None,
         pci_bus_id: bytes | str | None = None,
     ) -> None:
-        given = [n for n, v in (("index", index), ("uuid", uuid), ("pci_bus_id", pci_bus_id)) if v is not None]
+        given = [
+            n
+            for n, v in (("index", index), ("uuid", uuid), ("pci_bus_id", pci_bus_id))
+            if v is not None
+        ]
         if len(given) != 1:
             raise ValueError(
                 f"exactly one of index, uuid and pci_bus_id must be given (got {given or 'none'})"
@@ -322,7 +342,9 @@ class Device(AffinityQueries, BoardQueries, ClockQueries, FieldValueQueries, Mig
         try:
             info = call(nvml.device_get_pci_info_ext, self._handle)
         except ERROR_CLASSES["InvalidArgumentError"] as exc:
-            raise RuntimeError(f"this device has no PCI attributes (is it a MIG device?): {exc}") from None
+            raise RuntimeError(
+                f"this device has no PCI attributes (is it a MIG device?): {exc}"
+            ) from None
         return PciInfo(info, self._handle)
 
     def get_nvlink_count(self) -> int:
@@ -362,7 +384,11 @@ class Device(AffinityQueries, BoardQueries, ClockQueries, FieldValueQueries, Mig
         index = check_int("link", link)
         count = self.get_nvlink_count()
         if not 0 <= index < count:
-            rule = f"an NVLink link of this device, 0 to {count - 1}" if count else "an NVLink link, but this device has none"
+            rule = (
+                f"an NVLink link of this device, 0 to {count - 1}"
+                if count
+                else "an NVLink link, but this device has none"
+            )
             raise arg_error("link", rule, link)
         return NvlinkInfo(self, index)
 

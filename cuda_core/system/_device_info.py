@@ -153,9 +153,7 @@ class MemoryInfo:
         return self._reserved
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(total={self._total}, free={self._free}, used={self._used})"
-        )
+        return f"{type(self).__name__}(total={self._total}, free={self._free}, used={self._used})"
 
 
 class BAR1MemoryInfo(MemoryInfo):
@@ -254,12 +252,16 @@ class PciInfo:
     @property
     def rx_throughput(self) -> int:
         """PCIe receive throughput in KB/s, counted over a 20 ms interval (Maxwell or newer)."""
-        return int(call(nvml.device_get_pcie_throughput, self._handle, 1))  # NVML_PCIE_UTIL_RX_BYTES
+        return int(
+            call(nvml.device_get_pcie_throughput, self._handle, 1)
+        )  # NVML_PCIE_UTIL_RX_BYTES
 
     @property
     def tx_throughput(self) -> int:
         """PCIe transmit throughput in KB/s, counted over a 20 ms interval (Maxwell or newer)."""
-        return int(call(nvml.device_get_pcie_throughput, self._handle, 0))  # NVML_PCIE_UTIL_TX_BYTES
+        return int(
+            call(nvml.device_get_pcie_throughput, self._handle, 0)
+        )  # NVML_PCIE_UTIL_TX_BYTES
 
     @property
     def replay_counter(self) -> int:
@@ -348,7 +350,16 @@ class ProcessInfo:
 
 
 # NVML's nvmlNvlinkVersion_t values (1 = 1.0 ... 8 = 6.0) as (major, minor).
-_NVLINK_VERSIONS = {1: (1, 0), 2: (2, 0), 3: (2, 2), 4: (3, 0), 5: (3, 1), 6: (4, 0), 7: (5, 0), 8: (6, 0)}
+_NVLINK_VERSIONS = {
+    1: (1, 0),
+    2: (2, 0),
+    3: (2, 2),
+    4: (3, 0),
+    5: (3, 1),
+    6: (4, 0),
+    7: (5, 0),
+    8: (6, 0),
+}
 
 
 class _NvlinkInfoMeta(type):

@@ -41,7 +41,9 @@ _SYSTEM_BITS = {SystemEventType.UNBIND: 1, SystemEventType.BIND: 2}
 _SYSTEM_BACK = {bit: member for member, bit in _SYSTEM_BITS.items()}
 
 
-def _mask(name: str, events: Any, enum_type: type, bits: dict[Any, int], *, allow_empty: bool = False) -> int:
+def _mask(
+    name: str, events: Any, enum_type: type, bits: dict[Any, int], *, allow_empty: bool = False
+) -> int:
     """The NVML bit mask of ``events`` (a member or name, or a list of them). An empty list is
     mask 0 where ``allow_empty`` (device events: cuda.core registers it, and ``wait`` times out)."""
     if isinstance(events, str):  # a str-valued enum member is a str too
@@ -51,7 +53,9 @@ def _mask(name: str, events: Any, enum_type: type, bits: dict[Any, int], *, allo
     else:  # None or an int, as cuda.core refuses them
         kind = enum_type.__name__
         article = "an" if kind[0] in "AEIOU" else "a"
-        raise TypeError(f"{name} must be {article} {kind}, a str, or a list of them (got {events!r})")
+        raise TypeError(
+            f"{name} must be {article} {kind}, a str, or a list of them (got {events!r})"
+        )
     if not items and not allow_empty:
         raise ValueError(f"{name} must name at least one event type (got {events!r})")
     mask = 0
@@ -110,7 +114,9 @@ class EventData:
 
     def _xid_only(self, what: str) -> None:
         if self._type is not EventType.XID_CRITICAL_ERROR:
-            raise ValueError(f"{what} is only defined for xid_critical_error events (got {self._type.value})")
+            raise ValueError(
+                f"{what} is only defined for xid_critical_error events (got {self._type.value})"
+            )
 
     @property
     def event_data(self) -> int:
@@ -198,7 +204,9 @@ class SystemEvent:
         try:
             return _SYSTEM_BACK[self._type]
         except KeyError:
-            raise ValueError(f"NVML reported an unknown system event type {self._type:#x}") from None
+            raise ValueError(
+                f"NVML reported an unknown system event type {self._type:#x}"
+            ) from None
 
     @property
     def gpu_id(self) -> int:
@@ -236,7 +244,9 @@ class RegisteredSystemEvents:
         mask = _mask("events", events, SystemEventType, _SYSTEM_BITS)
         handle = int(call(nvml.system_event_set_create))
         self._handle = handle
-        self._finalizer = weakref.finalize(self, _free_event_set, nvml.system_event_set_free, handle)
+        self._finalizer = weakref.finalize(
+            self, _free_event_set, nvml.system_event_set_free, handle
+        )
         try:
             call(nvml.system_register_events, mask, handle)
         except BaseException:
@@ -287,7 +297,6 @@ class RegisteredSystemEvents:
 def _check_timeout(timeout_ms: Any) -> None:
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
         raise ValueError(f"timeout_ms must be an int >= 0 (got {timeout_ms!r})")
-
 
 
 def pci_bus_id_from_gpu_id(gpu_id: int) -> str:

@@ -93,7 +93,9 @@ class FieldValue:
         try:
             member, convert = _VALUE_MEMBERS[kind]
         except KeyError:
-            raise ValueError(f"NVML reported an unknown value type {kind} for field {self.field_id!r}") from None
+            raise ValueError(
+                f"NVML reported an unknown value type {kind} for field {self.field_id!r}"
+            ) from None
         raw = getattr(self._raw.value, member)
         item = getattr(raw, "item", None)
         return convert(item() if item is not None else raw)

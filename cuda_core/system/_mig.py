@@ -67,7 +67,9 @@ class MigInfo:
     def parent(self) -> Any:
         """The whole GPU this MIG device belongs to (a :class:`cuda_core.system.Device`);
         NVML answers an error for a device that is not a MIG device."""
-        return self._make(call(nvml.device_get_device_handle_from_mig_device_handle, self._device._handle))
+        return self._make(
+            call(nvml.device_get_device_handle_from_mig_device_handle, self._device._handle)
+        )
 
     def get_device_by_index(self, index: int) -> Any:
         """The MIG device ``index`` of this GPU.

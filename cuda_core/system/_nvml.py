@@ -29,7 +29,6 @@ except ImportError:  # pragma: no cover - cuda-bindings without NVML (before 12.
     _nvml_mod = None
 
 
-
 class _NoNvml:
     """Stands in for ``cuda.bindings.nvml`` where the bindings have none (12.9.0 to 12.9.5, 13.0,
     13.1): ``nvml.<function>`` is a stub, and :func:`call`, through which every NVML call goes,

@@ -49,7 +49,11 @@ _TARGETS = {
 }  # fmt: skip
 _TARGETS_BACK = {v: k for k, v in _TARGETS.items()}
 # ThermalController lists NVML's controllers in their order (GPU_INTERNAL = 1 ...), then UNKNOWN.
-_CONTROLLERS = {i + 1: member for i, member in enumerate(ThermalController) if member is not ThermalController.UNKNOWN}
+_CONTROLLERS = {
+    i + 1: member
+    for i, member in enumerate(ThermalController)
+    if member is not ThermalController.UNKNOWN
+}
 # nvmlCoolerControl_t values and nvmlCoolerTarget_t bits.
 _COOLER_CONTROLS = {1: CoolerControl.TOGGLE, 2: CoolerControl.VARIABLE}
 _COOLER_TARGETS = {
@@ -120,7 +124,9 @@ class ThermalSettings:
         return min(scalar(self._settings.count), _MAX_SENSORS)
 
     def __getitem__(self, idx: int) -> ThermalSensor:
-        return ThermalSensor.element(self._settings.sensor, idx, len(self), self._settings, "thermal sensor")
+        return ThermalSensor.element(
+            self._settings.sensor, idx, len(self), self._settings, "thermal sensor"
+        )
 
 
 class Temperature:
@@ -229,7 +235,9 @@ class CoolerInfo:
         return members_from_mask(self._target, _COOLER_TARGETS, "cooler target")
 
     def __repr__(self) -> str:
-        return f"CoolerInfo(signal_type={self.signal_type}, target={[t.value for t in self.target]})"
+        return (
+            f"CoolerInfo(signal_type={self.signal_type}, target={[t.value for t in self.target]})"
+        )
 
 
 class FanInfo:
@@ -339,6 +347,10 @@ class ThermalQueries:
         index = check_int("fan", fan)
         count = self.num_fans
         if not 0 <= index < count:
-            rule = f"a fan index from 0 to {count - 1}" if count else "a fan index, but this device has no fans"
+            rule = (
+                f"a fan index from 0 to {count - 1}"
+                if count
+                else "a fan index, but this device has no fans"
+            )
             raise arg_error("fan", rule, fan)
         return FanInfo(self._handle, index)

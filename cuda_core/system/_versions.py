@@ -291,5 +291,3 @@ def get_bindings_version() -> str:
         The package version.
     """
     return BINDINGS_TEXT
-
-

@@ -39,7 +39,16 @@ CU_FORMAT = {
     _F.INT16: _AD.CU_AD_FORMAT_SIGNED_INT16, _F.INT32: _AD.CU_AD_FORMAT_SIGNED_INT32,
     _F.FLOAT16: _AD.CU_AD_FORMAT_HALF, _F.FLOAT32: _AD.CU_AD_FORMAT_FLOAT,
 }  # fmt: skip
-FORMAT_SIZE = {_F.UINT8: 1, _F.INT8: 1, _F.UINT16: 2, _F.INT16: 2, _F.FLOAT16: 2, _F.UINT32: 4, _F.INT32: 4, _F.FLOAT32: 4}
+FORMAT_SIZE = {
+    _F.UINT8: 1,
+    _F.INT8: 1,
+    _F.UINT16: 2,
+    _F.INT16: 2,
+    _F.FLOAT16: 2,
+    _F.UINT32: 4,
+    _F.INT32: 4,
+    _F.FLOAT32: 4,
+}
 _FORMAT_NAMES = "{" + ", ".join(repr(f.value) for f in _F) + "}"
 SURFACE_LDST = int(driver.CUDA_ARRAY3D_SURFACE_LDST)
 _MT = driver.CUmemorytype
@@ -54,14 +63,20 @@ def normalize_format(format: Any) -> ArrayFormatType:
         try:
             return ArrayFormatType(format)
         except ValueError:
-            raise arg_error("format", f"an ArrayFormatType or one of {_FORMAT_NAMES}", format) from None
+            raise arg_error(
+                "format", f"an ArrayFormatType or one of {_FORMAT_NAMES}", format
+            ) from None
     try:
         dt = numpy.dtype(format)
     except TypeError:
-        raise arg_error("format", f"an ArrayFormatType, one of {_FORMAT_NAMES} or a NumPy dtype", format) from None
+        raise arg_error(
+            "format", f"an ArrayFormatType, one of {_FORMAT_NAMES} or a NumPy dtype", format
+        ) from None
     if dt.isnative and dt.name in _F._value2member_map_:
         return ArrayFormatType(dt.name)
-    raise arg_error("format", f"a NumPy dtype with an ArrayFormatType equivalent ({_FORMAT_NAMES})", dt)
+    raise arg_error(
+        "format", f"a NumPy dtype with an ArrayFormatType equivalent ({_FORMAT_NAMES})", dt
+    )
 
 
 def check_channels(num_channels: Any) -> None:
@@ -72,8 +87,12 @@ def check_channels(num_channels: Any) -> None:
 def check_shape(shape: Any) -> tuple[int, ...]:
     """``shape`` as a tuple of 1-3 positive ints (width, height, depth)."""
     if not isinstance(shape, (tuple, list)):
-        raise arg_error("shape", "a tuple of ints (width,), (width, height) or (width, height, depth)", shape,
-                        exc=TypeError)
+        raise arg_error(
+            "shape",
+            "a tuple of ints (width,), (width, height) or (width, height, depth)",
+            shape,
+            exc=TypeError,
+        )
     out = []
     for i, v in enumerate(shape):
         if isinstance(v, float) and v.is_integer():
@@ -88,8 +107,9 @@ def check_shape(shape: Any) -> tuple[int, ...]:
     return tuple(out)
 
 
-def array_descriptor(shape: tuple[int, ...], format: ArrayFormatType, num_channels: int,
-                     surface: bool) -> driver.CUDA_ARRAY3D_DESCRIPTOR:
+def array_descriptor(
+    shape: tuple[int, ...], format: ArrayFormatType, num_channels: int, surface: bool
+) -> driver.CUDA_ARRAY3D_DESCRIPTOR:
     d = driver.CUDA_ARRAY3D_DESCRIPTOR()
     d.Width = shape[0]
     d.Height = shape[1] if len(shape) > 1 else 0
@@ -150,8 +170,15 @@ class ArrayStorage(Owner):
     _surface: bool
 
     @classmethod
-    def _make(cls, ref: ResourceRef, shape: tuple[int, ...], format: ArrayFormatType, num_channels: int,
-              surface: bool, device: Any) -> Self:
+    def _make(
+        cls,
+        ref: ResourceRef,
+        shape: tuple[int, ...],
+        format: ArrayFormatType,
+        num_channels: int,
+        surface: bool,
+        device: Any,
+    ) -> Self:
         self = object.__new__(cls)
         self._ref, self._shape, self._format, self._num_channels = ref, shape, format, num_channels
         self._surface, self._device = bool(surface), device
@@ -181,7 +208,9 @@ class OpaqueArray(ArrayStorage):
     __slots__ = ()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("OpaqueArray cannot be instantiated directly; use Device.create_opaque_array()")
+        raise RuntimeError(
+            "OpaqueArray cannot be instantiated directly; use Device.create_opaque_array()"
+        )
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -254,7 +283,9 @@ class OpaqueArray(ArrayStorage):
             addr, n, _keep = host_address(other, name, writable=not to_array)
             host = True
         if n < self.size_bytes:
-            raise arg_error(name, f"at least the array's size_bytes ({self.size_bytes} bytes)", f"{n} bytes")
+            raise arg_error(
+                name, f"at least the array's size_bytes ({self.size_bytes} bytes)", f"{n} bytes"
+            )
         s = as_stream(stream)
         wbytes, height, depth = self._extent_bytes()
         p = driver.CUDA_MEMCPY3D()
@@ -283,8 +314,10 @@ class OpaqueArray(ArrayStorage):
 
     def __repr__(self) -> str:
         state = "closed" if self._ref is None else f"handle=0x{self.handle:x}"
-        return (f"OpaqueArray(shape={self._shape}, format={self._format.value!r}, "
-                f"num_channels={self._num_channels}, {state})")
+        return (
+            f"OpaqueArray(shape={self._shape}, format={self._format.value!r}, "
+            f"num_channels={self._num_channels}, {state})"
+        )
 
 
 def _create_opaque_array(device: Any, options: Any) -> OpaqueArray:
@@ -293,4 +326,6 @@ def _create_opaque_array(device: Any, options: Any) -> OpaqueArray:
     desc = array_descriptor(o.shape, o.format, o.num_channels, bool(o.is_surface_load_store))
     arr = handle_return(driver.cuArray3DCreate(desc), "cuArray3DCreate")
     ref = ResourceRef(int(arr), destroy_array)
-    return OpaqueArray._make(ref, o.shape, o.format, o.num_channels, bool(o.is_surface_load_store), device)
+    return OpaqueArray._make(
+        ref, o.shape, o.format, o.num_channels, bool(o.is_surface_load_store), device
+    )

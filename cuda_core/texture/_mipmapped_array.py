@@ -70,7 +70,9 @@ class MipmappedArray(ArrayStorage):
     _num_levels: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("MipmappedArray cannot be instantiated directly; use Device.create_mipmapped_array()")
+        raise RuntimeError(
+            "MipmappedArray cannot be instantiated directly; use Device.create_mipmapped_array()"
+        )
 
     def get_level(self, level: int) -> OpaqueArray:
         """Level ``level`` (in ``[0, num_levels)``) as a non-owning :class:`OpaqueArray`."""
@@ -80,11 +82,14 @@ class MipmappedArray(ArrayStorage):
             raise arg_error("level", f"in [0, {self._num_levels})", level)
         with self._device._scope():
             arr = handle_return(
-                driver.cuMipmappedArrayGetLevel(driver.CUmipmappedArray(ref.handle), lv), "cuMipmappedArrayGetLevel"
+                driver.cuMipmappedArrayGetLevel(driver.CUmipmappedArray(ref.handle), lv),
+                "cuMipmappedArrayGetLevel",
             )
         shape = tuple(max(1, n >> lv) for n in self._shape)
         level_ref = ResourceRef(int(arr), None, (ref,))
-        return OpaqueArray._make(level_ref, shape, self._format, self._num_channels, self._surface, self._device)
+        return OpaqueArray._make(
+            level_ref, shape, self._format, self._num_channels, self._surface, self._device
+        )
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -103,8 +108,10 @@ class MipmappedArray(ArrayStorage):
 
     def __repr__(self) -> str:
         state = "closed" if self._ref is None else f"handle=0x{self.handle:x}"
-        return (f"MipmappedArray(shape={self._shape}, format={self._format.value!r}, "
-                f"num_channels={self._num_channels}, num_levels={self._num_levels}, {state})")
+        return (
+            f"MipmappedArray(shape={self._shape}, format={self._format.value!r}, "
+            f"num_channels={self._num_channels}, num_levels={self._num_levels}, {state})"
+        )
 
 
 def _create_mipmapped_array(device: Any, options: Any) -> MipmappedArray:
@@ -112,11 +119,16 @@ def _create_mipmapped_array(device: Any, options: Any) -> MipmappedArray:
     o = options_of(MipmappedArrayOptions, options)
     most = max(o.shape).bit_length()
     if o.num_levels > most:
-        raise invalid_value("cuMipmappedArrayCreate", f"num_levels must be at most {most} for shape {o.shape} "
-                            f"(floor(log2({max(o.shape)})) + 1) (got {o.num_levels})")
+        raise invalid_value(
+            "cuMipmappedArrayCreate",
+            f"num_levels must be at most {most} for shape {o.shape} "
+            f"(floor(log2({max(o.shape)})) + 1) (got {o.num_levels})",
+        )
     desc = array_descriptor(o.shape, o.format, o.num_channels, bool(o.is_surface_load_store))
     h = handle_return(driver.cuMipmappedArrayCreate(desc, o.num_levels), "cuMipmappedArrayCreate")
     ref = ResourceRef(int(h), destroy_mipmapped_array)
-    self = MipmappedArray._make(ref, o.shape, o.format, o.num_channels, bool(o.is_surface_load_store), device)
+    self = MipmappedArray._make(
+        ref, o.shape, o.format, o.num_channels, bool(o.is_surface_load_store), device
+    )
     self._num_levels = o.num_levels
     return self

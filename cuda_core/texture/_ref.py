@@ -31,7 +31,9 @@ class ResourceRef:
 
     __slots__ = ("__weakref__", "deps", "handle")
 
-    def __init__(self, handle: int, destroy: Callable[[int], object] | None, deps: tuple[Any, ...] = ()) -> None:
+    def __init__(
+        self, handle: int, destroy: Callable[[int], object] | None, deps: tuple[Any, ...] = ()
+    ) -> None:
         self.handle = handle
         self.deps = deps
         if destroy is not None:
@@ -89,7 +91,9 @@ class Owner:
     def _live(self) -> ResourceRef:
         r = self._ref
         if r is None:
-            raise RuntimeError(f"the {type(self).__name__} is closed; it cannot be used after close()")
+            raise RuntimeError(
+                f"the {type(self).__name__} is closed; it cannot be used after close()"
+            )
         return r
 
     def __enter__(self) -> Any:

@@ -27,7 +27,9 @@ class SurfaceObject(Owner):
     _resource: ResourceDescriptor
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("SurfaceObject cannot be instantiated directly; use Device.create_surface_object()")
+        raise RuntimeError(
+            "SurfaceObject cannot be instantiated directly; use Device.create_surface_object()"
+        )
 
     @property
     def resource(self) -> ResourceDescriptor:
@@ -44,11 +46,17 @@ def _create_surface_object(device: Any, resource: Any) -> SurfaceObject:
     if not isinstance(resource, ResourceDescriptor):
         raise arg_error("resource", "a ResourceDescriptor", type(resource).__name__, exc=TypeError)
     if resource.kind != "opaque_array":
-        raise invalid_value("cuSurfObjectCreate", f"a surface needs a ResourceDescriptor.from_opaque_array() "
-                            f"(got a {resource.kind!r} resource; for a mipmapped array use get_level(i))")
+        raise invalid_value(
+            "cuSurfObjectCreate",
+            f"a surface needs a ResourceDescriptor.from_opaque_array() "
+            f"(got a {resource.kind!r} resource; for a mipmapped array use get_level(i))",
+        )
     if not resource.source.is_surface_load_store:
-        raise invalid_value("cuSurfObjectCreate", f"the array was not created with is_surface_load_store=True, "
-                            f"so it cannot back a surface (got {resource.source!r})")
+        raise invalid_value(
+            "cuSurfObjectCreate",
+            f"the array was not created with is_surface_load_store=True, "
+            f"so it cannot back a surface (got {resource.source!r})",
+        )
     res, keep, _ = resource._driver_desc()
     h = handle_return(driver.cuSurfObjectCreate(res), "cuSurfObjectCreate")
     self = object.__new__(SurfaceObject)

@@ -69,7 +69,16 @@ class ResourceDescriptor:
     The descriptor holds its source; a texture made from it keeps the source's storage alive.
     """
 
-    __slots__ = ("_format", "_height", "_kind", "_num_channels", "_pitch_bytes", "_size_bytes", "_source", "_width")
+    __slots__ = (
+        "_format",
+        "_height",
+        "_kind",
+        "_num_channels",
+        "_pitch_bytes",
+        "_size_bytes",
+        "_source",
+        "_width",
+    )
     _kind: str
     _source: Any
     _format: ArrayFormatType | None
@@ -80,7 +89,9 @@ class ResourceDescriptor:
     _pitch_bytes: int | None
 
     def __init__(self) -> None:
-        raise RuntimeError("ResourceDescriptor cannot be instantiated directly; use ResourceDescriptor.from_*()")
+        raise RuntimeError(
+            "ResourceDescriptor cannot be instantiated directly; use ResourceDescriptor.from_*()"
+        )
 
     @classmethod
     def _new(cls, kind: str, source: Any, **fields: Any) -> ResourceDescriptor:
@@ -101,12 +112,15 @@ class ResourceDescriptor:
     def from_mipmapped_array(cls, mipmapped_array: MipmappedArray) -> ResourceDescriptor:
         """A resource backed by ``mipmapped_array`` (textures only: a surface takes one level)."""
         if not isinstance(mipmapped_array, MipmappedArray):
-            raise arg_error("mipmapped_array", "a MipmappedArray", type(mipmapped_array).__name__, exc=TypeError)
+            raise arg_error(
+                "mipmapped_array", "a MipmappedArray", type(mipmapped_array).__name__, exc=TypeError
+            )
         return cls._new("mipmapped_array", mipmapped_array)
 
     @classmethod
-    def from_linear(cls, buffer: Buffer, *, format: Any, num_channels: int,
-                    size_bytes: int | None = None) -> ResourceDescriptor:
+    def from_linear(
+        cls, buffer: Buffer, *, format: Any, num_channels: int, size_bytes: int | None = None
+    ) -> ResourceDescriptor:
         """A typed 1-D fetch of ``buffer`` (``tex1Dfetch``); ``size_bytes`` defaults to its size.
 
         The buffer must stay open while textures made from this descriptor are used.
@@ -119,12 +133,24 @@ class ResourceDescriptor:
         if n > buffer.size:
             raise arg_error("size_bytes", f"at most the buffer's size ({buffer.size})", n)
         if n % (FORMAT_SIZE[fmt] * num_channels):
-            raise arg_error("size_bytes", f"a multiple of the element size ({FORMAT_SIZE[fmt] * num_channels})", n)
+            raise arg_error(
+                "size_bytes",
+                f"a multiple of the element size ({FORMAT_SIZE[fmt] * num_channels})",
+                n,
+            )
         return cls._new("linear", buffer, format=fmt, num_channels=num_channels, size_bytes=n)
 
     @classmethod
-    def from_pitch2d(cls, buffer: Buffer, *, format: Any, num_channels: int, width: int, height: int,
-                     pitch_bytes: int) -> ResourceDescriptor:
+    def from_pitch2d(
+        cls,
+        buffer: Buffer,
+        *,
+        format: Any,
+        num_channels: int,
+        width: int,
+        height: int,
+        pitch_bytes: int,
+    ) -> ResourceDescriptor:
         """``buffer`` read as a ``width`` x ``height`` image whose rows are ``pitch_bytes`` apart
         (a multiple of the device's ``texture_pitch_alignment``)."""
         if not isinstance(buffer, Buffer):
@@ -135,10 +161,24 @@ class ResourceDescriptor:
         h = check_int("height", height, 1)
         p = check_int("pitch_bytes", pitch_bytes, 1)
         if p < w * FORMAT_SIZE[fmt] * num_channels:
-            raise arg_error("pitch_bytes", f"at least width * element size ({w * FORMAT_SIZE[fmt] * num_channels})", p)
+            raise arg_error(
+                "pitch_bytes",
+                f"at least width * element size ({w * FORMAT_SIZE[fmt] * num_channels})",
+                p,
+            )
         if p * (h - 1) + w * FORMAT_SIZE[fmt] * num_channels > buffer.size:
-            raise arg_error("buffer", "at least pitch_bytes * (height - 1) + row bytes", f"{buffer.size} bytes")
-        return cls._new("pitch2d", buffer, format=fmt, num_channels=num_channels, width=w, height=h, pitch_bytes=p)
+            raise arg_error(
+                "buffer", "at least pitch_bytes * (height - 1) + row bytes", f"{buffer.size} bytes"
+            )
+        return cls._new(
+            "pitch2d",
+            buffer,
+            format=fmt,
+            num_channels=num_channels,
+            width=w,
+            height=h,
+            pitch_bytes=p,
+        )
 
     @property
     def kind(self) -> str:
@@ -202,12 +242,20 @@ class ResourceDescriptor:
         if self._kind == "linear":
             d.resType = _RT.CU_RESOURCE_TYPE_LINEAR
             lin = d.res.linear
-            lin.devPtr, lin.format, lin.numChannels = driver.CUdeviceptr(int(src._ptr)), CU_FORMAT[fmt], self._num_channels
+            lin.devPtr, lin.format, lin.numChannels = (
+                driver.CUdeviceptr(int(src._ptr)),
+                CU_FORMAT[fmt],
+                self._num_channels,
+            )
             lin.sizeInBytes = self._size_bytes
         else:
             d.resType = _RT.CU_RESOURCE_TYPE_PITCH2D
             p2 = d.res.pitch2D
-            p2.devPtr, p2.format, p2.numChannels = driver.CUdeviceptr(int(src._ptr)), CU_FORMAT[fmt], self._num_channels
+            p2.devPtr, p2.format, p2.numChannels = (
+                driver.CUdeviceptr(int(src._ptr)),
+                CU_FORMAT[fmt],
+                self._num_channels,
+            )
             p2.width, p2.height, p2.pitchInBytes = self._width, self._height, self._pitch_bytes
         return d, src, fmt
 
@@ -262,19 +310,35 @@ class TextureObjectOptions:
     def __post_init__(self) -> None:
         self.filter_mode = _enum("filter_mode", self.filter_mode, FilterModeType)
         self.read_mode = _enum("read_mode", self.read_mode, ReadModeType)
-        self.mipmap_filter_mode = _enum("mipmap_filter_mode", self.mipmap_filter_mode, FilterModeType)
+        self.mipmap_filter_mode = _enum(
+            "mipmap_filter_mode", self.mipmap_filter_mode, FilterModeType
+        )
 
     def _driver_desc(self, fmt: ArrayFormatType, kind: str) -> driver.CUDA_TEXTURE_DESC:
         t = driver.CUDA_TEXTURE_DESC()
         modes = _address_modes(self.address_mode)
         filt, read = FilterModeType(self.filter_mode), ReadModeType(self.read_mode)
-        if read == ReadModeType.NORMALIZED_FLOAT and fmt not in _FLOAT_FORMATS and FORMAT_SIZE[fmt] == 4:
-            raise invalid_value("cuTexObjectCreate", f"read_mode='normalized_float' needs an 8- or 16-bit integer "
-                                f"or a float format (got format {fmt.value!r}); use read_mode='element_type'")
-        if filt == FilterModeType.LINEAR and fmt not in _FLOAT_FORMATS and read == ReadModeType.ELEMENT_TYPE:
-            raise invalid_value("cuTexObjectCreate", f"filter_mode='linear' returns floats, so it needs a "
-                                f"float16/float32 format or read_mode='normalized_float' (got format "
-                                f"{fmt.value!r} read as 'element_type')")
+        if (
+            read == ReadModeType.NORMALIZED_FLOAT
+            and fmt not in _FLOAT_FORMATS
+            and FORMAT_SIZE[fmt] == 4
+        ):
+            raise invalid_value(
+                "cuTexObjectCreate",
+                f"read_mode='normalized_float' needs an 8- or 16-bit integer "
+                f"or a float format (got format {fmt.value!r}); use read_mode='element_type'",
+            )
+        if (
+            filt == FilterModeType.LINEAR
+            and fmt not in _FLOAT_FORMATS
+            and read == ReadModeType.ELEMENT_TYPE
+        ):
+            raise invalid_value(
+                "cuTexObjectCreate",
+                f"filter_mode='linear' returns floats, so it needs a "
+                f"float16/float32 format or read_mode='normalized_float' (got format "
+                f"{fmt.value!r} read as 'element_type')",
+            )
         max_aniso = check_int("max_anisotropy", self.max_anisotropy, 0, 16)
         if kind == "linear":  # a typed fetch: no addressing, filtering or normalized coordinates
             modes, filt = (AddressModeType.CLAMP,) * 3, FilterModeType.POINT
@@ -284,7 +348,9 @@ class TextureObjectOptions:
         flags = _READ_AS_INTEGER if read == ReadModeType.ELEMENT_TYPE else 0
         if self.normalized_coords and kind != "linear":
             flags |= _NORMALIZED_COORDINATES
-        flags |= (_SRGB if self.srgb else 0) | (_DISABLE_TRILINEAR if self.disable_trilinear_optimization else 0)
+        flags |= (_SRGB if self.srgb else 0) | (
+            _DISABLE_TRILINEAR if self.disable_trilinear_optimization else 0
+        )
         flags |= _SEAMLESS_CUBEMAP if self.seamless_cubemap else 0
         t.flags = flags
         t.maxAnisotropy = max_aniso
@@ -312,7 +378,9 @@ class TextureObject(Owner):
     _resource: ResourceDescriptor
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("TextureObject cannot be instantiated directly; use Device.create_texture_object()")
+        raise RuntimeError(
+            "TextureObject cannot be instantiated directly; use Device.create_texture_object()"
+        )
 
     @property
     def resource(self) -> ResourceDescriptor:

@@ -44,11 +44,21 @@ _API = Path(__file__).resolve().parent.parent / "api"
 
 # numpy-style docstrings may name a kind of object in words ("sequence of int", "file-like
 # object"); these are shown as written. Anything else that is not a name must be fixed.
-_PROSE_TYPES = frozenset({
-    "sequence", "mapping", "iterable", "iterator", "callable",
-    "file-like object", "host object", "buffer-protocol object", "device array",
-    "ctypes function pointer", "bytes-like object",
-})
+_PROSE_TYPES = frozenset(
+    {
+        "sequence",
+        "mapping",
+        "iterable",
+        "iterator",
+        "callable",
+        "file-like object",
+        "host object",
+        "buffer-protocol object",
+        "device array",
+        "ctypes function pointer",
+        "bytes-like object",
+    }
+)
 
 
 def _resolve(target: str) -> Any:
@@ -132,7 +142,10 @@ def _process_bases(app: Any, name: str, obj: Any, options: Any, bases: list[Any]
             if id(base) in documented:
                 return [base]
             return [b for parent in base.__bases__ for b in shown(parent)]
-        if any(p.startswith("_") for p in base.__module__.split(".")) and base.__module__ != "builtins":
+        if (
+            any(p.startswith("_") for p in base.__module__.split("."))
+            and base.__module__ != "builtins"
+        ):
             public = _public_name(base)
             return [f":py:class:`{public}`"] if public else [base]
         return [base]
@@ -148,7 +161,9 @@ def _process_bases(app: Any, name: str, obj: Any, options: Any, bases: list[Any]
 _NAMES = re.compile(r"^(\s*)(\w+(?:, \w+)+) : (.*)$")
 
 
-def _split_attribute_lines(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+def _split_attribute_lines(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
     """Give each name of a numpy-style ``a, b : int`` entry under Attributes its own entry.
 
     Napoleon turns every Attributes entry into an ``.. attribute::`` target, but keeps
@@ -168,7 +183,9 @@ def _split_attribute_lines(app: Any, what: str, name: str, obj: Any, options: An
         indent, names, typ = m.groups()
         body = []
         i += 1
-        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > len(indent)):
+        while i < len(lines) and (
+            not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > len(indent)
+        ):
             body.append(lines[i])
             i += 1
         for n in names.split(", "):
@@ -176,15 +193,21 @@ def _split_attribute_lines(app: Any, what: str, name: str, obj: Any, options: An
     lines[:] = out
 
 
-def _reexported_data_docstring(app: Any, what: str, name: str, obj: Any, options: Any,
-                               lines: list[str]) -> None:
+def _reexported_data_docstring(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
     """A constant documented under a re-exported name keeps the docstring of its definition.
 
     ``cuda_core.LEGACY_DEFAULT_STREAM`` is defined (with its docstring) in ``cuda_core._stream``;
     autodoc looks in ``cuda_core`` only and falls back to the docstring of the value's class.
     """
     cls_doc = getattr(type(obj), "__doc__", None)
-    if what != "data" or not lines or not cls_doc or lines[0].strip() != cls_doc.strip().splitlines()[0]:
+    if (
+        what != "data"
+        or not lines
+        or not cls_doc
+        or lines[0].strip() != cls_doc.strip().splitlines()[0]
+    ):
         return
     attr = name.rpartition(".")[2]
     for modname, module in sorted(sys.modules.items()):
@@ -209,8 +232,13 @@ def _missing_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
     head, _, rest = target.partition(".")
     if not _short:
         _short.update(short_names())
-        _by_id.update({id(obj): full for full, obj in documented_names().items()
-                       if not isinstance(obj, (bool, int, float, str, bytes, type(None)))})
+        _by_id.update(
+            {
+                id(obj): full
+                for full, obj in documented_names().items()
+                if not isinstance(obj, (bool, int, float, str, bytes, type(None)))
+            }
+        )
     if head == "cuda_core":
         # Another public name of a documented object (cuda_core.graph.Graph is cuda_core.Graph).
         parts = target.split(".")
@@ -222,13 +250,20 @@ def _missing_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
             full = _by_id.get(id(obj))
             if full and full != ".".join(parts[:i]):
                 return env.get_domain("py").resolve_xref(
-                    env, node["refdoc"], app.builder, node["reftype"],
-                    ".".join([full, *parts[i:]]), node, contnode)
+                    env,
+                    node["refdoc"],
+                    app.builder,
+                    node["reftype"],
+                    ".".join([full, *parts[i:]]),
+                    node,
+                    contnode,
+                )
         return None
     if head in _short:
         full = _short[head] + (f".{rest}" if rest else "")
         return env.get_domain("py").resolve_xref(
-            env, node["refdoc"], app.builder, node["reftype"], full, node, contnode)
+            env, node["refdoc"], app.builder, node["reftype"], full, node, contnode
+        )
     if node.get("reftype") == "class" and target in _PROSE_TYPES:
         return contnode
     if "." not in target and node.get("reftype") != "mod":
@@ -241,7 +276,9 @@ def _missing_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
     return contnode if isinstance(contnode, nodes.literal) else nodes.literal("", contnode.astext())
 
 
-def _second_spelling(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+def _second_spelling(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
     """A ``:no-index:`` entry is a second spelling of one documented elsewhere (under its index
     name): show a link to that entry instead of the docstring again, whose relative references
     would have no targets under this spelling."""

@@ -44,7 +44,9 @@ def same_outcome(nv_out: tuple[str, Any], our_out: tuple[str, Any], what: str) -
     """Both accepted (values compared by the caller), or ours raises the same class or a subclass."""
     assert nv_out[0] == our_out[0], f"{what}: cuda.core {nv_out}, cuda_core {our_out}"
     if nv_out[0] == "raises":
-        assert issubclass(our_out[1], nv_out[1]), f"{what}: cuda.core raises {nv_out[1]}, we raise {our_out[1]}"
+        assert issubclass(our_out[1], nv_out[1]), (
+            f"{what}: cuda.core raises {nv_out[1]}, we raise {our_out[1]}"
+        )
 
 
 def host_resource(lib: Any) -> Any:

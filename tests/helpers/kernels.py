@@ -106,13 +106,17 @@ def compile_kernel(src: str, name: str, arch: str) -> RawKernel:
 
     program_cls = getattr(cuda_core, "Program", None)
     if program_cls is not None:
-        prog = program_cls(src, code_type="c++", options=cuda_core.ProgramOptions(arch=f"sm_{arch}"))
+        prog = program_cls(
+            src, code_type="c++", options=cuda_core.ProgramOptions(arch=f"sm_{arch}")
+        )
         obj = prog.compile("cubin")
         kernel = obj.get_kernel(name)
         raw = RawKernel(kernel._handle, (obj, kernel))
     else:
         cubin = nvrtc_cubin(src, arch)
-        lib = handle_return(driver.cuLibraryLoadData(cubin, None, None, 0, None, None, 0), "cuLibraryLoadData")
+        lib = handle_return(
+            driver.cuLibraryLoadData(cubin, None, None, 0, None, None, 0), "cuLibraryLoadData"
+        )
         kern = handle_return(driver.cuLibraryGetKernel(lib, name.encode()), "cuLibraryGetKernel")
         raw = RawKernel(kern, lib)
     _cache[key] = raw
@@ -121,7 +125,9 @@ def compile_kernel(src: str, name: str, arch: str) -> RawKernel:
 
 def nvrtc_cubin(src: str, arch: str) -> bytes:
     """Compile ``src`` to a cubin for ``sm_<arch>`` with NVRTC directly."""
-    prog = handle_return(nvrtc.nvrtcCreateProgram(src.encode(), b"test.cu", 0, [], []), "nvrtcCreateProgram")
+    prog = handle_return(
+        nvrtc.nvrtcCreateProgram(src.encode(), b"test.cu", 0, [], []), "nvrtcCreateProgram"
+    )
     try:
         opts = [f"--gpu-architecture=sm_{arch}".encode()]
         err = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)[0]

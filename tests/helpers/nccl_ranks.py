@@ -45,8 +45,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _entry(target: Callable[..., Any], rank: int, world: int, port: int, out: Any, args: tuple[Any, ...],
-           dump_after: float) -> None:
+def _entry(
+    target: Callable[..., Any],
+    rank: int,
+    world: int,
+    port: int,
+    out: Any,
+    args: tuple[Any, ...],
+    dump_after: float,
+) -> None:
     # A rank stuck in NCCL is killed by run_ranks; dump its stacks first so the failure says where.
     faulthandler.dump_traceback_later(dump_after, exit=False)
     try:
@@ -57,7 +64,13 @@ def _entry(target: Callable[..., Any], rank: int, world: int, port: int, out: An
         faulthandler.cancel_dump_traceback_later()
 
 
-def run_ranks(target: Callable[..., Any], world: int, *args: Any, procs: int | None = None, timeout: float = 180.0) -> list[Any]:
+def run_ranks(
+    target: Callable[..., Any],
+    world: int,
+    *args: Any,
+    procs: int | None = None,
+    timeout: float = 180.0,
+) -> list[Any]:
     """Run ``target(rank, world, port, *args)`` for each rank in its own spawned process.
 
     ``procs`` processes are started (default ``world``; 1 for a target that drives every GPU
@@ -69,7 +82,10 @@ def run_ranks(target: Callable[..., Any], world: int, *args: Any, procs: int | N
     port = free_port()
     n = world if procs is None else procs
     dump_after = max(1.0, timeout - 10.0)
-    ps = [ctx.Process(target=_entry, args=(target, r, world, port, out, args, dump_after)) for r in range(n)]
+    ps = [
+        ctx.Process(target=_entry, args=(target, r, world, port, out, args, dump_after))
+        for r in range(n)
+    ]
     for p in ps:
         p.start()
     results: dict[int, tuple[bool, Any]] = {}
@@ -96,7 +112,10 @@ def run_ranks(target: Callable[..., Any], world: int, *args: Any, procs: int | N
     missing = [r for r in range(n) if r not in results]
     if errors or missing:
         codes = [p.exitcode for p in ps]
-        raise AssertionError("\n".join(errors) + (f"\nno answer from ranks {missing} (exit codes {codes})" if missing else ""))
+        raise AssertionError(
+            "\n".join(errors)
+            + (f"\nno answer from ranks {missing} (exit codes {codes})" if missing else "")
+        )
     return [results[r][1] for r in range(n)]
 
 
@@ -131,7 +150,9 @@ def _view(buf: Any, dtype: Any, n: int | None = None) -> Any:
     from cuda_core.utils import StridedMemoryView
 
     dt = np.dtype(dtype)
-    return StridedMemoryView.from_buffer(buf, (buf.size // dt.itemsize if n is None else n,), dtype=dt)
+    return StridedMemoryView.from_buffer(
+        buf, (buf.size // dt.itemsize if n is None else n,), dtype=dt
+    )
 
 
 def _read(buf: Any, s: Any, dtype: Any) -> np.ndarray:
@@ -156,12 +177,16 @@ def rank_collectives(rank: int, world: int, port: int) -> str:
         comm.all_reduce(_view(src, np.float32), _view(dst, np.float32), op="sum", stream=s)
         expect = (world * ar + world * (world - 1) // 2).astype(np.float32)
         np.testing.assert_array_equal(_read(dst, s, np.float32), expect)
-        np.testing.assert_array_equal(_read(src, s, np.float32), (ar + rank).astype(np.float32))  # untouched
+        np.testing.assert_array_equal(
+            _read(src, s, np.float32), (ar + rank).astype(np.float32)
+        )  # untouched
 
         # max, in place, on a Buffer with dtype=
         ib = _to_device(dev, s, (rank * 10 + ar % 7).astype(np.int32))
         comm.all_reduce(ib, op="max", stream=s, dtype=np.int32)
-        np.testing.assert_array_equal(_read(ib, s, np.int32), ((world - 1) * 10 + ar % 7).astype(np.int32))
+        np.testing.assert_array_equal(
+            _read(ib, s, np.int32), ((world - 1) * 10 + ar % 7).astype(np.int32)
+        )
 
         # avg, float64, nccl4py's op constant
         import nccl.core as nc
@@ -179,7 +204,9 @@ def rank_collectives(rank: int, world: int, port: int) -> str:
         # broadcast out of place; sendbuf is None away from the root
         rb = dev.allocate(8 * n, stream=s)
         sb = _to_device(dev, s, ar.astype(np.int64) * 3) if rank == 0 else None
-        comm.broadcast(None if sb is None else _view(sb, np.int64), _view(rb, np.int64), root=0, stream=s)
+        comm.broadcast(
+            None if sb is None else _view(sb, np.int64), _view(rb, np.int64), root=0, stream=s
+        )
         np.testing.assert_array_equal(_read(rb, s, np.int64), ar.astype(np.int64) * 3)
 
         # all_gather: rank r's piece lands at r * n
@@ -217,21 +244,43 @@ def _check_argument_errors(nccl: Any, dev: Any, s: Any, comm: Any, n: int) -> No
 
     buf = dev.allocate(4 * n, stream=s)
     short = dev.allocate(4 * (n - 1), stream=s)
-    _raises(TypeError, "dtype must be given when sendbuf is a Buffer", lambda: comm.all_reduce(buf, stream=s))
-    _raises(TypeError, "stream must be", lambda: comm.all_reduce(_view(buf, np.float32), stream=None))
+    _raises(
+        TypeError,
+        "dtype must be given when sendbuf is a Buffer",
+        lambda: comm.all_reduce(buf, stream=s),
+    )
+    _raises(
+        TypeError, "stream must be", lambda: comm.all_reduce(_view(buf, np.float32), stream=None)
+    )
     _raises(ValueError, "recvbuf must be at least 4099 elements",
             lambda: comm.all_reduce(_view(buf, np.float32), _view(short, np.float32), stream=s))  # fmt: skip
     _raises(ValueError, "recvbuf must be of the same data type as sendbuf (float32)",
             lambda: comm.all_reduce(_view(buf, np.float32), _view(buf, np.int32), stream=s))  # fmt: skip
-    _raises(ValueError, "op must be one of", lambda: comm.all_reduce(_view(buf, np.float32), op="mean", stream=s))
-    _raises(ValueError, "root must be a rank in", lambda: comm.broadcast(buf, root=comm.nranks, stream=s))
+    _raises(
+        ValueError,
+        "op must be one of",
+        lambda: comm.all_reduce(_view(buf, np.float32), op="mean", stream=s),
+    )
+    _raises(
+        ValueError,
+        "root must be a rank in",
+        lambda: comm.broadcast(buf, root=comm.nranks, stream=s),
+    )
     _raises(ValueError, "recvbuf must be at least",
             lambda: comm.all_gather(_view(buf, np.float32), _view(buf, np.float32), stream=s))  # fmt: skip
     pinned = PinnedMemoryResource().allocate(4 * n, stream=s)
-    _raises(ValueError, "device or managed memory", lambda: comm.all_reduce(pinned, stream=s, dtype=np.float32))
+    _raises(
+        ValueError,
+        "device or managed memory",
+        lambda: comm.all_reduce(pinned, stream=s, dtype=np.float32),
+    )
     other = dev.create_stream()
     other.close()
-    _raises(RuntimeError, "stream is closed", lambda: comm.all_reduce(_view(buf, np.float32), stream=other))
+    _raises(
+        RuntimeError,
+        "stream is closed",
+        lambda: comm.all_reduce(_view(buf, np.float32), stream=other),
+    )
     closed = dev.allocate(64, stream=s)
     closed.close()
     _raises(RuntimeError, "closed Buffer", lambda: comm.broadcast(closed, stream=s))
@@ -251,7 +300,9 @@ def rank_nccl4py_direct(rank: int, world: int, port: int) -> str:
         vals = _to_device(dev, s, np.full(n, rank + 1, np.float32))
         view = _view(vals, np.float32)
         n4p.allreduce(view, view, nc.SUM, stream=s)  # DLPack view, __cuda_stream__ stream
-        np.testing.assert_array_equal(_read(vals, s, np.float32), np.full(n, world * (world + 1) / 2, np.float32))
+        np.testing.assert_array_equal(
+            _read(vals, s, np.float32), np.full(n, world * (world + 1) / 2, np.float32)
+        )
         raw = _to_device(dev, s, np.full(777, 10 + rank, np.uint8))
         n4p.broadcast(raw, raw, 0, stream=s)  # a Buffer: bytes through DLPack
         np.testing.assert_array_equal(_read(raw, s, np.uint8), np.full(777, 10, np.uint8))
@@ -280,7 +331,9 @@ def rank_group_two_devices(rank: int, world: int, port: int) -> str:
             c.all_reduce(b, op="sum", stream=s, dtype=np.float32)
     for d, b, s in zip(devs, bufs, streams):
         d.set_current()
-        np.testing.assert_array_equal(_read(b, s, np.float32), np.full(n, world * (world + 1) / 2, np.float32))
+        np.testing.assert_array_equal(
+            _read(b, s, np.float32), np.full(n, world * (world + 1) / 2, np.float32)
+        )
     with nccl.group():  # one thread finalises its communicators together, then frees each
         for c in comms:
             c.finalize()

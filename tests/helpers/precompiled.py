@@ -75,19 +75,29 @@ REQUESTS: tuple[tuple[str, str, dict[str, Any], str, tuple[str, ...] | str], ...
 # Test files of compiling itself (the compile cache, compiler logs and options, linking): their
 # compiles are never answered from the folder, so under 12.x without NVRTC 12 they skip (they run
 # on the CPU tier, where NVRTC 12 is installed).
-NOT_SERVED = frozenset({"test_cache.py", "test_cli.py", "test_logging.py", "test_program.py", "test_linker.py"})
+NOT_SERVED = frozenset(
+    {"test_cache.py", "test_cli.py", "test_logging.py", "test_program.py", "test_linker.py"}
+)
 active = True
 """Whether :func:`serve`'s compile answers from the folder now (``tests/conftest.py`` sets it per test)."""
 
 
-def request_key(code: str | bytes, code_type: str, options: Any, target_type: str, names: Any) -> str:
+def request_key(
+    code: str | bytes, code_type: str, options: Any, target_type: str, names: Any
+) -> str:
     """The key of one compile request (a hex digest)."""
     from cuda_core._utils import options_repr
 
     if isinstance(names, (str, bytes)):
         names = (names,)
     text = code.hex() if isinstance(code, bytes) else code
-    parts = [text, code_type, target_type, [n.decode() if isinstance(n, bytes) else n for n in names], options_repr(options)]
+    parts = [
+        text,
+        code_type,
+        target_type,
+        [n.decode() if isinstance(n, bytes) else n for n in names],
+        options_repr(options),
+    ]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
 
 
@@ -108,13 +118,24 @@ def _text(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def store(folder: Path, desc: str, code: Any, options: Any, target: str, names: tuple[str, ...], obj: Any,
-          compiler: str) -> str:
+def store(
+    folder: Path,
+    desc: str,
+    code: Any,
+    options: Any,
+    target: str,
+    names: tuple[str, ...],
+    obj: Any,
+    compiler: str,
+) -> str:
     """Write ``obj`` (compiled from the request) into ``folder``; returns its key."""
     key = request_key(code, "c++", options, target, names)
     data = obj.code if isinstance(obj.code, bytes) else obj.code.encode()
     (folder / f"{key}.bin").write_bytes(data)
-    mapping = [[_text(k), _text(v), isinstance(k, bytes), isinstance(v, bytes)] for k, v in obj.symbol_mapping.items()]
+    mapping = [
+        [_text(k), _text(v), isinstance(k, bytes), isinstance(v, bytes)]
+        for k, v in obj.symbol_mapping.items()
+    ]
     meta = {"request": desc, "target": target, "name": obj.name, "symbol_mapping": mapping,
             "compiler": compiler, "options": repr(options)}  # fmt: skip
     (folder / f"{key}.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
@@ -130,8 +151,15 @@ def load(folder: Path, key: str) -> Any:
         return None
     meta = json.loads(meta_path.read_text())
     data = (folder / f"{key}.bin").read_bytes()
-    mapping = {(k.encode() if kb else k): (v.encode() if vb else v) for k, v, kb, vb in meta["symbol_mapping"]}
-    make = {"cubin": ObjectCode.from_cubin, "ptx": ObjectCode.from_ptx, "ltoir": ObjectCode.from_ltoir}[meta["target"]]
+    mapping = {
+        (k.encode() if kb else k): (v.encode() if vb else v)
+        for k, v, kb, vb in meta["symbol_mapping"]
+    }
+    make = {
+        "cubin": ObjectCode.from_cubin,
+        "ptx": ObjectCode.from_ptx,
+        "ltoir": ObjectCode.from_ltoir,
+    }[meta["target"]]
     return make(data, name=meta["name"], symbol_mapping=mapping)
 
 
@@ -156,7 +184,9 @@ def missed_requests(path: Path) -> Iterator[tuple[str, str, Any, str, tuple[str,
             options = eval(rec["options"], {"ProgramOptions": ProgramOptions})  # our own repr
         except Exception:
             continue
-        desc = f"miss {rec['key'][:8]} -> {rec['target']}" + (f" {rec['names']}" if rec["names"] else "")
+        desc = f"miss {rec['key'][:8]} -> {rec['target']}" + (
+            f" {rec['names']}" if rec["names"] else ""
+        )
         yield desc, rec["code"], options, rec["target"], tuple(rec["names"])
 
 
@@ -171,15 +201,28 @@ def serve(folder: str) -> None:
     if getattr(compile_, "_precompiled", False):
         return
 
-    def compile(self: Any, target_type: str, name_expressions: Any = (), logs: Any = None, *, cache: Any = None) -> Any:
+    def compile(
+        self: Any,
+        target_type: str,
+        name_expressions: Any = (),
+        logs: Any = None,
+        *,
+        cache: Any = None,
+    ) -> Any:
         if active and self.code_type == "c++" and not self.is_closed:
-            key = request_key(self.code, self.code_type, self.options, target_type, name_expressions)
+            key = request_key(
+                self.code, self.code_type, self.options, target_type, name_expressions
+            )
             obj = load(root, key)
             if obj is not None:
                 return obj
             misses = os.environ.get(MISSES_ENV)
             if misses:
-                names = [name_expressions] if isinstance(name_expressions, (str, bytes)) else list(name_expressions)
+                names = (
+                    [name_expressions]
+                    if isinstance(name_expressions, (str, bytes))
+                    else list(name_expressions)
+                )
                 with open(misses, "a") as f:
                     f.write(miss_record(key, self.code, self.options, target_type, names) + "\n")
         return compile_(self, target_type, name_expressions, logs, cache=cache)

@@ -58,7 +58,12 @@ class LaunchSeen(ctypes.Structure):
 
 
 class MemcpySeen(ctypes.Structure):
-    _fields_ = [("dst", ctypes.c_ulonglong), ("src", ctypes.c_ulonglong), ("n", ctypes.c_size_t), ("stream", ctypes.c_void_p)]
+    _fields_ = [
+        ("dst", ctypes.c_ulonglong),
+        ("src", ctypes.c_ulonglong),
+        ("n", ctypes.c_size_t),
+        ("stream", ctypes.c_void_p),
+    ]
 
 
 launch_seen = LaunchSeen.in_dll(lib, "stub_launch")
@@ -135,7 +140,9 @@ def unbound() -> None:
 @check
 def stream_pool() -> None:
     ctx = new_ctx()
-    assert ctx.generation == lib.stub_ctx_id() and ctx.device == -1 and ctx.address == lib.stub_ctx()
+    assert (
+        ctx.generation == lib.stub_ctx_id() and ctx.device == -1 and ctx.address == lib.stub_ctx()
+    )
     s = ctx.create_stream(0, None)
     assert count("cuStreamCreate") == 1 and count("cuCtxPushCurrent") == 1  # no context was current
     assert s.is_owned and not s.is_released and s.ctx is ctx and s.owner is None
@@ -155,7 +162,10 @@ def stream_pool() -> None:
     del s3  # released by its deallocator
     s4.release()
     assert ctx.pooled() == (2, 0, 0)
-    assert ctx.create_stream(0, -1).address == s4.address and ctx.create_stream(0, -2).address != s4.address
+    assert (
+        ctx.create_stream(0, -1).address == s4.address
+        and ctx.create_stream(0, -2).address != s4.address
+    )
     assert count("cuStreamCreateWithPriority") == 2
     # The cap: 32 idle streams per key, the rest destroyed.
     many = [ctx.create_stream(5, None) for _ in range(40)]
@@ -195,8 +205,17 @@ def stream_ops() -> None:
     assert ev.recorded
     s.wait(ev)
     s.memcpy(0x1000, 0x2000, 77)
-    assert (memcpy_seen.dst, memcpy_seen.src, memcpy_seen.n, memcpy_seen.stream) == (0x1000, 0x2000, 77, s.address)
-    assert count("cuStreamSynchronize") == 1 and count("cuEventRecord") == 1 and count("cuStreamWaitEvent") == 1
+    assert (memcpy_seen.dst, memcpy_seen.src, memcpy_seen.n, memcpy_seen.stream) == (
+        0x1000,
+        0x2000,
+        77,
+        s.address,
+    )
+    assert (
+        count("cuStreamSynchronize") == 1
+        and count("cuEventRecord") == 1
+        and count("cuStreamWaitEvent") == 1
+    )
     raises(TypeError, lambda: s.record(s))
     raises(TypeError, lambda: s.wait(1))
     raises(TypeError, lambda: s.memcpy(1, 2))
@@ -223,7 +242,12 @@ def event_pools() -> None:
     e2 = ctx.create_event(2)  # create_event never draws a recorded one
     assert e2.address != clean and count("cuEventCreate") == 2 and not e2.recorded
     e3 = ctx.record_event(2, s)  # record_event does, and records it at once
-    assert e3.address == clean and e3.recorded and count("cuEventCreate") == 2 and count("cuEventRecord") == 2
+    assert (
+        e3.address == clean
+        and e3.recorded
+        and count("cuEventCreate") == 2
+        and count("cuEventRecord") == 2
+    )
     assert ctx.pooled() == (0, 0, 0)
     e2.expose()
     assert e2.recorded
@@ -240,7 +264,9 @@ def event_pools() -> None:
     assert adopted.recorded
     other_addr = other.address
     adopted.release()
-    assert count("cuEventDestroy") == 1 and lib.stub_is_dead(other_addr) and ctx.pooled() == (0, 0, 2)
+    assert (
+        count("cuEventDestroy") == 1 and lib.stub_is_dead(other_addr) and ctx.pooled() == (0, 0, 2)
+    )
     other.release()  # bypassing the real flow: its driver event is gone, so it must not be reused
     ctx.drop_pools()
     # The cap: 64 idle events per pool.
@@ -253,7 +279,11 @@ def event_pools() -> None:
     for _ in range(2):
         ipc = ctx.record_event(4 | 2, s)
         ipc.release()
-    assert ctx.pooled() == (0, 63, 1) and count("cuEventCreate") == 3 + 72 and count("cuEventDestroy") == 9
+    assert (
+        ctx.pooled() == (0, 63, 1)
+        and count("cuEventCreate") == 3 + 72
+        and count("cuEventDestroy") == 9
+    )
 
 
 @check
@@ -275,7 +305,11 @@ def context_changed() -> None:
     a.close()
     # Stale handles are neither pooled, nor queried, nor destroyed, nor freed.
     assert ctx.pooled() == (0, 0, 0) and count("cuStreamQuery") == queries
-    assert count("cuStreamDestroy") == 0 and count("cuEventDestroy") == 0 and count("cuMemFreeAsync") == 0
+    assert (
+        count("cuStreamDestroy") == 0
+        and count("cuEventDestroy") == 0
+        and count("cuMemFreeAsync") == 0
+    )
     s3 = ctx.create_stream(0, None)
     assert count("cuStreamCreate") == 3
     # Destroyed (not a primary context): check() fails, creation raises the funnel's error.
@@ -312,14 +346,32 @@ def released_refuse() -> None:
     s, s2 = ctx.create_stream(0, None), ctx.create_stream(0, None)
     ev = ctx.create_event(0)
     s.release()
-    for fn in (s.sync, s.query, lambda: s.record(ev), lambda: s.wait(ev), lambda: s.memcpy(1, 2, 3),
-               lambda: ev.record(s), lambda: ctx.record_event(0, s), lambda: N.pool_allocate(0x9000, 8, s, ctx),
-               lambda: N.LaunchConfigHandle(s, (1, 1, 1), (1, 1, 1), 0, None, False, False)):
+    for fn in (
+        s.sync,
+        s.query,
+        lambda: s.record(ev),
+        lambda: s.wait(ev),
+        lambda: s.memcpy(1, 2, 3),
+        lambda: ev.record(s),
+        lambda: ctx.record_event(0, s),
+        lambda: N.pool_allocate(0x9000, 8, s, ctx),
+        lambda: N.LaunchConfigHandle(s, (1, 1, 1), (1, 1, 1), 0, None, False, False),
+    ):
         raises(RuntimeError, fn, "the stream is closed")
     ev.release()
-    for fn in (ev.sync, ev.query, lambda: ev.record(s2), lambda: s2.wait(ev), lambda: s2.record(ev)):
+    for fn in (
+        ev.sync,
+        ev.query,
+        lambda: ev.record(s2),
+        lambda: s2.wait(ev),
+        lambda: s2.record(ev),
+    ):
         raises(RuntimeError, fn, "the event is closed")
-    assert count("cuStreamSynchronize") == 0 and count("cuEventRecord") == 0 and count("cuMemAllocFromPoolAsync") == 0
+    assert (
+        count("cuStreamSynchronize") == 0
+        and count("cuEventRecord") == 0
+        and count("cuMemAllocFromPoolAsync") == 0
+    )
 
 
 @check
@@ -466,9 +518,11 @@ def allocation_free_callback() -> None:
     b.set_stream("any")
     b.close(stream="other")
     assert calls[-1] == (0x5678, 8, "other")
-    c = N.Allocation.adopt(ptr=0x9abc, size=16, free=lambda *args: calls.append(args), stream=None, ctx=None)
+    c = N.Allocation.adopt(
+        ptr=0x9ABC, size=16, free=lambda *args: calls.append(args), stream=None, ctx=None
+    )
     del c
-    assert calls[-1] == (0x9abc, 16, None) and len(calls) == 3
+    assert calls[-1] == (0x9ABC, 16, None) and len(calls) == 3
 
     def boom(*args: Any) -> None:
         raise ValueError("no")
@@ -490,18 +544,41 @@ def launch() -> None:
     assert cfg.launch(0xF00, 0xBA5) == 0
     seen = launch_seen
     assert tuple(seen.grid) == (1, 2, 3) and tuple(seen.block) == (4, 5, 6) and seen.shmem == 128
-    assert seen.stream == s.address and seen.function == 0xF00 and seen.params == 0xBA5 and seen.extra is None
+    assert (
+        seen.stream == s.address
+        and seen.function == 0xF00
+        and seen.params == 0xBA5
+        and seen.extra is None
+    )
     assert seen.num_attrs == 3 and not seen.attrs_null
-    assert list(seen.attr_id) == [4, 2, 5]  # cluster dimension, cooperative, programmatic serialization
-    assert tuple(seen.attr_value[0]) == (2, 1, 1) and seen.attr_value[1][0] == 1 and seen.attr_value[2][0] == 1
+    assert list(seen.attr_id) == [
+        4,
+        2,
+        5,
+    ]  # cluster dimension, cooperative, programmatic serialization
+    assert (
+        tuple(seen.attr_value[0]) == (2, 1, 1)
+        and seen.attr_value[1][0] == 1
+        and seen.attr_value[2][0] == 1
+    )
     plain = N.LaunchConfigHandle(s, (7, 1, 1), (32, 1, 1), 0, None, False, False)
     assert plain.launch(0xF01, None) == 0
-    assert seen.num_attrs == 0 and seen.attrs_null and seen.params is None and tuple(seen.grid) == (7, 1, 1)
+    assert (
+        seen.num_attrs == 0
+        and seen.attrs_null
+        and seen.params is None
+        and tuple(seen.grid) == (7, 1, 1)
+    )
     fail("cuLaunchKernelEx", 719)
     assert plain.launch(0xF01, 0) == 719  # a status, not an exception
     raises(ValueError, lambda: N.LaunchConfigHandle(s, (1, 1), (1, 1, 1), 0, None, False, False))
-    raises(OverflowError, lambda: N.LaunchConfigHandle(s, (1, 1, 1), (1, 1, 1), -1, None, False, False))
-    raises(TypeError, lambda: N.LaunchConfigHandle(object(), (1, 1, 1), (1, 1, 1), 0, None, False, False))
+    raises(
+        OverflowError, lambda: N.LaunchConfigHandle(s, (1, 1, 1), (1, 1, 1), -1, None, False, False)
+    )
+    raises(
+        TypeError,
+        lambda: N.LaunchConfigHandle(object(), (1, 1, 1), (1, 1, 1), 0, None, False, False),
+    )
     s.release()
     raises(RuntimeError, lambda: cfg.launch(0xF00, 0), "the stream is closed")
     assert count("cuLaunchKernelEx") == 3
@@ -521,7 +598,9 @@ def dealloc_warns() -> None:
             del s  # the failure is a warning; the exception in flight survives
             assert sys.exc_info()[0] is KeyError
     assert len(caught) == 1 and caught[0].category is ResourceWarning
-    assert "could not release a stream" in str(caught[0].message) and "cuStreamDestroy" in str(caught[0].message)
+    assert "could not release a stream" in str(caught[0].message) and "cuStreamDestroy" in str(
+        caught[0].message
+    )
     ev = N.EventHandle.adopt(ctx.create_event(0).address, ctx, 0)
     fail("cuEventDestroy", 999)
     a = N.pool_allocate(0x9000, 64, ctx.create_stream(0, None), ctx)
@@ -618,7 +697,9 @@ def main() -> None:
     lib.stub_reset()
     CHECKS[CHECK]()
     gc.collect()
-    assert errors.value == 0, f"the stub saw {errors.value} misuses (double destroy/free, stale handle)"
+    assert errors.value == 0, (
+        f"the stub saw {errors.value} misuses (double destroy/free, stale handle)"
+    )
     assert lib.stub_depth() == 0, "a context push was not popped"
     print(f"PASS {CHECK}")
 
