@@ -784,3 +784,13 @@ def types_match(args: tuple[Any, ...], types: tuple[type, ...]) -> bool:
 
 
 # The interop readers (stated in cuda_core/_interop_py.py; see the protocol above).
+from ._interop_py import (  # noqa: E402, I001
+    AMBIGUOUS as AMBIGUOUS,
+    ViewInfo as ViewInfo,
+    dlpack_view as dlpack_view,
+    read_capsule as read_capsule,
+    record_wait as record_wait,
+    set_order_event as set_order_event,
+    torch_setup as torch_setup,
+    torch_view as torch_view,
+)
