@@ -1,9 +1,9 @@
 """Build hook for the optional native backend (everything else is in pyproject.toml).
 
 ``cuda_core._native`` is the native backend of cuda_core's handle layer, built from the C files
-in ``cuda_core/_csrc`` (see ``native.h`` there). It is optional: where no C compiler or Python
+in ``cuda_core/_handles/_csrc`` (see ``native.h`` there). It is optional: where no C compiler or Python
 headers are found the build warns and cuda_core runs its pure-Python backend
-(``cuda_core/_handles.py``). Set ``CUDA_CORE_REQUIRE_NATIVE=1`` to make a failed build an error
+(``cuda_core/_handles/_pure.py``). Set ``CUDA_CORE_REQUIRE_NATIVE=1`` to make a failed build an error
 (CI does, so a broken accelerator cannot pass unnoticed).
 """
 
@@ -23,8 +23,8 @@ setup(
     ext_modules=[
         Extension(
             "cuda_core._native",
-            sorted(glob.glob(os.path.join("cuda_core", "_csrc", "*.c"))),
-            depends=sorted(glob.glob(os.path.join("cuda_core", "_csrc", "*.h"))),
+            sorted(glob.glob(os.path.join("cuda_core", "_handles", "_csrc", "*.c"))),
+            depends=sorted(glob.glob(os.path.join("cuda_core", "_handles", "_csrc", "*.h"))),
             extra_compile_args=["-std=c11", "-Wall", "-Wno-missing-field-initializers"],
             optional=not _required,
         ),

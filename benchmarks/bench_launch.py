@@ -220,15 +220,8 @@ def main() -> None:
 
     from cuda.bindings import driver
 
-    from cuda_core import (
-        Device,
-        LaunchConfig,
-        PreparedLaunch,
-        Program,
-        ProgramOptions,
-        _backend,
-        launch,
-    )
+    from cuda_core import Device, LaunchConfig, PreparedLaunch, Program, ProgramOptions, launch
+    from cuda_core._handles._pure import _backend
 
     dev = Device()
     dev.set_current()

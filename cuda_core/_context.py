@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._backend import backend
 from ._compat import driver
 from ._device_resources import (
     DeviceResources,
@@ -24,6 +23,7 @@ from ._device_resources import (
     WorkqueueResource,
     require_green_contexts,
 )
+from ._handles._backend import backend
 from ._logging import logger as _log
 from ._utils import arg_error, check_or_create_options, handle_return
 

@@ -6,20 +6,20 @@ import threading
 from collections import namedtuple
 from typing import TYPE_CHECKING, Any
 
-from ._backend import backend
 from ._compat import device_attributes, driver
 from ._context import Context, ContextOptions, context_handle
 from ._device_resources import DeviceResources
 from ._errors import CUDAError
 from ._event import Event
+from ._handles._backend import backend
 from ._stream import Stream, _borrow, _foreign_handle_attrs
 from ._utils import SET_CURRENT_HINT, arg_error, device_attribute, ensure_driver, handle_return
 
 if TYPE_CHECKING:
     from ._event import EventOptions
-    from ._graph import GraphBuilder
     from ._memory import Buffer, MemoryResource
     from ._stream import StreamOptions
+    from .graph._builder import GraphBuilder
     from .texture import (
         MipmappedArray,
         MipmappedArrayOptions,
@@ -578,7 +578,7 @@ class Device:
 
     def create_graph_builder(self) -> GraphBuilder:
         """A graph builder capturing on a new stream of this device."""
-        from ._graph import GraphBuilder  # graphs are built above devices and streams
+        from .graph._builder import GraphBuilder  # graphs are built above devices and streams
 
         return GraphBuilder._from_stream(self.create_stream(), owns_stream=True)
 

@@ -6,9 +6,9 @@ import ctypes
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._backend import backend
 from ._compat import driver
 from ._context import Context
+from ._handles._backend import backend
 from ._utils import TypeValueError, arg_error, check_or_create_options, ensure_driver, handle_return
 
 if TYPE_CHECKING:

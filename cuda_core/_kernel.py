@@ -309,7 +309,7 @@ def _max_potential_block_size_b2d(
     calls it, a callback needing no Python (numba ``cfunc``, C) runs as is.
     """
     # _backend chooses the handle backend when imported; only this query needs it here
-    from ._backend import entry_point
+    from ._handles._backend import entry_point
 
     ensure_driver()
     addr = entry_point("cuOccupancyMaxPotentialBlockSize")

@@ -26,9 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import backend
 from ._compat import driver
-from ._graph_cond import GraphCondition
+from ._handles._backend import backend
 from ._tensor_map import TensorMapDescriptor
 from ._tensor_map import tensor_map_bytes as _tensor_map_bytes
 
@@ -170,6 +169,17 @@ _SUPPORTED = (
 )
 
 
+# Handle types of the wings above (a graph's GraphCondition, ...) that pass as 8-byte kernel
+# arguments: each wing registers its own here, so the hall imports no wing.
+_REGISTERED: dict[type, tuple[str, str]] = {}
+
+
+def register_handle_argument(cls: type, expr: str, c_name: str) -> None:
+    """Pass instances of ``cls`` (and its subclasses) as 8-byte handles: ``expr`` is the value's
+    expression with ``{a}`` standing for the argument, ``c_name`` the C type in messages."""
+    _REGISTERED[cls] = (expr, c_name)
+
+
 def _buffer_type() -> Any:
     try:
         from ._memory import Buffer
@@ -213,8 +223,10 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
         return _Rule(8, 8, "Q", "{a}._ptr", "pointer")
     if issubclass(t, _HANDLE_TYPES):
         return _Rule(8, 8, "Q", "int({a})", t.__name__)
-    if issubclass(t, GraphCondition):
-        return _Rule(8, 8, "Q", "int({a}._handle)", "cudaGraphConditionalHandle")
+    for base in t.__mro__:
+        registered = _REGISTERED.get(base)
+        if registered is not None:
+            return _Rule(8, 8, "Q", registered[0], registered[1])
     if issubclass(t, TensorMapDescriptor):
         return _Rule(128, 64, "128s", "{a}._bytes", "CUtensorMap")
     if issubclass(t, driver.CUtensorMap):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from ._backend import backend
+from ._handles._backend import backend
 from ._utils import TypeValueError, ValueOverflowError, arg_error, cast_to_3_tuple
 
 __all__ = ["LaunchConfig"]

@@ -16,14 +16,14 @@ import struct
 import warnings
 from typing import Any
 
-from ._callbacks import enqueue_host_callback
 from ._compat import driver
 from ._errors import CUDAError, _CooperativeLaunchTooLargeError
-from ._graph import GraphBuilder
+from ._host_callbacks import enqueue_host_callback
 from ._kernel_arg_handler import MISS, Plan, kernel_label, make_plan, set_arg
 from ._launch_config import LaunchConfig
 from ._stream import Stream, _DeviceDefaultStream, as_stream
 from ._utils import arg_error, handle_return, make_error
+from .graph._builder import GraphBuilder
 
 __all__ = ["PreparedLaunch", "host_launch", "launch"]
 

@@ -6,17 +6,17 @@ from contextlib import nullcontext as _nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._backend import backend
-from ._callbacks import launch_host_func
 from ._compat import driver
 from ._context import Context, adopt_child, context_handle
 from ._event import Event, EventOptions
+from ._handles._backend import backend
+from ._host_callbacks import launch_host_func
 from ._utils import TypeValueError, arg_error, check_or_create_options, ensure_driver, handle_return
 
 if TYPE_CHECKING:
     from ._device import Device
     from ._device_resources import DeviceResources
-    from ._graph import GraphBuilder
+    from .graph._builder import GraphBuilder
 
 __all__ = ["LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "StreamOptions"]
 
@@ -463,7 +463,9 @@ class Stream:
 
     def create_graph_builder(self) -> GraphBuilder:
         """A graph builder that captures work on this stream."""
-        from ._graph import GraphBuilder  # graphs are built on streams: _graph imports this module
+        from .graph._builder import (
+            GraphBuilder,  # graphs are built on streams: _graph imports this module
+        )
 
         self._live()
         return GraphBuilder._from_stream(self)
@@ -528,9 +530,8 @@ class _DeviceDefaultStream(Stream):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _DeviceDefaultStream):  # one token, but two devices' streams
-            return int(self._ctx) == int(other._ctx) and (self._handle is None) == (
-                other._handle is None
-            )  # type: ignore[arg-type]
+            same_ctx = int(self._ctx) == int(other._ctx)  # type: ignore[arg-type]
+            return same_ctx and (self._handle is None) == (other._handle is None)
         return Stream.__eq__(self, other)
 
     def __hash__(self) -> int:

@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 from cuda.bindings import nvrtc
 
-from . import _backend
 from ._compat import driver
 from ._errors import CUDADriverNotFoundError, CUDAError
+from ._handles import _backend
 from ._logging import logger as _log
 
 __all__: list[str] = []  # private module

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from ._cache import (
+from ._compile._cache import (
     FileStreamProgramCache,
     InMemoryProgramCache,
     ProgramCache,
@@ -19,6 +19,8 @@ from ._cache import (
     get_default_program_cache,
     make_program_cache_key,
 )
+from ._interop._memoryview import StridedMemoryView
+from ._interop._view_args import args_viewable_as_strided_memory
 from ._memory._copy import (
     CopyOptions,
     MemcpyOverlapMode,
@@ -28,8 +30,6 @@ from ._memory._copy import (
     discard_prefetch_batch,
     prefetch_batch,
 )
-from ._memoryview import StridedMemoryView
-from ._memoryview_args import args_viewable_as_strided_memory
 
 __all__ = [
     "CopyOptions",

@@ -4,7 +4,7 @@ Shared GPU fixtures live here too; they reach the driver only when a (GPU) test 
 
 The whole session (and every subprocess it starts) compiles into a temporary cache directory
 (``CUDA_CORE_CACHE_DIR``), never into the user's ``~/.cache/cuda_core``: the session fails if
-that directory changed while it ran (``tests/test_cache_hygiene.py`` checks it too).
+that directory changed while it ran (``tests/compile/test_cache_hygiene.py`` checks it too).
 
 With ``CUDA_CORE_TEST_PRECOMPILED=<folder>`` (the GPU tier under ``cuda-bindings`` 12.x on a
 machine without NVRTC 12, ``tools/device/cu12.sh``), compiles are answered from kernels compiled

@@ -623,7 +623,7 @@ def _class_gaps(label: str, ref: type, ours: type) -> set[str]:
     if not dataclasses.is_dataclass(ref) and not _is_enum(ref):
         # An enum's constructor is its base class's (enum.Enum here, cuda.bindings' FastEnum
         # there, whose signature differs between cuda-bindings releases): members are compared
-        # by tests/test_system_nvml_queries.py instead.
+        # by tests/system/test_system_nvml_queries.py instead.
         gaps |= _sig_gaps(label, "__init__", ref, ours)
     gaps |= _field_gaps(label, ref, ours)
     return gaps

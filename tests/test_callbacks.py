@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import cuda_core
-from cuda_core import _callbacks, host_launch
+from cuda_core import _host_callbacks as _callbacks
+from cuda_core import host_launch
 
 BUMP = r"""
 extern "C" __global__ void bump(int* v, unsigned long long i, int by) { v[i] += by; }

@@ -481,10 +481,14 @@ def test_report_shows_the_pairing():
 def test_native_entry_points_are_cuda_12_0_calls():
     """The native layer and the ctypes callers resolve their entry points at the CUDA 12.0 ABI
     (``_backend.ABI``), the same under either major: none may be newer than 12.0."""
-    from cuda_core import _backend
+    from cuda_core._handles._pure import _backend
 
     assert _backend.ABI == 12000
-    native = set(re.findall(r'EP\("(cu[A-Za-z0-9_]+)"', (SRC / "_csrc" / "module.c").read_text()))
+    native = set(
+        re.findall(
+            r'EP\("(cu[A-Za-z0-9_]+)"', (SRC / "_handles" / "_csrc" / "module.c").read_text()
+        )
+    )
     ctypes_callers = set()
     for text in _sources().values():
         ctypes_callers |= set(re.findall(r"entry_point\(\s*\"(cu[A-Za-z0-9_]+)\"", text))
@@ -511,7 +515,8 @@ def test_a_newer_majors_compiler_is_not_used():
 
 
 def test_require_refuses_a_newer_majors_nvrtc(monkeypatch):
-    from cuda_core import CompilerLibraryNotFoundError, _compilers
+    from cuda_core import CompilerLibraryNotFoundError
+    from cuda_core._compile import _libraries as _compilers
 
     monkeypatch.setattr(_compilers, "_present", set())
     monkeypatch.setattr(_compilers, "nvrtc_version", lambda: (BINDINGS_MAJOR + 1, 2))

@@ -429,7 +429,7 @@ def _ltoir(lib):
 
 @pytest.mark.parametrize("linked", [False, True])
 def test_closed_linker_matches_cuda_core(nv, linked):
-    from cuda_core._compilers import nvjitlink_available
+    from cuda_core._compile._libraries import nvjitlink_available
 
     if not nvjitlink_available():  # the GPU run under cuda-bindings 12.x has only nvJitLink 13
         pytest.skip(

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import cuda_core as ours
-from cuda_core import _dlpack as dl
+from cuda_core._interop import _dlpack as dl
 from tests.helpers import gpu_skip_reason
 from tests.helpers.dropin import host_resource, outcome, same_outcome
 

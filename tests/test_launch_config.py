@@ -144,7 +144,7 @@ def test_equal_hashable_and_cuda_core_repr():
 def _built(c: LaunchConfig, stream: int) -> Any:
     """The native CUlaunchConfig the pure-Python handle layer builds for ``c`` (the native
     backend's is checked field by field against a stub driver in test_native_stub.py)."""
-    import cuda_core._handles as pure
+    import cuda_core._handles._pure._pure as pure
 
     h = pure.LaunchConfigHandle(
         pure.StreamHandle.borrow(stream),
@@ -288,7 +288,7 @@ def test_cooperative_needs_support():
 
 
 # ---------------------------------------------------------------------------------------------
-# Driver entry points: resolved in one place (cuda_core._backend.entry_point).
+# Driver entry points: resolved in one place (cuda_core._handles._backend.entry_point).
 
 _FLAGS = driver.CUdriverProcAddress_flags
 _FOUND = driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS
@@ -296,8 +296,8 @@ _FOUND = driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS
 
 @pytest.fixture
 def fake_get_proc(monkeypatch):
-    """Stand in for ``cuGetProcAddress`` in ``cuda_core._backend`` (with an empty address cache)."""
-    from cuda_core import _backend
+    """Stand in for ``cuGetProcAddress`` in ``cuda_core._handles._backend`` (with an empty address cache)."""
+    from cuda_core._handles._pure import _backend
 
     monkeypatch.setattr(_backend, "_entry_points", {})
 
@@ -323,7 +323,7 @@ def fake_get_proc(monkeypatch):
     ],
 )
 def test_entry_points_honour_per_thread_stream_semantics(monkeypatch, fake_get_proc, env, flag):
-    from cuda_core import _backend
+    from cuda_core._handles._pure import _backend
 
     if env is None:
         monkeypatch.delenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", raising=False)
@@ -357,7 +357,7 @@ def test_entry_points_honour_per_thread_stream_semantics(monkeypatch, fake_get_p
     ids=["raises", "error", "not-found", "null"],
 )
 def test_a_missing_entry_point_is_0_and_not_cached(fake_get_proc, result):
-    from cuda_core import _backend
+    from cuda_core._handles._pure import _backend
 
     seen: list = []
     fake_get_proc(result, seen)
@@ -370,7 +370,7 @@ def test_a_missing_entry_point_is_0_and_not_cached(fake_get_proc, result):
 def test_host_callbacks_call_the_same_entry_point(monkeypatch, fake_get_proc):
     import ctypes
 
-    from cuda_core import _callbacks
+    from cuda_core import _host_callbacks as _callbacks
 
     monkeypatch.setenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "1")
     monkeypatch.setattr(_callbacks, "ensure_driver", lambda: None)

@@ -31,9 +31,9 @@ from cuda_core import (
     ProgramOptions,
     launch,
 )
-from cuda_core._memory._buffer_support import peer_devices
 from cuda_core._memory._peer import plan_peer_access, replace_peer_access, resolve_device
 from cuda_core._stream import LEGACY_DEFAULT_STREAM, _DeviceDefaultStream
+from cuda_core._stream_ops import peer_devices
 from cuda_core._utils import handle_return
 from cuda_core.utils import StridedMemoryView
 from tests.helpers import gpu_count

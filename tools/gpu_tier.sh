@@ -16,7 +16,7 @@ export PYTHONPATH=${EXTRA_PATH:+$EXTRA_PATH:}$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 BACKENDS=${BACKENDS:-native}
 JOBS=${JOBS:-1}
-SERIAL=${SERIAL:-"tests/test_vmm.py tests/test_system_nvml_compare.py tests/test_system_nvml.py tests/test_system_nvml_queries.py tests/test_nvml_report.py"}
+SERIAL=${SERIAL:-"tests/memory/test_vmm.py tests/system/test_system_nvml_compare.py tests/system/test_system_nvml.py tests/system/test_system_nvml_queries.py tests/report/test_nvml_report.py"}
 export FILE_TIMEOUT=${FILE_TIMEOUT:-240}
 [ -d .devcarry/gl ] && export LD_LIBRARY_PATH="$PWD/.devcarry/gl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 WORK=$(mktemp -d); export WORK
@@ -24,7 +24,7 @@ start=$SECONDS
 # Build the optional accelerator in place, as `pip install -e .` does (it is optional: a failure
 # leaves the pure Python path).
 python3 setup.py -q build_ext --inplace > "$OUT/build_ext.txt" 2>&1 || tail -5 "$OUT/build_ext.txt"
-python3 -c "import sys, cuda.bindings, cuda_core, cuda_core._utils as u, cuda_core._backend as b; u.ensure_driver(); print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'native', b.NATIVE, b.REASON)" | tee "$OUT/env.txt"
+python3 -c "import sys, cuda.bindings, cuda_core, cuda_core._utils as u, cuda_core._handles._backend as b; u.ensure_driver(); print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'native', b.NATIVE, b.REASON)" | tee "$OUT/env.txt"
 
 one() {  # one BACKEND FILE: the file's tests in a process of their own, on that backend
     local backend=$1 f=$2 name log rc line
@@ -38,7 +38,7 @@ one() {  # one BACKEND FILE: the file's tests in a process of their own, on that
 }
 export -f one
 
-FILES=${FILES:-$(ls tests/test_*.py)}
+FILES=${FILES:-$(find tests -name 'test_*.py' | sort)}
 parallel=() serial=()
 for f in $FILES; do
     case " $SERIAL " in *" $f "*) serial+=("$f") ;; *) parallel+=("$f") ;; esac

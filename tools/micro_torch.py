@@ -8,7 +8,7 @@ import timeit
 import torch
 
 import cuda_core as cc
-from cuda_core import _array_bridge as bridge
+from cuda_core._interop import _fast_arrays as bridge
 from cuda_core.utils import StridedMemoryView as V
 
 

@@ -257,8 +257,8 @@ def _bridge_private_harness_names():
     stream_mod.Stream_accept = lambda obj, *a, **k: None if obj is None else stream_mod.as_stream(obj)
     # Module-level probes of test_program.py and test_object_protocols.py (which backend links
     # PTX; whether the driver is new enough to load NVRTC's PTX), answered with our public facts.
-    import cuda_core._linker as linker_mod
-    import cuda_core._program as program_mod
+    import cuda_core._compile._linker as linker_mod
+    import cuda_core._compile._program as program_mod
 
     linker_mod._decide_nvjitlink_or_driver = lambda: cuda_core.Linker.which_backend() == "driver"
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._backend import backend
 from .._errors import CUDAError
-from .._utils import TypeValueError, arg_error
-from ._buffer_export import dlpack, dlpack_device, host_view, query_pointer_attrs
-from ._buffer_support import (
+from .._handles._backend import backend
+from .._stream_ops import (
     _LAST_TOKEN,
     Stream,
     UserFree,
@@ -22,6 +20,8 @@ from ._buffer_support import (
     is_pool_allocation,
     pool_allocation,
 )
+from .._utils import TypeValueError, arg_error
+from ._buffer_export import dlpack, dlpack_device, host_view, query_pointer_attrs
 from ._copy import copy_with_options
 from ._resource import MemoryResource, check_ptr, check_size
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from .. import _dlpack
 from .._compat import driver
+from .._interop import _dlpack
+from .._stream_ops import closed_error
 from .._utils import arg_error, ensure_driver, handle_return
-from ._buffer_support import closed_error
 
 __all__: list[str] = []  # private module
 

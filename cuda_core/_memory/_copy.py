@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from .._compat import driver, has, require_cuda13
+from .._stream_ops import as_stream, capture_status, closed_error, on_stream, stream_context
 from .._utils import TypeValueError, arg_error, handle_return
-from ._buffer_support import as_stream, capture_status, closed_error, on_stream, stream_context
 
 __all__ = ["Host"]  # CopyOptions, the enums and copy_batch are public in cuda_core.utils
 
@@ -193,7 +193,7 @@ def _location_of(where: Any) -> driver.CUmemLocation:
 def _batch_stream(stream: Any, api: str, capture: bool = False) -> Any:
     """The stream of a batched operation; ``TypeError`` for what the driver refuses: the legacy
     default stream, and (unless ``capture``) graph builders and capturing streams."""
-    from .._graph import GraphBuilder
+    from ..graph._builder import GraphBuilder
 
     if isinstance(stream, GraphBuilder) and not capture:
         # cuda.core's wording first (its stream parameter is typed Stream), then why and what to do

@@ -6,9 +6,9 @@ import threading
 from typing import Any
 
 from .._compat import driver
+from .._stream_ops import as_stream, capture_status, live_handle, on_stream, stream_context
 from .._utils import arg_error, handle_return, make_error
 from ._buffer import Buffer
-from ._buffer_support import as_stream, capture_status, live_handle, on_stream, stream_context
 from ._resource import MemoryResource, check_size
 
 __all__ = ["GraphMemoryResource"]

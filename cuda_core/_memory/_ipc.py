@@ -11,10 +11,10 @@ from typing import Any
 
 from .._compat import driver
 from .._errors import CUDAError
+from .._stream_ops import closed_error, stream_context
 from .._utils import arg_error, ensure_driver, handle_return
 from . import _ipc_registry as registry
 from ._buffer import Buffer
-from ._buffer_support import closed_error, stream_context
 from ._pool import set_access
 from ._resource import in_context
 

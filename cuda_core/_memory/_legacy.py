@@ -6,8 +6,8 @@ from typing import Any
 
 from .._compat import driver
 from .._errors import CUDAError
+from .._stream_ops import stream_context
 from .._utils import SET_CURRENT_HINT, ensure_driver
-from ._buffer_support import stream_context
 from ._sync import _SyncResource
 
 __all__ = ["LegacyPinnedMemoryResource"]

@@ -8,9 +8,9 @@ from typing import Any
 from .. import _stream as _stream_mod
 from .._compat import MANAGED_ALLOCATION, driver, require_cuda13
 from .._errors import CUDAError
+from .._stream_ops import closed_error, live_handle, stream_context
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
 from ._buffer import Buffer
-from ._buffer_support import closed_error, live_handle, stream_context
 from ._pool import _PoolResource, create_pool, current_pool, make_location
 from ._resource import in_context
 

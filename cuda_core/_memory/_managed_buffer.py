@@ -6,11 +6,11 @@ import ctypes
 from collections.abc import Iterable, Iterator, MutableSet
 from typing import Any
 
-from .._backend import entry_point
 from .._compat import driver, require_cuda13
+from .._handles._backend import entry_point
+from .._stream_ops import as_stream, closed_error, on_stream, stream_context
 from .._utils import arg_error, handle_return, raise_status
 from ._buffer import Buffer
-from ._buffer_support import as_stream, closed_error, on_stream, stream_context
 from ._copy import Host
 from ._managed import ManagedMemoryResource
 

@@ -5,14 +5,11 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from .._backend import backend
 from .._compat import driver
 from .._errors import CUDAError
+from .._handles._backend import backend
 from .._logging import logger as _log
-from .._utils import check_int, ensure_driver, handle_return, make_error
-from . import _ipc_registry as _registry
-from ._buffer import Buffer
-from ._buffer_support import (
+from .._stream_ops import (
     Stream,
     as_stream,
     capture_status,
@@ -20,6 +17,9 @@ from ._buffer_support import (
     live_handle,
     stream_context,
 )
+from .._utils import check_int, ensure_driver, handle_return, make_error
+from . import _ipc_registry as _registry
+from ._buffer import Buffer
 from ._resource import MemoryResource, check_size, in_context
 
 __all__ = ["MemoryPoolAttributes"]

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy
 
-from .._dlpack import kDLCUDA, kDLCUDAManaged
+from .._interop._dlpack import kDLCUDA, kDLCUDAManaged
+from .._interop._memoryview import StridedMemoryView
 from .._memory import Buffer
-from .._memoryview import StridedMemoryView
 from .._utils import arg_error
 
 __all__: list[str] = []  # private module

@@ -16,7 +16,8 @@ import numpy
 
 from .._compat import driver
 from .._memory import Buffer
-from .._memory._buffer_support import (
+from .._stream import as_stream
+from .._stream_ops import (
     capture_status,
     host_address,
     live_handle,
@@ -24,7 +25,6 @@ from .._memory._buffer_support import (
     stream_context,
     sync_stream,
 )
-from .._stream import as_stream
 from .._utils import arg_error, handle_return
 from ..typing import ArrayFormatType
 from ._ref import Owner, ResourceRef, destroy_array

@@ -1,4 +1,4 @@
-"""Running NCCL ranks in spawned processes for tests/test_nccl.py, and the ranks' own checks.
+"""Running NCCL ranks in spawned processes for tests/nccl/test_nccl.py, and the ranks' own checks.
 
 :func:`run_ranks` starts one spawned process per rank, each running a ``rank_*`` function of
 this module, and returns what each returned; a rank that raises sends its traceback back, and

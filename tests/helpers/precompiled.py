@@ -37,7 +37,7 @@ ENV = "CUDA_CORE_TEST_PRECOMPILED"
 MISSES_ENV = "CUDA_CORE_TEST_PRECOMPILED_MISSES"
 SKIP_REASON = "NVRTC 12 is not installed on this machine"
 ARCH = "sm_90"  # the H100's
-# What a compile that needed NVRTC 12 and did not find it raises (see cuda_core._compilers).
+# What a compile that needed NVRTC 12 and did not find it raises (see cuda_core._compile._libraries).
 MISSING_NVRTC_12 = "libnvrtc.so.12: LIBRARY_NOT_FOUND"
 
 # (module, source constant, options besides arch, target, name expressions: a tuple, or the
@@ -47,19 +47,19 @@ MISSING_NVRTC_12 = "libnvrtc.so.12: LIBRARY_NOT_FOUND"
 _CXX17 = {"std": "c++17"}
 REQUESTS: tuple[tuple[str, str, dict[str, Any], str, tuple[str, ...] | str], ...] = (
     ("tests.helpers.kernels", "TIMING_SRC", {}, "cubin", ()),
-    ("tests.test_memory_gpu", "SPIN_SRC", {}, "cubin", ()),
-    ("tests.test_graph", "KERNELS", {}, "cubin", ()),
-    ("tests.test_graph_def", "KERNELS", {}, "cubin", ()),
-    ("tests.test_graph_memory", "SRC", {}, "cubin", ()),
-    ("tests.test_graphics", "FILL_SRC", {}, "cubin", ()),
+    ("tests.memory.test_memory_gpu", "SPIN_SRC", {}, "cubin", ()),
+    ("tests.graph.test_graph", "KERNELS", {}, "cubin", ()),
+    ("tests.graph.test_graph_def", "KERNELS", {}, "cubin", ()),
+    ("tests.memory.test_graph_memory", "SRC", {}, "cubin", ()),
+    ("tests.interop.test_graphics", "FILL_SRC", {}, "cubin", ()),
     ("tests.test_green_context", "SMID_SRC", {}, "cubin", ()),
-    ("tests.test_handles", "SHAPE_SRC", {}, "cubin", ()),
-    ("tests.test_interop", "KERNELS", {}, "cubin", ()),
-    ("tests.test_memoryview", "FILL_COPY_SRC", {}, "cubin", ()),
-    ("tests.test_vmm", "FILL_SRC", {}, "cubin", ()),
-    ("tests.test_module", "SRC", {}, "cubin", "NAMES"),
-    ("tests.test_module", "SRC", {}, "ptx", "NAMES"),
-    ("tests.test_module", "SRC", {}, "cubin", ()),
+    ("tests.handles.test_handles", "SHAPE_SRC", {}, "cubin", ()),
+    ("tests.interop.test_interop", "KERNELS", {}, "cubin", ()),
+    ("tests.interop.test_memoryview", "FILL_COPY_SRC", {}, "cubin", ()),
+    ("tests.memory.test_vmm", "FILL_SRC", {}, "cubin", ()),
+    ("tests.compile.test_module", "SRC", {}, "cubin", "NAMES"),
+    ("tests.compile.test_module", "SRC", {}, "ptx", "NAMES"),
+    ("tests.compile.test_module", "SRC", {}, "cubin", ()),
     ("tests.test_launcher", "WRITE_SCALAR", _CXX17, "cubin", "SCALAR_NAMES"),
     ("tests.test_launcher", "STRUCT_CODE", _CXX17, "cubin", ()),
     ("tests.test_launcher", "IOTA", _CXX17, "cubin", ()),
@@ -68,8 +68,8 @@ REQUESTS: tuple[tuple[str, str, dict[str, Any], str, tuple[str, ...] | str], ...
     ("tests.test_launcher", "SHMEM", _CXX17, "cubin", ()),
     ("tests.test_launcher", "ADD", _CXX17, "cubin", ()),
     ("tests.test_tensor_map", "TMA_COPY", _CXX17, "cubin", ("tma_copy<8, 16>",)),
-    ("tests.test_texture", "TEX_SAMPLE", _CXX17, "cubin", ()),
-    ("tests.test_texture", "SURF_WRITE", _CXX17, "cubin", ()),
+    ("tests.texture.test_texture", "TEX_SAMPLE", _CXX17, "cubin", ()),
+    ("tests.texture.test_texture", "SURF_WRITE", _CXX17, "cubin", ()),
 )
 
 # Test files of compiling itself (the compile cache, compiler logs and options, linking): their

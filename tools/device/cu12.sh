@@ -53,7 +53,7 @@ python3 - >> "$LOG/setup.txt" 2>&1 <<'PY' || fail_setup "the environment is not 
 import cuda.bindings
 import cuda.pathfinder
 
-import cuda_core._backend as b
+import cuda_core._handles._backend as b
 from cuda_core import system
 from cuda_core._utils import ensure_driver
 
@@ -75,7 +75,7 @@ export CUDA_CORE_TEST_PRECOMPILED_MISSES="$LOG/misses.txt"
 # Every file on both backends, eight processes at a time (tools/gpu_tier.sh), the bindings first on
 # the path.
 EXTRA_PATH="$WORK/site" OUT="$LOG" BACKENDS="native pure" JOBS=${JOBS:-8} FILE_TIMEOUT="$FILE_TIMEOUT" \
-    FILES="${FILES:-$(ls tests/test_*.py)}" bash tools/gpu_tier.sh > "$LOG/tier.txt" 2>&1
+    FILES="${FILES:-$(find tests -name 'test_*.py' | sort)}" bash tools/gpu_tier.sh > "$LOG/tier.txt" 2>&1
 
 # The summary (totals, failures, skips by reason per backend) is tools/gpu_tier.sh's; add the misses.
 echo "compiles not found among the precompiled kernels (they skip): $(wc -l < "$LOG/misses.txt") (misses.txt)" >> "$LOG/summary.txt"

@@ -15,6 +15,6 @@ if [ ! -d "$EXAMPLES" ]; then
 fi
 # Build the native backend in place (optional: a failed build leaves the pure-Python backend).
 python3 setup.py -q build_ext --inplace > /tmp/dropin_build.txt 2>&1 || tail -5 /tmp/dropin_build.txt
-python3 -c "import cuda_core._backend as b, cuda.bindings; print('cuda_core backend native =', b.NATIVE, b.REASON, '; cuda.bindings', cuda.bindings.__version__)"
+python3 -c "import cuda_core._handles._backend as b, cuda.bindings; print('cuda_core backend native =', b.NATIVE, b.REASON, '; cuda.bindings', cuda.bindings.__version__)"
 . "$(dirname "$0")/cuda_path_from_wheels.sh"  # CUDA_PATH for kernels that include CUDA headers
 python3 tools/peer_examples.py "$EXAMPLES" "$OUT/dropin" --timeout "${EXAMPLE_TIMEOUT:-150}" ${ONLY:+--only $ONLY}

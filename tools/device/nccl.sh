@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The NCCL part of issue 14 on the two-GPU machine (device tool, kind nvidia-h200-x2, carry .whl):
 # builds in place, installs the carried nccl4py wheel (the machine has no network; PyTorch there
-# brings libnccl.so.2 in site-packages/nvidia/nccl/lib), then runs tests/test_nccl.py on both
+# brings libnccl.so.2 in site-packages/nvidia/nccl/lib), then runs tests/nccl/test_nccl.py on both
 # backends, the example plainly and under torchrun-style variables, and the benchmark twice (each
 # library first once). Full logs under $OUT/nccl/; a one-line-per-step summary in summary.txt.
 # Usage: bash tools/device/nccl.sh            (all parts, about 5-6 minutes)
@@ -54,7 +54,7 @@ du -sh "$TARGET" >> "$LOG/install.txt"
   nvidia-smi topo -m
   python3 -m pip list 2>/dev/null | grep -i -E "cuda|nvidia|nccl|torch|numpy|pathfinder"
   python3 -c 'import cuda.pathfinder as p; print("cuda-pathfinder", p.__version__, p.__file__)'
-  python3 -c 'import cuda.bindings, cuda_core._backend as b; print("cuda.bindings", cuda.bindings.__version__, "native", b.NATIVE, b.REASON)'
+  python3 -c 'import cuda.bindings, cuda_core._handles._backend as b; print("cuda.bindings", cuda.bindings.__version__, "native", b.NATIVE, b.REASON)'
   python3 -c 'from cuda_core import nccl; print("cuda_core.nccl", nccl.library_info())'
   python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version(), "gpus", torch.cuda.device_count())'
 } > "$LOG/env.txt" 2>&1
@@ -64,8 +64,8 @@ PARTS=${PARTS:-tests examples bench}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 if has tests; then
-step test_nccl_native 280 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider tests/test_nccl.py
-CUDA_CORE_NO_FASTPATH=1 step test_nccl_pure 280 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider tests/test_nccl.py
+step test_nccl_native 280 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider tests/nccl/test_nccl.py
+CUDA_CORE_NO_FASTPATH=1 step test_nccl_pure 280 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider tests/nccl/test_nccl.py
 step test_examples_nccl 200 python3 -m pytest -q -rfEs -p no:cacheprovider tests/test_examples.py -k "nccl or indexed or judge"
 fi
 

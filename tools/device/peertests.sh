@@ -15,6 +15,6 @@ if [ ! -f "$TESTS/cuda_core/tests/conftest.py" ]; then
   echo "no $TESTS/cuda_core/tests here: run with carry=[\"$TESTS\"]"; exit 2
 fi
 python3 setup.py -q build_ext --inplace > /tmp/peertests_build.txt 2>&1 || tail -5 /tmp/peertests_build.txt
-python3 -c "import cuda_core._backend as b, cuda.bindings, cuda.core; print('cuda_core backend native =', b.NATIVE, b.REASON, '; cuda.bindings', cuda.bindings.__version__, '; cuda.core', cuda.core.__version__)"
+python3 -c "import cuda_core._handles._backend as b, cuda.bindings, cuda.core; print('cuda_core backend native =', b.NATIVE, b.REASON, '; cuda.bindings', cuda.bindings.__version__, '; cuda.core', cuda.core.__version__)"
 . "$(dirname "$0")/cuda_path_from_wheels.sh"  # CUDA_PATH for kernels that include CUDA headers
 python3 tools/peer_tests.py "$TESTS" "$OUT/peertests" --gpu --timeout "${TEST_TIMEOUT:-900}" --jobs "${JOBS:-8}" ${ONLY:+--only $ONLY}

@@ -13,14 +13,14 @@ LOG="$OUT/system"
 mkdir -p "$LOG"
 CUDA_CORE_CACHE_DIR=$(mktemp -d)
 export CUDA_CORE_CACHE_DIR
-FILES="tests/test_system.py tests/test_system_nvml.py tests/test_system_nvml_queries.py
-  tests/test_system_nvml_compare.py tests/test_nvml_report.py tests/test_cli.py tests/test_api_parity.py"
+FILES="tests/system/test_system.py tests/system/test_system_nvml.py tests/system/test_system_nvml_queries.py
+  tests/system/test_system_nvml_compare.py tests/report/test_nvml_report.py tests/report/test_cli.py tests/test_api_parity.py"
 
 {
   echo "== build_ext"
   python3 setup.py -q build_ext --inplace 2>&1 | tail -20
   echo "== versions"
-  python3 -c "import sys, cuda.bindings, cuda_core, cuda_core._backend as b; print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'native', b.NATIVE, b.REASON)"
+  python3 -c "import sys, cuda.bindings, cuda_core, cuda_core._handles._backend as b; print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'native', b.NATIVE, b.REASON)"
   python3 -c "import cuda.core; print('cuda.core', cuda.core.__version__)" 2>&1
   echo "== nvidia-smi"
   if command -v nvidia-smi > /dev/null; then

@@ -1,0 +1,1 @@
+"""Compiling: Program (NVRTC, nvJitLink, libNVVM), Linker, ObjectCode and the compile caches."""

@@ -1,0 +1,571 @@
+"""Linker and LinkerOptions: link PTX, cubin, LTO-IR (and more) with nvJitLink.
+
+Where nvJitLink is missing the driver's linker (``cuLink*``) is used instead, with a warning
+that link-time optimisation is not available.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from .._compat import driver
+from .._errors import LinkerError
+from .._logging import logger as _log
+from .._utils import (
+    arg_error,
+    as_flag,
+    check_or_create_options,
+    driver_available,
+    ensure_driver,
+    handle_return,
+    make_error,
+    options_repr,
+    suggest_fields,
+)
+from ..typing import CompilerBackendType
+from ._libraries import linker_not_found, nvjitlink_available
+from ._object_code import ObjectCode
+from ._options import _as_list, check_counts, device_arch, normalize_arch
+
+__all__ = ["Linker", "LinkerOptions"]
+
+
+def _tf(v: bool) -> str:
+    return "true" if v else "false"
+
+
+@suggest_fields
+@dataclass
+class LinkerOptions:
+    """Options of :class:`Linker`, with the fields of ``cuda.core`` 1.x.
+
+    Parameters
+    ----------
+    name : str, optional
+        A name for messages and for the linked ObjectCode (default ``"<default linker>"``).
+    arch : str, optional
+        Target, ``"sm_90"`` or ``"90"``; defaults to the current device's architecture.
+    max_register_count : int, optional
+        ``-maxrregcount``.
+    time, verbose : bool, optional
+        Print timings / verbose information into the info log.
+    link_time_optimization : bool, optional
+        Link-time optimisation of LTO-IR inputs (``-lto``).
+    ptx : bool, optional
+        Emit PTX (``-ptx``); set automatically by ``link("ptx")``.
+    optimization_level : int, optional
+        ``-O0`` to ``-O4``.
+    debug, lineinfo : bool, optional
+        Debug information (``-g``), line information (``-lineinfo``).
+    ftz, prec_div, prec_sqrt, fma : bool, optional
+        Floating-point behaviour.
+    kernels_used, variables_used : str or sequence of str, optional
+        Names kept alive when unused code is removed.
+    optimize_unused_variables : bool, optional
+        ``-optimize-unused-variables``.
+    ptxas_options : str or sequence of str, optional
+        ``-Xptxas`` options.
+    split_compile, split_compile_extended : int, optional
+        Threads for split compilation.
+    no_cache : bool, optional
+        Disable nvJitLink's own cache (``-no-cache``).
+    numba_debug : bool, optional
+        Accepted for compatibility with ``cuda.core`` and ignored: it is a compiler option
+        (``ProgramOptions(numba_debug=True)``) that no linker takes. Setting it warns
+        (``DeprecationWarning``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        A field of the wrong type or value.
+    """
+
+    name: str | None = "<default linker>"
+    arch: str | None = None
+    max_register_count: int | None = None
+    time: bool | None = None
+    verbose: bool | None = None
+    link_time_optimization: bool | None = None
+    ptx: bool | None = None
+    optimization_level: int | None = None
+    debug: bool | None = None
+    lineinfo: bool | None = None
+    ftz: bool | None = None
+    prec_div: bool | None = None
+    prec_sqrt: bool | None = None
+    fma: bool | None = None
+    kernels_used: str | list[str] | tuple[str, ...] | None = None
+    variables_used: str | list[str] | tuple[str, ...] | None = None
+    optimize_unused_variables: bool | None = None
+    ptxas_options: str | list[str] | tuple[str, ...] | None = None
+    split_compile: int | None = None
+    split_compile_extended: int | None = None
+    no_cache: bool | None = None
+    numba_debug: bool | None = None
+
+    def __repr__(self) -> str:
+        # Only what was set.
+        return options_repr(self)
+
+    def __post_init__(self) -> None:
+        if self.name is not None and not isinstance(self.name, str):
+            raise arg_error("name", "a str or None", self.name, exc=TypeError)
+        if self.arch is not None:
+            self.arch = normalize_arch(self.arch)
+        for f in (
+            "time",
+            "verbose",
+            "link_time_optimization",
+            "ptx",
+            "debug",
+            "lineinfo",
+            "ftz",
+            "prec_div",
+            "prec_sqrt",
+            "fma",
+            "optimize_unused_variables",
+            "no_cache",
+            "numba_debug",
+        ):
+            setattr(self, f, as_flag(getattr(self, f)))  # any truth value, as in cuda.core
+        check_counts(self, ("max_register_count", "split_compile", "split_compile_extended"))
+        lvl = self.optimization_level
+        if lvl is not None and (
+            isinstance(lvl, bool) or not isinstance(lvl, int) or not 0 <= lvl <= 4
+        ):
+            raise arg_error("optimization_level", "an int from 0 to 4 or None", lvl)
+        if self.numba_debug is not None:
+            warnings.warn(
+                "LinkerOptions.numba_debug has no effect (no linker takes it); "
+                "set ProgramOptions.numba_debug on the compile instead",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+
+    def as_bytes(self, backend: str = "nvjitlink") -> list[bytes]:
+        """The exact nvJitLink flags of these options.
+
+        Parameters
+        ----------
+        backend : {"nvjitlink"}
+            Only nvJitLink takes flags (the driver's linker takes JIT options).
+
+        Returns
+        -------
+        list of bytes
+
+        Raises
+        ------
+        ValueError
+            An unknown backend, or ``arch`` not set and no GPU present.
+        """
+        if backend.lower() != "nvjitlink":
+            raise arg_error("backend", '"nvjitlink"', backend)
+        out = [f"-arch={self.arch if self.arch is not None else device_arch('LinkerOptions')}"]
+        add = out.append
+        if self.max_register_count is not None:
+            add(f"-maxrregcount={self.max_register_count}")
+        if self.time:
+            add("-time")
+        if self.verbose:
+            add("-verbose")
+        if self.link_time_optimization:
+            add("-lto")
+        if self.ptx:
+            add("-ptx")
+        if self.optimization_level is not None:
+            add(f"-O{self.optimization_level}")
+        if self.debug:
+            add("-g")
+        if self.lineinfo:
+            add("-lineinfo")
+        for f, flag in (
+            ("ftz", "-ftz"),
+            ("prec_div", "-prec-div"),
+            ("prec_sqrt", "-prec-sqrt"),
+            ("fma", "-fma"),
+        ):
+            v = getattr(self, f)
+            if v is not None:
+                add(f"{flag}={_tf(v)}")
+        out.extend(
+            f"-kernels-used={k}" for k in _as_list("kernels_used", self.kernels_used, (str,))
+        )
+        out.extend(
+            f"-variables-used={k}" for k in _as_list("variables_used", self.variables_used, (str,))
+        )
+        if self.optimize_unused_variables:
+            add("-optimize-unused-variables")
+        out.extend(f"-Xptxas={p}" for p in _as_list("ptxas_options", self.ptxas_options, (str,)))
+        if self.split_compile is not None:
+            add(f"-split-compile={self.split_compile}")
+        if self.split_compile_extended is not None:
+            add(f"-split-compile-extended={self.split_compile_extended}")
+        if self.no_cache:
+            add("-no-cache")
+        return [f.encode() for f in out]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _read(code: bytes | str) -> bytes:
+    if isinstance(code, str):
+        with open(code, "rb") as f:
+            return f.read()
+    return code
+
+
+def _nvjitlink_log(nvjitlink: Any, handle: int, which: str) -> str:
+    try:
+        size = getattr(nvjitlink, f"get_{which}_log_size")(handle)
+        if size <= 1:
+            return ""
+        buf = bytearray(size)
+        getattr(nvjitlink, f"get_{which}_log")(handle, buf)
+    except Exception:
+        return ""
+    return bytes(buf).rstrip(b"\x00").decode(errors="replace")
+
+
+class _LinkResult:
+    __slots__ = ("data", "error_log", "info_log")
+
+    def __init__(self) -> None:
+        self.data = b""
+        self.error_log = ""
+        self.info_log = ""
+
+
+def _link_nvjitlink(
+    flags: list[bytes],
+    inputs: list[tuple[bytes | str, str, str]],
+    target_type: str,
+    res: _LinkResult,
+) -> None:
+    from cuda.bindings import nvjitlink  # optional library: imported only once known present
+
+    opts = [f.decode() for f in flags]
+    if target_type == "ptx" and "-ptx" not in opts:
+        opts.append("-ptx")
+    kinds = {
+        "cubin": nvjitlink.InputType.CUBIN,
+        "ptx": nvjitlink.InputType.PTX,
+        "ltoir": nvjitlink.InputType.LTOIR,
+        "fatbin": nvjitlink.InputType.FATBIN,
+        "object": nvjitlink.InputType.OBJECT,
+        "library": nvjitlink.InputType.LIBRARY,
+    }
+    try:
+        handle = nvjitlink.create(len(opts), opts)
+    except nvjitlink.nvJitLinkError as exc:
+        raise LinkerError("nvJitLinkCreate", "NVJITLINK_ERROR", str(exc), options=opts) from None
+    try:
+        try:
+            for code, kind, name in inputs:
+                if isinstance(code, str):
+                    nvjitlink.add_file(handle, int(kinds[kind]), code)
+                else:
+                    nvjitlink.add_data(handle, int(kinds[kind]), code, len(code), name)
+            nvjitlink.complete(handle)
+        except nvjitlink.nvJitLinkError as exc:
+            res.error_log = _nvjitlink_log(nvjitlink, handle, "error")
+            res.info_log = _nvjitlink_log(nvjitlink, handle, "info")
+            status = getattr(exc, "status", None)
+            try:
+                ename = "NVJITLINK_" + nvjitlink.Result(int(status)).name  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                ename = "NVJITLINK_ERROR"
+            raise LinkerError(
+                "nvJitLinkComplete",
+                ename,
+                "link failed",
+                int(status) if status is not None else None,
+                log=res.error_log,
+                options=opts,
+            ) from None
+        res.info_log = _nvjitlink_log(nvjitlink, handle, "info")
+        if target_type == "ptx":
+            size = nvjitlink.get_linked_ptx_size(handle)
+            ba = bytearray(size)
+            nvjitlink.get_linked_ptx(handle, ba)
+            out = bytes(ba).rstrip(b"\x00")
+        else:
+            size = nvjitlink.get_linked_cubin_size(handle)
+            ba = bytearray(size)
+            nvjitlink.get_linked_cubin(handle, ba)
+            out = bytes(ba)
+        res.data = out
+    finally:
+        nvjitlink.destroy(handle)
+
+
+def _link_driver(
+    options: LinkerOptions | None,
+    inputs: list[tuple[bytes | str, str, str]],
+    target_type: str,
+    res: _LinkResult,
+) -> None:
+    if target_type != "cubin":
+        raise ValueError("the driver's linker can only produce cubin (nvJitLink is not available)")
+    ensure_driver()
+    J = driver.CUjit_option
+    size = 1 << 16
+    err_buf, info_buf = bytearray(size), bytearray(size)
+    keys = [
+        J.CU_JIT_ERROR_LOG_BUFFER,
+        J.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        J.CU_JIT_INFO_LOG_BUFFER,
+        J.CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+    ]
+    vals: list[Any] = [err_buf, size, info_buf, size]
+    if options is not None:
+        if options.max_register_count is not None:
+            keys.append(J.CU_JIT_MAX_REGISTERS)
+            vals.append(options.max_register_count)
+        if options.optimization_level is not None:
+            keys.append(J.CU_JIT_OPTIMIZATION_LEVEL)
+            vals.append(options.optimization_level)
+        if options.debug:
+            keys.append(J.CU_JIT_GENERATE_DEBUG_INFO)
+            vals.append(1)
+        if options.lineinfo:
+            keys.append(J.CU_JIT_GENERATE_LINE_INFO)
+            vals.append(1)
+    kinds = {
+        "cubin": driver.CUjitInputType.CU_JIT_INPUT_CUBIN,
+        "ptx": driver.CUjitInputType.CU_JIT_INPUT_PTX,
+        "fatbin": driver.CUjitInputType.CU_JIT_INPUT_FATBINARY,
+        "object": driver.CUjitInputType.CU_JIT_INPUT_OBJECT,
+        "library": driver.CUjitInputType.CU_JIT_INPUT_LIBRARY,
+    }
+    state = handle_return(driver.cuLinkCreate(len(keys), keys, vals), "cuLinkCreate")
+
+    def logs() -> None:
+        res.error_log = bytes(err_buf).split(b"\x00", 1)[0].decode(errors="replace")
+        res.info_log = bytes(info_buf).split(b"\x00", 1)[0].decode(errors="replace")
+
+    try:
+        for code, kind, name in inputs:
+            data = _read(code)
+            if kind == "ptx" and not data.endswith(b"\x00"):
+                data += b"\x00"
+            r = driver.cuLinkAddData(
+                state, kinds[kind], data, len(data), name.encode(), 0, None, None
+            )
+            if r[0] != driver.CUresult.CUDA_SUCCESS:
+                logs()
+                e = make_error(r[0], "cuLinkAddData")
+                raise LinkerError(e.api, e.error_name, e.explanation, e.code, log=res.error_log)
+        r = driver.cuLinkComplete(state)
+        logs()
+        if r[0] != driver.CUresult.CUDA_SUCCESS:
+            e = make_error(r[0], "cuLinkComplete")
+            raise LinkerError(e.api, e.error_name, e.explanation, e.code, log=res.error_log)
+        ptr, n = r[1], r[2]
+        res.data = ctypes.string_at(int(ptr), int(n))
+    finally:
+        driver.cuLinkDestroy(state)
+
+
+def _link_inputs(
+    flags: list[bytes], inputs: list[tuple[bytes | str, str, str]], target_type: str, needed_by: str
+) -> tuple[bytes, str]:
+    """Link ``(code, code_type, name)`` inputs with nvJitLink flags; return (output, info log)."""
+    res = _LinkResult()
+    if nvjitlink_available():
+        _link_nvjitlink(flags, inputs, target_type, res)
+    else:
+        _require_driver_linker(needed_by)
+        _warn_no_lto()
+        _link_driver(None, inputs, target_type, res)
+    return res.data, res.info_log
+
+
+def _require_driver_linker(needed_by: str) -> None:
+    """Without nvJitLink the driver links; without a driver too, say which install fixes it."""
+    if not driver_available():
+        raise linker_not_found(needed_by)
+    _log.debug("nvJitLink not found: linking with the driver's cuLink* linker (no LTO)")
+
+
+def _warn_no_lto() -> None:
+    warnings.warn(
+        "nvJitLink is not available; linking with the CUDA driver's linker instead, "
+        "so link-time optimisation (LTO-IR input) is not available",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+class _ClosedLinkerError(RuntimeError, ValueError):
+    """Use of a closed Linker: a RuntimeError as in cuda.core (and a ValueError, as before)."""
+
+
+class _LinkerHolder:
+    __slots__ = ("__weakref__", "closed")
+
+    def __init__(self) -> None:
+        self.closed = False
+
+
+class Linker:
+    """Links object codes into one cubin or PTX with nvJitLink.
+
+    Parameters
+    ----------
+    *object_codes : ObjectCode
+        Inputs: PTX, cubin, LTO-IR, fatbin, object or library code.
+    options : LinkerOptions or dict, optional
+        Link options; ``arch`` defaults to the current device's architecture.
+
+    Raises
+    ------
+    TypeError
+        An input is not an :class:`ObjectCode`.
+    ValueError
+        No input was given.
+
+    Examples
+    --------
+    >>> linked = Linker(a_ltoir, b_ltoir, options=LinkerOptions(arch="sm_90",
+    ...                 link_time_optimization=True)).link("cubin")
+    """
+
+    __slots__ = ("__weakref__", "_error_log", "_handle", "_info_log", "_inputs", "_options")
+
+    def __init__(
+        self, *object_codes: ObjectCode, options: LinkerOptions | dict | None = None
+    ) -> None:
+        if not object_codes:
+            raise ValueError("Linker needs at least one ObjectCode to link")
+        for i, oc in enumerate(object_codes):
+            if not isinstance(oc, ObjectCode):
+                raise arg_error(f"object_codes[{i}]", "an ObjectCode", oc, exc=TypeError)
+        self._inputs = object_codes
+        self._options = check_or_create_options(LinkerOptions, options, "options")
+        self._error_log: str | None = None  # None until link() ran
+        self._info_log: str | None = None
+        self._handle: _LinkerHolder | None = _LinkerHolder()
+
+    @property
+    def backend(self) -> CompilerBackendType:
+        """CompilerBackendType: ``"nvJitLink"``, or ``"driver"`` where nvJitLink is missing."""
+        return self.which_backend()
+
+    @classmethod
+    def which_backend(cls) -> CompilerBackendType:
+        """The linker this process uses, without creating a Linker.
+
+        Returns
+        -------
+        CompilerBackendType
+            ``NVJITLINK`` where libnvJitLink loads, else ``DRIVER`` (the driver's ``cuLink*``
+            linker, which cannot take LTO-IR). The member is a ``str`` equal to
+            ``"nvJitLink"`` or ``"driver"``.
+        """
+        return (
+            CompilerBackendType.NVJITLINK if nvjitlink_available() else CompilerBackendType.DRIVER
+        )
+
+    @property
+    def handle(self) -> int | None:
+        """None: nvJitLink handles live only for the duration of :meth:`link`; ``0`` once closed
+        (as ``cuda.core`` reports a closed linker's handle)."""
+        return 0 if self._handle is None else None
+
+    @property
+    def is_closed(self) -> bool:
+        """bool: Whether :meth:`close` was called."""
+        return self._handle is None
+
+    def close(self) -> None:
+        """Release the linker; idempotent."""
+        self._handle = None
+
+    def __enter__(self) -> Linker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def link(self, target_type: str) -> ObjectCode:
+        """Link the inputs into one :class:`ObjectCode`.
+
+        Parameters
+        ----------
+        target_type : {"cubin", "ptx"}
+            The output.
+
+        Returns
+        -------
+        ObjectCode
+            Named after ``options.name``.
+
+        Raises
+        ------
+        LinkerError
+            The link failed; the message holds the linker's error log.
+        ValueError
+            ``target_type`` is invalid.
+        RuntimeError
+            The linker is closed (the exception is also a ``ValueError``).
+        """
+        if self._handle is None:
+            raise _ClosedLinkerError("this Linker is closed")
+        if target_type not in ("cubin", "ptx"):
+            raise arg_error("target_type", '"cubin" or "ptx"', target_type)
+        name = self._options.name or "<default linker>"
+        inputs = [
+            (
+                oc.code if isinstance(oc.code, bytes) else os.fspath(oc.code),
+                oc.code_type,
+                oc.name or f"input{i}",
+            )
+            for i, oc in enumerate(self._inputs)
+        ]
+        res = _LinkResult()
+        try:
+            if nvjitlink_available():
+                _link_nvjitlink(self._options.as_bytes("nvjitlink"), inputs, target_type, res)
+            else:
+                _require_driver_linker("Linker.link()")
+                if (
+                    any(kind == "ltoir" for _, kind, _ in inputs)
+                    or self._options.link_time_optimization
+                ):
+                    raise LinkerError(
+                        "cuLinkCreate",
+                        "LTO_UNAVAILABLE",
+                        "LTO-IR needs nvJitLink, which is not available",
+                    )
+                _warn_no_lto()
+                _link_driver(self._options, inputs, target_type, res)
+        finally:
+            self._error_log, self._info_log = res.error_log, res.info_log
+        mapping: dict = {}
+        for oc in self._inputs:
+            mapping.update(oc._sym_map)
+        return ObjectCode._init(res.data, target_type, name=name, symbol_mapping=mapping)
+
+    def get_error_log(self) -> str:
+        """str: The error log of the last :meth:`link` ("" when it succeeded or before it ran).
+
+        Raises ``RuntimeError`` on a closed linker that never linked, as ``cuda.core`` does.
+        """
+        return self._log(self._error_log)
+
+    def get_info_log(self) -> str:
+        """str: The information log of the last :meth:`link` (same rules as :meth:`get_error_log`)."""
+        return self._log(self._info_log)
+
+    def _log(self, log: str | None) -> str:
+        if log is None:
+            if self._handle is None:
+                raise _ClosedLinkerError("this Linker is closed and never linked: it has no log")
+            return ""
+        return log

@@ -1,0 +1,169 @@
+"""Host callbacks: run host code in stream order (``cuLaunchHostFunc``).
+
+``host_launch`` (``cuda.core``'s name, in ``_launcher``), ``GraphBuilder.callback`` and
+``Stream.launch_host_func`` enqueue host work on a stream. A Python callable goes through one
+ctypes trampoline: the callable and its arguments wait in a table under an integer key that
+travels as the driver's ``userData``. A callback launched on an ordinary stream runs once and
+its entry is dropped when it has run. A callback recorded while the stream is being captured
+into a graph runs on every replay, so its entry lives as long as the graph: a CUDA user object
+owned by the captured graph (and by every executable graph made from it, or updated from it)
+drops the entry when the driver releases the last of them. A replay that finds no entry does
+nothing: the table is looked up, never a raw pointer. A ctypes function pointer declared
+``CUhostFn`` goes to the driver as is, with its ``user_data``; a table entry keeps the ctypes
+object (and copied data) alive until it has run, or as long as the graph.
+
+``cuLaunchHostFunc`` is called through ctypes at the driver entry point that
+``cuda_core._handles._backend.entry_point`` resolves (per-thread default stream semantics honoured, as for
+every stream call). ``cuda.bindings``' own ``cuLaunchHostFunc`` is not used: it wraps the pair
+in a heap block that its wrapper frees after the first call, so a captured callback crashes on
+the second replay of its graph (NVIDIA/cuda-python#790).
+
+The callable runs on a driver thread and must not call CUDA (the driver may refuse or
+deadlock). An exception it raises is reported through :func:`sys.unraisablehook` (by default
+printed to stderr with its traceback); it never propagates into the driver.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from typing import Any
+
+from . import _trampolines as _table
+from ._compat import driver
+from ._handles import _backend
+from ._utils import arg_error, ensure_driver, handle_return, raise_status
+
+__all__: list[
+    str
+] = []  # host_launch (in _launcher), Stream.launch_host_func and GraphBuilder.callback are public
+
+# CUresult cuLaunchHostFunc(CUstream, CUhostFn, void* userData) (CUDA 12.0 ABI). A CFUNCTYPE
+# function releases the GIL during the call (PYFUNCTYPE would not).
+_LaunchHostFunc = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+# The table and trampolines live in _callback_table (shared with explicit graph host nodes).
+_once, _kept, _keys = _table._once, _table._kept, _table._keys
+_RUN_ONCE, _RUN_KEPT, _DROP_KEPT = _table.RUN_ONCE, _table.RUN_KEPT, _table.DROP_KEPT
+_ACTIVE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
+pending_callbacks = _table.pending_callbacks
+
+_launch_fn: Any = None
+
+
+def _launch_host_func_c() -> Any:
+    """The driver's ``cuLaunchHostFunc`` as a ctypes function (resolved once; the GIL is
+    released during the call)."""
+    global _launch_fn
+    if _launch_fn is None:
+        ensure_driver()
+        addr = _backend.entry_point("cuLaunchHostFunc")
+        if not addr:
+            raise RuntimeError(
+                "the CUDA driver has no cuLaunchHostFunc entry point (CUDA 12.0 ABI)"
+            )
+        _launch_fn = _LaunchHostFunc(addr)
+    return _launch_fn
+
+
+def enqueue_host_callback(stream: Any, fn: Any, user_data: Any) -> None:
+    """Enqueue ``fn`` on the :class:`Stream` ``stream`` as ``cuda.core`` takes host callbacks:
+    a Python callable without arguments, or a ctypes ``CUhostFn`` pointer with ``user_data``
+    (see :func:`host_launch`). Used by :func:`host_launch` and ``GraphBuilder.callback``."""
+    py_fn, addr, ud, keep = _table.host_callback(fn, user_data)
+    if py_fn is not None:
+        _in_scope(stream, _enqueue, stream._handle, py_fn, ())
+    else:
+        _in_scope(stream, _enqueue_pointer, stream._handle, addr, ud, keep)
+
+
+def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
+    """Enqueue ``fn(*args)`` on ``stream``, to run on the host after the stream's preceding work.
+
+    Parameters
+    ----------
+    stream : Stream or GraphBuilder or IsStreamType
+        Where to enqueue. While the stream is being captured, the call is recorded into the
+        graph and runs on every replay; the callable stays alive as long as the graph does.
+    fn : callable
+        Runs on a driver thread; it must not call CUDA. Exceptions are reported through
+        :func:`sys.unraisablehook` and do not stop the stream.
+    *args
+        Passed to ``fn``; kept alive until it has run (or as long as the graph).
+
+    Raises
+    ------
+    TypeError
+        ``fn`` is not callable.
+    CUDAError
+        The driver refused the call.
+    """
+    if not callable(fn):
+        raise arg_error("fn", "callable", fn, exc=TypeError)
+    _in_scope(stream, _enqueue, stream._handle, fn, args)
+
+
+def _in_scope(s: Any, work: Callable[..., None], *args: Any) -> None:
+    """Run ``work(*args)`` with the context of the stream's device current (when it has one)."""
+    dev = getattr(s, "_device", None)
+    if dev is not None and getattr(dev, "_ctx", None) is not None:
+        with dev._scope():
+            work(*args)
+    else:
+        work(*args)
+
+
+def _capture_graph(handle: Any) -> Any:
+    """The graph being captured on the stream ``handle``, or ``None`` when it is not capturing."""
+    status = handle_return(driver.cuStreamIsCapturing(handle), "cuStreamIsCapturing")
+    if status != _ACTIVE:
+        return None
+    return handle_return(driver.cuStreamGetCaptureInfo(handle), "cuStreamGetCaptureInfo")[2]
+
+
+def _enqueue(handle: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    launch = _launch_host_func_c()
+    graph = _capture_graph(handle)
+    raw = int(handle) or None
+    if graph is not None:
+        # The graph owns the entry from here; the driver decides when to drop it.
+        key, _ = _table.keep_in_graph(graph, fn, args)
+        rc = launch(raw, _RUN_KEPT, key)
+        if rc:
+            raise_status(rc, "cuLaunchHostFunc")
+        return
+    key = _table.new_key()
+    _table.add_once(key, fn, args)
+    rc = launch(raw, _RUN_ONCE, key)
+    if rc:
+        _table.pop_once(key)
+        raise_status(rc, "cuLaunchHostFunc")
+
+
+def _nothing(*_: Any) -> None:
+    """The entry that only keeps objects alive (a C host function and its copied data)."""
+
+
+def _enqueue_pointer(handle: Any, addr: int, user_data: int, keep: Any) -> None:
+    """Enqueue the C host function ``addr`` with ``user_data``, keeping ``keep`` (the ctypes
+    function object and any copied data) alive until it has run, or as long as the graph."""
+    launch = _launch_host_func_c()
+    graph = _capture_graph(handle)
+    raw = int(handle) or None
+    if graph is not None:
+        _table.keep_in_graph(graph, _nothing, (keep,))
+        rc = launch(raw, addr, user_data or None)
+        if rc:
+            raise_status(rc, "cuLaunchHostFunc")
+        return
+    # A one-shot entry holds ``keep``; the trampoline queued right behind the function drops it
+    # once the function has returned (host functions of a stream run in order).
+    key = _table.new_key()
+    _table.add_once(key, _nothing, (keep,))
+    rc = launch(raw, addr, user_data or None)
+    if rc:
+        _table.pop_once(key)
+        raise_status(rc, "cuLaunchHostFunc")
+    rc = launch(raw, _RUN_ONCE, key)
+    if rc:  # the function is queued: its data stays alive (the entry is left in the table)
+        raise_status(rc, "cuLaunchHostFunc")

@@ -1,0 +1,2 @@
+"""Interop: strided views of other libraries' arrays (StridedMemoryView), DLPack, the CUDA and
+NumPy array interfaces, and graphics (OpenGL) resources."""

@@ -1,0 +1,133 @@
+"""Readers of the CUDA Array Interface (v3) and the NumPy array interface.
+
+:class:`~cuda_core.utils.StridedMemoryView` builds its views from the fields these functions
+return: ``(ptr, shape, strides, dtype, device_id, is_device_accessible, readonly,
+dl_device_type)``, with ``strides`` in elements (or ``None``) and ``dl_device_type`` a DLPack
+device type. For the CUDA Array Interface, when the producer names a stream other than the
+consumer's, the consumer stream waits on an event recorded on the producer stream (device-side
+ordering, never a host synchronisation); ``stream_ptr=-1`` opts out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy
+
+from .._compat import driver
+from .._utils import BufferAttributeError, BufferValueError, handle_return
+from . import _dlpack as _dl
+from ._fast_arrays import AMBIGUOUS
+
+__all__: list[str] = []  # private module
+
+# (ptr, shape, strides in elements, dtype, device_id, is_device_accessible, readonly, DLPack device type)
+Fields = tuple[int, tuple[int, ...], tuple[int, ...] | None, numpy.dtype[Any], int, bool, bool, int]
+
+_KDLCPU = _dl.kDLCPU
+_KDLCUDA = _dl.kDLCUDA
+_typestr_dtypes: dict[str, numpy.dtype[Any]] = {}  # typestr -> dtype (bounded cache)
+
+
+def read_cuda_array_interface(obj: Any, stream_ptr: int | None) -> Fields:
+    """The view fields of ``obj.__cuda_array_interface__``, ordered on the consumer ``stream_ptr``."""
+    try:
+        iface = obj.__cuda_array_interface__
+    except AttributeError:
+        raise BufferAttributeError(
+            f"{type(obj).__name__} has no __cuda_array_interface__"
+        ) from None
+    if stream_ptr is None:
+        raise BufferError(AMBIGUOUS)
+    ptr = iface["data"][0] or 0
+    device_id = _pointer_device(ptr)
+    producer = iface.get("stream")
+    if stream_ptr != -1 and producer is not None and producer != stream_ptr:
+        _order_streams(int(producer), int(stream_ptr), device_id)
+    return _read_interface_dict(iface, device_id, True, _KDLCUDA)
+
+
+def read_array_interface(obj: Any) -> Fields:
+    """The view fields of ``obj.__array_interface__`` (host memory)."""
+    try:
+        iface = obj.__array_interface__
+    except AttributeError:
+        raise BufferAttributeError(f"{type(obj).__name__} has no __array_interface__") from None
+    return _read_interface_dict(iface, -1, False, _KDLCPU)
+
+
+def _typestr_dtype(typestr: str) -> numpy.dtype[Any]:
+    dt = _typestr_dtypes.get(typestr)
+    if dt is None:
+        dt = numpy.dtype(typestr)
+        if len(_typestr_dtypes) < 256:
+            _typestr_dtypes[typestr] = dt
+    return dt
+
+
+def _read_interface_dict(
+    iface: dict[str, Any], device_id: int, accessible: bool, dev_type: int
+) -> Fields:
+    get = iface.get
+    if get("mask") is not None:
+        raise BufferError("masked arrays are not supported")
+    shape = tuple(iface["shape"])
+    descr = get("descr")
+    if descr and (len(descr) > 1 or descr[0][0]):  # a structured dtype
+        dt = numpy.dtype(descr)
+    else:
+        typestr = iface["typestr"]
+        dt = _typestr_dtypes.get(typestr)
+        if dt is None:
+            dt = _typestr_dtype(typestr)
+    ptr, ro = iface["data"]
+    offset = get("offset", 0) if dev_type == _KDLCPU else 0
+    byte_strides = get("strides")
+    strides = None
+    if byte_strides is not None:
+        item = dt.itemsize
+        if any(map(item.__rmod__, byte_strides)):
+            raise BufferValueError(
+                f"strides {tuple(byte_strides)} (bytes) are not multiples of the item size {item}"
+            )
+        strides = tuple(map(item.__rfloordiv__, byte_strides))
+    return ((ptr or 0) + offset, shape, strides, dt, device_id, accessible, bool(ro), dev_type)
+
+
+_ATTR_ORDINAL = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+
+
+def _pointer_device(ptr: int) -> int:
+    """The ordinal of the device owning ``ptr`` (the current device for a null pointer)."""
+    if ptr:
+        return int(
+            handle_return(driver.cuPointerGetAttribute(_ATTR_ORDINAL, ptr), "cuPointerGetAttribute")
+        )
+    err, dev = driver.cuCtxGetDevice()
+    return int(dev) if err == driver.CUresult.CUDA_SUCCESS else 0
+
+
+_EV_FLAGS = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+
+
+def _order_streams(producer: int, consumer: int, device_id: int) -> None:
+    """Make ``consumer`` wait, on the device, for the work queued so far on ``producer``."""
+    ctx = handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    pushed = None
+    if not int(ctx):  # no context current in this thread: use the device's primary context
+        dev = handle_return(driver.cuDeviceGet(device_id), "cuDeviceGet")
+        pushed = handle_return(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+        handle_return(driver.cuCtxPushCurrent(pushed), "cuCtxPushCurrent")
+    try:
+        ev = handle_return(driver.cuEventCreate(_EV_FLAGS), "cuEventCreate")
+        try:
+            handle_return(driver.cuEventRecord(ev, driver.CUstream(producer)), "cuEventRecord")
+            handle_return(
+                driver.cuStreamWaitEvent(driver.CUstream(consumer), ev, 0), "cuStreamWaitEvent"
+            )
+        finally:
+            driver.cuEventDestroy(ev)  # released once the wait no longer needs it
+    finally:
+        if pushed is not None:
+            driver.cuCtxPopCurrent()
+            driver.cuDevicePrimaryCtxRelease(dev)

@@ -1,0 +1,1 @@
+"""The environment report of ``python -m cuda_core`` and :func:`cuda_core.show_config`."""

@@ -1,0 +1,181 @@
+"""The host-callback table: Python callables the driver reaches through one trampoline.
+
+The driver calls a C function with a ``void*``; we give it one of two ctypes trampolines and an
+integer key into a table of ``(callable, args)``. A one-shot entry (``cuLaunchHostFunc`` on an
+ordinary stream) is dropped when it has run. A kept entry (a callback inside a graph) runs on
+every replay and is dropped when a CUDA user object owned by the graph is released, i.e. when
+the driver lets go of the last graph (definition, clone, or executable graph) that can call it.
+A replay that finds no entry does nothing: the driver never holds a pointer to a Python object.
+
+This module imports nothing above the error funnel, so both stream callbacks
+(:mod:`cuda_core._host_callbacks`) and explicit graph host nodes can use it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ._compat import driver
+from ._lifetime import immortal
+from ._utils import arg_error, handle_return
+
+__all__: list[str] = []  # private module
+
+HostFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_CFuncPtr = ctypes._CFuncPtr  # type: ignore[attr-defined]
+CUHOSTFN_HINT = "declare it as ctypes.CFUNCTYPE(None, ctypes.c_void_p)"
+
+_once: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+_kept: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
+_keys = itertools.count(1)
+_lock = threading.Lock()
+
+
+def _invoke(entry: tuple[Callable[..., Any], tuple[Any, ...]] | None) -> None:
+    if entry is None:
+        return
+    fn, args = entry
+    try:
+        fn(*args)
+    except BaseException as exc:
+        # Re-raised into ctypes, which hands it to sys.unraisablehook; the driver never sees it.
+        exc.add_note(f"(raised by the host callback {fn!r}; cuda_core reports it and carries on)")
+        raise
+
+
+@immortal
+@HostFn
+def _run_once(key: int | None) -> None:
+    with _lock:
+        entry = _once.pop(key or 0, None)
+    _invoke(entry)
+
+
+@immortal
+@HostFn
+def _run_kept(key: int | None) -> None:
+    _invoke(_kept.get(key or 0))
+
+
+@immortal
+@HostFn
+def _drop_kept(key: int | None) -> None:
+    with _lock:
+        _kept.pop(key or 0, None)
+
+
+def _address(cfn: Any) -> int:
+    return ctypes.cast(cfn, ctypes.c_void_p).value or 0
+
+
+# The trampolines are immortal: the driver may call them until the process ends.
+RUN_ONCE = _address(_run_once)
+RUN_KEPT = _address(_run_kept)
+DROP_KEPT = driver.CUhostFn(_address(_drop_kept))
+_NO_SYNC = driver.CUuserObject_flags.CU_USER_OBJECT_NO_DESTRUCTOR_SYNC
+_MOVE = driver.CUuserObjectRetain_flags.CU_GRAPH_USER_OBJECT_MOVE
+
+
+def new_key() -> int:
+    """A fresh table key (never reused in this process)."""
+    return next(_keys)
+
+
+def add_once(key: int, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    with _lock:
+        _once[key] = (fn, args)
+
+
+def pop_once(key: int) -> None:
+    with _lock:
+        _once.pop(key, None)
+
+
+def keep_in_graph(graph: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int, Any]:
+    """Add a kept entry whose lifetime is the graph's; return ``(key, CUuserObject)``.
+
+    The graph takes over the user object's only reference. More graphs (a graph that embeds a
+    clone of this one) may retain the returned user object with :func:`retain_in_graph`; the
+    entry is dropped when the last of them releases it.
+    """
+    key, obj = new_user_object(fn, args)
+    handle_return(driver.cuGraphRetainUserObject(graph, obj, 1, _MOVE), "cuGraphRetainUserObject")
+    return key, obj
+
+
+def retain_in_graph(graph: Any, obj: Any) -> None:
+    """Make ``graph`` hold one more reference to the user object ``obj``."""
+    handle_return(driver.cuGraphRetainUserObject(graph, obj, 1, 0), "cuGraphRetainUserObject")
+
+
+def pending_callbacks() -> tuple[int, int]:
+    """``(one-shot entries waiting to run, entries held by graphs)``, for tests."""
+    return len(_once), len(_kept)
+
+
+def new_user_object(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int, Any]:
+    """A kept entry and a user object whose one reference the caller owns (release it with
+    ``cuUserObjectRelease``); the entry is dropped when the last reference goes."""
+    key = new_key()
+    with _lock:
+        _kept[key] = (fn, args)
+    try:
+        obj = handle_return(
+            driver.cuUserObjectCreate(key, DROP_KEPT, 1, _NO_SYNC), "cuUserObjectCreate"
+        )
+    except BaseException:
+        with _lock:
+            _kept.pop(key, None)
+        raise
+    return key, obj
+
+
+def host_callback(fn: Any, user_data: Any) -> tuple[Callable[[], Any] | None, int, int, Any]:
+    """Check a host callback as ``cuda.core`` 1.2 takes it (stream capture, graph host nodes).
+
+    Returns ``(python callable or None, C function address, userData, object to retain)``:
+
+    * a Python callable takes no arguments; ``user_data`` must be ``None`` (``ValueError``
+      otherwise). The caller routes it through a trampoline and a table key.
+    * a ctypes function pointer declared ``CFUNCTYPE(None, c_void_p)`` goes to the driver as is,
+      with ``user_data`` an ``int`` address (the caller keeps it valid), or bytes-like data
+      copied into a buffer that the returned object keeps alive (with the function pointer).
+    """
+    if isinstance(fn, _CFuncPtr):
+        restype = getattr(fn, "restype", None)
+        argtypes = tuple(getattr(fn, "argtypes", None) or ())
+        if restype is not None or argtypes != (ctypes.c_void_p,):
+            raise arg_error(
+                "fn",
+                "a ctypes function pointer matching CUhostFn, void (*)(void*)",
+                fn,
+                f"{CUHOSTFN_HINT} (declared restype={restype!r}, argtypes={argtypes!r})",
+                TypeError,
+            )
+        addr = _address(fn)
+        if user_data is None:
+            return None, addr, 0, fn
+        if isinstance(user_data, int) and not isinstance(user_data, bool):
+            return None, addr, user_data, fn
+        try:
+            data = bytes(memoryview(user_data).cast("B"))
+        except TypeError:
+            raise arg_error(
+                "user_data", "None, an int address or a bytes-like object", user_data, exc=TypeError
+            ) from None
+        copy = ctypes.create_string_buffer(data, max(len(data), 1))
+        return None, addr, ctypes.addressof(copy), (fn, copy)
+    if not callable(fn):
+        raise arg_error("fn", "a callable or a ctypes CUhostFn function pointer", fn, exc=TypeError)
+    if user_data is not None:
+        raise arg_error(
+            "user_data",
+            "None for a Python callable",
+            user_data,
+            "bind state with a closure or functools.partial",
+        )
+    return fn, 0, 0, None
