@@ -221,7 +221,7 @@ def main() -> None:
     from cuda.bindings import driver
 
     from cuda_core import Device, LaunchConfig, PreparedLaunch, Program, ProgramOptions, launch
-    from cuda_core._handles._pure import _backend
+    from cuda_core._handles import _backend
 
     dev = Device()
     dev.set_current()

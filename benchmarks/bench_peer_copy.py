@@ -262,9 +262,8 @@ def ratio(res: dict[str, float | str]) -> float | str:
 def main() -> int:
     print(environment_line())
     try:
-        from cuda_core._handles._pure._backend import NATIVE, REASON
-
         from cuda_core import system
+        from cuda_core._handles._backend import NATIVE, REASON
 
         n = system.get_num_devices()
     except Exception as exc:

@@ -25,7 +25,7 @@ cuda_core runs on ``cuda-bindings`` 12.9.3 or newer 12.x (extra ``cu12``) and on
   CUDA 12 build) naming the call, the version it needs and the installed one.
 * **Enum members only 13.x has**: :data:`MANAGED_ALLOCATION` (``None`` on 12.x), and the
   device attributes CUDA 13.0 added (:func:`device_attributes` lists them as numbers on 12.x,
-  ``_utils.device_attribute`` reads them through the driver entry point).
+  ``_handles._driver.device_attribute`` reads them through the driver entry point).
 
 Features check with :func:`require` (a clearer name than the call's) and probe with
 :func:`has`; :func:`pairing` is the bindings/driver verdict ``python -m cuda_core`` prints.
@@ -465,7 +465,7 @@ _DEVICE_ATTRIBUTES_13 = {
 def device_attributes() -> list[tuple[str, Any]]:
     """``(name, attribute)`` of every ``CU_DEVICE_ATTRIBUTE_X`` but ``MAX``: the bindings' enum
     members, and on 12.x the ones CUDA 13.0 added as plain ``int`` (read them with
-    ``_utils.device_attribute``)."""
+    ``_handles._driver.device_attribute``)."""
     out = [(a.name, a) for a in _drv.CUdevice_attribute if a.name != "CU_DEVICE_ATTRIBUTE_MAX"]
     have = {name for name, _ in out}
     out += [(name, number) for name, number in _DEVICE_ATTRIBUTES_13.items() if name not in have]

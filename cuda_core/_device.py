@@ -12,8 +12,9 @@ from ._device_resources import DeviceResources
 from ._errors import CUDAError
 from ._event import Event
 from ._handles._backend import backend
+from ._handles._driver import device_attribute, ensure_driver
 from ._stream import Stream, _borrow, _foreign_handle_attrs
-from ._utils import SET_CURRENT_HINT, arg_error, device_attribute, ensure_driver, handle_return
+from ._utils import SET_CURRENT_HINT, arg_error, handle_return
 
 if TYPE_CHECKING:
     from ._event import EventOptions

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 from ._compat import driver
 from ._context import Context
 from ._handles._backend import backend
-from ._utils import TypeValueError, arg_error, check_or_create_options, ensure_driver, handle_return
+from ._handles._driver import ensure_driver
+from ._utils import TypeValueError, arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
     from ._device import Device

@@ -32,7 +32,8 @@ from typing import Any
 from . import _trampolines as _table
 from ._compat import driver
 from ._handles import _backend
-from ._utils import arg_error, ensure_driver, handle_return, raise_status
+from ._handles._driver import ensure_driver
+from ._utils import arg_error, handle_return, raise_status
 
 __all__: list[
     str

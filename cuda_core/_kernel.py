@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ._compat import driver, has
-from ._utils import arg_error, call, ensure_driver, handle_return, raise_status
+from ._handles._driver import ensure_driver
+from ._utils import arg_error, call, handle_return, raise_status
 
 __all__ = ["Kernel", "KernelAttributes", "KernelOccupancy"]
 

@@ -10,8 +10,9 @@ from ._compat import driver
 from ._context import Context, adopt_child, context_handle
 from ._event import Event, EventOptions
 from ._handles._backend import backend
+from ._handles._driver import ensure_driver
 from ._host_callbacks import launch_host_func
-from ._utils import TypeValueError, arg_error, check_or_create_options, ensure_driver, handle_return
+from ._utils import TypeValueError, arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
     from ._device import Device

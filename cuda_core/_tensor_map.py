@@ -24,7 +24,8 @@ from typing import Any
 import numpy
 
 from ._compat import driver, require
-from ._utils import arg_error, check_int, ensure_driver, handle_return
+from ._handles._driver import ensure_driver
+from ._utils import arg_error, check_int, handle_return
 
 __all__ = ["TensorMapDescriptor", "TensorMapDescriptorOptions"]
 

@@ -44,7 +44,8 @@ from typing import Any
 
 from ._compat import BINDINGS_TEXT, CUDA13, driver, driver_version, missing
 from ._errors import CUDAError
-from ._utils import ensure_driver, handle_return
+from ._handles._driver import ensure_driver
+from ._utils import handle_return
 from .typing import ProcessStateType
 
 __all__ = ["Process"]

@@ -67,7 +67,7 @@ def test_restore_mapping_builds_gpu_pairs():
 
 
 def test_without_driver_a_clear_error():
-    from cuda_core._utils import driver_available
+    from cuda_core._handles._driver import driver_available
 
     if driver_available():
         pytest.skip("an NVIDIA driver is present")

@@ -481,7 +481,7 @@ def test_report_shows_the_pairing():
 def test_native_entry_points_are_cuda_12_0_calls():
     """The native layer and the ctypes callers resolve their entry points at the CUDA 12.0 ABI
     (``_backend.ABI``), the same under either major: none may be newer than 12.0."""
-    from cuda_core._handles._pure import _backend
+    from cuda_core._handles import _backend
 
     assert _backend.ABI == 12000
     native = set(

@@ -446,7 +446,7 @@ class _RecordingConfig:
 def _types_match_backends():
     import importlib
 
-    import cuda_core._handles._pure._pure as pure
+    import cuda_core._handles._pure as pure
 
     out = [pure]
     try:

@@ -144,7 +144,7 @@ def test_equal_hashable_and_cuda_core_repr():
 def _built(c: LaunchConfig, stream: int) -> Any:
     """The native CUlaunchConfig the pure-Python handle layer builds for ``c`` (the native
     backend's is checked field by field against a stub driver in test_native_stub.py)."""
-    import cuda_core._handles._pure._pure as pure
+    import cuda_core._handles._pure as pure
 
     h = pure.LaunchConfigHandle(
         pure.StreamHandle.borrow(stream),
@@ -297,7 +297,7 @@ _FOUND = driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS
 @pytest.fixture
 def fake_get_proc(monkeypatch):
     """Stand in for ``cuGetProcAddress`` in ``cuda_core._handles._backend`` (with an empty address cache)."""
-    from cuda_core._handles._pure import _backend
+    from cuda_core._handles import _backend
 
     monkeypatch.setattr(_backend, "_entry_points", {})
 
@@ -323,7 +323,7 @@ def fake_get_proc(monkeypatch):
     ],
 )
 def test_entry_points_honour_per_thread_stream_semantics(monkeypatch, fake_get_proc, env, flag):
-    from cuda_core._handles._pure import _backend
+    from cuda_core._handles import _backend
 
     if env is None:
         monkeypatch.delenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", raising=False)
@@ -357,7 +357,7 @@ def test_entry_points_honour_per_thread_stream_semantics(monkeypatch, fake_get_p
     ids=["raises", "error", "not-found", "null"],
 )
 def test_a_missing_entry_point_is_0_and_not_cached(fake_get_proc, result):
-    from cuda_core._handles._pure import _backend
+    from cuda_core._handles import _backend
 
     seen: list = []
     fake_get_proc(result, seen)

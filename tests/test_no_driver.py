@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from cuda_core._utils import driver_available
+from cuda_core._handles._driver import driver_available
 
 pytestmark = pytest.mark.skipif(
     driver_available(), reason="an NVIDIA driver is present; these tests need a machine without one"

@@ -24,7 +24,7 @@ start=$SECONDS
 # Build the optional accelerator in place, as `pip install -e .` does (it is optional: a failure
 # leaves the pure Python path).
 python3 setup.py -q build_ext --inplace > "$OUT/build_ext.txt" 2>&1 || tail -5 "$OUT/build_ext.txt"
-python3 -c "import sys, cuda.bindings, cuda_core, cuda_core._utils as u, cuda_core._handles._backend as b; u.ensure_driver(); print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'native', b.NATIVE, b.REASON)" | tee "$OUT/env.txt"
+python3 -c "import sys, cuda.bindings, cuda_core, cuda_core._handles._driver as u, cuda_core._handles._backend as b; u.ensure_driver(); print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'native', b.NATIVE, b.REASON)" | tee "$OUT/env.txt"
 
 one() {  # one BACKEND FILE: the file's tests in a process of their own, on that backend
     local backend=$1 f=$2 name log rc line

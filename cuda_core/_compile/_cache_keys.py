@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._compat import BINDINGS_TEXT, driver
-from .._utils import ensure_driver, handle_return
+from .._handles._driver import ensure_driver
+from .._utils import handle_return
 from ._cache_paths import stamp_dir
 from ._libraries import nvjitlink_available, nvrtc_version_cached, require
 

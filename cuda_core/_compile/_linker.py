@@ -14,13 +14,12 @@ from typing import Any
 
 from .._compat import driver
 from .._errors import LinkerError
+from .._handles._driver import driver_available, ensure_driver
 from .._logging import logger as _log
 from .._utils import (
     arg_error,
     as_flag,
     check_or_create_options,
-    driver_available,
-    ensure_driver,
     handle_return,
     make_error,
     options_repr,

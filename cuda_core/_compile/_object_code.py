@@ -12,9 +12,10 @@ import weakref
 from typing import Any
 
 from .._compat import driver
+from .._handles._driver import ensure_driver
 from .._handles._holder import HandleHolder
 from .._kernel import Kernel, KernelAttributes, KernelOccupancy
-from .._utils import arg_error, ensure_driver, handle_return
+from .._utils import arg_error, handle_return
 
 __all__ = ["Kernel", "KernelAttributes", "KernelOccupancy", "ObjectCode"]
 

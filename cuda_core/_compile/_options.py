@@ -15,7 +15,8 @@ from typing import Any
 
 from .._compat import driver
 from .._errors import CUDAError
-from .._utils import arg_error, as_flag, ensure_driver, handle_return, options_repr, suggest_fields
+from .._handles._driver import ensure_driver
+from .._utils import arg_error, as_flag, handle_return, options_repr, suggest_fields
 from ._libraries import nvrtc_version_cached
 
 __all__ = ["ProgramOptions"]

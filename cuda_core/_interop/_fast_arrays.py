@@ -28,8 +28,9 @@ import numpy
 
 from .._compat import driver
 from .._handles._backend import backend
+from .._handles._driver import ensure_driver
 from .._handles._pure_interop import AMBIGUOUS
-from .._utils import ensure_driver, handle_return, raise_status
+from .._utils import handle_return, raise_status
 from . import _dlpack as _dl
 
 __all__: list[str] = []  # private module

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._compat import driver
+from .._handles._driver import ensure_driver
 from .._memory import Buffer
 from .._stream import Stream, as_stream
-from .._utils import arg_error, ensure_driver, handle_return
+from .._utils import arg_error, handle_return
 
 __all__ = ["GraphicsResource"]
 

@@ -6,9 +6,10 @@ import ctypes
 from typing import Any
 
 from .._compat import driver
+from .._handles._driver import ensure_driver
 from .._interop import _dlpack
 from .._stream_ops import closed_error
-from .._utils import arg_error, ensure_driver, handle_return
+from .._utils import arg_error, handle_return
 
 __all__: list[str] = []  # private module
 

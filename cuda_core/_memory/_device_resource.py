@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._compat import driver
-from .._utils import arg_error, check_or_create_options, ensure_driver, handle_return
+from .._handles._driver import ensure_driver
+from .._utils import arg_error, check_or_create_options, handle_return
 from ._peer import PeerAccessibleBySetProxy, replace_peer_access
 from ._pool import _PoolResource, check_bool, check_max_size, create_pool
 from ._resource import MemoryResource

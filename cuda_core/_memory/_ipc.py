@@ -11,8 +11,9 @@ from typing import Any
 
 from .._compat import driver
 from .._errors import CUDAError
+from .._handles._driver import ensure_driver
 from .._stream_ops import closed_error, stream_context
-from .._utils import arg_error, ensure_driver, handle_return
+from .._utils import arg_error, handle_return
 from . import _ipc_registry as registry
 from ._buffer import Buffer
 from ._pool import set_access

@@ -6,8 +6,9 @@ from typing import Any
 
 from .._compat import driver
 from .._errors import CUDAError
+from .._handles._driver import ensure_driver
 from .._stream_ops import stream_context
-from .._utils import SET_CURRENT_HINT, ensure_driver
+from .._utils import SET_CURRENT_HINT
 from ._sync import _SyncResource
 
 __all__ = ["LegacyPinnedMemoryResource"]

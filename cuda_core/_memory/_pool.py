@@ -8,6 +8,7 @@ from typing import Any
 from .._compat import driver
 from .._errors import CUDAError
 from .._handles._backend import backend
+from .._handles._driver import ensure_driver
 from .._logging import logger as _log
 from .._stream_ops import (
     Stream,
@@ -17,7 +18,7 @@ from .._stream_ops import (
     live_handle,
     stream_context,
 )
-from .._utils import check_int, ensure_driver, handle_return, make_error
+from .._utils import check_int, handle_return, make_error
 from . import _ipc_registry as _registry
 from ._buffer import Buffer
 from ._resource import MemoryResource, check_size, in_context

@@ -55,7 +55,7 @@ class GraphDefinition:
     _closed: bool
 
     def __init__(self) -> None:
-        from .._utils import ensure_driver
+        from .._handles._driver import ensure_driver
 
         ensure_driver()
         h = handle_return(driver.cuGraphCreate(0), "cuGraphCreate")

@@ -14,7 +14,8 @@ from typing import Any
 
 from .._compat import driver
 from .._handles import _backend
-from .._utils import ensure_driver, handle_return, make_error
+from .._handles._driver import ensure_driver
+from .._utils import handle_return, make_error
 
 __all__: list[str] = []  # private module
 

@@ -6,7 +6,8 @@ from typing import Any
 
 from .._compat import BINDINGS_TEXT, driver, driver_version_int
 from .._errors import CUDADriverNotFoundError, CUDAError
-from .._utils import ensure_driver, handle_return, nvrtc_version
+from .._handles._driver import ensure_driver
+from .._utils import handle_return, nvrtc_version
 from ._nvml import call, nvml, text
 
 __all__ = [

@@ -12,8 +12,8 @@ import warnings
 import pytest
 
 import cuda_core
-from cuda_core._handles._pure import _backend
-from cuda_core._handles._pure import _pure as _handles
+from cuda_core._handles import _backend
+from cuda_core._handles import _pure as _handles
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

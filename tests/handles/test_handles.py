@@ -15,12 +15,12 @@ import threading
 import time
 import warnings
 
-import cuda_core._handles._pure._pure as pure
 import numpy as np
 import pytest
 from cuda.bindings import driver
 
-from cuda_core._handles._pure import _backend
+import cuda_core._handles._pure as pure
+from cuda_core._handles import _backend
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NON_BLOCKING = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)

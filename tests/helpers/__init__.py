@@ -23,7 +23,7 @@ cuda13_bindings = pytest.mark.skipif(
 def gpu_skip_reason() -> str | None:
     """``None`` when a CUDA GPU is usable, else why GPU-tier tests are skipped."""
     from cuda_core._errors import CUDADriverNotFoundError, CUDAError
-    from cuda_core._utils import ensure_driver
+    from cuda_core._handles._driver import ensure_driver
 
     try:
         ensure_driver()

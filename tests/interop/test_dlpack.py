@@ -174,7 +174,7 @@ def _numpy_capsules():
 
 
 def _readers():
-    from cuda_core._handles._pure import _pure_interop as _interop_py
+    from cuda_core._handles import _pure_interop as _interop_py
 
     out = [pytest.param(_interop_py.read_capsule, id="pure")]
     try:
@@ -288,7 +288,7 @@ def test_dtype_word_table_covers_every_registered_dtype():
 
 _EXIT_SCRIPT = """
 import numpy as np
-from cuda_core import _dlpack
+from cuda_core._interop import _dlpack
 
 host = np.arange(64, dtype=np.uint8)
 

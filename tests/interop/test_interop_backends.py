@@ -12,7 +12,7 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from cuda_core._handles._pure import _pure_interop as pure
+from cuda_core._handles import _pure_interop as pure
 from cuda_core._interop import _dlpack as dl
 
 native = pytest.importorskip("cuda_core._native", reason="cuda_core._native was not built")
@@ -379,7 +379,7 @@ def test_record_wait_checks_its_arguments_before_the_driver():
 
 
 def test_handles_reexports_the_pure_protocol():
-    from cuda_core._handles._pure import _pure as _handles
+    from cuda_core._handles import _pure as _handles
 
     for name in ("ViewInfo", "read_capsule", "dlpack_view", "torch_setup", "torch_view", "set_order_event",
                  "record_wait", "AMBIGUOUS"):  # fmt: skip

@@ -976,7 +976,7 @@ def test_torch_native_view_equals_pure_and_dlpack_paths(monkeypatch):
 
 
 def test_backend_dlpack_view_serves_numpy_and_subclasses():
-    from cuda_core._handles._pure._backend import backend
+    from cuda_core._handles._backend import backend
 
     ro = np.arange(6, dtype=np.int16)
     ro.setflags(write=False)

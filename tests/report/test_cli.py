@@ -283,7 +283,7 @@ def test_cpu_only_torch_says_so(monkeypatch):
 def test_backend_status_names_the_rebuild_command(
     monkeypatch, native, reason, compiler, state, rebuild
 ):
-    from cuda_core._handles._pure import _backend
+    from cuda_core._handles import _backend
     from cuda_core._report import _environment as _config
 
     monkeypatch.setattr(_backend, "NATIVE", native)

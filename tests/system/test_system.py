@@ -8,7 +8,7 @@ import pytest
 from cuda.bindings import driver, nvjitlink, nvrtc, nvvm
 
 from cuda_core import CUDADriverNotFoundError, system
-from cuda_core._utils import driver_available
+from cuda_core._handles._driver import driver_available
 
 
 def test_all_is_sorted_and_resolves():

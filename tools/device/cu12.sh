@@ -55,7 +55,7 @@ import cuda.pathfinder
 
 import cuda_core._handles._backend as b
 from cuda_core import system
-from cuda_core._utils import ensure_driver
+from cuda_core._handles._driver import ensure_driver
 
 ensure_driver()
 print(f"cuda-bindings {cuda.bindings.__version__} from {cuda.bindings.__file__}")

@@ -22,7 +22,7 @@ note "build_ext: rc=$?"
 {
   nvidia-smi -L
   nvidia-smi topo -m
-  python3 -c "import sys, cuda.bindings, cuda_core, cuda_core._utils as u, cuda_core._handles._backend as b; u.ensure_driver(); \
+  python3 -c "import sys, cuda.bindings, cuda_core, cuda_core._handles._driver as u, cuda_core._handles._backend as b; u.ensure_driver(); \
 from cuda_core import Device; ds = Device.get_all_devices(); \
 print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'native', b.NATIVE, b.REASON); \
 print([(d.device_id, d.name, [d.can_access_peer(o) for o in ds]) for d in ds])"
