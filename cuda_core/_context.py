@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import _links
 from ._compat import driver
 from ._device_resources import (
     DeviceResources,
@@ -23,8 +24,7 @@ from ._device_resources import (
     WorkqueueResource,
     require_green_contexts,
 )
-from ._handles._backend import backend
-from ._logging import logger as _log
+from ._handles._context_registry import context_handle, forget_context
 from ._utils import arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
@@ -37,35 +37,10 @@ _GREEN_FLAGS = int(
     getattr(getattr(driver, "CUgreenCtxCreate_flags", None), "CU_GREEN_CTX_DEFAULT_STREAM", 1)
 )
 
-# ContextHandle by context address: one handle per live context, so that every stream, event
-# and allocation of a context shares its idle pools and generation. A handle that fails its
-# check (the context was destroyed, its address reused) is replaced.
-_handles: dict[int, Any] = {}
-_handles_lock = threading.Lock()  # threads of one process share the contexts: one handle each
 # What owns each live context made by Device.create_context, by address: a Stream of it
 # reports that context (green, with its resources) as its Context, also after the Context
 # object the user got was collected (the context lives on while its streams and events do).
 _owners: dict[int, _Owned] = {}
-
-
-def context_handle(address: int, device: int = -1) -> Any:
-    """The ContextHandle of the context at ``address`` (``device >= 0``: the primary context
-    of that device, which the handle re-initialises when it finds it reset)."""
-    h = _handles.get(address)
-    if h is not None and (device < 0 or h.device >= 0) and h.check():
-        return h
-    with _handles_lock:  # two threads meeting a new context make one handle, not two
-        h = _handles.get(address)
-        if h is None or (device >= 0 and h.device < 0) or not h.check():
-            if h is not None:
-                _log.debug(
-                    "context 0x%x was reset or destroyed: its idle pools are dropped", address
-                )
-            h = _handles[address] = backend.ContextHandle(address, device)
-            _log.debug(
-                "context 0x%x (device %d): new handle, generation %d", address, device, h.generation
-            )
-    return h
 
 
 @dataclass
@@ -162,8 +137,7 @@ class _Owned:
             # The idle handles died with the context (or were detached from it); the live
             # ones are closed (their handles see the context gone and forget them).
             self.ctxh.drop_pools()
-            if _handles.get(address) is self.ctxh:
-                del _handles[address]
+            forget_context(address, self.ctxh)
             if _owners.get(address) is self:
                 del _owners[address]
             for child in live:
@@ -253,7 +227,7 @@ class Context:
     def device(self) -> Device:
         """The :class:`Device` this context belongs to."""
         if self._device is None:
-            from ._device import Device  # a Device owns its context: _device imports this module
+            Device = _links.Device
 
             handle_return(driver.cuCtxPushCurrent(self._live()), "cuCtxPushCurrent")
             try:

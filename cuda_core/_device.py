@@ -6,31 +6,29 @@ import threading
 from collections import namedtuple
 from typing import TYPE_CHECKING, Any
 
+from . import _links
 from ._compat import device_attributes, driver
-from ._context import Context, ContextOptions, context_handle
+from ._context import Context, ContextOptions
 from ._device_resources import DeviceResources
 from ._errors import CUDAError
 from ._event import Event
 from ._handles._backend import backend
+from ._handles._context_registry import context_handle
 from ._handles._driver import device_attribute, ensure_driver
+from ._links import device_count
 from ._stream import Stream, _borrow, _foreign_handle_attrs
 from ._utils import SET_CURRENT_HINT, arg_error, handle_return
 
 if TYPE_CHECKING:
     from ._event import EventOptions
-    from ._memory import Buffer, MemoryResource
+    from ._memory._buffer import Buffer
+    from ._memory._resource import MemoryResource
     from ._stream import StreamOptions
     from .graph._builder import GraphBuilder
-    from .texture import (
-        MipmappedArray,
-        MipmappedArrayOptions,
-        OpaqueArray,
-        OpaqueArrayOptions,
-        ResourceDescriptor,
-        SurfaceObject,
-        TextureObject,
-        TextureObjectOptions,
-    )
+    from .texture._array import OpaqueArray, OpaqueArrayOptions
+    from .texture._mipmapped_array import MipmappedArray, MipmappedArrayOptions
+    from .texture._surface import SurfaceObject
+    from .texture._texture import ResourceDescriptor, TextureObject, TextureObjectOptions
 
 __all__ = ["ComputeCapability", "Device", "DeviceProperties"]
 
@@ -46,20 +44,6 @@ _cuCtxPopCurrent = driver.cuCtxPopCurrent
 _ctx_get_device = backend.ctx_get_device
 
 _tls = threading.local()
-_count_lock = threading.Lock()
-_device_count: int | None = None
-
-
-def _get_device_count() -> int:
-    global _device_count
-    if _device_count is None:
-        ensure_driver()
-        with _count_lock:
-            if _device_count is None:
-                _device_count = int(handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount"))
-    return _device_count
-
-
 # ---------------------------------------------------------------------------------------------
 # DeviceProperties: every CUdevice_attribute as a cached, read-only property.
 
@@ -272,7 +256,7 @@ class Device:
             return device_id
         if isinstance(device_id, bool) or not isinstance(device_id, int):
             raise arg_error("device_id", "None, a Device or an int", device_id, exc=TypeError)
-        count = _get_device_count()
+        count = device_count()
         if not 0 <= device_id < count:
             rule = (
                 f"in range [0, {count})"
@@ -330,7 +314,7 @@ class Device:
     @staticmethod
     def get_all_devices() -> tuple[Device, ...]:
         """Every CUDA device of this machine, in ordinal order (this thread's objects)."""
-        return tuple(Device(i) for i in range(_get_device_count()))
+        return tuple(Device(i) for i in range(device_count()))
 
     # -- facts --------------------------------------------------------------------------------
 
@@ -579,9 +563,7 @@ class Device:
 
     def create_graph_builder(self) -> GraphBuilder:
         """A graph builder capturing on a new stream of this device."""
-        from .graph._builder import GraphBuilder  # graphs are built above devices and streams
-
-        return GraphBuilder._from_stream(self.create_stream(), owns_stream=True)
+        return _links.graph_builder(self.create_stream(), True)
 
     @property
     def memory_resource(self) -> MemoryResource:
@@ -590,17 +572,13 @@ class Device:
         h = self._ctxh
         if mr is None or (self._mr_gen and h is not None and h.generation != self._mr_gen):
             # (Re)made when the context was reset since: its pool died with the context.
-            from ._memory import default_memory_resource  # memory is built above devices
-
-            mr = self._mr = default_memory_resource(self)
+            mr = self._mr = _links.default_memory_resource(self)
             self._mr_gen = h.generation if h is not None else 0
         return mr
 
     @memory_resource.setter
     def memory_resource(self, mr: MemoryResource) -> None:
-        from ._memory import MemoryResource  # memory is built above devices
-
-        if not isinstance(mr, MemoryResource):
+        if not isinstance(mr, _links.MemoryResource):
             raise arg_error("memory_resource", "a MemoryResource", mr, exc=TypeError)
         self._mr = mr
         self._mr_gen = 0
@@ -634,9 +612,7 @@ class Device:
             NVML is missing (:class:`cuda_core.system.LibraryNotFoundError`) or does not know
             this UUID (:class:`cuda_core.system.NotFoundError`).
         """
-        from .system._device import Device as _SystemDevice
-
-        return _SystemDevice(uuid=self.uuid)
+        return _links.system_device(self.uuid)
 
     def create_opaque_array(self, options: OpaqueArrayOptions | dict) -> OpaqueArray:
         """Allocate a CUDA array (:class:`~cuda_core.texture.OpaqueArray`) on this device.
@@ -647,10 +623,8 @@ class Device:
         """
         if self._ctx is None:
             self._require_ctx("Device.create_opaque_array")
-        from .texture import _create_opaque_array  # textures are built above devices
-
         with self._scope():
-            return _create_opaque_array(self, options)
+            return _links.textures.create_opaque_array(self, options)
 
     def create_mipmapped_array(self, options: MipmappedArrayOptions | dict) -> MipmappedArray:
         """Allocate a :class:`~cuda_core.texture.MipmappedArray` on this device.
@@ -660,10 +634,8 @@ class Device:
         """
         if self._ctx is None:
             self._require_ctx("Device.create_mipmapped_array")
-        from .texture import _create_mipmapped_array  # textures are built above devices
-
         with self._scope():
-            return _create_mipmapped_array(self, options)
+            return _links.textures.create_mipmapped_array(self, options)
 
     def create_texture_object(
         self, *, resource: ResourceDescriptor, options: TextureObjectOptions | dict | None = None
@@ -676,10 +648,8 @@ class Device:
         """
         if self._ctx is None:
             self._require_ctx("Device.create_texture_object")
-        from .texture import _create_texture_object  # textures are built above devices
-
         with self._scope():
-            return _create_texture_object(self, resource, options)
+            return _links.textures.create_texture_object(self, resource, options)
 
     def create_surface_object(self, *, resource: ResourceDescriptor) -> SurfaceObject:
         """Create a bindless :class:`~cuda_core.texture.SurfaceObject` on ``resource``.
@@ -690,7 +660,8 @@ class Device:
         """
         if self._ctx is None:
             self._require_ctx("Device.create_surface_object")
-        from .texture import _create_surface_object  # textures are built above devices
-
         with self._scope():
-            return _create_surface_object(self, resource)
+            return _links.textures.create_surface_object(self, resource)
+
+
+_links.Device = Device

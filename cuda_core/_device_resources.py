@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import _links
 from ._compat import driver, has, missing, require
 from ._errors import CUDAError
 from ._utils import arg_error, check_or_create_options, handle_return
@@ -425,7 +426,7 @@ class WorkqueueResource:
     @property
     def device(self) -> Device:
         """The :class:`~cuda_core.Device` the work queues are on."""
-        from ._device import Device  # a Device hands out resources: _device imports this module
+        Device = _links.Device
 
         return Device(self._device_id)
 

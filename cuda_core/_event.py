@@ -6,6 +6,7 @@ import ctypes
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import _links
 from ._compat import driver
 from ._context import Context
 from ._handles._backend import backend
@@ -330,7 +331,7 @@ class Event:
             No context is current (call ``Device.set_current()`` first), or the driver cannot
             open the event.
         """
-        from ._device import Device  # a Device creates events: _device imports this module
+        Device = _links.Device
 
         if not isinstance(ipc_descriptor, IPCEventDescriptor):
             raise arg_error(
@@ -391,7 +392,7 @@ def rebuild_event(desc: IPCEventDescriptor, device_id: int) -> Event:
     """Unpickle an event sent through multiprocessing: open it in the current device's context,
     or, where no context is current yet (an argument of a new process), in the primary context
     of the sender's device ordinal ``device_id`` (not made current)."""
-    from ._device import Device  # a Device creates events: _device imports this module
+    Device = _links.Device
 
     ensure_driver()
     ordinal = backend.ctx_get_device()

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _links
 from ._compat import driver
 from ._handles._backend import backend
 from ._tensor_map import TensorMapDescriptor
@@ -181,11 +182,7 @@ def register_handle_argument(cls: type, expr: str, c_name: str) -> None:
 
 
 def _buffer_type() -> Any:
-    try:
-        from ._memory import Buffer
-    except ImportError:  # the memory module not built yet
-        return None
-    return Buffer
+    return _links.Buffer  # None until the memory wing has loaded
 
 
 def rule_for(value: Any, index: int = 0) -> _Rule:

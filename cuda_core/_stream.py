@@ -6,6 +6,7 @@ from contextlib import nullcontext as _nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import _links
 from ._compat import driver
 from ._context import Context, adopt_child, context_handle
 from ._event import Event, EventOptions
@@ -92,7 +93,7 @@ class Stream:
     _priority: int | None
 
     def __new__(cls, obj: Any = None, options: StreamOptions | dict | None = None) -> Stream:
-        from ._device import Device  # a Device creates streams: _device imports this module
+        Device = _links.Device
 
         if obj is not None:
             if options is not None:
@@ -293,7 +294,7 @@ class Stream:
         """The :class:`Device` the stream belongs to."""
         h = self._live()
         if self._device is None:
-            from ._device import Device  # a stream reports its Device, which creates streams
+            Device = _links.Device
 
             cu_dev = handle_return(driver.cuStreamGetDevice(h), "cuStreamGetDevice")
             dev = Device(int(cu_dev))
@@ -464,12 +465,8 @@ class Stream:
 
     def create_graph_builder(self) -> GraphBuilder:
         """A graph builder that captures work on this stream."""
-        from .graph._builder import (
-            GraphBuilder,  # graphs are built on streams: _graph imports this module
-        )
-
         self._live()
-        return GraphBuilder._from_stream(self)
+        return _links.graph_builder(self, False)
 
     def launch_host_func(self, fn: Any, *args: Any) -> None:
         """Run the Python callable ``fn(*args)`` on a driver thread once earlier work is done.
@@ -628,3 +625,7 @@ PER_THREAD_DEFAULT_STREAM: Stream = Stream._wrap(
     driver.CUstream(driver.CU_STREAM_PER_THREAD), None, None
 )
 """The per-thread default stream of the current context."""
+
+
+_links.Stream = Stream
+_links.as_stream = as_stream

@@ -8,12 +8,11 @@ from typing import Any
 
 import numpy
 
-from . import _stream as _stream_mod
+from . import _links
 from ._compat import driver
-from ._context import context_handle
 from ._errors import CUDAError
 from ._handles._backend import backend
-from ._memory._resource import MemoryResource, in_context
+from ._handles._context_registry import context_handle, in_context
 from ._utils import arg_error, handle_return, raise_status
 
 __all__: list[str] = []  # private module
@@ -36,8 +35,6 @@ _StreamHandle = backend.StreamHandle
 _c_char_from_buffer = ctypes.c_char.from_buffer
 _addressof = ctypes.addressof
 _ndarray = numpy.ndarray
-Stream = _stream_mod.Stream
-as_stream = _stream_mod.as_stream
 
 
 def stream_context(s: Any) -> Any:
@@ -115,7 +112,7 @@ class UserFree:
 
     __slots__ = ("mr",)
 
-    def __init__(self, mr: MemoryResource) -> None:
+    def __init__(self, mr: Any) -> None:
         self.mr = mr
 
     def __call__(self, ptr: int, size: int, stream: Any) -> None:
@@ -124,7 +121,7 @@ class UserFree:
         in_context(ctx, _call_deallocate, self.mr, ptr, size, stream)
 
 
-def _call_deallocate(mr: MemoryResource, ptr: int, size: int, stream: Any) -> tuple[int]:
+def _call_deallocate(mr: Any, ptr: int, size: int, stream: Any) -> tuple[int]:
     mr.deallocate(ptr, size, stream=stream)
     return (0,)
 
@@ -270,7 +267,7 @@ def peer_devices(
 def peer_copy(dst: int, dst_dev: int, src: int, src_dev: int, n: int, s: Any) -> None:
     """Queue ``cuMemcpyPeerAsync`` of ``n`` bytes from device ``src_dev``'s memory at ``src``
     to device ``dst_dev``'s at ``dst`` on stream ``s`` (between the primary contexts)."""
-    from ._device import Device  # memory is built above devices
+    Device = _links.Device
 
     dctx = Device(dst_dev)._primary_ctx()
     sctx = Device(src_dev)._primary_ctx()

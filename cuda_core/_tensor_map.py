@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy
 
+from . import _links
 from ._compat import driver, require
 from ._handles._driver import ensure_driver
 from ._utils import arg_error, check_int, handle_return
@@ -418,7 +419,7 @@ class TensorMapDescriptor:
         managed memory, usable from any device)."""
         if self._dl_type != _KDLCUDA:
             return None
-        from ._device import Device  # a descriptor reports its Device; devices never import this
+        Device = _links.Device
 
         return Device(self._device_id)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy
 
+from .. import _links
 from .._compat import driver
 from .._utils import arg_error, handle_return
 
@@ -283,11 +284,10 @@ def _on_two_devices(dst: Any, src: Any) -> bool:
 
 
 def _resolve_stream(stream: Any, dst: Any, src: Any) -> Any:
-    from .._stream import as_stream
 
     if stream is not None:
-        return as_stream(stream)
-    from .._device import Device
+        return _links.as_stream(stream)
+    Device = _links.Device
 
     dev_id = dst.device_id if dst.is_device_accessible and dst.device_id >= 0 else src.device_id
     return Device(max(dev_id, 0)).default_stream

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _links
 from .._errors import CUDAError
 from .._handles._backend import backend
 from .._stream_ops import (
     _LAST_TOKEN,
-    Stream,
     UserFree,
-    as_stream,
     closed_error,
     copy_between,
     fill,
@@ -137,7 +136,7 @@ class Buffer:
         size = check_size(size)
         if mr is not None and not isinstance(mr, MemoryResource):
             raise arg_error("mr", "a MemoryResource or None", mr, exc=TypeError)
-        s = None if stream is None else as_stream(stream)
+        s = None if stream is None else _links.as_stream(stream)
         if mr is not None:
             return cls._owned(ptr, size, mr, s, UserFree(mr))
         self = _new(cls)
@@ -181,8 +180,8 @@ class Buffer:
             return
         if self._ptr is None:
             return
-        if stream is not None and type(stream) is not Stream:
-            stream = as_stream(stream)
+        if stream is not None and type(stream) is not _links.Stream:
+            stream = _links.as_stream(stream)
         self._ptr = None
         self._mr = None  # as cuda.core: a closed buffer reports no memory resource
         if h is None:  # non-owning (or zero-size): nothing to free
@@ -211,7 +210,7 @@ class Buffer:
         """
         if self._ptr is None:
             raise closed_error()
-        s = as_stream(stream)
+        s = _links.as_stream(stream)
         h = self._h
         if h is not None:
             h.set_stream(s._h if is_pool_allocation(h) else s)
@@ -231,9 +230,7 @@ class Buffer:
         # A buffer of an IPC-enabled pool (or of a mapping of one) travels as (its resource, its
         # descriptor): the receiving process maps the pool once (registered by uuid) and the
         # buffer in it. Unpickling maps memory: unpickle buffers from trusted peers only.
-        from ._ipc import reduce_buffer  # _ipc builds on buffers (cycle)
-
-        return reduce_buffer(self)
+        return _links.ipc.reduce_buffer(self)  # type: ignore[no-any-return]
 
     # -- facts --------------------------------------------------------------------------------
 
@@ -383,7 +380,7 @@ class Buffer:
         ptr = self._ptr
         if ptr is None:
             raise closed_error()
-        s = stream if type(stream) is Stream else as_stream(stream)
+        s = stream if type(stream) is _links.Stream else _links.as_stream(stream)
         if dst is None:
             if self._mr is None:
                 raise ValueError(
@@ -450,7 +447,7 @@ class Buffer:
         ptr = self._ptr
         if ptr is None:
             raise closed_error()
-        s = stream if type(stream) is Stream else as_stream(stream)
+        s = stream if type(stream) is _links.Stream else _links.as_stream(stream)
         if options is not None:
             copy_with_options(self, src, s, options, "Buffer.copy_from")
             return
@@ -504,7 +501,12 @@ class Buffer:
         ptr = self._ptr
         if ptr is None:
             raise closed_error()
-        fill(ptr, self._size, value, stream if type(stream) is Stream else as_stream(stream))
+        fill(
+            ptr,
+            self._size,
+            value,
+            stream if type(stream) is _links.Stream else _links.as_stream(stream),
+        )
 
     def prefetch(self, location: Any, *, stream: Any) -> None:
         """Migrate managed memory to a device or to the host ahead of use (``cuMemPrefetchAsync``).
@@ -525,9 +527,7 @@ class Buffer:
         RuntimeError
             The buffer is closed.
         """
-        from ._managed import prefetch  # _managed builds on buffers
-
-        prefetch(self, location, stream)
+        _links.prefetch(self, location, stream)
 
     # -- DLPack ---------------------------------------------------------------------------------
 
@@ -616,9 +616,7 @@ class Buffer:
         RuntimeError
             The buffer is closed, or its resource is not an IPC-enabled pool.
         """
-        from ._ipc import export_buffer  # _ipc builds on buffers
-
-        return export_buffer(self)
+        return _links.ipc.export_buffer(self)  # type: ignore[no-any-return]
 
     @property
     def ipc_descriptor(self) -> Any:
@@ -656,6 +654,7 @@ class Buffer:
         CUDAError
             The driver could not import the pointer (a descriptor of another pool).
         """
-        from ._ipc import import_buffer  # _ipc builds on buffers
+        return _links.ipc.import_buffer(mr, ipc_descriptor, stream)  # type: ignore[no-any-return]
 
-        return import_buffer(mr, ipc_descriptor, stream)  # type: ignore[no-any-return]
+
+_links.Buffer = Buffer  # buffers pass as kernel arguments (their pointer)

@@ -22,8 +22,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from .. import _links
 from .._compat import driver, has, require_cuda13
-from .._stream_ops import as_stream, capture_status, closed_error, on_stream, stream_context
+from .._stream_ops import capture_status, closed_error, on_stream, stream_context
 from .._utils import TypeValueError, arg_error, handle_return
 
 __all__ = ["Host"]  # CopyOptions, the enums and copy_batch are public in cuda_core.utils
@@ -156,7 +157,7 @@ class CopyOptions:
     overlap_mode: MemcpyOverlapMode | str = MemcpyOverlapMode.DEFAULT
 
     def __post_init__(self) -> None:
-        from .._device import Device
+        Device = _links.Device
 
         self.src_access_order = _enum_value(
             MemcpySrcAccessOrder, self.src_access_order, "src_access_order"
@@ -202,7 +203,7 @@ def _batch_stream(stream: Any, api: str, capture: bool = False) -> Any:
             f"{api}: a graph builder cannot take attributed or batched copies (a graph has no node "
             "for them); copy with Buffer.copy_to/copy_from without options instead"
         )
-    s = as_stream(stream)
+    s = _links.as_stream(stream)
     if s._handle is None:
         raise RuntimeError("the stream is closed; stream-ordered work cannot be queued on it")
     if s._int in (0, _LEGACY):
@@ -288,10 +289,10 @@ def copy_batch(
     RuntimeError
         A buffer or the stream is closed.
     """
-    from ._buffer import Buffer  # Buffer.copy_to/copy_from(options=) call this module
+    Buffer = _links.Buffer
 
     if stream is None:  # cuda.core checks the stream's type before the buffers
-        as_stream(stream)
+        _links.as_stream(stream)
     for name, seq in (("srcs", srcs), ("dsts", dsts)):
         if (
             isinstance(seq, Buffer)
@@ -339,7 +340,7 @@ def copy_batch(
 
 def copy_with_options(dst: Any, src: Any, stream: Any, options: Any, api: str) -> None:
     """``Buffer.copy_to/copy_from(..., options=...)``: one attributed copy between buffers."""
-    from ._buffer import Buffer  # Buffer.copy_to/copy_from(options=) call this module
+    Buffer = _links.Buffer
 
     if not isinstance(options, CopyOptions):
         raise arg_error("options", "a CopyOptions or None", options, exc=TypeError)
@@ -350,7 +351,7 @@ def copy_with_options(dst: Any, src: Any, stream: Any, options: Any, api: str) -
 
 
 def _buffers(buffers: Any, api: str) -> list[Any]:
-    from ._buffer import Buffer  # Buffer.copy_to/copy_from(options=) call this module
+    Buffer = _links.Buffer
 
     if (
         isinstance(buffers, Buffer)
@@ -371,7 +372,7 @@ def _buffers(buffers: Any, api: str) -> list[Any]:
 
 def _locations(locations: Any, count: int) -> tuple[list[driver.CUmemLocation], list[int]]:
     """The driver's (locations, first-index) arrays: one location for all, or one per buffer."""
-    from .._device import Device
+    Device = _links.Device
 
     if isinstance(locations, (Device, Host)):
         return [_location_of(locations)], [0]

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _links
 from .._compat import driver
 from .._handles._driver import ensure_driver
 from .._utils import arg_error, check_or_create_options, handle_return
@@ -42,7 +43,7 @@ class DeviceMemoryResourceOptions:
 
 
 def _device_of(device_id: Any) -> Any:
-    from .._device import Device
+    Device = _links.Device
 
     if isinstance(device_id, bool) or not (isinstance(device_id, (int, Device))):
         raise arg_error("device_id", "a Device or an int ordinal", device_id, exc=TypeError)
@@ -258,3 +259,6 @@ def default_memory_resource(device: Any) -> MemoryResource:
     from ._sync import SynchronousMemoryResource
 
     return SynchronousMemoryResource(device)
+
+
+_links.default_memory_resource = default_memory_resource  # Device.memory_resource

@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from .. import _links
 from .._compat import driver
-from .._stream_ops import as_stream, capture_status, live_handle, on_stream, stream_context
+from .._stream_ops import capture_status, live_handle, on_stream, stream_context
 from .._utils import arg_error, handle_return, make_error
 from ._buffer import Buffer
 from ._resource import MemoryResource, check_size
@@ -23,7 +24,7 @@ def _stream_of(stream: Any) -> Any:
         raise arg_error(
             "stream", "a capturing Stream or a GraphBuilder that is building", None, exc=TypeError
         )
-    return as_stream(stream)
+    return _links.as_stream(stream)
 
 
 def _capturing_stream(stream: Any) -> Any:
@@ -160,7 +161,7 @@ class GraphMemoryResource(MemoryResource):
     _dev_id: int
 
     def __new__(cls, device_id: Any) -> GraphMemoryResource:
-        from .._device import Device
+        Device = _links.Device
 
         if isinstance(device_id, bool) or not isinstance(device_id, (int, Device)):
             raise arg_error("device_id", "a Device or an int ordinal", device_id, exc=TypeError)

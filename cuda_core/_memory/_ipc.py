@@ -9,15 +9,16 @@ import uuid as uuid_mod
 import weakref
 from typing import Any
 
+from .. import _links
 from .._compat import driver
 from .._errors import CUDAError
+from .._handles._context_registry import in_context
 from .._handles._driver import ensure_driver
 from .._stream_ops import closed_error, stream_context
 from .._utils import arg_error, handle_return
 from . import _ipc_registry as registry
 from ._buffer import Buffer
-from ._pool import set_access
-from ._resource import in_context
+from ._pool import _PoolResource, set_access
 
 __all__ = ["IPCAllocationHandle", "IPCBufferDescriptor"]
 
@@ -232,7 +233,7 @@ def import_pool(cls: Any, device: Any, alloc_handle: Any) -> Any:
     if key is not None and registry.find(key) is not None:
         return registry.find_registered(cls, key)
     ensure_driver()
-    from .._device import Device  # resources are made below devices
+    Device = _links.Device
 
     # In the device's primary context (it may not be current yet: a resource is unpickled
     # before the receiving code runs); a host pool uses the current device's.
@@ -301,9 +302,6 @@ def export_buffer(buf: Buffer) -> IPCBufferDescriptor:
 
 def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     """``Buffer.from_ipc_descriptor``: map the buffer, owned by the returned Buffer."""
-    from .. import _stream as _stream_mod  # streams are made above memory
-    from ._pool import _PoolResource
-
     if not isinstance(
         desc, IPCBufferDescriptor
     ):  # first, in cuda.core's words (its argument check)
@@ -319,7 +317,7 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
             exc=TypeError,
         )
     pool = mr._live_pool()
-    s = mr._default_stream() if stream is None else _stream_mod.as_stream(stream)
+    s = mr._default_stream() if stream is None else _links.as_stream(stream)
     data = driver.CUmemPoolPtrExportData()
     ctypes.memmove(data.getPtr(), desc.payload, _EXPORT_BYTES)
     ctx = stream_context(s)
@@ -394,7 +392,7 @@ def rebuild_resource(cls: Any, key: uuid_mod.UUID, handle: IPCAllocationHandle, 
     try:
         if registry.find(key) is not None:
             return registry.find_registered(cls, key)
-        from .._device import Device  # resources are made below devices
+        Device = _links.Device
 
         return import_pool(cls, Device(dev_id) if dev_id >= 0 else None, handle)
     finally:
@@ -421,10 +419,17 @@ def rebuild_buffer(mr: Any, desc: IPCBufferDescriptor) -> Buffer:
             "a pickled Buffer is mapped in another process; in the exporting process, use the "
             "buffer itself"
         )
-    from .._device import Device  # resources are made below devices
+    Device = _links.Device
 
     # In the resource's device context: unpickling may run before the receiver made one current.
     dev = Device(mr._dev_id if mr._dev_id >= 0 else None)
     dev._primary_ctx()
     with dev._scope():
         return import_buffer(mr, desc, None)
+
+
+# Buffer and pool resources call these (IPC builds on them, so they cannot import it).
+_links.ipc.reduce_buffer = reduce_buffer
+_links.ipc.export_buffer = export_buffer
+_links.ipc.import_buffer = import_buffer
+_links.ipc.export_pool = export_pool

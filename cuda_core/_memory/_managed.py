@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _stream as _stream_mod
+from .. import _links
 from .._compat import MANAGED_ALLOCATION, driver, require_cuda13
 from .._errors import CUDAError
+from .._handles._context_registry import in_context
 from .._stream_ops import closed_error, live_handle, stream_context
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
 from ._buffer import Buffer
 from ._pool import _PoolResource, create_pool, current_pool, make_location
-from ._resource import in_context
 
 __all__ = ["ManagedMemoryResource", "ManagedMemoryResourceOptions"]
 
@@ -98,7 +98,7 @@ class ManagedMemoryResource(_PoolResource):
     """
 
     def __init__(self, options: ManagedMemoryResourceOptions | dict | None = None) -> None:
-        from .._device import Device
+        Device = _links.Device
 
         if options is None:
             require_cuda13(_FEATURE)
@@ -184,12 +184,12 @@ class ManagedMemoryResource(_PoolResource):
 
 def prefetch(buf: Buffer, location: Any, stream: Any) -> None:
     """Prefetch managed memory to a device or to the host (``cuMemPrefetchAsync``)."""
-    from .._device import Device
+    Device = _links.Device
 
     ptr = buf._ptr
     if ptr is None:
         raise closed_error()
-    s = _stream_mod.as_stream(stream)
+    s = _links.as_stream(stream)
     if not buf.is_managed:
         raise ValueError("prefetch needs managed memory (a buffer from ManagedMemoryResource)")
     if location == "host" or (type(location) is int and location == -1):
@@ -209,3 +209,6 @@ def prefetch(buf: Buffer, location: Any, stream: Any) -> None:
             ),
             "cuMemPrefetchAsync",
         )
+
+
+_links.prefetch = prefetch  # Buffer.prefetch (managed memory builds on buffers)

@@ -6,9 +6,10 @@ import ctypes
 from collections.abc import Iterable, Iterator, MutableSet
 from typing import Any
 
+from .. import _links
 from .._compat import driver, require_cuda13
 from .._handles._backend import entry_point
-from .._stream_ops import as_stream, closed_error, on_stream, stream_context
+from .._stream_ops import closed_error, on_stream, stream_context
 from .._utils import arg_error, handle_return, raise_status
 from ._buffer import Buffer
 from ._copy import Host
@@ -32,7 +33,7 @@ def _open(buf: Buffer) -> int:
 
 def _spec(location: Any, what: str = "location") -> driver.CUmemLocation:
     """The CUmemLocation of a Device or a Host (``TypeError`` for anything else)."""
-    from .._device import Device
+    Device = _links.Device
 
     if isinstance(location, Host):
         return location._location()
@@ -96,7 +97,7 @@ def _range_int(buf: Buffer, attribute: Any) -> int:
 
 
 def _accessed_by(buf: Buffer) -> list[Any]:
-    from .._device import Device
+    Device = _links.Device
 
     n = int(handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount")) + 1
     raw = _attr(buf, _RANGE.CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, n)
@@ -126,7 +127,7 @@ class AccessedBySetProxy(MutableSet):  # type: ignore[type-arg]
         return set(it)
 
     def __contains__(self, location: object) -> bool:
-        from .._device import Device
+        Device = _links.Device
 
         return isinstance(location, (Device, Host)) and location in _accessed_by(self._buf)
 
@@ -144,7 +145,7 @@ class AccessedBySetProxy(MutableSet):  # type: ignore[type-arg]
 
     def discard(self, location: Any) -> None:
         """Withdraw the advice for ``location`` (nothing for anything not in the set)."""
-        from .._device import Device
+        Device = _links.Device
 
         if not isinstance(location, (Device, Host)):
             return
@@ -192,7 +193,7 @@ class ManagedBuffer(Buffer):
     def preferred_location(self) -> Any:
         """The ``set_preferred_location`` target: a Device, a Host, or ``None`` (settable;
         ``None`` withdraws the advice)."""
-        from .._device import Device
+        Device = _links.Device
 
         kind = _range_int(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE)
         ident = _range_int(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID)
@@ -254,7 +255,7 @@ class ManagedBuffer(Buffer):
         """
         ptr = _open(self)
         loc = _spec(location)
-        s = as_stream(stream)
+        s = _links.as_stream(stream)
         if self._size:
             r = on_stream(
                 s, stream_context(s), driver.cuMemPrefetchAsync, ptr, self._size, loc, 0, s._handle
@@ -268,7 +269,7 @@ class ManagedBuffer(Buffer):
         Raises :class:`NotImplementedError` with ``cuda-bindings`` 12.x or a driver older than
         CUDA 13."""
         ptr = _open(self)
-        s = as_stream(stream)
+        s = _links.as_stream(stream)
         require_cuda13("ManagedBuffer.discard")
         if self._size:
             r = on_stream(
@@ -291,7 +292,7 @@ class ManagedBuffer(Buffer):
         CUDA 13."""
         ptr = _open(self)
         loc = _spec(location)
-        s = as_stream(stream)
+        s = _links.as_stream(stream)
         require_cuda13("ManagedBuffer.discard_prefetch")
         if self._size:
             fn = driver.cuMemDiscardAndPrefetchBatchAsync

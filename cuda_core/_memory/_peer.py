@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, MutableSet
 from typing import Any
 
+from .. import _links
 from .._utils import arg_error
 from ._pool import device_count, has_access, set_access
 
@@ -24,7 +25,7 @@ _RULE = "a Device or a device ordinal"
 def resolve_device(value: Any, name: str = "peer_accessible_by") -> int:
     """The ordinal of ``value``: a Device, an int (or an object with ``__index__``) in range, or
     ``None`` (the current device, as ``Device(None)``)."""
-    from .._device import Device  # memory is built above devices
+    Device = _links.Device
 
     if isinstance(value, Device):
         return value._id
@@ -75,7 +76,7 @@ def plan_peer_access(
 
 
 def _can_access(peer: int, owner: int) -> bool:
-    from .._device import Device  # memory is built above devices
+    Device = _links.Device
 
     return Device(peer).can_access_peer(owner)
 
@@ -152,7 +153,7 @@ class PeerAccessibleBySetProxy(MutableSet):  # type: ignore[type-arg]
         return d is not None and d != mr._dev_id and has_access(pool, d)
 
     def __iter__(self) -> Iterator[Any]:
-        from .._device import Device  # memory is built above devices
+        Device = _links.Device
 
         return iter([Device(d) for d in current_peers(self._mr)])
 

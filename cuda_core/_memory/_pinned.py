@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _links
 from .._compat import driver, require_cuda13
 from .._errors import CUDAError
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
@@ -183,7 +184,7 @@ class PinnedMemoryResource(_PoolResource):
 
 
 def _current_device_numa_id() -> int:
-    from .._device import Device
+    Device = _links.Device
 
     dev = Device()
     numa = handle_return(

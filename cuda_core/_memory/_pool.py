@@ -5,14 +5,14 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from .. import _links
 from .._compat import driver
 from .._errors import CUDAError
 from .._handles._backend import backend
+from .._handles._context_registry import in_context
 from .._handles._driver import ensure_driver
 from .._logging import logger as _log
 from .._stream_ops import (
-    Stream,
-    as_stream,
     capture_status,
     context_handle_of,
     live_handle,
@@ -21,7 +21,7 @@ from .._stream_ops import (
 from .._utils import check_int, handle_return, make_error
 from . import _ipc_registry as _registry
 from ._buffer import Buffer
-from ._resource import MemoryResource, check_size, in_context
+from ._resource import MemoryResource, check_size
 
 __all__ = ["MemoryPoolAttributes"]
 
@@ -203,8 +203,7 @@ class _PoolResource(MemoryResource):
         if ipc and not mapped:
             # cuMemPoolExportPointer (Buffer.get_ipc_descriptor) fails with
             # CUDA_ERROR_INVALID_VALUE until the pool itself has been exported once.
-            from ._ipc import export_pool  # _ipc builds on pools
-
+            export_pool = _links.ipc.export_pool  # _ipc builds on pools: a link, set by it
             try:
                 export_pool(self)
             except BaseException:
@@ -294,7 +293,7 @@ class _PoolResource(MemoryResource):
         CUDAError
             The pool cannot provide the memory (the message names the requested size).
         """
-        s = stream if type(stream) is Stream else as_stream(stream)
+        s = stream if type(stream) is _links.Stream else _links.as_stream(stream)
         pool = self._alloc_pool
         if type(size) is int and size > 0 and pool and s._handle is not None:
             # The hot path: the stream's handle carries its context (a default-stream token
@@ -337,7 +336,7 @@ class _PoolResource(MemoryResource):
         return self.allocate(size, stream=s)
 
     def _default_stream(self) -> Any:
-        from .._device import Device
+        Device = _links.Device
 
         dev = Device(self._dev_id if self._dev_id >= 0 else None)
         dev._primary_ctx()
@@ -377,7 +376,7 @@ class _PoolResource(MemoryResource):
         if stream is None:
             self._free(int(ptr), size, None, None)
             return
-        s = as_stream(stream)
+        s = _links.as_stream(stream)
         self._free(int(ptr), size, s, stream_context(s))
 
     # -- facts ----------------------------------------------------------------------------------
@@ -568,6 +567,4 @@ def check_bool(name: str, value: Any) -> bool:
 
 
 def device_count() -> int:
-    from .._device import _get_device_count  # memory is built above devices
-
-    return _get_device_count()
+    return _links.device_count()

@@ -5,8 +5,10 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING, Any
 
+from .. import _links
 from .._compat import driver
-from .._utils import TypeValueError, ValueOverflowError, arg_error, handle_return
+from .._handles._context_registry import in_context as in_context
+from .._utils import TypeValueError, ValueOverflowError, arg_error
 
 if TYPE_CHECKING:
     from ._buffer import Buffer
@@ -16,25 +18,6 @@ __all__ = ["MemoryResource"]
 _cuCtxGetCurrent = driver.cuCtxGetCurrent
 _cuCtxPushCurrent = driver.cuCtxPushCurrent
 _cuCtxPopCurrent = driver.cuCtxPopCurrent
-
-
-def in_context(ctx: Any, fn: Any, *args: Any) -> tuple[Any, ...]:
-    """Call the binding ``fn(*args)`` with ``ctx`` current; return its raw result tuple.
-
-    When ``ctx`` is already current (the usual case) this costs one ``cuCtxGetCurrent``;
-    otherwise ``ctx`` is pushed for the call and popped afterwards, so the call is safe on
-    any thread (a garbage-collection finalizer, a worker thread with no context).
-    """
-    if ctx is None:
-        return fn(*args)  # type: ignore[no-any-return]
-    cur = _cuCtxGetCurrent()[1]
-    if cur == ctx:
-        return fn(*args)  # type: ignore[no-any-return]
-    handle_return(_cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
-    try:
-        return fn(*args)  # type: ignore[no-any-return]
-    finally:
-        _cuCtxPopCurrent()
 
 
 _SIZE_T_END = 2**64
@@ -162,3 +145,6 @@ class MemoryResource(abc.ABC):
     def is_managed(self) -> bool:
         """True when the memory is CUDA managed (unified) memory; ``False`` by default."""
         return False
+
+
+_links.MemoryResource = MemoryResource  # Device.memory_resource checks what it is given

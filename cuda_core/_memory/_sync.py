@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _stream as _stream_mod
+from .. import _links
 from .._compat import driver
+from .._handles._context_registry import in_context
 from .._utils import arg_error, handle_return, make_error
 from ._buffer import Buffer
-from ._resource import MemoryResource, check_size, in_context
+from ._resource import MemoryResource, check_size
 
 __all__ = ["SynchronousMemoryResource"]
 
@@ -55,7 +56,7 @@ class _SyncResource(MemoryResource):
             No current context (call ``Device.set_current()``), or the driver cannot allocate
             (the message names the requested size).
         """
-        s = None if stream is None else _stream_mod.as_stream(stream)
+        s = None if stream is None else _links.as_stream(stream)
         size = check_size(size)
         ctx = self._alloc_ctx(s)
         if not size:
@@ -92,7 +93,7 @@ class _SyncResource(MemoryResource):
         CUDAError
             The driver failed to free the memory.
         """
-        s = None if stream is None else _stream_mod.as_stream(stream)
+        s = None if stream is None else _links.as_stream(stream)
         self._free(int(ptr), size, s, self._dealloc_ctx(s))
 
 
@@ -116,7 +117,7 @@ class SynchronousMemoryResource(_SyncResource):
     _free_name = "cuMemFree"
 
     def __init__(self, device_id: Any) -> None:
-        from .._device import Device
+        Device = _links.Device
 
         if isinstance(device_id, bool) or not isinstance(device_id, (int, Device)):
             raise arg_error("device_id", "a Device or an int ordinal", device_id, exc=TypeError)

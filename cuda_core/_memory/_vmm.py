@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import _stream as _stream_mod
+from .. import _links
 from .._compat import CUDA13, MANAGED_ALLOCATION, driver, missing
+from .._handles._context_registry import in_context
 from .._utils import arg_error, check_int, check_or_create_options, handle_return, make_error
 from ..typing import (
     VirtualMemoryAccessType,
@@ -29,7 +30,7 @@ from ..typing import (
     VirtualMemoryLocationType,
 )
 from ._buffer import Buffer
-from ._resource import MemoryResource, check_size, in_context
+from ._resource import MemoryResource, check_size
 
 __all__ = ["VirtualMemoryResource", "VirtualMemoryResourceOptions"]
 
@@ -300,7 +301,7 @@ class VirtualMemoryResource(MemoryResource):
     def __init__(
         self, device_id: Any, config: VirtualMemoryResourceOptions | dict | None = None
     ) -> None:
-        from .._device import Device
+        Device = _links.Device
 
         if isinstance(device_id, bool) or not isinstance(device_id, (int, Device)):
             raise arg_error("device_id", "a Device or an int ordinal", device_id, exc=TypeError)
@@ -434,7 +435,7 @@ class VirtualMemoryResource(MemoryResource):
             A driver call failed (every step taken so far is undone), or no context is current
             (call ``Device.set_current()``).
         """
-        s = None if stream is None else _stream_mod.as_stream(stream)
+        s = None if stream is None else _links.as_stream(stream)
         size = check_size(size)
         ctx = self._ctx()
         if not size:
@@ -581,7 +582,7 @@ class VirtualMemoryResource(MemoryResource):
         CUDAError
             The driver failed to unmap or free the range.
         """
-        s = None if stream is None else _stream_mod.as_stream(stream)
+        s = None if stream is None else _links.as_stream(stream)
         ptr = 0 if ptr is None else int(ptr)
         mapping = self._mappings.get(ptr)
         if mapping is not None:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from .. import _links
 from .._compat import driver
 from .._handles._holder import HandleHolder
 from .._host_callbacks import enqueue_host_callback
-from .._stream import as_stream
 from .._utils import ValueRuntimeError, arg_error, check_or_create_options, handle_return
 from . import _driver as _gd
 from ._builder_ops import CaptureOps
@@ -35,7 +35,6 @@ _MODES = {
 }
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
 
-_as_stream = as_stream
 _explicit: dict[str, Any] = {}
 
 
@@ -514,7 +513,7 @@ class Graph:
         h = self._handle
         if h is None:
             raise RuntimeError("this Graph is closed")
-        s = _as_stream(stream)
+        s = _links.as_stream(stream)
         err = driver.cuGraphLaunch(h, s._handle)[0]
         if err:
             handle_return((err,), "cuGraphLaunch")
@@ -534,7 +533,7 @@ class Graph:
             The upload failed.
         """
         handle_return(
-            driver.cuGraphUpload(self._live(), _as_stream(stream)._handle), "cuGraphUpload"
+            driver.cuGraphUpload(self._live(), _links.as_stream(stream)._handle), "cuGraphUpload"
         )
 
     def update(self, source: Any) -> None:
@@ -612,3 +611,7 @@ class Graph:
 
     def __repr__(self) -> str:
         return "<Graph closed>" if self._handle is None else f"<Graph {int(self._handle):#x}>"
+
+
+_links.graph_builder = lambda stream, owns: GraphBuilder._from_stream(stream, owns_stream=owns)
+# (Device and Stream.create_graph_builder make one)

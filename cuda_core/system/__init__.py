@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _links
 from . import _versions, exceptions, typing
 from ._device import Device, get_p2p_status, get_topology_common_ancestor, register_events
 from ._device_info import NvlinkInfo
@@ -66,7 +67,7 @@ def __getattr__(name: str) -> Any:
     if name == "num_devices":
         return _versions.get_num_devices()
     if name == "devices":
-        from .._device import Device as CudaDevice
+        CudaDevice = _links.Device
 
         return tuple(CudaDevice(i) for i in range(_versions.get_num_devices()))
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

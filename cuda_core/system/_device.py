@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from typing import Any
 
+from .. import _links
 from .._utils import arg_error, check_int
 from ._affinity import AffinityQueries, gpus_near_cpu
 from ._board import BoardQueries
@@ -234,9 +234,8 @@ class Device(
             No CUDA device has this UUID (e.g. hidden by ``CUDA_VISIBLE_DEVICES``, or a
             MIG-enabled physical GPU).
         """
-        # The one reference from the NVML layer up to the CUDA layer (cuda_core._device imports
-        # this module for Device.to_system_device); resolved at call time, never at import.
-        cuda_device_class = importlib.import_module("cuda_core._device").Device
+        # The one reference from the NVML layer up to the CUDA layer: a link, set by _device.
+        cuda_device_class = _links.Device
         from ._versions import get_num_devices
 
         want = self.uuid_without_prefix.lower()
@@ -553,3 +552,6 @@ def register_events(events: Any) -> RegisteredSystemEvents:
 
 
 _DEVICE_CLASS.append(Device)  # events of a GPU report this class
+
+
+_links.system_device = lambda uuid: Device(uuid=uuid)  # Device.to_system_device

@@ -14,9 +14,9 @@ from typing import Any, Self
 
 import numpy
 
+from .. import _links
 from .._compat import driver
 from .._memory import Buffer
-from .._stream import as_stream
 from .._stream_ops import (
     capture_status,
     host_address,
@@ -286,7 +286,7 @@ class OpaqueArray(ArrayStorage):
             raise arg_error(
                 name, f"at least the array's size_bytes ({self.size_bytes} bytes)", f"{n} bytes"
             )
-        s = as_stream(stream)
+        s = _links.as_stream(stream)
         wbytes, height, depth = self._extent_bytes()
         p = driver.CUDA_MEMCPY3D()
         p.WidthInBytes, p.Height, p.Depth = wbytes, height, depth
@@ -329,3 +329,6 @@ def _create_opaque_array(device: Any, options: Any) -> OpaqueArray:
     return OpaqueArray._make(
         ref, o.shape, o.format, o.num_channels, bool(o.is_surface_load_store), device
     )
+
+
+_links.textures.create_opaque_array = _create_opaque_array  # Device.create_opaque_array makes one

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from .. import _links
 from .._compat import driver
 from .._errors import invalid_value
 from .._utils import arg_error, check_int, handle_return
@@ -132,3 +133,8 @@ def _create_mipmapped_array(device: Any, options: Any) -> MipmappedArray:
     )
     self._num_levels = o.num_levels
     return self
+
+
+_links.textures.create_mipmapped_array = (
+    _create_mipmapped_array  # Device.create_mipmapped_array makes one
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _links
 from .._compat import driver
 from .._errors import invalid_value
 from .._utils import arg_error, handle_return
@@ -63,3 +64,8 @@ def _create_surface_object(device: Any, resource: Any) -> SurfaceObject:
     self._ref = ResourceRef(int(h), destroy_surface, (keep,))
     self._resource, self._device = resource, device
     return self
+
+
+_links.textures.create_surface_object = (
+    _create_surface_object  # Device.create_surface_object makes one
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from .. import _links
 from .._compat import driver
 from .._errors import invalid_value
 from .._memory import Buffer
@@ -409,3 +410,8 @@ def _create_texture_object(device: Any, resource: Any, options: Any) -> TextureO
     self._ref = ResourceRef(int(h), destroy_texture, (keep,))
     self._resource, self._options, self._device = resource, opts, device
     return self
+
+
+_links.textures.create_texture_object = (
+    _create_texture_object  # Device.create_texture_object makes one
+)
