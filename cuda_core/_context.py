@@ -317,7 +317,9 @@ class Context:
             context: its streams are non-blocking (``cuGreenCtxStreamCreate``'s rule).
         """
         # A context creates streams, which report their context: _stream imports this module.
-        from ._stream import Stream, StreamOptions
+        from . import _stream
+
+        Stream, StreamOptions = _stream.Stream, _stream.StreamOptions
 
         self._live()
         owned = self._owned

@@ -21,6 +21,7 @@ from . import _links
 from ._compat import driver, has, missing, require
 from ._errors import CUDAError
 from ._utils import arg_error, check_or_create_options, handle_return
+from .typing import WorkqueueSharingScopeType
 
 if TYPE_CHECKING:
     from ._device import Device
@@ -174,8 +175,6 @@ class WorkqueueResourceOptions:
     concurrency_limit: int | None = None
 
     def __post_init__(self) -> None:
-        from .typing import WorkqueueSharingScopeType  # typing is a leaf module of the public API
-
         if self.sharing_scope is not None:
             try:
                 WorkqueueSharingScopeType(self.sharing_scope)
@@ -411,7 +410,6 @@ class WorkqueueResource:
     @property
     def sharing_scope(self) -> WorkqueueSharingScopeType:
         """The sharing scope (see :class:`WorkqueueResourceOptions`)."""
-        from .typing import WorkqueueSharingScopeType
 
         scope = int(self._config.wqConfig.sharingScope)
         if _SCOPES is not None and scope == int(_SCOPES.CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED):

@@ -20,6 +20,8 @@ _DIRECTIVE = re.compile(r"^\s*\.\.\s+auto(\w+)::\s+([\w.]+)", re.MULTILINE)
 _PUBLIC_MODULES = {"system", "utils", "graph", "experimental", "checkpoint", "__main__"}
 # Private modules that export nothing and need no __all__.
 _NO_ALL = {"_version", "_native"}  # the compiled module and the version file
+# Modules of the public graph wing that cuda_core re-exports (as cuda.core does).
+_GRAPH_REEXPORTED = ("graph._builder", "graph._options")
 
 
 def _directives() -> list[tuple[str, str, str]]:
@@ -32,10 +34,14 @@ def _directives() -> list[tuple[str, str, str]]:
 
 
 def _private_modules() -> list[str]:
-    names = []
-    for info in pkgutil.iter_modules(cuda_core.__path__):
-        if info.name.startswith("_") and info.name not in _PUBLIC_MODULES | _NO_ALL:
-            names.append(info.name)
+    """The private modules at any depth of the private packages (the hall, ``_compile``,
+    ``_interop``, ...), and the modules of the graph wing whose names ``cuda_core`` re-exports."""
+    names = list(_GRAPH_REEXPORTED)
+    for info in pkgutil.walk_packages(cuda_core.__path__, prefix="cuda_core."):
+        parts = info.name.split(".")[1:]
+        if all(p.startswith("_") for p in parts) and parts[0] not in _PUBLIC_MODULES | _NO_ALL:
+            if parts[-1] != "__main__":
+                names.append(".".join(parts))
     return sorted(names)
 
 

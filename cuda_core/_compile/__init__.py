@@ -1,1 +1,3 @@
 """Compiling: Program (NVRTC, nvJitLink, libNVVM), Linker, ObjectCode and the compile caches."""
+
+__all__: list[str] = []  # private package

@@ -19,6 +19,8 @@ import numpy
 
 from .. import _links
 from .._compat import driver
+from .._memory import Buffer, MemoryResource
+from .._stream_ops import copy_across_devices, on_stream, stream_context
 from .._utils import arg_error, handle_return
 
 __all__: list[str] = []  # private: StridedMemoryView's methods call these
@@ -103,8 +105,6 @@ def make_view(src: Any, layout: Any = None, dtype: Any = None) -> Any:
 
 
 def _has_extent_check(obj: Any) -> bool:
-    from .._memory import Buffer
-
     return isinstance(obj, Buffer) and obj.memory_resource is not None and not obj.is_closed
 
 
@@ -163,8 +163,6 @@ def _merge(
 def _copy_2d(
     dst: int, dpitch: int, src: int, spitch: int, width: int, height: int, s: Any, ctx: Any
 ) -> None:
-    from .._stream_ops import on_stream
-
     p = driver.CUDA_MEMCPY2D()
     p.srcMemoryType = _UNIFIED
     p.srcDevice = src
@@ -178,8 +176,6 @@ def _copy_2d(
 
 
 def _copy_1d(dst: int, src: int, n: int, s: Any, ctx: Any) -> None:
-    from .._stream_ops import on_stream
-
     handle_return(on_stream(s, ctx, driver.cuMemcpyAsync, dst, src, n, s._handle), "cuMemcpyAsync")
 
 
@@ -194,7 +190,6 @@ def strided_copy(
 ) -> None:
     """Queue the copy of ``shape`` items of ``item`` bytes between two strided layouts (byte
     strides) on stream ``s``."""
-    from .._stream_ops import stream_context
 
     if any(n == 0 for n in shape):
         return
@@ -226,7 +221,6 @@ def strided_copy(
 
 def copy_views(dst: Any, src: Any, stream: Any, allocator: Any, blocking: Any) -> None:
     """``dst.copy_from(src, ...)``."""
-    from .._memory import MemoryResource
 
     if allocator is not None and not isinstance(allocator, MemoryResource):
         raise arg_error("allocator", "None or a MemoryResource", allocator, exc=TypeError)
@@ -262,8 +256,6 @@ def copy_views(dst: Any, src: Any, stream: Any, allocator: Any, blocking: Any) -
                 "between contiguous views; copy into a contiguous view on the source's device first"
             )
         if all(shape):
-            from .._stream_ops import copy_across_devices
-
             nbytes = item * (ns[0] if ns else 1)
             copy_across_devices(dst.ptr, dst.device_id, src.ptr, src.device_id, nbytes, s)
     else:

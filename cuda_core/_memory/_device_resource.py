@@ -10,9 +10,11 @@ from .. import _links
 from .._compat import driver
 from .._handles._driver import ensure_driver
 from .._utils import arg_error, check_or_create_options, handle_return
+from ._ipc import export_pool, import_pool, reduce_resource
 from ._peer import PeerAccessibleBySetProxy, replace_peer_access
 from ._pool import _PoolResource, check_bool, check_max_size, create_pool
 from ._resource import MemoryResource
+from ._sync import SynchronousMemoryResource
 
 __all__ = ["DeviceMemoryResource", "DeviceMemoryResourceOptions"]
 
@@ -178,7 +180,6 @@ class DeviceMemoryResource(_PoolResource):
         RuntimeError
             The pool is not IPC-enabled, or the resource is closed.
         """
-        from ._ipc import export_pool  # _ipc builds on the resources
 
         return export_pool(self)
 
@@ -216,13 +217,11 @@ class DeviceMemoryResource(_PoolResource):
         CUDAError
             The driver cannot import the pool.
         """
-        from ._ipc import import_pool  # _ipc builds on the resources
 
         return import_pool(cls, _device_of(device_id), alloc_handle)  # type: ignore[no-any-return]
 
     def __reduce__(self) -> Any:
         # Plain pickle: by uuid (multiprocessing sends the allocation handle: _mp_reduction).
-        from ._ipc import reduce_resource  # _ipc builds on the resources
 
         return reduce_resource(self)
 
@@ -256,7 +255,6 @@ def default_memory_resource(device: Any) -> MemoryResource:
     )
     if supported:
         return DeviceMemoryResource(device)
-    from ._sync import SynchronousMemoryResource
 
     return SynchronousMemoryResource(device)
 

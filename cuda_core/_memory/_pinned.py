@@ -9,6 +9,7 @@ from .. import _links
 from .._compat import driver, require_cuda13
 from .._errors import CUDAError
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
+from ._ipc import export_pool, import_pool, reduce_resource
 from ._pool import (
     _PoolResource,
     check_bool,
@@ -126,7 +127,6 @@ class PinnedMemoryResource(_PoolResource):
             The pool is not IPC-enabled (``PinnedMemoryResourceOptions(ipc_enabled=True)``),
             or the resource is closed.
         """
-        from ._ipc import export_pool  # _ipc builds on the resources
 
         return export_pool(self)
 
@@ -153,13 +153,11 @@ class PinnedMemoryResource(_PoolResource):
             :meth:`DeviceMemoryResource.from_allocation_handle`, a handle with a uuid registers
             the mapping (or finds the one registered).
         """
-        from ._ipc import import_pool  # _ipc builds on the resources
 
         return import_pool(cls, None, alloc_handle)  # type: ignore[no-any-return]
 
     def __reduce__(self) -> Any:
         # Plain pickle: by uuid (multiprocessing sends the allocation handle: _mp_reduction).
-        from ._ipc import reduce_resource  # _ipc builds on the resources
 
         return reduce_resource(self)
 

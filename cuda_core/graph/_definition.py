@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._compat import driver
+from .._handles._driver import ensure_driver
 from .._utils import check_or_create_options, handle_return
 from . import _builder as _graph_mod
 from . import _driver as _gd
@@ -55,8 +56,6 @@ class GraphDefinition:
     _closed: bool
 
     def __init__(self) -> None:
-        from .._handles._driver import ensure_driver
-
         ensure_driver()
         h = handle_return(driver.cuGraphCreate(0), "cuGraphCreate")
         self._state = GraphState(h, owned=True)

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from .._compat import MANAGED_ALLOCATION, driver
-from .._utils import handle_return
+from .._kernel import Kernel
+from .._launch_config import LaunchConfig
+from .._utils import arg_error, handle_return
 from ._node import GraphNode
 from ._params import check_event, kernel_params, memcpy_params, memset_params
 from ._state import KINDS
@@ -69,8 +71,6 @@ class KernelNode(GraphNode):
         """The :class:`~cuda_core.Kernel` this node launches."""
         k = _meta(self).get("kernel")
         if k is None:
-            from .._kernel import Kernel
-
             p = self._params()
             k = Kernel.from_handle(int(p.kern) or int(p.func))
         return k
@@ -78,7 +78,6 @@ class KernelNode(GraphNode):
     @property
     def config(self) -> Any:
         """A :class:`~cuda_core.LaunchConfig` with this node's grid, block and shared memory."""
-        from .._launch_config import LaunchConfig
 
         p = self._params()
         return LaunchConfig(
@@ -350,8 +349,6 @@ class ChildGraphNode(GraphNode):
             ``child`` is not a GraphDefinition.
         """
         if not isinstance(child, KINDS["definition"]):
-            from .._utils import arg_error
-
             raise arg_error("child", "a GraphDefinition", child, exc=TypeError)
         params = driver.CUgraphNodeParams()
         params.type = _T.CU_GRAPH_NODE_TYPE_GRAPH

@@ -12,6 +12,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from .. import system
 from .._device import Device
 from .._stream import as_stream
 from .._utils import arg_error
@@ -229,8 +230,6 @@ class Communicator:
         """
         core, bindings = load()
         if devices is None:
-            from .. import system  # the device count (system imports nothing of this package)
-
             ids = list(range(system.get_num_devices()))
         else:
             ids = [Device(d)._id for d in devices]

@@ -24,6 +24,7 @@ from ._field_values import FieldValueQueries
 from ._mig import MigQueries
 from ._nvml import ERROR_CLASSES, call, nvml
 from ._thermal import ThermalQueries
+from ._versions import get_num_devices
 from .typing import DeviceArch, GpuP2PCapsIndex, GpuP2PStatus, GpuTopologyLevel
 
 __all__ = ["Device", "get_p2p_status", "get_topology_common_ancestor", "register_events"]
@@ -236,7 +237,6 @@ class Device(
         """
         # The one reference from the NVML layer up to the CUDA layer: a link, set by _device.
         cuda_device_class = _links.Device
-        from ._versions import get_num_devices
 
         want = self.uuid_without_prefix.lower()
         for ordinal in range(get_num_devices()):
