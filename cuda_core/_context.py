@@ -87,7 +87,7 @@ class _Owned:
             ctx = object.__new__(Context)
             ctx._handle = self.ctx
             ctx._int = int(self.ctx)
-            ctx._device = self.device
+            ctx._device_id = -1 if self.device is None else self.device._id
             ctx._owned = self
             self.wrapper = weakref.ref(ctx)
             self.orphaned = False
@@ -161,11 +161,11 @@ class Context:
     directly. Two ``Context`` objects are equal when they wrap the same driver context.
     """
 
-    __slots__ = ("__weakref__", "_device", "_handle", "_int", "_owned")
+    __slots__ = ("__weakref__", "_device_id", "_handle", "_int", "_owned")
 
     _handle: driver.CUcontext | None  # None once closed
     _int: int
-    _device: Device | None
+    _device_id: int  # the ordinal of its device; -1 until asked
     _owned: _Owned | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -181,7 +181,7 @@ class Context:
         self = object.__new__(cls)
         self._handle = handle
         self._int = int(handle)
-        self._device = device
+        self._device_id = -1 if device is None else device._id
         self._owned = None
         return self
 
@@ -226,16 +226,13 @@ class Context:
     @property
     def device(self) -> Device:
         """The :class:`Device` this context belongs to."""
-        if self._device is None:
-            Device = _links.Device
-
+        if self._device_id < 0:
             handle_return(driver.cuCtxPushCurrent(self._live()), "cuCtxPushCurrent")
             try:
-                dev_id = int(handle_return(driver.cuCtxGetDevice(), "cuCtxGetDevice"))
+                self._device_id = int(handle_return(driver.cuCtxGetDevice(), "cuCtxGetDevice"))
             finally:
                 handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
-            self._device = Device(dev_id)
-        return self._device
+        return _links.Device(self._device_id)  # type: ignore[no-any-return]
 
     def _live(self) -> driver.CUcontext:
         if self._handle is None:

@@ -129,13 +129,13 @@ class Event:
     until the other process has waited on it.
     """
 
-    __slots__ = ("__weakref__", "_device", "_flags", "_h", "_handle", "_ipc")
+    __slots__ = ("__weakref__", "_device_id", "_flags", "_h", "_handle", "_ipc")
 
     _h: Any  # the EventHandle (released once closed)
     _handle: (
         driver.CUevent | None
     )  # the binding object, made on first use of .handle; None once closed
-    _device: Device
+    _device_id: int  # the ordinal of the device it was created on
     _flags: int  # the CUevent_flags it was created with
     _ipc: IPCEventDescriptor  # the descriptor of an IPC event, set once asked for (or opened from)
 
@@ -149,7 +149,7 @@ class Event:
         self = _new_object(cls)
         self._h = h
         self._handle = _UNSET
-        self._device = device
+        self._device_id = device._id
         self._flags = h.flags
         return self
 
@@ -190,14 +190,14 @@ class Event:
     def device(self) -> Device:
         """The :class:`Device` the event was created on."""
         self._check_open()
-        return self._device
+        return _links.Device(self._device_id)  # type: ignore[no-any-return]
 
     @property
     def context(self) -> Context:
         """The :class:`Context` the event was created in (for an event recorded on a stream of
         a context made by :meth:`Device.create_context`, that context, green or not)."""
         self._check_open()
-        dev = self._device
+        dev = _links.Device(self._device_id)
         ctxh = self._h.ctx
         if ctxh is not None and ctxh.address != dev._ctx_int:
             return Context._from_ctx(driver.CUcontext(ctxh.address), dev)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from . import _links
 from ._handles._backend import backend
 from ._utils import TypeValueError, ValueOverflowError, arg_error, cast_to_3_tuple
 
@@ -274,9 +275,9 @@ class LaunchConfig:
         h = stream._h
         cfg = self._native.get(h)
         if cfg is None:
-            dev = stream._device
-            if dev is None:  # the default streams follow the current context
-                dev = stream.device
+            ordinal = stream._device_id
+            # the default streams follow the current context
+            dev = stream.device if ordinal < 0 else _links.Device(ordinal)
             if dev._id not in self._checked:
                 self._check_device(dev)
                 self._checked.add(dev._id)

@@ -16,6 +16,7 @@ import struct
 import warnings
 from typing import Any
 
+from . import _links
 from ._compat import driver
 from ._errors import CUDAError, _CooperativeLaunchTooLargeError
 from ._host_callbacks import enqueue_host_callback
@@ -149,8 +150,9 @@ def _in_context_of(device: Any, call: Any) -> Any:
 
 
 def _device_of(stream: Any) -> Any:
-    dev = stream._device
-    return dev if dev is not None else stream.device  # default streams follow the current context
+    ordinal = stream._device_id
+    # default streams follow the current context
+    return stream.device if ordinal < 0 else _links.Device(ordinal)
 
 
 def _check_config(config: Any) -> LaunchConfig:
@@ -217,7 +219,7 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
         if type(stream) is _DeviceDefaultStream:
             # A device's default stream: its token means "the current context's", so the launch
             # runs (on the plain twin) with the device's context current.
-            with stream._device._scope():  # type: ignore[union-attr]
+            with _links.Device(stream._device_id)._scope():
                 launch(stream._plain, config, kernel, *kernel_args)
             return
     if type(config) is not LaunchConfig:
@@ -433,7 +435,7 @@ class PreparedLaunch:
             cfg = self._cfg = self._config._native_for(self._stream)
         call = functools.partial(cfg.launch, self._entry.func, slot[1])
         if type(self._stream) is _DeviceDefaultStream:  # its token needs its context current
-            call = _in_context_of(self._stream._device, call)
+            call = _in_context_of(_links.Device(self._stream._device_id), call)
         self._call = call
 
     def _config_changed(self) -> None:

@@ -80,7 +80,7 @@ def _reduce_pool_resource(mr: Any) -> Any:
 def _reduce_event(ev: Event) -> Any:
     check_start_method()
     desc = ev.ipc_descriptor  # refuses a closed event, or one that is not IPC-enabled
-    return (rebuild_event, (desc, ev._device._id))
+    return (rebuild_event, (desc, ev._device_id))
 
 
 reduction.register(IPCAllocationHandle, _reduce_allocation_handle)

@@ -76,7 +76,7 @@ class Stream:
     __slots__ = (
         "__weakref__",
         "_ctx",
-        "_device",
+        "_device_id",
         "_h",
         "_handle",
         "_int",
@@ -87,7 +87,7 @@ class Stream:
     _h: Any  # the StreamHandle: owns (or borrows) the driver stream; released at close()
     _handle: driver.CUstream | None  # None once closed
     _int: int
-    _device: Device | None
+    _device_id: int  # the ordinal of its device; -1 until asked (a borrowed stream)
     _ctx: driver.CUcontext | None
     _nonblocking: bool | None
     _priority: int | None
@@ -127,7 +127,7 @@ class Stream:
         self._handle = handle
         self._int = int(handle)
         self._h = _borrow_handle(self._int, None, owner)
-        self._device = device
+        self._device_id = -1 if device is None else device._id
         self._ctx = ctx
         self._nonblocking = None
         self._priority = None
@@ -168,7 +168,7 @@ class Stream:
         self._h = h
         self._int = address = h.address
         self._handle = _CUstream(address)
-        self._device = device
+        self._device_id = device._id
         ctx = device._ctx
         self._ctx = ctx if h.ctx.address == device._ctx_int else driver.CUcontext(h.ctx.address)
         self._nonblocking = flags == _NON_BLOCKING
@@ -293,15 +293,12 @@ class Stream:
     def device(self) -> Device:
         """The :class:`Device` the stream belongs to."""
         h = self._live()
-        if self._device is None:
-            Device = _links.Device
-
-            cu_dev = handle_return(driver.cuStreamGetDevice(h), "cuStreamGetDevice")
-            dev = Device(int(cu_dev))
-            if self._int in (driver.CU_STREAM_LEGACY, driver.CU_STREAM_PER_THREAD, 0):
-                return dev  # the default streams follow the current context: do not pin
-            self._device = dev
-        return self._device
+        ordinal = self._device_id
+        if ordinal < 0:
+            ordinal = int(handle_return(driver.cuStreamGetDevice(h), "cuStreamGetDevice"))
+            if self._int not in (driver.CU_STREAM_LEGACY, driver.CU_STREAM_PER_THREAD, 0):
+                self._device_id = ordinal  # the default streams follow the current context
+        return _links.Device(ordinal)  # type: ignore[no-any-return]
 
     def _context_handle(self) -> driver.CUcontext:
         h = self._live()
@@ -315,7 +312,9 @@ class Stream:
     @property
     def context(self) -> Context:
         """The :class:`Context` the stream belongs to."""
-        return Context._from_ctx(self._context_handle(), self._device)
+        ordinal = self._device_id
+        device = None if ordinal < 0 else _links.Device(ordinal)
+        return Context._from_ctx(self._context_handle(), device)
 
     @property
     def resources(self) -> DeviceResources:
@@ -376,7 +375,8 @@ class Stream:
         if event is None:
             if self._handle is None:
                 raise RuntimeError("cannot record: the stream is closed")
-            dev = self._device
+            ordinal = self._device_id
+            dev = None if ordinal < 0 else _links.Device(ordinal)
             if dev is None or dev._ctxh is None:
                 dev = self._owning_device()
             if options is None:
@@ -511,19 +511,19 @@ class _DeviceDefaultStream(Stream):
 
     def sync(self) -> None:
         """Block the calling thread until all work queued on the stream is done."""
-        with self._device._scope():  # type: ignore[union-attr]
+        with _links.Device(self._device_id)._scope():
             Stream.sync(self)
 
     def record(
         self, event: Event | None = None, options: EventOptions | dict | None = None
     ) -> Event:
         """Record *event* (a new one made with *options* if none is given) on this stream."""
-        with self._device._scope():  # type: ignore[union-attr]
+        with _links.Device(self._device_id)._scope():
             return Stream.record(self, event, options)
 
     def wait(self, event_or_stream: Any) -> None:
         """Make later work on this stream wait for an event, or for all work now on another stream."""
-        with self._device._scope():  # type: ignore[union-attr]
+        with _links.Device(self._device_id)._scope():
             Stream.wait(self, event_or_stream)
 
     def __eq__(self, other: object) -> bool:
@@ -553,7 +553,7 @@ def _borrow(cls: type[Stream], raw: int, owner: Any) -> Stream:
     self._handle = _CUstream(raw)
     self._int = raw
     self._h = _borrow_handle(raw, None, owner)
-    self._device = None
+    self._device_id = -1
     self._ctx = None
     self._nonblocking = None
     self._priority = None

@@ -244,8 +244,8 @@ def copy_between(dst: Any, src: Any, s: Any, tried: bool = False) -> Any:
 
 def stream_device_id(s: Any) -> int:
     """The ordinal of the device stream ``s`` belongs to (the current one for a plain token)."""
-    dev = s._device
-    return int((dev if dev is not None else s.device)._id)
+    ordinal = s._device_id
+    return int(s.device._id) if ordinal < 0 else ordinal
 
 
 def peer_devices(

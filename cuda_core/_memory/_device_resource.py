@@ -94,7 +94,6 @@ class DeviceMemoryResource(_PoolResource):
         self, device_id: Any, options: DeviceMemoryResourceOptions | dict | None = None
     ) -> None:
         dev = _device_of(device_id)
-        self._device = dev
         if options is None:
             ensure_driver()
             pool = handle_return(driver.cuDeviceGetMemPool(dev._cu_device), "cuDeviceGetMemPool")
@@ -120,7 +119,7 @@ class DeviceMemoryResource(_PoolResource):
     @property
     def device(self) -> Any:
         """The :class:`Device` the memory belongs to."""
-        return self._device
+        return _links.Device(self._dev_id)
 
     # -- peer access ----------------------------------------------------------------------------
 

@@ -256,7 +256,6 @@ def import_pool(cls: Any, device: Any, alloc_handle: Any) -> Any:
         mr._init_pool(pool, True, -1, ipc=True, mapped=True)
         devices = list(range(handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount")))
     else:
-        mr._device = device
         mr._init_pool(pool, True, device._id, ipc=True, mapped=True)
         devices = [device._id]
     mr._alloc_handle = own

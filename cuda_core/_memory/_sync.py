@@ -121,14 +121,13 @@ class SynchronousMemoryResource(_SyncResource):
 
         if isinstance(device_id, bool) or not isinstance(device_id, (int, Device)):
             raise arg_error("device_id", "a Device or an int ordinal", device_id, exc=TypeError)
-        self._device = Device(device_id)
-        self._dev_id = self._device._id
+        self._dev_id = Device(device_id)._id
 
     def _alloc_ctx(self, s: Any) -> Any:
-        return self._device._require_ctx("cuMemAlloc")
+        return _links.Device(self._dev_id)._require_ctx("cuMemAlloc")
 
     def _dealloc_ctx(self, s: Any) -> Any:
-        return self._device._ctx
+        return _links.Device(self._dev_id)._ctx
 
     @property
     def is_device_accessible(self) -> bool:

@@ -46,10 +46,10 @@ def _stream_ptr(stream: Any, device_id: int) -> int:
     st = as_stream(stream)
     if st._handle is None:
         raise RuntimeError("the stream is closed; it cannot be used after close()")
-    dev = st._device
-    if dev is not None and dev._id != device_id:
+    ordinal = st._device_id
+    if ordinal >= 0 and ordinal != device_id:
         raise arg_error("stream", f"a stream of device {device_id}, the communicator's device", st,
-                        hint=f"it belongs to device {dev._id}")  # fmt: skip
+                        hint=f"it belongs to device {ordinal}")  # fmt: skip
     return st._int
 
 

@@ -181,7 +181,7 @@ class ArrayStorage(Owner):
     ) -> Self:
         self = object.__new__(cls)
         self._ref, self._shape, self._format, self._num_channels = ref, shape, format, num_channels
-        self._surface, self._device = bool(surface), device
+        self._surface, self._device_id = bool(surface), -1 if device is None else device._id
         return self
 
     @property

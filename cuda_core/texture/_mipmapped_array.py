@@ -81,7 +81,7 @@ class MipmappedArray(ArrayStorage):
         lv = check_int("level", level, 0)
         if lv >= self._num_levels:
             raise arg_error("level", f"in [0, {self._num_levels})", level)
-        with self._device._scope():
+        with self.device._scope():
             arr = handle_return(
                 driver.cuMipmappedArrayGetLevel(driver.CUmipmappedArray(ref.handle), lv),
                 "cuMipmappedArrayGetLevel",
@@ -89,7 +89,7 @@ class MipmappedArray(ArrayStorage):
         shape = tuple(max(1, n >> lv) for n in self._shape)
         level_ref = ResourceRef(int(arr), None, (ref,))
         return OpaqueArray._make(
-            level_ref, shape, self._format, self._num_channels, self._surface, self._device
+            level_ref, shape, self._format, self._num_channels, self._surface, self.device
         )
 
     @property

@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from .. import _links
 from .._compat import driver
 
 __all__: list[str] = []  # private module
@@ -59,10 +60,10 @@ def destroy_surface(h: int) -> object:
 class Owner:
     """Base of the four owning classes: ``close()``, ``is_closed``, ``handle``, ``with``."""
 
-    __slots__ = ("__weakref__", "_device", "_ref")
+    __slots__ = ("__weakref__", "_device_id", "_ref")
 
     _ref: ResourceRef | None
-    _device: Any
+    _device_id: int  # the ordinal of the device it was created on
 
     @property
     def handle(self) -> int:
@@ -78,7 +79,7 @@ class Owner:
     @property
     def device(self) -> Any:
         """The :class:`~cuda_core.Device` this object was created on."""
-        return self._device
+        return None if self._device_id < 0 else _links.Device(self._device_id)
 
     def close(self) -> None:
         """Release this object's reference to the driver object; idempotent.

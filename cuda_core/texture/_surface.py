@@ -62,7 +62,7 @@ def _create_surface_object(device: Any, resource: Any) -> SurfaceObject:
     h = handle_return(driver.cuSurfObjectCreate(res), "cuSurfObjectCreate")
     self = object.__new__(SurfaceObject)
     self._ref = ResourceRef(int(h), destroy_surface, (keep,))
-    self._resource, self._device = resource, device
+    self._resource, self._device_id = resource, device._id
     return self
 
 

@@ -408,7 +408,7 @@ def _create_texture_object(device: Any, resource: Any, options: Any) -> TextureO
     h = handle_return(driver.cuTexObjectCreate(res, tex, None), "cuTexObjectCreate")
     self = object.__new__(TextureObject)
     self._ref = ResourceRef(int(h), destroy_texture, (keep,))
-    self._resource, self._options, self._device = resource, opts, device
+    self._resource, self._options, self._device_id = resource, opts, device._id
     return self
 
 
