@@ -145,11 +145,11 @@ class Event:
         )
 
     @classmethod
-    def _wrap(cls, h: Any, device: Device) -> Event:
+    def _wrap(cls, h: Any, device_id: int) -> Event:
         self = _new_object(cls)
         self._h = h
         self._handle = _UNSET
-        self._device_id = device._id
+        self._device_id = device_id
         self._flags = h.flags
         return self
 
@@ -165,7 +165,7 @@ class Event:
                 "an IPC-enabled event must be recorded when it is made (as in cuda.core): use "
                 "stream.record(options=EventOptions(ipc_enabled=True)), not Device.create_event()"
             )
-        return cls._wrap(device._context_handle().create_event(flags), device)
+        return cls._wrap(device._context_handle().create_event(flags), device._id)
 
     def _check_open(self) -> None:
         if self._handle is None:
@@ -348,7 +348,9 @@ class Event:
         with dev._scope():
             handle = handle_return(driver.cuIpcOpenEventHandle(ipc), "cuIpcOpenEventHandle")
         flags = _DISABLE_TIMING | _INTERPROCESS | (0 if desc._busy_wait else _BLOCKING_SYNC)
-        ev = cls._wrap(backend.EventHandle.adopt(int(handle), dev._context_handle(), flags), dev)
+        ev = cls._wrap(
+            backend.EventHandle.adopt(int(handle), dev._context_handle(), flags), dev._id
+        )
         ev._ipc = desc
         return ev
 

@@ -375,19 +375,23 @@ class Stream:
         if event is None:
             if self._handle is None:
                 raise RuntimeError("cannot record: the stream is closed")
-            ordinal = self._device_id
-            dev = None if ordinal < 0 else _links.Device(ordinal)
-            if dev is None or dev._ctxh is None:
-                dev = self._owning_device()
             if options is None:
                 flags = _DISABLE_TIMING
             else:
                 flags = check_or_create_options(EventOptions, options, "options")._flags()
             ctxh = self._h.ctx
-            if ctxh is None or ctxh is dev._ctxh:
-                ev = Event._wrap(dev._ctxh.record_event(flags, self._h), dev)
-            else:  # a stream of another context: the event is made (and pooled) in that context
-                ev = adopt_child(Event._wrap(ctxh.record_event(flags, self._h), dev), ctxh)
+            ordinal = self._device_id
+            if ctxh is not None and ordinal >= 0 and ctxh.device >= 0:
+                # the usual case: a stream of a primary context; the event is pooled there
+                ev = Event._wrap(ctxh.record_event(flags, self._h), ordinal)
+            else:
+                dev = None if ordinal < 0 else _links.Device(ordinal)
+                if dev is None or dev._ctxh is None:
+                    dev = self._owning_device()
+                if ctxh is None or ctxh is dev._ctxh:
+                    ev = Event._wrap(dev._ctxh.record_event(flags, self._h), dev._id)
+                else:  # a stream of another context: the event is made (pooled) in that context
+                    ev = adopt_child(Event._wrap(ctxh.record_event(flags, self._h), dev._id), ctxh)
             if flags & _INTERPROCESS:
                 # Its descriptor is made now, on this thread: multiprocessing pickles a Queue's
                 # items on a thread of its own, which then calls no driver function.
