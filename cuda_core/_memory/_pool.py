@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from .. import _links
@@ -11,6 +10,7 @@ from .._errors import CUDAError
 from .._handles._backend import backend
 from .._handles._context_registry import in_context
 from .._handles._driver import ensure_driver
+from .._handles._owned import OwnedHandle
 from .._logging import logger as _log
 from .._stream_ops import (
     capture_status,
@@ -44,30 +44,20 @@ def capture_refused(mr: Any) -> RuntimeError:
     )
 
 
-def _destroy_pool(pool: Any) -> None:
-    try:
+def _pool_destroyer(owner: int) -> Any:
+    """The destroy call of a pool's handle: for a device pool whose peer access the resource
+    manages (``owner >= 0``), its access is cleared first (the driver may hand the handle out
+    again with the old access), then the pool is destroyed."""
+
+    def destroy(pool: Any) -> None:
+        if owner >= 0:
+            try:
+                revoke_peer_access(pool, owner)
+            except Exception:  # interpreter exit / driver gone: still destroy the pool
+                pass
         driver.cuMemPoolDestroy(pool)
-    except Exception:  # interpreter exit / driver gone: nothing to do
-        pass
 
-
-class _PoolHolder:
-    """Owns only the raw CUmemoryPool handle (for the resource's finalizer), and the ordinal of
-    the device whose memory it holds where its peer access is to be revoked before it is
-    destroyed (``-1``: none)."""
-
-    __slots__ = ("owner", "pool")
-
-    def __init__(self, pool: Any, owner: int = -1) -> None:
-        self.pool = pool
-        self.owner = owner
-
-    def __call__(self) -> None:
-        pool, self.pool = self.pool, None
-        if pool is not None:
-            if self.owner >= 0:
-                revoke_peer_access(pool, self.owner)
-            _destroy_pool(pool)
+    return destroy
 
 
 def make_location(kind: int, ident: int) -> driver.CUmemLocation:
@@ -165,7 +155,7 @@ class _PoolResource(MemoryResource):
     _mapped: bool
     _ipc_enabled: bool
     _dev_id: int
-    _fin: weakref.finalize | None
+    _pool_h: OwnedHandle | None  # owns the pool (None: a pool cuda_core does not own)
     _alloc_handle: Any
     _alloc_pool: int  # the pool's address while it can allocate; 0 when closed or mapped
     _uuid: Any  # uuid.UUID of an IPC-enabled resource (see uuid), else None
@@ -194,12 +184,10 @@ class _PoolResource(MemoryResource):
         if owned:
             # ``peers``: a device pool whose peer access the resource manages is cleared before
             # it is destroyed (the driver may hand the handle out again with the old access).
-            self._fin = weakref.finalize(
-                self, _PoolHolder(pool, dev_id if peers and not mapped else -1)
-            )
-            self._fin.atexit = False
+            destroy = _pool_destroyer(dev_id if peers and not mapped else -1)
+            self._pool_h = OwnedHandle("memory pool", pool, destroy, at_exit=False)
         else:
-            self._fin = None
+            self._pool_h = None
         if ipc and not mapped:
             # cuMemPoolExportPointer (Buffer.get_ipc_descriptor) fails with
             # CUDA_ERROR_INVALID_VALUE until the pool itself has been exported once.
@@ -435,12 +423,12 @@ class _PoolResource(MemoryResource):
             h.close()
         if self._mapped and self._uuid is not None:
             _registry.unregister(self)
-        fin = self._fin
+        h = self._pool_h
         self._pool = None
         self._alloc_pool = 0
-        if fin is not None:
-            self._fin = None
-            fin()
+        if h is not None:
+            self._pool_h = None
+            h.release()
 
     def __enter__(self) -> Any:
         return self

@@ -16,6 +16,7 @@ import numpy
 
 from .. import _links
 from .._compat import driver
+from .._handles._owned import OwnedHandle
 from .._memory import Buffer
 from .._stream_ops import (
     capture_status,
@@ -27,7 +28,7 @@ from .._stream_ops import (
 )
 from .._utils import arg_error, handle_return
 from ..typing import ArrayFormatType
-from ._ref import Owner, ResourceRef, destroy_array
+from ._ref import Owner, destroy_array
 
 __all__ = ["OpaqueArray", "OpaqueArrayOptions"]
 
@@ -172,7 +173,7 @@ class ArrayStorage(Owner):
     @classmethod
     def _make(
         cls,
-        ref: ResourceRef,
+        ref: OwnedHandle,
         shape: tuple[int, ...],
         format: ArrayFormatType,
         num_channels: int,
@@ -297,14 +298,14 @@ class OpaqueArray(ArrayStorage):
                 p.srcHost = addr
             else:
                 p.srcDevice = driver.CUdeviceptr(addr)
-            p.dstMemoryType, p.dstArray = _MT.CU_MEMORYTYPE_ARRAY, driver.CUarray(ref.handle)
+            p.dstMemoryType, p.dstArray = _MT.CU_MEMORYTYPE_ARRAY, driver.CUarray(ref.value)
         else:
             p.dstMemoryType, p.dstPitch, p.dstHeight = mt, wbytes, height
             if host:
                 p.dstHost = addr
             else:
                 p.dstDevice = driver.CUdeviceptr(addr)
-            p.srcMemoryType, p.srcArray = _MT.CU_MEMORYTYPE_ARRAY, driver.CUarray(ref.handle)
+            p.srcMemoryType, p.srcArray = _MT.CU_MEMORYTYPE_ARRAY, driver.CUarray(ref.value)
         h = live_handle(s)
         ctx = s._ctx if s._ctx is not None else stream_context(s)
         handle_return(on_stream(s, ctx, driver.cuMemcpy3DAsync, p, h), "cuMemcpy3DAsync")
@@ -325,7 +326,7 @@ def _create_opaque_array(device: Any, options: Any) -> OpaqueArray:
     o = options_of(OpaqueArrayOptions, options)
     desc = array_descriptor(o.shape, o.format, o.num_channels, bool(o.is_surface_load_store))
     arr = handle_return(driver.cuArray3DCreate(desc), "cuArray3DCreate")
-    ref = ResourceRef(int(arr), destroy_array)
+    ref = OwnedHandle("array", int(arr), destroy_array, at_exit=False)
     return OpaqueArray._make(
         ref, o.shape, o.format, o.num_channels, bool(o.is_surface_load_store), device
     )

@@ -8,6 +8,7 @@ from typing import Any
 from .. import _links
 from .._compat import driver
 from .._errors import invalid_value
+from .._handles._owned import OwnedHandle
 from .._utils import arg_error, check_int, handle_return
 from ._array import (
     ArrayStorage,
@@ -18,7 +19,7 @@ from ._array import (
     normalize_format,
     options_of,
 )
-from ._ref import ResourceRef, destroy_mipmapped_array
+from ._ref import destroy_mipmapped_array
 
 __all__ = ["MipmappedArray", "MipmappedArrayOptions"]
 
@@ -83,11 +84,11 @@ class MipmappedArray(ArrayStorage):
             raise arg_error("level", f"in [0, {self._num_levels})", level)
         with self.device._scope():
             arr = handle_return(
-                driver.cuMipmappedArrayGetLevel(driver.CUmipmappedArray(ref.handle), lv),
+                driver.cuMipmappedArrayGetLevel(driver.CUmipmappedArray(ref.value), lv),
                 "cuMipmappedArrayGetLevel",
             )
         shape = tuple(max(1, n >> lv) for n in self._shape)
-        level_ref = ResourceRef(int(arr), None, (ref,))
+        level_ref = OwnedHandle("array", int(arr), None, (ref,))
         return OpaqueArray._make(
             level_ref, shape, self._format, self._num_channels, self._surface, self.device
         )
@@ -127,7 +128,7 @@ def _create_mipmapped_array(device: Any, options: Any) -> MipmappedArray:
         )
     desc = array_descriptor(o.shape, o.format, o.num_channels, bool(o.is_surface_load_store))
     h = handle_return(driver.cuMipmappedArrayCreate(desc, o.num_levels), "cuMipmappedArrayCreate")
-    ref = ResourceRef(int(h), destroy_mipmapped_array)
+    ref = OwnedHandle("mipmapped array", int(h), destroy_mipmapped_array, at_exit=False)
     self = MipmappedArray._make(
         ref, o.shape, o.format, o.num_channels, bool(o.is_surface_load_store), device
     )

@@ -1,44 +1,22 @@
-"""ResourceRef: the holder of one raw texture/surface/array handle, destroyed exactly once.
+"""What the texture wing's owners share: the destroy calls of their driver objects, and Owner.
 
-Owners (``OpaqueArray``, ``MipmappedArray``, ``TextureObject``, ``SurfaceObject``) hold a
-strong reference to a ``ResourceRef``; objects built on another one (a texture on an array, a
-mip level on its mipmapped array) hold that one's ref in ``deps``. ``close()`` drops the
-owner's reference, so the driver object is destroyed when the last user lets go (CPython frees
-it at once). The ``weakref.finalize`` references only the raw handle and the destroy function,
-never an owner; it is not run at interpreter exit (the process's GPU objects die with it).
+Owners (``OpaqueArray``, ``MipmappedArray``, ``TextureObject``, ``SurfaceObject``) hold an
+:class:`~cuda_core._handles._owned.OwnedHandle` of their driver object; one built on another (a
+texture on an array, a mip level on its mipmapped array) holds that one's handle in ``deps``.
+``close()`` drops the owner's reference, so the driver object is destroyed when the last user
+lets go. These handles are not released at interpreter exit (the process's GPU objects die
+with it).
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable
 from typing import Any
 
 from .. import _links
 from .._compat import driver
+from .._handles._owned import OwnedHandle
 
 __all__: list[str] = []  # private module
-
-
-def _release(destroy: Callable[[int], object], handle: int) -> None:
-    try:
-        destroy(handle)
-    except Exception:  # a finalizer never raises (driver gone, context destroyed)
-        pass
-
-
-class ResourceRef:
-    """Owns (or, with ``destroy=None``, borrows) the raw handle ``handle``; keeps ``deps`` alive."""
-
-    __slots__ = ("__weakref__", "deps", "handle")
-
-    def __init__(
-        self, handle: int, destroy: Callable[[int], object] | None, deps: tuple[Any, ...] = ()
-    ) -> None:
-        self.handle = handle
-        self.deps = deps
-        if destroy is not None:
-            weakref.finalize(self, _release, destroy, handle).atexit = False
 
 
 def destroy_array(h: int) -> object:
@@ -62,14 +40,14 @@ class Owner:
 
     __slots__ = ("__weakref__", "_device_id", "_ref")
 
-    _ref: ResourceRef | None
+    _ref: OwnedHandle | None
     _device_id: int  # the ordinal of the device it was created on
 
     @property
     def handle(self) -> int:
         """The raw driver handle as an ``int`` (``0`` after :meth:`close`)."""
         r = self._ref
-        return 0 if r is None else r.handle
+        return 0 if r is None else r.value  # type: ignore[no-any-return]
 
     @property
     def is_closed(self) -> bool:
@@ -89,7 +67,7 @@ class Owner:
         """
         self._ref = None
 
-    def _live(self) -> ResourceRef:
+    def _live(self) -> OwnedHandle:
         r = self._ref
         if r is None:
             raise RuntimeError(

@@ -7,8 +7,9 @@ from typing import Any
 from .. import _links
 from .._compat import driver
 from .._errors import invalid_value
+from .._handles._owned import OwnedHandle
 from .._utils import arg_error, handle_return
-from ._ref import Owner, ResourceRef, destroy_surface
+from ._ref import Owner, destroy_surface
 from ._texture import ResourceDescriptor
 
 __all__ = ["SurfaceObject"]
@@ -61,7 +62,7 @@ def _create_surface_object(device: Any, resource: Any) -> SurfaceObject:
     res, keep, _ = resource._driver_desc()
     h = handle_return(driver.cuSurfObjectCreate(res), "cuSurfObjectCreate")
     self = object.__new__(SurfaceObject)
-    self._ref = ResourceRef(int(h), destroy_surface, (keep,))
+    self._ref = OwnedHandle("surface object", int(h), destroy_surface, (keep,), at_exit=False)
     self._resource, self._device_id = resource, device._id
     return self
 

@@ -8,12 +8,13 @@ from typing import Any
 from .. import _links
 from .._compat import driver
 from .._errors import invalid_value
+from .._handles._owned import OwnedHandle
 from .._memory import Buffer
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
 from ..typing import AddressModeType, ArrayFormatType, FilterModeType, ReadModeType
 from ._array import CU_FORMAT, FORMAT_SIZE, OpaqueArray, check_channels, normalize_format
 from ._mipmapped_array import MipmappedArray
-from ._ref import Owner, ResourceRef, destroy_texture
+from ._ref import Owner, destroy_texture
 
 __all__ = ["ResourceDescriptor", "TextureObject", "TextureObjectOptions"]
 
@@ -231,10 +232,10 @@ class ResourceDescriptor:
                 raise RuntimeError(f"the resource's {type(src).__name__} is closed")
             if self._kind == "opaque_array":
                 d.resType = _RT.CU_RESOURCE_TYPE_ARRAY
-                d.res.array.hArray = driver.CUarray(ref.handle)
+                d.res.array.hArray = driver.CUarray(ref.value)
             else:
                 d.resType = _RT.CU_RESOURCE_TYPE_MIPMAPPED_ARRAY
-                d.res.mipmap.hMipmappedArray = driver.CUmipmappedArray(ref.handle)
+                d.res.mipmap.hMipmappedArray = driver.CUmipmappedArray(ref.value)
             return d, ref, src.format
         if src._ptr is None:
             raise RuntimeError("the resource's Buffer is closed")
@@ -407,7 +408,7 @@ def _create_texture_object(device: Any, resource: Any, options: Any) -> TextureO
     tex = opts._driver_desc(fmt, resource.kind)
     h = handle_return(driver.cuTexObjectCreate(res, tex, None), "cuTexObjectCreate")
     self = object.__new__(TextureObject)
-    self._ref = ResourceRef(int(h), destroy_texture, (keep,))
+    self._ref = OwnedHandle("texture object", int(h), destroy_texture, (keep,), at_exit=False)
     self._resource, self._options, self._device_id = resource, opts, device._id
     return self
 

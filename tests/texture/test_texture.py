@@ -10,6 +10,7 @@ import pytest
 
 import cuda_core
 from cuda_core import CUDAError, LaunchConfig, Program, ProgramOptions, launch
+from cuda_core._handles._owned import OwnedHandle
 from cuda_core.texture import (
     MipmappedArray,
     MipmappedArrayOptions,
@@ -20,7 +21,6 @@ from cuda_core.texture import (
     TextureObject,
     TextureObjectOptions,
 )
-from cuda_core.texture._ref import ResourceRef
 from cuda_core.texture._surface import _create_surface_object
 from cuda_core.texture._texture import _address_modes
 from cuda_core.typing import AddressModeType, ArrayFormatType, FilterModeType, ReadModeType
@@ -107,7 +107,7 @@ def test_resource_descriptor_type_checks():
 
 
 def _fake_array(destroyed, surface=False, fmt=ArrayFormatType.FLOAT32, handle=0x1234):
-    ref = ResourceRef(handle, destroyed.append)
+    ref = OwnedHandle("array", handle, destroyed.append, at_exit=False)
     return OpaqueArray._make(ref, (4, 4), fmt, 1, surface, None)
 
 
@@ -127,7 +127,9 @@ def test_close_is_idempotent_and_destroys_once():
 def test_dependent_keeps_the_storage_alive():
     destroyed = []
     arr = _fake_array(destroyed)
-    user = ResourceRef(0x99, destroyed.append, (arr._ref,))  # what a texture on it holds
+    user = OwnedHandle(
+        "texture object", 0x99, destroyed.append, (arr._ref,), at_exit=False
+    )  # what a texture on it holds
     arr.close()
     assert destroyed == []
     del user
