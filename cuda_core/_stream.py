@@ -8,11 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 from . import _links
 from ._compat import driver
-from ._context import Context, adopt_child, context_handle
+from ._context import Context, adopt_child
 from ._event import Event, EventOptions
 from ._handles._backend import backend
+from ._handles._context_registry import current_context_handle
 from ._handles._driver import ensure_driver
 from ._host_callbacks import launch_host_func
+from ._interop._foreign_streams import _foreign_handle_attr as _foreign_handle_attr
+from ._interop._foreign_streams import _foreign_handle_attrs as _foreign_handle_attrs
 from ._utils import TypeValueError, arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
@@ -146,7 +149,7 @@ class Stream:
             flags = _NON_BLOCKING if opts.nonblocking else _DEFAULT_FLAGS
             priority = opts.priority
         if ctxh is None:
-            ctxh = _current_context_handle(device) if use_current else device._context_handle()
+            ctxh = current_context_handle(device._ctxh) if use_current else device._context_handle()
         if priority is not None:
             with device._scope() if not use_current else _nullcontext():
                 least, greatest = handle_return(
@@ -265,10 +268,6 @@ class Stream:
     def is_closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self._handle is None
-
-    @property
-    def _borrowed(self) -> bool:
-        return not self._h.is_owned
 
     @property
     def is_nonblocking(self) -> bool:
@@ -542,13 +541,6 @@ class _DeviceDefaultStream(Stream):
 
 _CUstream = driver.CUstream
 _new_stream = object.__new__
-# Foreign stream class -> the attribute holding its handle ("cuda_stream" for PyTorch's, "ptr" for
-# CuPy's), or "" for a class read through __cuda_stream__. Filled as classes are first seen.
-_foreign_handle_attrs: dict[type, str] = {}
-_FOREIGN_STREAM_CLASSES = (
-    ("torch", ("cuda.Stream", "cuda.ExternalStream"), "cuda_stream"),
-    ("cupy", ("cuda.Stream", "cuda.ExternalStream"), "ptr"),
-)
 
 
 def _borrow(cls: type[Stream], raw: int, owner: Any) -> Stream:
@@ -562,35 +554,6 @@ def _borrow(cls: type[Stream], raw: int, owner: Any) -> Stream:
     self._nonblocking = None
     self._priority = None
     return self
-
-
-def _current_context_handle(device: Device) -> Any:
-    """The ContextHandle of the context current on this thread (perhaps not the primary one)."""
-    address = int(handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent"))
-    h = device._ctxh
-    if h is not None and h.address == address:
-        return h
-    return context_handle(address)
-
-
-def _foreign_handle_attr(tp: type) -> str:
-    """The handle attribute of ``tp`` when it is exactly a known PyTorch/CuPy stream class, else ``""``."""
-    import sys
-
-    attr = ""
-    for module, names, handle_attr in _FOREIGN_STREAM_CLASSES:
-        mod = sys.modules.get(module)
-        if mod is None:
-            continue
-        for dotted in names:
-            found: Any = mod
-            for part in dotted.split("."):
-                found = getattr(found, part, None)
-            if found is tp:
-                attr = handle_attr
-    if len(_foreign_handle_attrs) < 64:
-        _foreign_handle_attrs[tp] = attr
-    return attr
 
 
 def as_stream(

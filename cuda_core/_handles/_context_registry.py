@@ -45,6 +45,15 @@ def context_handle(address: int, device: int = -1) -> Any:
     return h
 
 
+def current_context_handle(known: Any = None) -> Any:
+    """The ContextHandle of the context current on this thread (``known``, when it is that
+    context's handle, is returned without a registry look-up)."""
+    address = int(handle_return(_cuCtxGetCurrent(), "cuCtxGetCurrent"))
+    if known is not None and known.address == address:
+        return known
+    return context_handle(address)
+
+
 def forget_context(address: int, h: Any) -> None:
     """Drop ``h`` from the registry (its context was destroyed), unless it was replaced."""
     with _handles_lock:

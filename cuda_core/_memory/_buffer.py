@@ -20,7 +20,7 @@ from .._stream_ops import (
     pool_allocation,
 )
 from .._utils import TypeValueError, arg_error
-from ._buffer_export import dlpack, dlpack_device, host_view, query_pointer_attrs
+from ._buffer_export import BufferExport, query_pointer_attrs
 from ._copy import copy_with_options
 from ._resource import MemoryResource, check_ptr, check_size
 
@@ -30,7 +30,7 @@ _new = object.__new__
 _adopt = backend.Allocation.adopt
 
 
-class Buffer:
+class Buffer(BufferExport):
     """A span of memory allocated by a :class:`MemoryResource` (or wrapped by :meth:`from_handle`).
 
     Obtain one from :meth:`MemoryResource.allocate`, :meth:`Device.allocate` or
@@ -528,76 +528,6 @@ class Buffer:
             The buffer is closed.
         """
         _links.prefetch(self, location, stream)
-
-    # -- DLPack ---------------------------------------------------------------------------------
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        """The DLPack device: ``(kDLCUDA=2, id)``, ``(kDLCUDAHost=3, 0)``, ``(kDLCUDAManaged=13, id)``
-        or ``(kDLCPU=1, 0)`` for pageable host memory."""
-        return dlpack_device(self)
-
-    def __dlpack__(
-        self,
-        *,
-        stream: int | None = None,
-        max_version: tuple[int, int] | None = None,
-        dl_device: tuple[int, int] | None = None,
-        copy: bool | None = None,
-    ) -> Any:
-        """Export the buffer as a DLPack capsule: a 1-D ``uint8`` tensor of :attr:`size` elements.
-
-        Parameters
-        ----------
-        stream : int, optional
-            The consumer's stream. A buffer has no pending producer work of its own, so no
-            synchronisation is added; order your writes before handing the buffer over.
-        max_version : tuple of int, optional
-            ``(major, minor)``: the highest DLPack version the consumer supports;
-            ``>= (1, 0)`` gives a versioned capsule.
-        dl_device : tuple of int, optional
-            ``(device_type, device_id)``: the device the consumer wants; must be the buffer's
-            own (or ``(kDLCPU, 0)`` for host-accessible memory).
-        copy : bool, optional
-            ``True`` is refused (no copy is made); ``False`` or ``None`` export the memory itself.
-
-        Returns
-        -------
-        :class:`!PyCapsule`
-            A DLPack capsule. It keeps this Buffer object alive until the consumer releases it.
-            Closing the buffer while a consumer still uses the memory frees it under the
-            consumer.
-
-        Raises
-        ------
-        BufferError
-            A copy or another device was requested.
-        RuntimeError
-            The buffer is closed.
-        """
-        return dlpack(self, stream, max_version, dl_device, copy)
-
-    def __buffer__(self, flags: int, /) -> memoryview:
-        """The Python buffer protocol (``memoryview(buf)`` on Python 3.12+) for host-accessible memory.
-
-        Parameters
-        ----------
-        flags : int
-            The ``inspect.BufferFlags`` of the request.
-
-        Returns
-        -------
-        memoryview
-            A writable 1-D ``uint8`` view of the memory that keeps the Buffer object alive.
-            Closing the buffer frees the memory under the view: do not use it after close.
-
-        Raises
-        ------
-        BufferError
-            The memory is not host-accessible (plain device memory).
-        RuntimeError
-            The buffer is closed.
-        """
-        return host_view(self, flags)
 
     # -- IPC --------------------------------------------------------------------------------------
 

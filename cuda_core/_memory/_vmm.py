@@ -6,15 +6,14 @@ of virtual addresses (``cuMemAddressReserve``) with access rights set per device
 where the addresses after it are free, else moves it to a larger range (the physical memory
 is mapped at the new addresses, not copied).
 
-Each buffer's pieces are kept by a :class:`_Mapping`, the buffer's release function: it unmaps
-every chunk and frees every address range exactly once (at ``close()``, collection, or an
-explicit ``deallocate``). The physical handles are released right after mapping, so unmapping
-gives the memory back.
+Each buffer's pieces are kept by a ``_Mapping`` (``_vmm_mapping``), the buffer's release
+function. The physical handles are released right after mapping, so unmapping gives the
+memory back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +30,7 @@ from ..typing import (
 )
 from ._buffer import Buffer
 from ._resource import MemoryResource, check_size
+from ._vmm_mapping import _align_up, _Mapping, _Undo, _unmap, _unmapper, _wait
 
 __all__ = ["VirtualMemoryResource", "VirtualMemoryResourceOptions"]
 
@@ -173,94 +173,6 @@ class VirtualMemoryResourceOptions:
             check_int("peers", int(p) if hasattr(p, "device_id") else p, minimum=0)
             for p in self.peers
         )
-
-
-def _align_up(size: int, gran: int) -> int:
-    return -(-size // gran) * gran
-
-
-class _Mapping:
-    """The address ranges and mapped chunks of one VMM buffer; also the buffer's release
-    function ``free(ptr, size, stream)`` (the handle layer's Allocation calls it once)."""
-
-    __slots__ = ("__weakref__", "chunks", "ctx", "ranges", "registry")
-
-    def __init__(self, ctx: Any, registry: dict[int, _Mapping]) -> None:
-        self.ctx = ctx
-        self.ranges: list[tuple[int, int]] = []  # (address, size) as reserved
-        self.chunks: list[tuple[int, int]] = []  # (address, size) as mapped
-        self.registry = registry
-
-    @property
-    def base(self) -> int:
-        return self.chunks[0][0]
-
-    @property
-    def mapped(self) -> int:
-        return sum(n for _, n in self.chunks)
-
-    def __call__(self, ptr: int, size: int, stream: Any) -> None:
-        self.release(stream)
-
-    def release(self, stream: Any) -> None:
-        """Unmap every chunk and free every range, once, after the work queued on ``stream``
-        (or, without one, all work of the device's context) is done."""
-        ranges, chunks = self.ranges, self.chunks
-        if not ranges:
-            return
-        self.registry.pop(self.base, None)
-        self.ranges, self.chunks = [], []
-        _wait(self.ctx, stream)
-        _unmap(self.ctx, chunks, ranges)
-
-
-def _wait(ctx: Any, stream: Any) -> None:
-    # Unmapping is immediate: work still using the memory must be finished first.
-    h = None if stream is None else stream._handle
-    if h is not None:
-        handle_return(driver.cuStreamSynchronize(h), "cuStreamSynchronize")
-    else:
-        handle_return(in_context(ctx, driver.cuCtxSynchronize), "cuCtxSynchronize")
-
-
-def _unmap(ctx: Any, chunks: list[tuple[int, int]], ranges: list[tuple[int, int]]) -> None:
-    first: BaseException | None = None
-    for ptr, n in chunks:
-        try:
-            handle_return(in_context(ctx, driver.cuMemUnmap, ptr, n), "cuMemUnmap")
-        except Exception as exc:  # keep going: free what can be freed, then report
-            first = first or exc
-    for ptr, n in ranges:
-        try:
-            handle_return(in_context(ctx, driver.cuMemAddressFree, ptr, n), "cuMemAddressFree")
-        except Exception as exc:
-            first = first or exc
-    if first is not None:
-        raise first
-
-
-def _unmapper(ctx: Any, ptr: int, size: int) -> Callable[[], Any]:
-    return lambda: in_context(ctx, driver.cuMemUnmap, ptr, size)
-
-
-class _Undo:
-    """Undo steps of a multi-step driver operation, run in reverse on failure."""
-
-    __slots__ = ("steps",)
-
-    def __init__(self) -> None:
-        self.steps: list[Callable[[], Any]] = []
-
-    def __enter__(self) -> _Undo:
-        return self
-
-    def __exit__(self, exc_type: Any, *exc: object) -> None:
-        if exc_type is not None:
-            for step in reversed(self.steps):
-                try:
-                    step()
-                except Exception:  # the original error is the one to report
-                    pass
 
 
 class VirtualMemoryResource(MemoryResource):
