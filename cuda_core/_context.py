@@ -24,7 +24,7 @@ from ._device_resources import (
     WorkqueueResource,
     require_green_contexts,
 )
-from ._handles._context_registry import context_handle, forget_context
+from ._handles._contexts import CtxScope, context_handle, forget_context
 from ._utils import arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
@@ -227,11 +227,8 @@ class Context:
     def device(self) -> Device:
         """The :class:`Device` this context belongs to."""
         if self._device_id < 0:
-            handle_return(driver.cuCtxPushCurrent(self._live()), "cuCtxPushCurrent")
-            try:
+            with CtxScope(self._live(), self._int):
                 self._device_id = int(handle_return(driver.cuCtxGetDevice(), "cuCtxGetDevice"))
-            finally:
-                handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
         return _links.Device(self._device_id)  # type: ignore[no-any-return]
 
     def _live(self) -> driver.CUcontext:
@@ -333,11 +330,8 @@ class Context:
             return owned.adopt(Stream._create(dev, options, ctxh=owned.ctxh))  # type: ignore[no-any-return]
         if dev._ctx is not None and dev._ctx_int == self._int:
             return dev.create_stream(options=options)
-        handle_return(driver.cuCtxPushCurrent(self._live()), "cuCtxPushCurrent")
-        try:
+        with CtxScope(self._live(), self._int):
             return Stream._create(dev, options, use_current=True)
-        finally:
-            handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Context):

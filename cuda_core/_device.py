@@ -14,7 +14,7 @@ from ._device_resources import DeviceResources
 from ._errors import CUDAError
 from ._event import Event
 from ._handles._backend import backend
-from ._handles._context_registry import context_handle
+from ._handles._contexts import CtxScope, context_handle
 from ._handles._driver import ensure_driver
 from ._links import device_count
 from ._stream import Stream, _borrow, _foreign_handle_attrs
@@ -47,29 +47,6 @@ _ctx_get_device = backend.ctx_get_device
 _tls = threading.local()
 # ---------------------------------------------------------------------------------------------
 # Making a device's context current for a block of code.
-
-
-class _CtxScope:
-    """``with dev._scope():`` runs the block with ``ctx`` current, then restores the caller's."""
-
-    __slots__ = ("_ctx", "_int", "_pushed")
-
-    def __init__(self, ctx: driver.CUcontext, ctx_int: int) -> None:
-        self._ctx = ctx
-        self._int = ctx_int
-        self._pushed = False
-
-    def __enter__(self) -> _CtxScope:
-        err, cur = _cuCtxGetCurrent()
-        if err != _SUCCESS or int(cur) != self._int:
-            handle_return(_cuCtxPushCurrent(self._ctx), "cuCtxPushCurrent")
-            self._pushed = True
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._pushed:
-            self._pushed = False
-            handle_return(_cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,14 +324,14 @@ class Device:
             )
         return ctx
 
-    def _scope(self) -> _CtxScope:
+    def _scope(self) -> CtxScope:
         """A context manager that makes this device's context current for a block."""
         h = self._ctxh
         if h is None:
             self._require_ctx()
         elif h.address != self._ctx_int:  # re-initialised after a reset, at a new address
             self._ctx, self._ctx_int = driver.CUcontext(h.address), h.address
-        return _CtxScope(self._ctx, self._ctx_int)
+        return CtxScope(self._ctx, self._ctx_int)
 
     @property
     def context(self) -> Context:

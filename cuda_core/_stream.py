@@ -11,7 +11,7 @@ from ._compat import driver
 from ._context import Context, adopt_child
 from ._event import Event, EventOptions
 from ._handles._backend import backend
-from ._handles._context_registry import current_context_handle
+from ._handles._contexts import current_context_handle
 from ._handles._driver import ensure_driver
 from ._host_callbacks import launch_host_func
 from ._interop._foreign_streams import _foreign_handle_attr as _foreign_handle_attr

@@ -12,7 +12,7 @@ from . import _links
 from ._compat import driver
 from ._errors import CUDAError
 from ._handles._backend import backend
-from ._handles._context_registry import context_handle, in_context
+from ._handles._contexts import context_handle, in_context
 from ._utils import arg_error, handle_return, raise_status
 
 __all__: list[str] = []  # private module

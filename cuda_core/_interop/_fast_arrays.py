@@ -28,6 +28,7 @@ import numpy
 
 from .._compat import driver
 from .._handles._backend import backend
+from .._handles._contexts import CtxScope
 from .._handles._driver import ensure_driver
 from .._handles._pure_interop import AMBIGUOUS
 from .._utils import handle_return, raise_status
@@ -58,11 +59,8 @@ def _device_event(device_id: int) -> tuple[Any, int]:
         dev = handle_return(driver.cuDeviceGet(device_id), "cuDeviceGet")
         # Retained for good: the cached event lives in this context until the process exits.
         ctx = handle_return(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-        handle_return(driver.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
-        try:
+        with CtxScope(ctx, int(ctx)):
             event = handle_return(driver.cuEventCreate(_EV_FLAGS), "cuEventCreate")
-        finally:
-            driver.cuCtxPopCurrent()
         ev = _events[device_id] = (event, int(event))
         backend.set_order_event(device_id, ev[1])  # the native torch_view orders through it too
         return ev

@@ -12,7 +12,7 @@ from typing import Any
 from .. import _links
 from .._compat import driver
 from .._errors import CUDAError
-from .._handles._context_registry import in_context
+from .._handles._contexts import in_context
 from .._handles._driver import ensure_driver
 from .._stream_ops import closed_error, stream_context
 from .._utils import arg_error, handle_return

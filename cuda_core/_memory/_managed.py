@@ -8,7 +8,7 @@ from typing import Any
 from .. import _links
 from .._compat import MANAGED_ALLOCATION, driver, require_cuda13
 from .._errors import CUDAError
-from .._handles._context_registry import in_context
+from .._handles._contexts import in_context
 from .._stream_ops import closed_error, live_handle, stream_context
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
 from ._buffer import Buffer

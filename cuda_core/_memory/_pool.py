@@ -8,7 +8,7 @@ from .. import _links
 from .._compat import driver
 from .._errors import CUDAError
 from .._handles._backend import backend
-from .._handles._context_registry import in_context
+from .._handles._contexts import in_context
 from .._handles._driver import ensure_driver
 from .._handles._owned import OwnedHandle
 from .._logging import logger as _log

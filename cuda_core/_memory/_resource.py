@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _links
 from .._compat import driver
-from .._handles._context_registry import in_context as in_context
+from .._handles._contexts import in_context as in_context
 from .._utils import TypeValueError, ValueOverflowError, arg_error
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from typing import Any
 
 from .. import _links
 from .._compat import driver
-from .._handles._context_registry import in_context
+from .._handles._contexts import in_context
 from .._utils import arg_error, handle_return, make_error
 from ._buffer import Buffer
 from ._resource import MemoryResource, check_size

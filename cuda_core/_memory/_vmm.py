@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import _links
 from .._compat import CUDA13, MANAGED_ALLOCATION, driver, missing
-from .._handles._context_registry import in_context
+from .._handles._contexts import in_context
 from .._utils import arg_error, check_int, check_or_create_options, handle_return, make_error
 from ..typing import (
     VirtualMemoryAccessType,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._compat import driver
-from .._handles._context_registry import in_context
+from .._handles._contexts import in_context
 from .._utils import handle_return
 
 __all__: list[str] = []  # private module

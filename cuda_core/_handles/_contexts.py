@@ -1,4 +1,5 @@
-"""One ContextHandle per live context, found by its address; and running a call in a context.
+"""Contexts in the handle layer: one ContextHandle per live context, found by its address, and
+the one way to run code with a context current (:class:`CtxScope`, :func:`in_context`).
 
 Every stream, event and allocation of a context goes through that context's handle, so they
 share its idle pools and its generation. A handle whose check fails (the context was destroyed
@@ -18,6 +19,7 @@ from ._backend import backend
 
 __all__: list[str] = []  # private module
 
+_SUCCESS = driver.CUresult.CUDA_SUCCESS
 _cuCtxGetCurrent = driver.cuCtxGetCurrent
 _cuCtxPushCurrent = driver.cuCtxPushCurrent
 _cuCtxPopCurrent = driver.cuCtxPopCurrent
@@ -78,3 +80,27 @@ def in_context(ctx: Any, fn: Any, *args: Any) -> tuple[Any, ...]:
         return fn(*args)  # type: ignore[no-any-return]
     finally:
         _cuCtxPopCurrent()
+
+
+class CtxScope:
+    """``with CtxScope(ctx, address):`` runs the block with ``ctx`` current (pushed only when
+    another context is current), then restores the caller's. ``Device._scope()`` makes one."""
+
+    __slots__ = ("_ctx", "_int", "_pushed")
+
+    def __init__(self, ctx: driver.CUcontext, ctx_int: int) -> None:
+        self._ctx = ctx
+        self._int = ctx_int
+        self._pushed = False
+
+    def __enter__(self) -> CtxScope:
+        err, cur = _cuCtxGetCurrent()
+        if err != _SUCCESS or int(cur) != self._int:
+            handle_return(_cuCtxPushCurrent(self._ctx), "cuCtxPushCurrent")
+            self._pushed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pushed:
+            self._pushed = False
+            handle_return(_cuCtxPopCurrent(), "cuCtxPopCurrent")
