@@ -31,11 +31,23 @@ def _directives() -> list[tuple[str, str, str]]:
     return out
 
 
+# Modules of the public graph wing whose names cuda_core also exports (cuda.core has GraphBuilder
+# and Graph at the top level).
+_STAR_FROM_PUBLIC = {"graph._builder", "graph._options"}
+
+
 def _private_modules() -> list[str]:
-    names = []
+    """Private modules of cuda_core, relative names: those at the top and, for a private wing
+    (a subpackage whose ``__init__`` has no ``__all__``), its modules instead."""
+    names = set(_STAR_FROM_PUBLIC)
     for info in pkgutil.iter_modules(cuda_core.__path__):
-        if info.name.startswith("_") and info.name not in _PUBLIC_MODULES | _NO_ALL:
-            names.append(info.name)
+        if not info.name.startswith("_") or info.name in _PUBLIC_MODULES | _NO_ALL:
+            continue
+        if info.ispkg and not hasattr(importlib.import_module(f"cuda_core.{info.name}"), "__all__"):
+            wing = importlib.import_module(f"cuda_core.{info.name}")
+            names.update(f"{info.name}.{sub.name}" for sub in pkgutil.iter_modules(wing.__path__))
+        else:
+            names.add(info.name)
     return sorted(names)
 
 
