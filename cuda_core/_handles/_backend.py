@@ -4,10 +4,11 @@
 ``0``, ``false`` or ``no``, it selects the pure-Python backend (:mod:`cuda_core._handles._pure`)
 without loading the native module. Otherwise the native module (``cuda_core._native``, built
 from ``cuda_core/_handles/_csrc`` at install where a C compiler is present) is used when it imports and
-its ``ABI_VERSION`` equals the pure backend's; a module of another version (a stale build left
+its ``ABI_VERSION`` equals :data:`cuda_core._handles._protocol.ABI_VERSION`; a module of another version (a stale build left
 in the tree) is not used, and one warning names the rebuild command.
 
-``backend`` is the chosen module; :data:`NATIVE` says which one it is and :data:`REASON` why.
+``backend`` is the chosen module, typed as the protocol (:class:`~._protocol.Backend`), so mypy
+checks every caller; :data:`NATIVE` says which one it is and :data:`REASON` why.
 :func:`bind` hands the backend the driver's entry points once the driver is initialised.
 """
 
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any
+from typing import Any, cast
 
 from .._compat import driver
 from .._logging import logger as _log
+from ._protocol import ABI_VERSION, Backend, NativeBackend
 
 __all__: list[str] = []  # private module
 
@@ -40,10 +42,10 @@ def _select() -> tuple[Any, bool, str]:
     except ImportError as exc:
         return _handles, False, f"not built ({exc})"
     version = getattr(_native, "ABI_VERSION", None)
-    if version != _handles.ABI_VERSION:
+    if version != ABI_VERSION:
         warnings.warn(
             f"cuda_core: the compiled accelerator in {getattr(_native, '__file__', '?')} has ABI version "
-            f"{version}, this cuda_core needs {_handles.ABI_VERSION}; running on pure Python. "
+            f"{version}, this cuda_core needs {ABI_VERSION}; running on pure Python. "
             f"Rebuild it: {REBUILD_COMMAND}",
             RuntimeWarning,
             stacklevel=2,
@@ -51,16 +53,15 @@ def _select() -> tuple[Any, bool, str]:
         return (
             _handles,
             False,
-            f"ABI mismatch (built {version}, needs {_handles.ABI_VERSION}); rebuild: {REBUILD_COMMAND}",
+            f"ABI mismatch (built {version}, needs {ABI_VERSION}); rebuild: {REBUILD_COMMAND}",
         )
     return _native, True, "on"
 
 
-backend: Any
-NATIVE: bool
-REASON: str
-backend, NATIVE, REASON = _select()
-"""The handle layer's backend module (see :mod:`cuda_core._handles._pure` for its protocol)."""
+_module, NATIVE, REASON = _select()
+backend: Backend = cast(Backend, _module)
+"""The handle layer's backend module (its protocol: :mod:`cuda_core._handles._protocol`)."""
+del _module
 if NATIVE:
     _log.debug(
         "handle layer: native backend (%s)", getattr(backend, "__file__", "cuda_core._native")
@@ -130,13 +131,14 @@ def bind(make_error: Any) -> None:
     backend needs (all exist since CUDA 12.0, the oldest driver cuda_core supports).
     """
     if NATIVE:
-        table = {name: entry_point(name) for name in backend.entry_point_names()}
+        native = cast(NativeBackend, backend)
+        table = {name: entry_point(name) for name in native.entry_point_names()}
         missing = sorted(name for name, addr in table.items() if not addr)
         if missing:
             raise RuntimeError(
                 f"the CUDA driver lacks {', '.join(missing)}; cuda_core needs a CUDA 12.0 or newer "
                 "driver (or run with CUDA_CORE_NO_FASTPATH=1)"
             )
-        backend.bind(table, make_error)
+        native.bind(table, make_error)
         return
     backend.bind({"cuLaunchKernelEx": entry_point("cuLaunchKernelEx")}, make_error)

@@ -26,21 +26,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 NON_BLOCKING = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
 DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 
-PROTOCOL = (
-    "ABI_VERSION", "bind", "ctx_get_device", "types_match", "pool_allocate",
-    "ContextHandle", "StreamHandle", "EventHandle", "Allocation", "LaunchConfigHandle",
-)  # fmt: skip
-METHODS = {
-    "ContextHandle": ("address", "device", "generation", "check", "drop_pools", "pooled", "create_stream",
-                      "create_event", "record_event"),
-    "StreamHandle": ("borrow", "address", "ctx", "owner", "is_owned", "is_released", "sync", "query", "record",
-                     "wait", "memcpy", "release"),
-    "EventHandle": ("adopt", "address", "ctx", "flags", "recorded", "is_released", "record", "query", "sync",
-                    "expose", "release"),
-    "Allocation": ("adopt", "ptr", "size", "stream", "ctx", "is_open", "set_stream", "close"),
-    "LaunchConfigHandle": ("stream", "launch", "values"),
-}  # fmt: skip
-
 
 def _native():
     try:
@@ -73,18 +58,7 @@ def _compiler_present() -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# CPU tier: the protocol's surface is the same in both backends.
-
-
-@pytest.mark.parametrize("b", _backends())
-def test_protocol_names(b):
-    b = _resolve(b)
-    for name in PROTOCOL:
-        assert hasattr(b, name), name
-    assert b.ABI_VERSION == pure.ABI_VERSION
-    for cls, names in METHODS.items():
-        for n in names:
-            assert hasattr(getattr(b, cls), n), f"{cls}.{n}"
+# CPU tier (the protocol's surface in both backends: tests/handles/test_protocol.py).
 
 
 @pytest.mark.parametrize("b", _backends())
