@@ -3,8 +3,9 @@
 ``cuda_core._native`` is the native backend of cuda_core's handle layer, built from the C files
 in ``cuda_core/_handles/_csrc`` (see ``native.h`` there). It is optional: where no C compiler or Python
 headers are found the build warns and cuda_core runs its pure-Python backend
-(``cuda_core/_handles/_pure.py``). Set ``CUDA_CORE_REQUIRE_NATIVE=1`` to make a failed build an error
-(CI does, so a broken accelerator cannot pass unnoticed).
+(``cuda_core/_handles/_pure.py``; ``CUDA_CORE_BACKEND=python`` selects it where the native one is
+built). Set ``CUDA_CORE_REQUIRE_NATIVE=1`` to make a failed build an error (CI does, so a broken
+native backend cannot pass unnoticed).
 """
 
 import glob

@@ -17,7 +17,7 @@ refused), then with each pool granting the other device access (``peer_accessibl
 Every cuda_core copy is checked byte for byte after timing. The summary gives, at 256 MiB,
 cuda_core divided by the best other column (target: >= 0.95). A column whose library is
 missing says so. Run on a machine with two GPUs: ``python benchmarks/bench_peer_copy.py``
-(``CUDA_CORE_NO_FASTPATH=1`` for the pure-Python backend).
+(``CUDA_CORE_BACKEND=python`` for the pure-Python backend).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Keeping ctypes callbacks alive for the life of the process (:func:`immortal`).
 
-Lifetimes of driver objects live in the handle layer (:mod:`cuda_core._handles._pure` and its native
-backend): each handle owns its driver object and frees it once, at ``release()``/``close()``
+Lifetimes of driver objects live in the handle layer (:mod:`cuda_core._handles._protocol` states
+them; two backends implement them): each handle owns its driver object and frees it once, at ``release()``/``close()``
 or when collected. This module holds the one lifetime rule that is not a handle's.
 """
 

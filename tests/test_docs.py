@@ -246,7 +246,7 @@ def test_troubleshooting_covers_the_first_hour():
         "CUDA errors and what they mean",
         'pip install "cudacore[cu13]"',
         "--clear-cache",
-        "CUDA_CORE_NO_FASTPATH",
+        "CUDA_CORE_BACKEND",
     ):
         assert topic in text, topic
 

@@ -21,15 +21,15 @@ export FILE_TIMEOUT=${FILE_TIMEOUT:-240}
 [ -d .devcarry/gl ] && export LD_LIBRARY_PATH="$PWD/.devcarry/gl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 WORK=$(mktemp -d); export WORK
 start=$SECONDS
-# Build the optional accelerator in place, as `pip install -e .` does (it is optional: a failure
-# leaves the pure Python path).
+# Build the optional native backend in place, as `pip install -e .` does (it is optional: a
+# failure leaves the pure-Python backend).
 python3 setup.py -q build_ext --inplace > "$OUT/build_ext.txt" 2>&1 || tail -5 "$OUT/build_ext.txt"
 python3 -c "import sys, cuda.bindings, cuda_core, cuda_core._handles._driver as u, cuda_core._handles._backend as b; u.ensure_driver(); print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'native', b.NATIVE, b.REASON)" | tee "$OUT/env.txt"
 
 one() {  # one BACKEND FILE: the file's tests in a process of their own, on that backend
     local backend=$1 f=$2 name log rc line
     name=$(basename "$f" .py); log="$WORK/$backend-$name.log"
-    if [ "$backend" = pure ]; then export CUDA_CORE_NO_FASTPATH=1; else unset CUDA_CORE_NO_FASTPATH; fi
+    if [ "$backend" = pure ]; then export CUDA_CORE_BACKEND=python; else unset CUDA_CORE_BACKEND; fi
     CUDA_CORE_CACHE_DIR="$WORK/cache-$backend-$name" timeout "$FILE_TIMEOUT" \
         python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider "$f" > "$log" 2>&1
     rc=$?

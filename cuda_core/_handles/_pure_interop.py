@@ -1,9 +1,9 @@
 """The pure-Python backend of the interop readers (DLPack capsules, PyTorch tensors).
 
 The native backend states the same functions in ``cuda_core/_handles/_csrc/interop.c``; the protocol
-(names, arguments, results, errors) is in :mod:`cuda_core._handles._pure`' docstring, which
-re-exports these names, and ``tests/interop/test_interop_backends.py`` runs the same cases against
-both. Capsules are read through the CPython capsule API (``PyCapsule_GetName`` and
+(names, arguments, results, errors) is :class:`cuda_core._handles._protocol.Backend`;
+:mod:`cuda_core._handles._pure` re-exports these names, and
+``tests/interop/test_interop_backends.py`` runs the same cases against both. Capsules are read through the CPython capsule API (``PyCapsule_GetName`` and
 ``PyCapsule_GetPointer`` called through ``ctypes``) and the DLPack structs' bytes; no object is
 read by offset.
 """
@@ -174,7 +174,8 @@ _legacy_types: set[type] = set()
 
 def dlpack_view(cls: Any, obj: Any, stream_ptr: Any) -> Any:
     """A view (an instance of ``cls``, a subclass of :class:`ViewInfo`) of the DLPack producer
-    ``obj`` for the consumer stream ``stream_ptr`` (see ``_handles``' docstring)."""
+    ``obj`` for the consumer stream ``stream_ptr`` (the rules: ``Backend.dlpack_view`` in
+    :mod:`cuda_core._handles._protocol`)."""
     _check_cls(cls)
     try:
         dev = obj.__dlpack_device__()

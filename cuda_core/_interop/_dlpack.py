@@ -7,7 +7,7 @@ Export: :func:`make_capsule` builds a managed tensor whose deleter keeps the own
 object alive until the consumer is done with it (the consumer calls the deleter, or the capsule
 is destroyed unconsumed and its destructor calls it).
 
-Import: the backend's ``read_capsule`` (see :mod:`cuda_core._handles._pure`) reads a producer's
+Import: the backend's ``read_capsule`` (see :mod:`cuda_core._handles._protocol`) reads a producer's
 capsule; :func:`parse_capsule` is the ctypes reference reader. A consumer keeps the capsule itself alive instead of renaming it: while the capsule lives the
 producer's tensor lives, and when the capsule is collected the producer's own destructor calls
 the deleter (every conforming producer deletes an unconsumed capsule's tensor).

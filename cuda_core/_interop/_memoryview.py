@@ -30,7 +30,7 @@ _kinds: dict[type, int] = {}
 _KIND_DLPACK = _bridge.KIND_DLPACK
 _KIND_TORCH = _bridge.KIND_TORCH
 _cupy_view = _bridge.cupy_view
-# The backend's readers (see cuda_core/_handles/_pure.py): views are instances of its ViewInfo.
+# The backend's readers (see cuda_core/_handles/_protocol.py): views are instances of its ViewInfo.
 _ViewBase: Any = backend.ViewInfo
 _new_view = _ViewBase.__new__
 _dlpack_view = backend.dlpack_view
@@ -131,7 +131,7 @@ class StridedMemoryView(_ViewBase):
         The producer.
     """
 
-    # Every field is the backend's ViewInfo's (see cuda_core/_handles/_pure.py); strides included.
+    # Every field is the backend's ViewInfo's (see cuda_core/_handles/_protocol.py); strides included.
     __slots__ = ()
 
     def __init__(self, obj: object = None, stream_ptr: int | None = None) -> None:
@@ -212,7 +212,7 @@ class StridedMemoryView(_ViewBase):
         if kind == _KIND_DLPACK:
             return _dlpack_view(cls, obj, stream_ptr)  # type: ignore[no-any-return]
         if kind == _KIND_TORCH:
-            view = _torch_view(cls, obj, stream_ptr)
+            view: Any = _torch_view(cls, obj, stream_ptr)  # NotImplemented, then None: declined
             if (
                 view is _NotImplemented
             ):  # the native reader declined (see _handles): read the fields

@@ -134,8 +134,8 @@ def backend_status() -> dict[str, Any]:
     reason = _backend.REASON
     if _backend.NATIVE:
         state = "on"
-    elif reason.startswith("switched off"):
-        state = "switched off"
+    elif reason.startswith("selected"):
+        state = "selected"
     elif reason.startswith("ABI mismatch"):
         state = "ABI mismatch"
     else:
@@ -359,7 +359,7 @@ def format_report(info: dict[str, Any]) -> list[str]:
     if b["native"]:
         lines.append("handle layer: native backend (cuda_core._native)")
     else:
-        line = f"handle layer: pure Python ({b['reason']})"
+        line = f"handle layer: pure-Python backend ({b['reason']})"
         if b["rebuild"] and "rebuild:" not in b["reason"]:
             line += f"; rebuild: {b['rebuild']}"
         elif b["state"] == "not built" and not b["compiler"]:

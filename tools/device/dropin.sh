@@ -3,7 +3,7 @@
 # NVIDIA's cuda.core and with the import rewritten to cuda_core (tools/peer_examples.py).
 # Needs the examples carried: carry=[".devcarry/peer_examples"] (a git-ignored folder).
 # Writes $OUT/dropin/{table.txt,results.json,logs.txt}; prints the table.
-# Usage: bash tools/device/dropin.sh      (CUDA_CORE_NO_FASTPATH=1 for the pure-Python backend;
+# Usage: bash tools/device/dropin.sh      (CUDA_CORE_BACKEND=python for the pure-Python backend;
 #        ONLY="saxpy host_launch" to run some; EXAMPLE_TIMEOUT=seconds per run, default 150)
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1

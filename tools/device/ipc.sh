@@ -17,7 +17,7 @@ TESTS="tests/memory/test_ipc_multiprocess.py tests/memory/test_memory_ipc.py tes
 status=0
 : > "$LOG/summary.txt"
 for backend in ${BACKENDS:-native pure}; do
-  if [ "$backend" = pure ]; then export CUDA_CORE_NO_FASTPATH=1; else unset CUDA_CORE_NO_FASTPATH; fi
+  if [ "$backend" = pure ]; then export CUDA_CORE_BACKEND=python; else unset CUDA_CORE_BACKEND; fi
   python3 -c "import sys, cuda.bindings, cuda_core._handles._backend as b, cuda_core._handles._driver as u; print(sys.version.split()[0], 'cuda.bindings', cuda.bindings.__version__, 'native', b.NATIVE, b.REASON); u.ensure_driver()" \
     > "$LOG/env_$backend.txt" 2>&1
   echo "== $backend: $(tail -1 "$LOG/env_$backend.txt")" | tee -a "$LOG/summary.txt"

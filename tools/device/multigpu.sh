@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The multi-GPU checks, for the two-GPU machine (device kind nvidia-h200-x2): builds the native
-# backend in place, then with each backend (native, then pure Python with CUDA_CORE_NO_FASTPATH=1)
+# backend in place, then with each backend (native, then pure Python with CUDA_CORE_BACKEND=python)
 # runs the multi-GPU tests (and the device and stream tests, which have two-GPU cases), the
 # multi-GPU example (through its test and on its own) and the peer copy benchmark: each twice in
 # all, once per backend. About 6 minutes. Full logs under $OUT/multigpu/; summary.txt says what
@@ -31,7 +31,7 @@ cat "$LOG/env.txt"
 
 TESTS=${TESTS:-"tests/test_multi_gpu.py tests/test_device.py tests/test_stream.py"}
 for backend in ${BACKENDS:-native pure}; do
-  if [ "$backend" = pure ]; then export CUDA_CORE_NO_FASTPATH=1; else unset CUDA_CORE_NO_FASTPATH; fi
+  if [ "$backend" = pure ]; then export CUDA_CORE_BACKEND=python; else unset CUDA_CORE_BACKEND; fi
   for f in $TESTS; do
     name=$(basename "$f" .py)
     log="$LOG/${backend}_${name}.txt"
@@ -49,6 +49,6 @@ for backend in ${BACKENDS:-native pure}; do
   note "$backend bench_peer_copy: rc=$?"
   grep -E "^- |FAILED" "$log" | tee -a "$SUMMARY"
 done
-unset CUDA_CORE_NO_FASTPATH
+unset CUDA_CORE_BACKEND
 grep -hE "^(FAILED|ERROR)|Fatal Python" "$LOG"/*test_*.txt | head -60
 echo "logs: $LOG"

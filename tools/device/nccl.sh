@@ -65,7 +65,7 @@ has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 if has tests; then
 step test_nccl_native 280 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider tests/nccl/test_nccl.py
-CUDA_CORE_NO_FASTPATH=1 step test_nccl_pure 280 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider tests/nccl/test_nccl.py
+CUDA_CORE_BACKEND=python step test_nccl_pure 280 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider tests/nccl/test_nccl.py
 step test_examples_nccl 200 python3 -m pytest -q -rfEs -p no:cacheprovider tests/test_examples.py -k "nccl or indexed or judge"
 fi
 

@@ -4,7 +4,7 @@
 # (tools/peer_tests.py). Needs the tests carried: carry=[".devcarry/peer_tests"] (git-ignored;
 # it holds cuda_core/tests/... and cuda_python_test_helpers/... as laid out in NVIDIA's repo).
 # Writes $OUT/peertests/{table.txt,results.json,logs.txt}; prints the table.
-# Usage: bash tools/device/peertests.sh   (CUDA_CORE_NO_FASTPATH=1 for the pure-Python backend;
+# Usage: bash tools/device/peertests.sh   (CUDA_CORE_BACKEND=python for the pure-Python backend;
 #        ONLY="test_event test_stream" to run some; TEST_TIMEOUT=seconds per module and side;
 #        JOBS=N modules side by side, default 8)
 set -u

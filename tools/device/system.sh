@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The system (NVML) checks on the GPU machine (device tool, kind nvidia-h100-x1):
-#   1. the system/NVML tests on both backends (native, then CUDA_CORE_NO_FASTPATH=1),
+#   1. the system/NVML tests on both backends (native, then CUDA_CORE_BACKEND=python),
 #   2. `python -m cuda_core` and `python -m cuda_core --json`,
 # with every log under $OUT/system/ (env.txt, pytest_native.txt, pytest_pure.txt, report.txt,
 # report.json, summary.txt). Usage, from the repository root: bash tools/device/system.sh
@@ -37,7 +37,7 @@ head -3 "$LOG/env.txt" | tail -1
 : > "$LOG/summary.txt"
 status=0
 for backend in native pure; do
-  if [ "$backend" = pure ]; then export CUDA_CORE_NO_FASTPATH=1; else unset CUDA_CORE_NO_FASTPATH; fi
+  if [ "$backend" = pure ]; then export CUDA_CORE_BACKEND=python; else unset CUDA_CORE_BACKEND; fi
   # shellcheck disable=SC2086  # FILES is a list of paths
   timeout 230 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider $FILES > "$LOG/pytest_$backend.txt" 2>&1
   rc=$?
@@ -45,7 +45,7 @@ for backend in native pure; do
   echo "pytest ($backend backend): rc=$rc $(grep -E '(passed|failed|error)' "$LOG/pytest_$backend.txt" | tail -1)" | tee -a "$LOG/summary.txt"
   grep -E "^(FAILED|ERROR)|Fatal Python" "$LOG/pytest_$backend.txt" | head -40 | tee -a "$LOG/summary.txt"
 done
-unset CUDA_CORE_NO_FASTPATH
+unset CUDA_CORE_BACKEND
 
 timeout 50 python3 -m cuda_core > "$LOG/report.txt" 2>&1
 rc=$?

@@ -1,5 +1,5 @@
 /* cuda_core._native: ContextHandle and its idle pools, the module functions of the handle layer
- * (see cuda_core/_handles/_pure.py for the protocol, handles.h for the layout). */
+ * (see cuda_core/_handles/_protocol.py for the protocol, handles.h for the layout). */
 #include "handles.h"
 
 /* ------------------------------------------------------------------------------------------

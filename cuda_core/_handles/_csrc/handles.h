@@ -1,6 +1,7 @@
 /*
  * Internals shared by the handle files (handles_util.c, handles.c, handles_stream.c, handles_event.c,
- * handles_memory.c, handles_launch.c). cuda_core/_handles/_pure.py is the reference for every behaviour here.
+ * handles_memory.c, handles_launch.c). cuda_core/_handles/_protocol.py states every behaviour here; the
+ * pure-Python backend (cuda_core/_handles/_pure_*.py) is the reference implementation.
  *
  * Reference discipline: a handle holds strong references to the handles it depends on; a
  * method copies the raw addresses it needs into locals and holds a strong reference to every

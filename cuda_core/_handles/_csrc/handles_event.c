@@ -1,4 +1,4 @@
-/* cuda_core._native: EventHandle (see cuda_core/_handles/_pure.py, handles.h). */
+/* cuda_core._native: EventHandle (see cuda_core/_handles/_protocol.py, handles.h). */
 #include "handles.h"
 
 cc_event *

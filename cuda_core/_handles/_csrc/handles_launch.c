@@ -1,5 +1,5 @@
 /* cuda_core._native: LaunchConfigHandle, a CUlaunchConfig and its attributes stored inside the
- * object, bound to a stream handle (see cuda_core/_handles/_pure.py, handles.h). */
+ * object, bound to a stream handle (see cuda_core/_handles/_protocol.py, handles.h). */
 #include "handles.h"
 
 _Static_assert(sizeof(cc_launch_attr) == 72, "CUlaunchAttribute is 72 bytes (CUDA 12.0 ABI)");

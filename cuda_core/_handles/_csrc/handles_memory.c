@@ -1,4 +1,4 @@
-/* cuda_core._native: Allocation and pool_allocate (see cuda_core/_handles/_pure.py, handles.h). */
+/* cuda_core._native: Allocation and pool_allocate (see cuda_core/_handles/_protocol.py, handles.h). */
 #include "handles.h"
 
 static cc_alloc *

@@ -1,7 +1,7 @@
 /*
  * cuda_core._native: readers of foreign arrays (DLPack capsules, PyTorch tensors).
  *
- * The protocol (names, arguments, results, errors) is stated in cuda_core/_handles/_pure.py; the
+ * The protocol (names, arguments, results, errors) is stated in cuda_core/_handles/_protocol.py; the
  * pure-Python statement of the same functions is cuda_core/_handles/_pure_interop.py and
  * tests/interop/test_interop_backends.py runs the same cases against both.
  *

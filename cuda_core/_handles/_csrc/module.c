@@ -180,7 +180,7 @@ static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "cuda_core._native",
     .m_doc = "The native backend of cuda_core's handle layer (optional; cuda_core/_handles/_pure.py is the "
-             "pure-Python backend of the same protocol).",
+             "pure-Python backend of the same protocol, cuda_core/_handles/_protocol.py states it).",
     .m_size = 0,
     .m_methods = module_functions,
     .m_slots = module_slots,

@@ -14,7 +14,8 @@
  * reads a Python object's slots by offset, never looks up a Python attribute or method by
  * name, and never builds a tuple whose layout a Python function must match. It owns its own
  * types; Python classes hold instances of them and call their methods. The pure-Python
- * backend (cuda_core/_handles/_pure.py) implements the same protocol and is the reference.
+ * backend (cuda_core/_handles/_pure.py) implements the same protocol, which is stated in code in
+ * cuda_core/_handles/_protocol.py (with ABI_VERSION, which CC_ABI_VERSION must equal).
  */
 #ifndef CUDA_CORE_NATIVE_H
 #define CUDA_CORE_NATIVE_H
