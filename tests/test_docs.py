@@ -39,7 +39,11 @@ def _private_modules() -> list[str]:
     names = list(_GRAPH_REEXPORTED)
     for info in pkgutil.walk_packages(cuda_core.__path__, prefix="cuda_core."):
         parts = info.name.split(".")[1:]
-        if all(p.startswith("_") for p in parts) and parts[0] not in _PUBLIC_MODULES | _NO_ALL:
+        if (
+            all(p.startswith("_") for p in parts)
+            and parts[0] not in _PUBLIC_MODULES | _NO_ALL
+            and parts[-1] not in _NO_ALL
+        ):
             if parts[-1] != "__main__":
                 names.append(".".join(parts))
     return sorted(names)

@@ -450,7 +450,7 @@ def _types_match_backends():
 
     out = [pure]
     try:
-        out.append(importlib.import_module("cuda_core._native"))
+        out.append(importlib.import_module("cuda_core._handles._native"))
     except ImportError:
         pass
     return out

@@ -2,7 +2,7 @@
 
 ``CUDA_CORE_BACKEND`` is read before anything is imported:
 
-* unset or empty: the native module (``cuda_core._native``, built from
+* unset or empty: the native module (``cuda_core._handles._native``, built from
   ``cuda_core/_handles/_csrc`` at install where a C compiler is present) where it imports and its
   ``ABI_VERSION`` equals :data:`cuda_core._handles._protocol.ABI_VERSION`; else pure Python
   (:mod:`cuda_core._handles._pure`), quietly where it was not built, with one warning naming the
@@ -77,11 +77,11 @@ def _select() -> tuple[Any, bool, str]:
         return _pure, False, f"selected ({_DEPRECATED_ENV} is set; deprecated, use {ENV}=python)"
     asked = f"{ENV}=native is set, but " if choice == "native" else ""
     try:
-        from .. import _native  # type: ignore[attr-defined]  # the optional C extension
+        from . import _native  # type: ignore[attr-defined]  # the optional C extension
     except ImportError as exc:
         if asked:
             warnings.warn(
-                f"cuda_core: {asked}the native backend (cuda_core._native) is not built ({exc}); "
+                f"cuda_core: {asked}the native backend (cuda_core._handles._native) is not built ({exc}); "
                 f"running on pure Python. Build it: {REBUILD_COMMAND}",
                 RuntimeWarning,
                 stacklevel=2,
@@ -110,7 +110,8 @@ backend: Backend = cast(Backend, _module)
 del _module
 if NATIVE:
     _log.debug(
-        "handle layer: native backend (%s)", getattr(backend, "__file__", "cuda_core._native")
+        "handle layer: native backend (%s)",
+        getattr(backend, "__file__", "cuda_core._handles._native"),
     )
 else:
     _log.debug("handle layer: pure Python backend: %s", REASON)

@@ -1,6 +1,6 @@
 """The protocol of the handle layer, in code: what every backend provides and every caller uses.
 
-Two backends implement it: the native one (``cuda_core._native``, built from
+Two backends implement it: the native one (``cuda_core._handles._native``, built from
 ``cuda_core/_handles/_csrc``) and the pure-Python one (:mod:`cuda_core._handles._pure`, on
 ``cuda.bindings``). :mod:`cuda_core._handles._backend` picks one at import and exposes it as
 ``backend``, typed :class:`Backend`, so mypy checks every ``backend.X`` and every name taken

@@ -1,7 +1,7 @@
 """The pure-Python backend of the handle layer, on ``cuda.bindings``.
 
 Its protocol, the one both backends implement, is code: :mod:`cuda_core._handles._protocol`.
-The native backend (``cuda_core/_handles/_csrc``, module ``cuda_core._native``) implements the
+The native backend (``cuda_core/_handles/_csrc``, module ``cuda_core._handles._native``) implements the
 same names with the same behaviour; :mod:`cuda_core._handles._backend` chooses one at import.
 Both run the whole test suite: ``tests/handles/test_handles.py`` runs the same cases against
 each, and ``tests/handles/test_protocol.py`` checks that each provides every protocol member.

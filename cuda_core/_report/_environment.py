@@ -357,7 +357,7 @@ def format_report(info: dict[str, Any]) -> list[str]:
     ]
     b = info["backend"]
     if b["native"]:
-        lines.append("handle layer: native backend (cuda_core._native)")
+        lines.append("handle layer: native backend (cuda_core._handles._native)")
     else:
         line = f"handle layer: pure-Python backend ({b['reason']})"
         if b["rebuild"] and "rebuild:" not in b["reason"]:

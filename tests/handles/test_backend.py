@@ -12,7 +12,6 @@ import warnings
 
 import pytest
 
-import cuda_core
 from cuda_core._handles import _backend, _protocol
 from cuda_core._handles import _pure as _handles
 
@@ -20,22 +19,24 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _fake_native(monkeypatch: pytest.MonkeyPatch, module: object, choice: str = "") -> None:
-    """Make ``cuda_core._native`` resolve to ``module`` (None: not importable) for one test,
+    """Make ``cuda_core._handles._native`` resolve to ``module`` (None: not importable) for one test,
     with ``CUDA_CORE_BACKEND`` set to ``choice`` (unset when empty)."""
     monkeypatch.delenv("CUDA_CORE_NO_FASTPATH", raising=False)
     if choice:
         monkeypatch.setenv("CUDA_CORE_BACKEND", choice)
     else:
         monkeypatch.delenv("CUDA_CORE_BACKEND", raising=False)
-    monkeypatch.setitem(sys.modules, "cuda_core._native", module)
+    monkeypatch.setitem(sys.modules, "cuda_core._handles._native", module)
+    import cuda_core._handles as handles_pkg
+
     if module is None:
-        monkeypatch.delattr(cuda_core, "_native", raising=False)
+        monkeypatch.delattr(handles_pkg, "_native", raising=False)
     else:
-        monkeypatch.setattr(cuda_core, "_native", module, raising=False)
+        monkeypatch.setattr(handles_pkg, "_native", module, raising=False)
 
 
 def test_native_backend_is_used_where_a_compiler_is():
-    # The README's install builds cuda_core._native (setup.py) wherever a C compiler is; running
+    # The README's install builds cuda_core._handles._native (setup.py) wherever a C compiler is; running
     # on pure Python there means a failed, skipped or stale build, unless asked for on purpose.
     if _backend.REASON.startswith("selected"):
         pytest.skip(f"pure-Python backend selected on purpose: {_backend.REASON}")
@@ -51,7 +52,7 @@ _SHOW = (
     "warnings.simplefilter('always')\n"
     "with warnings.catch_warnings(record=True) as caught:\n"
     "    import cuda_core, cuda_core._handles._backend as b\n"
-    "print(b.NATIVE, 'cuda_core._native' in sys.modules, b.backend.__name__)\n"
+    "print(b.NATIVE, 'cuda_core._handles._native' in sys.modules, b.backend.__name__)\n"
     "print(b.REASON)\n"
     "print([(w.category.__name__, str(w.message)) for w in caught if 'cuda_core' in str(w.message) or 'CUDA_CORE' in str(w.message)])\n"
 )
@@ -146,7 +147,7 @@ def test_unknown_value_fails_the_import_with_that_error():
 
 
 def test_stale_native_module_falls_back_with_one_warning(monkeypatch):
-    stale = types.ModuleType("cuda_core._native")
+    stale = types.ModuleType("cuda_core._handles._native")
     stale.ABI_VERSION = _handles.ABI_VERSION + 1  # type: ignore[attr-defined]
     stale.__file__ = "/stale/build/_native.so"
     _fake_native(monkeypatch, stale)
@@ -184,7 +185,7 @@ def test_native_asked_but_not_built_falls_back_with_a_warning(monkeypatch):
 
 
 def test_native_asked_but_stale_falls_back_with_a_warning(monkeypatch):
-    stale = types.ModuleType("cuda_core._native")
+    stale = types.ModuleType("cuda_core._handles._native")
     stale.ABI_VERSION = _protocol.ABI_VERSION - 1  # type: ignore[attr-defined]
     stale.__file__ = "/stale/build/_native.so"
     _fake_native(monkeypatch, stale, "native")
@@ -204,14 +205,14 @@ def test_native_asked_but_stale_falls_back_with_a_warning(monkeypatch):
 
 
 def test_python_asked_is_honoured_over_a_usable_native_module(monkeypatch):
-    current = types.ModuleType("cuda_core._native")
+    current = types.ModuleType("cuda_core._handles._native")
     current.ABI_VERSION = _protocol.ABI_VERSION  # type: ignore[attr-defined]
     _fake_native(monkeypatch, current, "python")
     assert _backend._select() == (_handles, False, "selected (CUDA_CORE_BACKEND=python)")
 
 
 def test_matching_native_module_is_chosen(monkeypatch):
-    current = types.ModuleType("cuda_core._native")
+    current = types.ModuleType("cuda_core._handles._native")
     current.ABI_VERSION = _handles.ABI_VERSION  # type: ignore[attr-defined]
     _fake_native(monkeypatch, current)
     assert _backend._select() == (current, True, "on")

@@ -29,7 +29,7 @@ DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 
 def _native():
     try:
-        return importlib.import_module("cuda_core._native")
+        return importlib.import_module("cuda_core._handles._native")
     except ImportError:
         return None
 
@@ -46,8 +46,8 @@ def _resolve(b):
     mod = _native()
     if mod is None:
         if _compiler_present() and not _backend.REASON.startswith("selected"):
-            pytest.fail("a C compiler is present but cuda_core._native was not built")
-        pytest.skip("cuda_core._native was not built (no C compiler)")
+            pytest.fail("a C compiler is present but cuda_core._handles._native was not built")
+        pytest.skip("cuda_core._handles._native was not built (no C compiler)")
     return mod
 
 

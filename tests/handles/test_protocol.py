@@ -23,7 +23,7 @@ _PROTOCOL_MACHINERY = {"_is_protocol", "_is_runtime_protocol", "_abc_impl"}
 
 def _native():
     try:
-        return importlib.import_module("cuda_core._native")
+        return importlib.import_module("cuda_core._handles._native")
     except ImportError:
         return None
 
@@ -37,7 +37,7 @@ def _resolve(name: str):
         return pure
     mod = _native()
     if mod is None:
-        pytest.skip("cuda_core._native was not built (no C compiler)")
+        pytest.skip("cuda_core._handles._native was not built (no C compiler)")
     return mod
 
 

@@ -182,7 +182,9 @@ def _readers():
     except ImportError:
         out.append(
             pytest.param(
-                None, id="native", marks=pytest.mark.skip(reason="cuda_core._native not built")
+                None,
+                id="native",
+                marks=pytest.mark.skip(reason="cuda_core._handles._native not built"),
             )
         )
     else:

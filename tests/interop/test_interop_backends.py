@@ -1,4 +1,4 @@
-"""The interop protocol's conformance: the native readers (cuda_core._native, interop.c) and the
+"""The interop protocol's conformance: the native readers (cuda_core._handles._native, interop.c) and the
 pure ones (cuda_core._handles._pure_interop) on the same cases, in one process, with identical results."""
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import pytest
 from cuda_core._handles import _pure_interop as pure
 from cuda_core._interop import _dlpack as dl
 
-native = pytest.importorskip("cuda_core._native", reason="cuda_core._native was not built")
+native = pytest.importorskip(
+    "cuda_core._handles._native", reason="cuda_core._handles._native was not built"
+)
 BACKENDS = [pytest.param(pure, id="pure"), pytest.param(native, id="native")]
 
 

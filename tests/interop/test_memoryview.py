@@ -928,7 +928,7 @@ def test_torch_native_view_equals_pure_and_dlpack_paths(monkeypatch):
     from cuda_core import Device
     from cuda_core._interop._memoryview import _view_of
 
-    native = pytest.importorskip("cuda_core._native")
+    native = pytest.importorskip("cuda_core._handles._native")
     dev = Device()
     dev.set_current()
     s = dev.create_stream()

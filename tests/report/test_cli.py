@@ -265,12 +265,18 @@ def test_cpu_only_torch_says_so(monkeypatch):
         (False, "selected (CUDA_CORE_BACKEND=python)", "/usr/bin/cc", "selected", False),
         (
             False,
-            "not built (No module named 'cuda_core._native')",
+            "not built (No module named 'cuda_core._handles._native')",
             "/usr/bin/cc",
             "not built",
             True,
         ),
-        (False, "not built (No module named 'cuda_core._native')", None, "not built", False),
+        (
+            False,
+            "not built (No module named 'cuda_core._handles._native')",
+            None,
+            "not built",
+            False,
+        ),
         (False, "ABI mismatch (built 3, needs 4); rebuild: x", None, "ABI mismatch", True),
     ],
 )

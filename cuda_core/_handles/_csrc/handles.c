@@ -1,4 +1,4 @@
-/* cuda_core._native: ContextHandle and its idle pools, the module functions of the handle layer
+/* cuda_core._handles._native: ContextHandle and its idle pools, the module functions of the handle layer
  * (see cuda_core/_handles/_protocol.py for the protocol, handles.h for the layout). */
 #include "handles.h"
 
@@ -427,7 +427,7 @@ static PyGetSetDef ctx_getset[] = {
 };
 
 PyTypeObject cc_ContextHandle_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._native.ContextHandle",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.ContextHandle",
     .tp_basicsize = sizeof(cc_ctx),
     .tp_dealloc = ctx_dealloc,
     .tp_repr = ctx_repr,

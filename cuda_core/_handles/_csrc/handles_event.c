@@ -1,4 +1,4 @@
-/* cuda_core._native: EventHandle (see cuda_core/_handles/_protocol.py, handles.h). */
+/* cuda_core._handles._native: EventHandle (see cuda_core/_handles/_protocol.py, handles.h). */
 #include "handles.h"
 
 cc_event *
@@ -250,7 +250,7 @@ static PyGetSetDef event_getset[] = {
 };
 
 PyTypeObject cc_EventHandle_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._native.EventHandle",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.EventHandle",
     .tp_basicsize = sizeof(cc_event),
     .tp_dealloc = event_dealloc,
     .tp_repr = event_repr,

@@ -1,4 +1,4 @@
-/* cuda_core._native: LaunchConfigHandle, a CUlaunchConfig and its attributes stored inside the
+/* cuda_core._handles._native: LaunchConfigHandle, a CUlaunchConfig and its attributes stored inside the
  * object, bound to a stream handle (see cuda_core/_handles/_protocol.py, handles.h). */
 #include "handles.h"
 
@@ -220,7 +220,7 @@ static PyGetSetDef launch_getset[] = {
 };
 
 PyTypeObject cc_LaunchConfigHandle_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._native.LaunchConfigHandle",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.LaunchConfigHandle",
     .tp_basicsize = sizeof(cc_launch),
     .tp_dealloc = launch_dealloc,
     .tp_repr = launch_repr,

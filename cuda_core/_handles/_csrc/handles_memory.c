@@ -1,4 +1,4 @@
-/* cuda_core._native: Allocation and pool_allocate (see cuda_core/_handles/_protocol.py, handles.h). */
+/* cuda_core._handles._native: Allocation and pool_allocate (see cuda_core/_handles/_protocol.py, handles.h). */
 #include "handles.h"
 
 static cc_alloc *
@@ -295,7 +295,7 @@ static PyGetSetDef alloc_getset[] = {
 };
 
 PyTypeObject cc_Allocation_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._native.Allocation",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.Allocation",
     .tp_basicsize = sizeof(cc_alloc),
     .tp_dealloc = alloc_dealloc,
     .tp_repr = alloc_repr,

@@ -1,4 +1,4 @@
-/* cuda_core._native: StreamHandle (see cuda_core/_handles/_protocol.py, handles.h). */
+/* cuda_core._handles._native: StreamHandle (see cuda_core/_handles/_protocol.py, handles.h). */
 #include "handles.h"
 
 cc_stream *
@@ -299,7 +299,7 @@ static PyGetSetDef stream_getset[] = {
 };
 
 PyTypeObject cc_StreamHandle_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._native.StreamHandle",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.StreamHandle",
     .tp_basicsize = sizeof(cc_stream),
     .tp_dealloc = stream_dealloc,
     .tp_repr = stream_repr,

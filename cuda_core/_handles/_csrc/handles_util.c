@@ -1,4 +1,4 @@
-/* cuda_core._native: helpers shared by the handle files (see handles.h). */
+/* cuda_core._handles._native: helpers shared by the handle files (see handles.h). */
 #include "handles.h"
 
 /* ------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 /*
- * cuda_core._native: readers of foreign arrays (DLPack capsules, PyTorch tensors).
+ * cuda_core._handles._native: readers of foreign arrays (DLPack capsules, PyTorch tensors).
  *
  * The protocol (names, arguments, results, errors) is stated in cuda_core/_handles/_protocol.py; the
  * pure-Python statement of the same functions is cuda_core/_handles/_pure_interop.py and

@@ -1,4 +1,4 @@
-/* cuda_core._native: what the interop files share (see native.h for the module's rules). */
+/* cuda_core._handles._native: what the interop files share (see native.h for the module's rules). */
 #ifndef CUDA_CORE_INTEROP_H
 #define CUDA_CORE_INTEROP_H
 

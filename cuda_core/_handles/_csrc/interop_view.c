@@ -1,4 +1,4 @@
-/* cuda_core._native: ViewInfo, the C base of StridedMemoryView (fields owned here). */
+/* cuda_core._handles._native: ViewInfo, the C base of StridedMemoryView (fields owned here). */
 #include "interop.h"
 #include <structmember.h>
 
@@ -79,7 +79,7 @@ static PyGetSetDef vi_getset[] = {
 };
 
 PyTypeObject cc_ViewInfoType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._native.ViewInfo",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.ViewInfo",
     .tp_basicsize = sizeof(ViewInfo),
     .tp_dealloc = (destructor)vi_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,

@@ -1,4 +1,4 @@
-/* cuda_core._native: module definition, ABI version, and bind() (see native.h). */
+/* cuda_core._handles._native: module definition, ABI version, and bind() (see native.h). */
 #include "native.h"
 
 cc_driver_t cc_driver;
@@ -24,7 +24,7 @@ int
 cc_require_bound(void)
 {
     if (!cc_bound) {
-        cc_raise(CC_ERROR_NOT_INITIALIZED, "cuda_core._native");
+        cc_raise(CC_ERROR_NOT_INITIALIZED, "cuda_core._handles._native");
         return -1;
     }
     return 0;
@@ -178,7 +178,7 @@ static PyModuleDef_Slot module_slots[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "cuda_core._native",
+    .m_name = "cuda_core._handles._native",
     .m_doc = "The native backend of cuda_core's handle layer (optional; cuda_core/_handles/_pure.py is the "
              "pure-Python backend of the same protocol, cuda_core/_handles/_protocol.py states it).",
     .m_size = 0,

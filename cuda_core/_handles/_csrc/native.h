@@ -1,5 +1,5 @@
 /*
- * cuda_core._native: the native backend of cuda_core's handle layer (see cuda_core/_handles/_backend.py).
+ * cuda_core._handles._native: the native backend of cuda_core's handle layer (see cuda_core/_handles/_backend.py).
  *
  * One extension module built from the files of this folder, one concept each:
  *   module.c   module definition, ABI version, bind(): the driver entry points and error funnel

@@ -1,4 +1,4 @@
-"""Drive ``cuda_core._native`` against the fake driver in ``stub_cuda.c`` (CPU tier).
+"""Drive ``cuda_core._handles._native`` against the fake driver in ``stub_cuda.c`` (CPU tier).
 
 Run by ``tests/handles/test_native_stub.py`` in a subprocess, never in the test process (GPU tests
 share that one's module): ``python drive.py NATIVE_SO STUB_SO CHECK``. It loads the given
@@ -20,7 +20,7 @@ from typing import Any
 
 NATIVE_SO, STUB_SO, CHECK = sys.argv[1:4]
 
-spec = importlib.util.spec_from_file_location("cuda_core._native", NATIVE_SO)
+spec = importlib.util.spec_from_file_location("cuda_core._handles._native", NATIVE_SO)
 assert spec is not None and spec.loader is not None
 N: Any = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(N)

@@ -1,5 +1,5 @@
 /*
- * A fake CUDA driver for the CPU tier: the entry points cuda_core._native binds (CUDA 12.0 ABI
+ * A fake CUDA driver for the CPU tier: the entry points cuda_core._handles._native binds (CUDA 12.0 ABI
  * signatures), with fake handles, injectable failures, a controllable context id and counters.
  *
  * It exists only to drive the native handle layer's code and error paths without a GPU (also
