@@ -25,6 +25,7 @@ from typing import Any, cast
 import cuda_core
 
 from ._compat import driver
+from ._compile._options import normalize_arch
 from ._report import _environment as _config
 from ._utils import handle_return
 
@@ -125,7 +126,6 @@ def _self_check(n_gpus: int, arch: str, out: Callable[[str], None]) -> bool:
     try:
         if n_gpus:
             return _launch_and_verify(out)
-        from ._compile._options import normalize_arch
 
         arch = normalize_arch(arch)  # "90" -> "sm_90"
         cubin, how = _compile(arch)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from cuda.bindings import driver
 
-from cuda_core import LaunchConfig, PreparedLaunch, launch
+from cuda_core import LaunchConfig, PreparedLaunch, _links, launch
 from cuda_core._stream import Stream
 from tests.helpers.dropin import outcome, same_outcome
 
@@ -58,11 +58,20 @@ class _Kernel:
         self._launch = _Recorder()
 
 
+_STAND_IN = SimpleNamespace(_id=0, name="H100 limits", properties=_H100)
+
+
+@pytest.fixture
+def _stand_in_device(monkeypatch):
+    """Streams hold their device's ordinal; the launch asks the one accessor (``_links.Device``)
+    for the device, which here is a stand-in with H100 limits (no driver needed)."""
+    real = _links.Device
+    monkeypatch.setattr(_links, "Device", lambda o=None: _STAND_IN if o == 0 else real(o))
+
+
 def _stream(address=0x5000):
-    """A Stream over a borrowed, never-used address, on a stand-in device with H100 limits."""
-    return Stream._wrap(
-        driver.CUstream(address), SimpleNamespace(_id=0, name="H100 limits", properties=_H100), None
-    )
+    """A Stream over a borrowed, never-used address, on the stand-in device (ordinal 0)."""
+    return Stream._wrap(driver.CUstream(address), _STAND_IN, None)
 
 
 def _launched(stream, cfg, kernel):
@@ -87,6 +96,7 @@ def _launched(stream, cfg, kernel):
         ),
     ],
 )
+@pytest.mark.usefixtures("_stand_in_device")
 def test_setting_a_field_changes_what_the_next_launch_hands_the_driver(field, value, expected):
     cfg = LaunchConfig(grid=4, block=32)
     s, kernel = _stream(), _Kernel()
@@ -105,6 +115,7 @@ def test_setting_a_field_changes_what_the_next_launch_hands_the_driver(field, va
     assert _launched(other, cfg, kernel) == expected
 
 
+@pytest.mark.usefixtures("_stand_in_device")
 def test_setting_a_field_reaches_a_bound_prepared_launch():
     cfg = LaunchConfig(grid=4, block=32)
     s, kernel = _stream(), _Kernel()
@@ -126,6 +137,7 @@ def test_setting_a_field_reaches_a_bound_prepared_launch():
     cfg.block = 64  # and a collected one is not told
 
 
+@pytest.mark.usefixtures("_stand_in_device")
 def test_a_set_value_is_checked_against_the_device_at_the_next_launch():
     cfg = LaunchConfig(grid=4, block=32)
     s, kernel = _stream(), _Kernel()
@@ -173,6 +185,7 @@ def test_set_values_are_normalised_and_flags_take_truth_values():
         cfg.other = 1  # no other attributes, as in cuda.core
 
 
+@pytest.mark.usefixtures("_stand_in_device")
 def test_weakref_and_subclass_as_in_cuda_core():
     class Mine(LaunchConfig):
         pass
@@ -184,6 +197,7 @@ def test_weakref_and_subclass_as_in_cuda_core():
     assert _launched(s, cfg, kernel)[0] == (2, 1, 1)  # launch takes a subclass, as cuda.core does
 
 
+@pytest.mark.usefixtures("_stand_in_device")
 def test_launch_takes_a_dict_config():
     s, kernel = _stream(), _Kernel()
     assert _launched(s, {"grid": 3, "block": (8, 8)}, kernel) == (

@@ -15,7 +15,7 @@ from .._compat import driver
 from .._handles._driver import ensure_driver
 from .._handles._holder import HandleHolder
 from .._kernel import Kernel, KernelAttributes, KernelOccupancy
-from .._utils import arg_error, handle_return
+from .._utils import arg_error, handle_return, make_error
 
 __all__ = ["Kernel", "KernelAttributes", "KernelOccupancy", "ObjectCode"]
 
@@ -309,8 +309,6 @@ class ObjectCode:
             raise arg_error("name", "a str or bytes", name, exc=TypeError)
         err, handle = driver.cuLibraryGetKernel(lib, sym)
         if err != _CUresult.CUDA_SUCCESS:
-            from .._utils import make_error
-
             names = self._kernel_names()
             listing = ", ".join(names) if names else "none found"
             mapped = (

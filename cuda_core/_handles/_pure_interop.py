@@ -17,6 +17,8 @@ import struct
 import threading
 from typing import Any
 
+from .._compat import driver
+
 __all__: list[str] = []  # private module
 
 AMBIGUOUS = (
@@ -256,7 +258,6 @@ def record_wait(event: int, producer: int, consumer: int) -> int:
     """``cuEventRecord(event, producer)`` then ``cuStreamWaitEvent(consumer, event, 0)``, one
     pair at a time: 0, ``-status`` of a failed record (nothing ordered), ``+status`` of a
     failed wait."""
-    from .._compat import driver
 
     ev, p, c = driver.CUevent(event), driver.CUstream(producer), driver.CUstream(consumer)
     with _order_lock:

@@ -18,6 +18,15 @@ import sys
 import sysconfig
 from typing import Any
 
+from .. import system
+from .._compat import driver, pairing
+from .._compile._cache import FileStreamProgramCache, get_default_program_cache
+from .._compile._cache_paths import default_cache_dir, disk_cache_dir
+from .._compile._libraries import library_status, remedy
+from .._errors import CUDADriverNotFoundError, CUDAError
+from .._handles import _backend
+from .._utils import handle_return
+from .._version import __version__
 from . import _nvml as _nvml_report
 
 __all__ = ["show_config"]
@@ -80,14 +89,11 @@ def show_config(mode: str = "stdout") -> dict[str, Any] | None:
 
 def collect() -> dict[str, Any]:
     """Every fact of the report, as a dict of plain (JSON-ready) values."""
-    import cuda_core
-
-    from .. import system
 
     info: dict[str, Any] = {
         "cuda_core": {
-            "version": cuda_core.__version__,
-            "path": os.path.dirname(cuda_core.__file__),
+            "version": __version__,
+            "path": os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         },
         "python": {
             "version": platform.python_version(),
@@ -129,7 +135,6 @@ def _compiler_present() -> str | None:
 
 def backend_status() -> dict[str, Any]:
     """The handle layer's backend: native or not, why, and the rebuild command where it helps."""
-    from .._handles import _backend
 
     reason = _backend.REASON
     if _backend.NATIVE:
@@ -154,10 +159,6 @@ def backend_status() -> dict[str, Any]:
 
 
 def _driver() -> dict[str, Any]:
-    from .. import system
-    from .._compat import pairing
-    from .._errors import CUDADriverNotFoundError, CUDAError
-
     out: dict[str, Any] = {
         "found": False, "cuda_version": None, "cuda_major": None, "kernel_mode_version": None,
         "device_count": 0, "error": None, "bindings_compatible": None, "verdict": "", "pairing": None,
@@ -184,9 +185,6 @@ def _driver() -> dict[str, Any]:
 
 
 def _gpus(count: int) -> list[dict[str, Any]]:
-    from .._compat import driver
-    from .._utils import handle_return
-
     attr = driver.CUdevice_attribute
     gpus = []
     for ordinal in range(count):
@@ -215,8 +213,6 @@ def _gpus(count: int) -> list[dict[str, Any]]:
 
 
 def _compilers() -> dict[str, Any]:
-    from .._compile._libraries import library_status, remedy
-
     out = {}
     for lib in ("nvrtc", "nvjitlink", "nvvm"):
         version, err = library_status(lib)
@@ -235,7 +231,6 @@ def _compilers() -> dict[str, Any]:
 
 def cache_status() -> dict[str, Any]:
     """The default compile cache's directory (``None`` when off), entry count and size in bytes."""
-    from .._compile._cache_paths import default_cache_dir, disk_cache_dir
 
     path = disk_cache_dir()
     out: dict[str, Any] = {
@@ -270,7 +265,6 @@ def _entry_sizes(path: str) -> list[int]:
 
 def clear_cache() -> dict[str, Any]:
     """Remove every entry of the default compile cache on disk; return the status before."""
-    from .._compile._cache import FileStreamProgramCache, get_default_program_cache
 
     before = cache_status()
     if before["enabled"] and os.path.isdir(before["path"]):
@@ -279,13 +273,26 @@ def clear_cache() -> dict[str, Any]:
     return before
 
 
+def _import_framework(name: str) -> Any:
+    """NumPy, CuPy or PyTorch, imported (each by its own import statement)."""
+    if name == "numpy":
+        import numpy as mod
+    elif name == "cupy":
+        import cupy as mod  # type: ignore[import-not-found, no-redef]
+    elif name == "torch":
+        import torch as mod  # type: ignore[import-not-found, no-redef]
+    else:
+        raise ValueError(f"not a framework the report knows: {name!r}")
+    return mod
+
+
 def _framework(name: str, driver_major: int | None) -> dict[str, Any]:
     out: dict[str, Any] = {"installed": False, "version": None, "cuda": None, "cuda_major": None,
                            "matches_driver": None, "note": ""}  # fmt: skip
     if importlib.util.find_spec(name) is None:
         return out
     try:
-        mod = importlib.import_module(name)
+        mod = _import_framework(name)
     except Exception as exc:  # installed but broken: say so
         out.update(installed=True, note=f"import failed: {type(exc).__name__}: {exc}")
         return out

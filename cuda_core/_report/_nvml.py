@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import system
+from ..system import get_p2p_status
+
 __all__: list[str] = []  # private: used by _config
 
 # The P2P capabilities reported, with the letter the text matrix shows for each.
@@ -31,11 +34,9 @@ def collect() -> dict[str, Any]:
         "gpus": [], "p2p": None,
     }  # fmt: skip
     try:
-        from ..system import Device, get_kernel_mode_driver_version, get_nvml_version
-
-        out["nvml_version"] = ".".join(str(p) for p in get_nvml_version())
-        out["driver_version"] = ".".join(str(p) for p in get_kernel_mode_driver_version())
-        count = Device.get_device_count()
+        out["nvml_version"] = ".".join(str(p) for p in system.get_nvml_version())
+        out["driver_version"] = ".".join(str(p) for p in system.get_kernel_mode_driver_version())
+        count = system.Device.get_device_count()
     except Exception as exc:  # no NVML, an old cuda-bindings, a broken driver: say why
         out["error"] = str(getattr(exc, "explanation", "") or exc) or type(exc).__name__
         return out
@@ -43,7 +44,7 @@ def collect() -> dict[str, Any]:
     devices = []
     for index in range(count):
         try:
-            dev = Device(index=index)
+            dev = system.Device(index=index)
         except Exception as exc:  # one GPU NVML cannot open is reported, not fatal
             out["gpus"].append({"index": index, "error": _describe(exc)})
             continue
@@ -110,8 +111,6 @@ def _nvlink(dev: Any) -> dict[str, Any]:
 
 
 def _p2p(devices: list[tuple[int, Any]]) -> dict[str, Any]:
-    from ..system import get_p2p_status
-
     indices = [index for index, _ in devices]
     matrix: dict[str, list[list[str | None]]] = {}
     for cap, _ in P2P_CAPABILITIES:
