@@ -69,7 +69,7 @@ def test_backend_selection_and_driver_fallback_are_logged():
         "import logging, sys\n"
         "logging.basicConfig(stream=sys.stdout, level=logging.DEBUG, format='%(name)s %(levelname)s %(message)s')\n"
         "import cuda_core\n"
-        "from cuda_core._utils import driver_available\n"
+        "from cuda_core._handles._driver import driver_available\n"
         "driver_available()\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
