@@ -1,9 +1,10 @@
 """Type checkers see the whole public API, the way a user's code imports it.
 
 A user script written into ``tmp_path`` imports every name in the ``__all__`` of each public
-face (:mod:`cuda_core`, ``graph``, ``system``, ``texture``, ``utils`` and ``nccl``, which imports
-without nccl4py), both as ``from cuda_core.graph import GraphNode`` and as
-``cuda_core.graph.GraphNode``, and reveals the type of each. ``python -m mypy --strict`` checks it.
+face (:mod:`cuda_core`, ``graph``, ``system``, ``texture``, ``utils``, ``nccl``, which imports
+without nccl4py, and ``experimental`` with its ``utils``), both as
+``from cuda_core.graph import GraphNode`` and as ``cuda_core.graph.GraphNode``, and reveals the
+type of each. ``python -m mypy --strict`` checks it.
 
 How mypy finds cuda_core: as an installed package. mypy takes the interpreter's ``sys.path``
 (site-packages, static ``.pth`` entries, ``PYTHONPATH``) as its package path, where PEP 561
@@ -44,6 +45,8 @@ FACES = (
     "cuda_core.texture",
     "cuda_core.utils",
     "cuda_core.nccl",
+    "cuda_core.experimental",  # the pre-1.0 namespace: the same objects under an old path
+    "cuda_core.experimental.utils",
 )
 # Expressions a user writes, and the type each must name (the owner module is looked up at run
 # time, so moving a class between private modules keeps the test valid).
