@@ -20,83 +20,155 @@ from __future__ import annotations
 
 import sys as _sys
 
-from . import (
-    _context,
-    _device,
-    _device_resources,
-    _errors,
-    _event,
-    _kernel,
-    _kernel_arg_handler,
-    _launch_config,
-    _launcher,
-    _memory,
-    _stream,
-    _tensor_map,
-)
-from . import _host_callbacks as _callbacks
+# Every public name is re-exported explicitly (``from ._x import Name as Name``) so that type
+# checkers see it. The ``from ._pkg import _mod as _old`` lines bind moved modules under the names
+# they had before the wings became subpackages (``from cuda_core import _program`` still works;
+# the pickle aliases at the end use three of them).
+from . import _host_callbacks as _callbacks  # noqa: F401
 from . import _mp_reduction as _mp_reduction  # registers the multiprocessing reducers (IPC)
 from . import graph as graph  # registers the explicit-graph API with GraphBuilder and Graph
 from . import system as system
 from . import texture as texture
 from . import utils as utils
-from ._compile import _linker, _program
+from ._compile import _linker as _linker
 from ._compile import _object_code as _module
 from ._compile import _options as _program_options
-from ._compile._linker import *
-from ._compile._object_code import *
-from ._compile._options import *
-from ._compile._program import *
-from ._context import *
-from ._device import *
-from ._device_resources import *
-from ._errors import *
-from ._event import *
-from ._host_callbacks import *
-from ._interop import _graphics, _memoryview
-from ._interop._graphics import *
-from ._interop._memoryview import *
-from ._kernel import *
-from ._kernel_arg_handler import *
-from ._launch_config import *
-from ._launcher import *
-from ._memory import *
-from ._report import _environment as _config
-from ._report._environment import *
-from ._stream import *
-from ._tensor_map import *
+from ._compile import _program as _program
+from ._compile._linker import Linker as Linker
+from ._compile._linker import LinkerOptions as LinkerOptions
+from ._compile._object_code import ObjectCode as ObjectCode
+from ._compile._options import ProgramOptions as ProgramOptions
+from ._compile._program import Program as Program
+from ._context import Context as Context
+from ._context import ContextOptions as ContextOptions
+from ._device import ComputeCapability as ComputeCapability
+from ._device import Device as Device
+from ._device import DeviceProperties as DeviceProperties
+from ._device_resources import DeviceResources as DeviceResources
+from ._device_resources import SMResource as SMResource
+from ._device_resources import SMResourceOptions as SMResourceOptions
+from ._device_resources import WorkqueueResource as WorkqueueResource
+from ._device_resources import WorkqueueResourceOptions as WorkqueueResourceOptions
+from ._errors import CompileError as CompileError
+from ._errors import CompilerLibraryNotFoundError as CompilerLibraryNotFoundError
+from ._errors import CUDADriverNotFoundError as CUDADriverNotFoundError
+from ._errors import CUDAError as CUDAError
+from ._errors import LinkerError as LinkerError
+from ._errors import NVRTCError as NVRTCError
+from ._errors import NVVMError as NVVMError
+from ._event import Event as Event
+from ._event import EventOptions as EventOptions
+from ._event import IPCEventDescriptor as IPCEventDescriptor
+from ._interop import _graphics as _graphics
+from ._interop import _memoryview as _memoryview
+from ._interop._graphics import GraphicsResource as GraphicsResource
+from ._interop._memoryview import StridedMemoryView as StridedMemoryView
+from ._kernel import Kernel as Kernel
+from ._kernel import KernelAttributes as KernelAttributes
+from ._kernel import KernelOccupancy as KernelOccupancy
+from ._launch_config import LaunchConfig as LaunchConfig
+from ._launcher import PreparedLaunch as PreparedLaunch
+from ._launcher import host_launch as host_launch
+from ._launcher import launch as launch
+from ._memory import Buffer as Buffer
+from ._memory import DeviceMemoryResource as DeviceMemoryResource
+from ._memory import DeviceMemoryResourceOptions as DeviceMemoryResourceOptions
+from ._memory import GraphMemoryResource as GraphMemoryResource
+from ._memory import Host as Host
+from ._memory import IPCAllocationHandle as IPCAllocationHandle
+from ._memory import IPCBufferDescriptor as IPCBufferDescriptor
+from ._memory import LegacyPinnedMemoryResource as LegacyPinnedMemoryResource
+from ._memory import ManagedBuffer as ManagedBuffer
+from ._memory import ManagedMemoryResource as ManagedMemoryResource
+from ._memory import ManagedMemoryResourceOptions as ManagedMemoryResourceOptions
+from ._memory import MemoryPoolAttributes as MemoryPoolAttributes
+from ._memory import MemoryResource as MemoryResource
+from ._memory import PinnedMemoryResource as PinnedMemoryResource
+from ._memory import PinnedMemoryResourceOptions as PinnedMemoryResourceOptions
+from ._memory import SynchronousMemoryResource as SynchronousMemoryResource
+from ._memory import VirtualMemoryResource as VirtualMemoryResource
+from ._memory import VirtualMemoryResourceOptions as VirtualMemoryResourceOptions
+from ._report import _environment as _config  # noqa: F401
+from ._report._environment import show_config as show_config
+from ._stream import LEGACY_DEFAULT_STREAM as LEGACY_DEFAULT_STREAM
+from ._stream import PER_THREAD_DEFAULT_STREAM as PER_THREAD_DEFAULT_STREAM
+from ._stream import Stream as Stream
+from ._stream import StreamOptions as StreamOptions
+from ._tensor_map import TensorMapDescriptor as TensorMapDescriptor
+from ._tensor_map import TensorMapDescriptorOptions as TensorMapDescriptorOptions
 from ._version import __version__ as __version__
-from .graph import _builder as _graph
-from .graph import _options as _graph_options
-from .graph._builder import *
-from .graph._options import *
+from .graph import _builder as _graph  # noqa: F401
+from .graph import _options as _graph_options  # noqa: F401
+from .graph._builder import Graph as Graph
+from .graph._builder import GraphBuilder as GraphBuilder
+from .graph._options import GraphCompleteOptions as GraphCompleteOptions
+from .graph._options import GraphDebugPrintOptions as GraphDebugPrintOptions
 
-__all__ = sorted(
-    {
-        *_callbacks.__all__,
-        *_config.__all__,
-        *_context.__all__,
-        *_device.__all__,
-        *_device_resources.__all__,
-        *_errors.__all__,
-        *_event.__all__,
-        *_graph.__all__,
-        *_graph_options.__all__,
-        *_graphics.__all__,
-        *_kernel.__all__,
-        *_kernel_arg_handler.__all__,
-        *_launch_config.__all__,
-        *_launcher.__all__,
-        *_linker.__all__,
-        *_memory.__all__,
-        *_memoryview.__all__,
-        *_module.__all__,
-        *_program.__all__,
-        *_program_options.__all__,
-        *_stream.__all__,
-        *_tensor_map.__all__,
-    }
-)
+__all__ = [
+    "Buffer",
+    "CUDADriverNotFoundError",
+    "CUDAError",
+    "CompileError",
+    "CompilerLibraryNotFoundError",
+    "ComputeCapability",
+    "Context",
+    "ContextOptions",
+    "Device",
+    "DeviceMemoryResource",
+    "DeviceMemoryResourceOptions",
+    "DeviceProperties",
+    "DeviceResources",
+    "Event",
+    "EventOptions",
+    "Graph",
+    "GraphBuilder",
+    "GraphCompleteOptions",
+    "GraphDebugPrintOptions",
+    "GraphMemoryResource",
+    "GraphicsResource",
+    "Host",
+    "IPCAllocationHandle",
+    "IPCBufferDescriptor",
+    "IPCEventDescriptor",
+    "Kernel",
+    "KernelAttributes",
+    "KernelOccupancy",
+    "LEGACY_DEFAULT_STREAM",
+    "LaunchConfig",
+    "LegacyPinnedMemoryResource",
+    "Linker",
+    "LinkerError",
+    "LinkerOptions",
+    "ManagedBuffer",
+    "ManagedMemoryResource",
+    "ManagedMemoryResourceOptions",
+    "MemoryPoolAttributes",
+    "MemoryResource",
+    "NVRTCError",
+    "NVVMError",
+    "ObjectCode",
+    "PER_THREAD_DEFAULT_STREAM",
+    "PinnedMemoryResource",
+    "PinnedMemoryResourceOptions",
+    "PreparedLaunch",
+    "Program",
+    "ProgramOptions",
+    "SMResource",
+    "SMResourceOptions",
+    "Stream",
+    "StreamOptions",
+    "StridedMemoryView",
+    "SynchronousMemoryResource",
+    "TensorMapDescriptor",
+    "TensorMapDescriptorOptions",
+    "VirtualMemoryResource",
+    "VirtualMemoryResourceOptions",
+    "WorkqueueResource",
+    "WorkqueueResourceOptions",
+    "host_launch",
+    "launch",
+    "show_config",
+]
 
 # Pickles made before the wings became subpackages name these module paths (options dataclasses,
 # ObjectCode's rebuild function): they keep loading.

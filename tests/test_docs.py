@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import pkgutil
 import re
 from pathlib import Path
@@ -13,6 +15,7 @@ import cuda_core
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 API = DOCS / "api"
+PKG = Path(cuda_core.__file__).resolve().parent
 # ``.. autoclass:: cuda_core.Device`` and kin; ``.. automodule:: cuda_core.system``; an explicit
 # signature may follow the name (``.. autoclass:: cuda_core.MemoryPoolAttributes()``).
 _DIRECTIVE = re.compile(r"^\s*\.\.\s+auto(\w+)::\s+([\w.]+)", re.MULTILINE)
@@ -49,6 +52,46 @@ def _private_modules() -> list[str]:
     return sorted(names)
 
 
+def _all_bindings(tree: ast.Module) -> list[ast.Assign | ast.AnnAssign | ast.AugAssign]:
+    """The module-level statements that bind or extend ``__all__``."""
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                out.append(node)
+    return out
+
+
+def _literal_all(tree: ast.Module) -> list[str] | None:
+    """The module's ``__all__`` where its first binding is a literal list of strings."""
+    bindings = _all_bindings(tree)
+    value = bindings[0].value if bindings else None
+    if isinstance(value, ast.List) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+    ):
+        return [e.value for e in value.elts if isinstance(e, ast.Constant)]
+    return None
+
+
+def _re_exports(path: Path) -> dict[str, str]:
+    """Name -> absolute module of every ``from M import Name as Name`` at the top of *path*."""
+    package = ".".join(path.relative_to(PKG.parent).with_suffix("").parts)
+    if path.name == "__init__.py":
+        package = package.removesuffix(".__init__")
+    else:
+        package = package.rpartition(".")[0]
+    out = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(p for p in (base, node.module) if p)
+            for alias in node.names:
+                if alias.asname == alias.name:
+                    out[alias.name] = module
+    return out
+
+
 def test_api_pages_have_directives():
     assert API.is_dir(), "docs/api is missing"
     assert _directives(), "no autodoc directive found under docs/api"
@@ -60,8 +103,16 @@ def test_all_is_sorted_and_unique():
 
 
 def test_all_equals_union_of_module_alls():
+    # The top level re-exports whole modules: the hall's modules (cuda_core/_x.py) and the wing
+    # modules it imports names from (cuda_core/_memory, cuda_core/_compile/_program.py, ...).
     union: set[str] = set()
-    for name in _private_modules():
+    modules = {name for name in _private_modules() if not (PKG / name).is_dir()}
+    modules |= {
+        module.removeprefix("cuda_core.")
+        for name, module in _re_exports(PKG / "__init__.py").items()
+        if not name.startswith("_") and not inspect.ismodule(getattr(cuda_core, name))
+    }
+    for name in sorted(modules):
         mod = importlib.import_module(f"cuda_core.{name}")
         names = getattr(mod, "__all__", None)
         assert names is not None, f"cuda_core.{name} has no __all__"
@@ -79,6 +130,81 @@ def test_each_module_all_is_sorted_and_defined(modname):
     assert names == sorted(names), f"cuda_core.{modname}.__all__ is not sorted"
     for name in names:
         assert hasattr(mod, name), f"cuda_core.{modname}.__all__ names missing {name}"
+
+
+# The public faces list their names in a literal, sorted ``__all__`` and re-export each one
+# explicitly (``from ._x import Name as Name``): the forms that mypy and pyright follow.
+FACES = (
+    "__init__.py",
+    "_memory/__init__.py",
+    "experimental/__init__.py",
+    "experimental/utils.py",
+    "graph/__init__.py",
+    "nccl/__init__.py",
+    "system/__init__.py",
+    "texture/__init__.py",
+    "utils.py",
+)
+
+
+@pytest.mark.parametrize("face", FACES)
+def test_face_re_exports_each_name_explicitly(face):
+    path = PKG / face
+    tree = ast.parse(path.read_text())
+    stars = [
+        n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.names[0].name == "*"
+    ]
+    assert not stars, f"cuda_core/{face}: star imports from {stars}"
+    names = _literal_all(tree)
+    assert names is not None, f"cuda_core/{face}: __all__ is not a literal list of strings"
+    assert names == sorted(set(names)), f"cuda_core/{face}: __all__ is not sorted and unique"
+    re_exported = _re_exports(path)
+    missing = [n for n in names if n not in re_exported]
+    assert not missing, (
+        f"cuda_core/{face}: not re-exported as 'from M import Name as Name': {missing}"
+    )
+    modname = ".".join(path.relative_to(PKG.parent).with_suffix("").parts).removesuffix(".__init__")
+    mod = importlib.import_module(modname)
+    assert list(mod.__all__) == names, f"{modname}.__all__ changes after its literal"
+    unlisted = [
+        n
+        for n in re_exported
+        if not n.startswith("_") and n not in names and not inspect.ismodule(getattr(mod, n))
+    ]
+    assert not unlisted, f"{modname} re-exports names its __all__ lacks: {unlisted}"
+
+
+def _module_files() -> list[str]:
+    return sorted(str(p.relative_to(PKG)) for p in PKG.rglob("*.py"))
+
+
+@pytest.mark.parametrize("relpath", _module_files())
+def test_every_module_all_is_a_literal_sorted_list(relpath):
+    tree = ast.parse((PKG / relpath).read_text())
+    bindings = _all_bindings(tree)
+    if not bindings:
+        public = [
+            n.name
+            for n in tree.body
+            if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and not n.name.startswith("_")
+        ]
+        assert not public, f"cuda_core/{relpath} has public names but no __all__: {public}"
+        return
+    names = _literal_all(tree)
+    assert names is not None, f"cuda_core/{relpath}: __all__ is not a literal list of strings"
+    assert names == sorted(names), f"cuda_core/{relpath}: __all__ is not sorted"
+    assert len(bindings) == 1, f"cuda_core/{relpath}: __all__ is bound more than once"
+    # Where a name exists only with some bindings, ``__all__.remove(name)`` keeps it sorted;
+    # append/extend/sort/+= are computed lists that type checkers may not follow.
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "__all__"
+        ):
+            assert node.attr == "remove", f"cuda_core/{relpath}: __all__.{node.attr}(...)"
+        if isinstance(node, ast.AugAssign) and getattr(node.target, "id", None) == "__all__":
+            pytest.fail(f"cuda_core/{relpath}: __all__ is extended with +=")
 
 
 def test_every_public_name_is_documented():

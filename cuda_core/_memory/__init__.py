@@ -5,52 +5,45 @@
 
 from __future__ import annotations
 
-from . import (
-    _buffer,
-    _copy,
-    _device_resource,
-    _graph_resource,
-    _ipc,
-    _legacy,
-    _managed,
-    _managed_buffer,
-    _pinned,
-    _pool,
-    _resource,
-    _sync,
-    _vmm,
-)
-from ._buffer import *  # noqa: F403
-from ._copy import *  # noqa: F403
-from ._device_resource import *  # noqa: F403
+from ._buffer import Buffer as Buffer
+from ._copy import Host as Host
+from ._device_resource import DeviceMemoryResource as DeviceMemoryResource
+from ._device_resource import DeviceMemoryResourceOptions as DeviceMemoryResourceOptions
 from ._device_resource import default_memory_resource
-from ._graph_resource import *  # noqa: F403
-from ._ipc import *  # noqa: F403
-from ._legacy import *  # noqa: F403
-from ._managed import *  # noqa: F403
-from ._managed_buffer import *  # noqa: F403
-from ._pinned import *  # noqa: F403
-from ._pool import *  # noqa: F403
-from ._resource import *  # noqa: F403
-from ._sync import *  # noqa: F403
-from ._vmm import *  # noqa: F403
+from ._graph_resource import GraphMemoryResource as GraphMemoryResource
+from ._ipc import IPCAllocationHandle as IPCAllocationHandle
+from ._ipc import IPCBufferDescriptor as IPCBufferDescriptor
+from ._legacy import LegacyPinnedMemoryResource as LegacyPinnedMemoryResource
+from ._managed import ManagedMemoryResource as ManagedMemoryResource
+from ._managed import ManagedMemoryResourceOptions as ManagedMemoryResourceOptions
+from ._managed_buffer import ManagedBuffer as ManagedBuffer
+from ._pinned import PinnedMemoryResource as PinnedMemoryResource
+from ._pinned import PinnedMemoryResourceOptions as PinnedMemoryResourceOptions
+from ._pool import MemoryPoolAttributes as MemoryPoolAttributes
+from ._resource import MemoryResource as MemoryResource
+from ._sync import SynchronousMemoryResource as SynchronousMemoryResource
+from ._vmm import VirtualMemoryResource as VirtualMemoryResource
+from ._vmm import VirtualMemoryResourceOptions as VirtualMemoryResourceOptions
 
-__all__ = sorted(
-    {
-        *_buffer.__all__,
-        *_copy.__all__,
-        *_device_resource.__all__,
-        *_graph_resource.__all__,
-        *_ipc.__all__,
-        *_legacy.__all__,
-        *_managed.__all__,
-        *_managed_buffer.__all__,
-        *_pinned.__all__,
-        *_pool.__all__,
-        *_resource.__all__,
-        *_sync.__all__,
-        *_vmm.__all__,
-    }
-)
+__all__ = [
+    "Buffer",
+    "DeviceMemoryResource",
+    "DeviceMemoryResourceOptions",
+    "GraphMemoryResource",
+    "Host",
+    "IPCAllocationHandle",
+    "IPCBufferDescriptor",
+    "LegacyPinnedMemoryResource",
+    "ManagedBuffer",
+    "ManagedMemoryResource",
+    "ManagedMemoryResourceOptions",
+    "MemoryPoolAttributes",
+    "MemoryResource",
+    "PinnedMemoryResource",
+    "PinnedMemoryResourceOptions",
+    "SynchronousMemoryResource",
+    "VirtualMemoryResource",
+    "VirtualMemoryResourceOptions",
+]
 
 _ = default_memory_resource

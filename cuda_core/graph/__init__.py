@@ -7,38 +7,36 @@ the options are also exported from :mod:`cuda_core` itself.
 
 from __future__ import annotations
 
-from ._builder import Graph, GraphBuilder
-from ._condition import GraphCondition
-from ._definition import GraphDefinition
-from ._exec_nodes import (
-    ExecutableChildGraphNode,
-    ExecutableEventRecordNode,
-    ExecutableEventWaitNode,
-    ExecutableGraphNode,
-    ExecutableHostCallbackNode,
-    ExecutableKernelNode,
-    ExecutableMemcpyNode,
-    ExecutableMemsetNode,
-)
-from ._node import GraphNode
-from ._node_kinds import (
-    AllocNode,
-    ChildGraphNode,
-    ConditionalNode,
-    EmptyNode,
-    EventRecordNode,
-    EventWaitNode,
-    FreeNode,
-    HostCallbackNode,
-    IfElseNode,
-    IfNode,
-    KernelNode,
-    MemcpyNode,
-    MemsetNode,
-    SwitchNode,
-    WhileNode,
-)
-from ._options import GraphCompleteOptions, GraphDebugPrintOptions
+from ._builder import Graph as Graph
+from ._builder import GraphBuilder as GraphBuilder
+from ._condition import GraphCondition as GraphCondition
+from ._definition import GraphDefinition as GraphDefinition
+from ._exec_nodes import ExecutableChildGraphNode as ExecutableChildGraphNode
+from ._exec_nodes import ExecutableEventRecordNode as ExecutableEventRecordNode
+from ._exec_nodes import ExecutableEventWaitNode as ExecutableEventWaitNode
+from ._exec_nodes import ExecutableGraphNode as ExecutableGraphNode
+from ._exec_nodes import ExecutableHostCallbackNode as ExecutableHostCallbackNode
+from ._exec_nodes import ExecutableKernelNode as ExecutableKernelNode
+from ._exec_nodes import ExecutableMemcpyNode as ExecutableMemcpyNode
+from ._exec_nodes import ExecutableMemsetNode as ExecutableMemsetNode
+from ._node import GraphNode as GraphNode
+from ._node_kinds import AllocNode as AllocNode
+from ._node_kinds import ChildGraphNode as ChildGraphNode
+from ._node_kinds import ConditionalNode as ConditionalNode
+from ._node_kinds import EmptyNode as EmptyNode
+from ._node_kinds import EventRecordNode as EventRecordNode
+from ._node_kinds import EventWaitNode as EventWaitNode
+from ._node_kinds import FreeNode as FreeNode
+from ._node_kinds import HostCallbackNode as HostCallbackNode
+from ._node_kinds import IfElseNode as IfElseNode
+from ._node_kinds import IfNode as IfNode
+from ._node_kinds import KernelNode as KernelNode
+from ._node_kinds import MemcpyNode as MemcpyNode
+from ._node_kinds import MemsetNode as MemsetNode
+from ._node_kinds import SwitchNode as SwitchNode
+from ._node_kinds import WhileNode as WhileNode
+from ._options import GraphCompleteOptions as GraphCompleteOptions
+from ._options import GraphDebugPrintOptions as GraphDebugPrintOptions
 
 __all__ = [
     "AllocNode",

@@ -22,19 +22,22 @@ methods take cuda_core's objects directly (DLPack, ``__cuda_stream__``).
 
 from __future__ import annotations
 
-from . import _communicator, _errors, _group, _loader, _rendezvous
-from ._communicator import *  # noqa: F403
-from ._errors import *  # noqa: F403
-from ._group import *  # noqa: F403
-from ._loader import *  # noqa: F403
-from ._rendezvous import *  # noqa: F403
+from ._communicator import Communicator as Communicator
+from ._errors import NCCLError as NCCLError
+from ._errors import NCCLNotFoundError as NCCLNotFoundError
+from ._group import group as group
+from ._loader import is_available as is_available
+from ._loader import library_info as library_info
+from ._rendezvous import exchange_unique_id as exchange_unique_id
+from ._rendezvous import get_unique_id as get_unique_id
 
-__all__ = sorted(
-    {
-        *_communicator.__all__,
-        *_errors.__all__,
-        *_group.__all__,
-        *_loader.__all__,
-        *_rendezvous.__all__,
-    }
-)
+__all__ = [
+    "Communicator",
+    "NCCLError",
+    "NCCLNotFoundError",
+    "exchange_unique_id",
+    "get_unique_id",
+    "group",
+    "is_available",
+    "library_info",
+]

@@ -38,24 +38,109 @@ from typing import Any
 
 from .. import _links
 from . import _versions, exceptions, typing
-from ._device import Device, get_p2p_status, get_topology_common_ancestor, register_events
-from ._device_info import NvlinkInfo
-from ._nvml import CUDA_BINDINGS_NVML_IS_COMPATIBLE
-from ._versions import *
-from .exceptions import *
+from ._device import Device as Device
+from ._device import get_p2p_status as get_p2p_status
+from ._device import get_topology_common_ancestor as get_topology_common_ancestor
+from ._device import register_events as register_events
+from ._device_info import NvlinkInfo as NvlinkInfo
+from ._nvml import CUDA_BINDINGS_NVML_IS_COMPATIBLE as CUDA_BINDINGS_NVML_IS_COMPATIBLE
+from ._versions import get_bindings_version as get_bindings_version
+from ._versions import get_driver_branch as get_driver_branch
+from ._versions import get_driver_version as get_driver_version
+from ._versions import get_driver_version_full as get_driver_version_full
+from ._versions import get_kernel_mode_driver_version as get_kernel_mode_driver_version
+from ._versions import get_num_devices as get_num_devices
+from ._versions import get_nvjitlink_version as get_nvjitlink_version
+from ._versions import get_nvml_version as get_nvml_version
+from ._versions import get_nvrtc_version as get_nvrtc_version
+from ._versions import get_nvvm_version as get_nvvm_version
+from ._versions import get_process_name as get_process_name
+from ._versions import get_user_mode_driver_version as get_user_mode_driver_version
+from .exceptions import AlreadyInitializedError as AlreadyInitializedError
+from .exceptions import ArgumentVersionMismatchError as ArgumentVersionMismatchError
+from .exceptions import CorruptedInforomError as CorruptedInforomError
+from .exceptions import DeprecatedError as DeprecatedError
+from .exceptions import DriverNotLoadedError as DriverNotLoadedError
+from .exceptions import FreqNotSupportedError as FreqNotSupportedError
+from .exceptions import FunctionNotFoundError as FunctionNotFoundError
+from .exceptions import GpuIsLostError as GpuIsLostError
+from .exceptions import GpuNotFoundError as GpuNotFoundError
+from .exceptions import InsufficientPowerError as InsufficientPowerError
+from .exceptions import InsufficientResourcesError as InsufficientResourcesError
+from .exceptions import InsufficientSizeError as InsufficientSizeError
+from .exceptions import InUseError as InUseError
+from .exceptions import InvalidArgumentError as InvalidArgumentError
+from .exceptions import InvalidStateError as InvalidStateError
+from .exceptions import IrqIssueError as IrqIssueError
+from .exceptions import LibraryNotFoundError as LibraryNotFoundError
+from .exceptions import LibRmVersionMismatchError as LibRmVersionMismatchError
+from .exceptions import MemoryError as MemoryError
+from .exceptions import NoDataError as NoDataError
+from .exceptions import NoPermissionError as NoPermissionError
+from .exceptions import NotFoundError as NotFoundError
+from .exceptions import NotReadyError as NotReadyError
+from .exceptions import NotSupportedError as NotSupportedError
+from .exceptions import NvmlError as NvmlError
+from .exceptions import OperatingSystemError as OperatingSystemError
+from .exceptions import ResetRequiredError as ResetRequiredError
+from .exceptions import ResetTypeNotSupportedError as ResetTypeNotSupportedError
+from .exceptions import TimeoutError as TimeoutError
+from .exceptions import UninitializedError as UninitializedError
+from .exceptions import UnknownError as UnknownError
+from .exceptions import VgpuEccNotSupportedError as VgpuEccNotSupportedError
 
-# The version functions and the error classes are listed once, in their own modules.
 __all__ = [
+    "AlreadyInitializedError",
+    "ArgumentVersionMismatchError",
     "CUDA_BINDINGS_NVML_IS_COMPATIBLE",
+    "CorruptedInforomError",
+    "DeprecatedError",
     "Device",
+    "DriverNotLoadedError",
+    "FreqNotSupportedError",
+    "FunctionNotFoundError",
+    "GpuIsLostError",
+    "GpuNotFoundError",
+    "InUseError",
+    "InsufficientPowerError",
+    "InsufficientResourcesError",
+    "InsufficientSizeError",
+    "InvalidArgumentError",
+    "InvalidStateError",
+    "IrqIssueError",
+    "LibRmVersionMismatchError",
+    "LibraryNotFoundError",
+    "MemoryError",
+    "NoDataError",
+    "NoPermissionError",
+    "NotFoundError",
+    "NotReadyError",
+    "NotSupportedError",
     "NvlinkInfo",
+    "NvmlError",
+    "OperatingSystemError",
+    "ResetRequiredError",
+    "ResetTypeNotSupportedError",
+    "TimeoutError",
+    "UninitializedError",
+    "UnknownError",
+    "VgpuEccNotSupportedError",
+    "get_bindings_version",
+    "get_driver_branch",
+    "get_driver_version",
+    "get_driver_version_full",
+    "get_kernel_mode_driver_version",
+    "get_num_devices",
+    "get_nvjitlink_version",
+    "get_nvml_version",
+    "get_nvrtc_version",
+    "get_nvvm_version",
     "get_p2p_status",
+    "get_process_name",
     "get_topology_common_ancestor",
+    "get_user_mode_driver_version",
     "register_events",
 ]
-__all__ += _versions.__all__
-__all__ += exceptions.__all__
-__all__.sort()
 
 _ = (exceptions, typing)  # public submodules, as in cuda.core.system
 

@@ -23,6 +23,7 @@ __all__ = [
     "DeviceArch",
     "EventType",
     "FanControlPolicy",
+    "FieldId",
     "GpuP2PCapsIndex",
     "GpuP2PStatus",
     "GpuTopologyLevel",
@@ -244,5 +245,5 @@ class DeviceArch(IntEnum):
 if _nvml_mod is not None:
     # NVML's field ids are many and versioned with the bindings: use the bindings' own enum.
     FieldId = _nvml_mod.FieldId
-    __all__.append("FieldId")
-    __all__.sort()
+else:
+    __all__.remove("FieldId")  # these bindings have no NVML, so no FieldId

@@ -17,20 +17,18 @@ The enumerations (:class:`~cuda_core.typing.ArrayFormatType`,
 
 from __future__ import annotations
 
-from ._array import OpaqueArray, OpaqueArrayOptions
+from ._array import OpaqueArray as OpaqueArray
+from ._array import OpaqueArrayOptions as OpaqueArrayOptions
 from ._array import _create_opaque_array as _create_opaque_array
-from ._mipmapped_array import MipmappedArray, MipmappedArrayOptions
+from ._mipmapped_array import MipmappedArray as MipmappedArray
+from ._mipmapped_array import MipmappedArrayOptions as MipmappedArrayOptions
 from ._mipmapped_array import _create_mipmapped_array as _create_mipmapped_array
-from ._surface import SurfaceObject
+from ._surface import SurfaceObject as SurfaceObject
 from ._surface import _create_surface_object as _create_surface_object
-from ._texture import (
-    ResourceDescriptor,
-    TextureObject,
-    TextureObjectOptions,
-)
-from ._texture import (
-    _create_texture_object as _create_texture_object,
-)
+from ._texture import ResourceDescriptor as ResourceDescriptor
+from ._texture import TextureObject as TextureObject
+from ._texture import TextureObjectOptions as TextureObjectOptions
+from ._texture import _create_texture_object as _create_texture_object
 
 __all__ = [
     "MipmappedArray",
