@@ -17,6 +17,7 @@ link                          what                                 set by
 ``ipc``                       Buffer's and pools' IPC operations   ``_memory/_ipc``
 ``prefetch``                  Buffer.prefetch (managed memory)     ``_memory/_managed``
 ``graph_builder``             a GraphBuilder on a stream           ``graph/_builder``
+``GraphBuilder``              the class (batched copies refuse it)  ``graph/_builder``
 ``textures``                  the four texture/array factories     ``texture``
 ``system_device``             NVML's Device by UUID                ``system/_device``
 ============================  ===================================  =========================
@@ -47,6 +48,7 @@ MemoryResource: Any = None
 Buffer: Any = None
 ipc: SimpleNamespace = SimpleNamespace()  # reduce/export/import_buffer, export_pool
 prefetch: Callable[[Any, Any, Any], None]
+GraphBuilder: Any = None
 graph_builder: Callable[[Any, bool], Any]  # (stream, owns_stream)
 textures: SimpleNamespace = SimpleNamespace()
 system_device: Callable[[str], Any]

@@ -26,7 +26,6 @@ from .. import _links
 from .._compat import driver, has, require_cuda13
 from .._stream_ops import capture_status, closed_error, on_stream, stream_context
 from .._utils import TypeValueError, arg_error, handle_return
-from ..graph._builder import GraphBuilder
 
 __all__ = ["Host"]  # CopyOptions, the enums and copy_batch are public in cuda_core.utils
 
@@ -196,7 +195,7 @@ def _batch_stream(stream: Any, api: str, capture: bool = False) -> Any:
     """The stream of a batched operation; ``TypeError`` for what the driver refuses: the legacy
     default stream, and (unless ``capture``) graph builders and capturing streams."""
 
-    if isinstance(stream, GraphBuilder) and not capture:
+    if isinstance(stream, _links.GraphBuilder) and not capture:
         # cuda.core's wording first (its stream parameter is typed Stream), then why and what to do
         raise TypeError(
             "Argument 'stream' has incorrect type (expected Stream, got GraphBuilder): "

@@ -613,5 +613,6 @@ class Graph:
         return "<Graph closed>" if self._handle is None else f"<Graph {int(self._handle):#x}>"
 
 
+_links.GraphBuilder = GraphBuilder  # batched copies refuse a builder as their stream
 _links.graph_builder = lambda stream, owns: GraphBuilder._from_stream(stream, owns_stream=owns)
 # (Device and Stream.create_graph_builder make one)
