@@ -30,7 +30,7 @@ from ._kernel_arg_rules import (
     rule_for,
 )
 from ._kernel_arg_rules import register_handle_argument as register_handle_argument
-from ._tensor_map import tensor_map_bytes as _tensor_map_bytes
+from ._tensor_map_args import tensor_map_bytes as _tensor_map_bytes
 
 __all__: list[str] = []  # private: launch() and PreparedLaunch are the public entry points
 
