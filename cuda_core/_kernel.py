@@ -115,7 +115,7 @@ def _max_potential_block_size_b2d(
     ctypes releases the GIL for the call; a ctypes callback takes it back when the driver
     calls it, a callback needing no Python (numba ``cfunc``, C) runs as is.
     """
-    # _backend chooses the handle backend when imported; only this query needs it here
+    # _handles._backend chooses the handle backend when imported; only this query needs it here
     from ._handles._backend import entry_point
 
     ensure_driver()
