@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ._compat import driver, has
+from ._handles._backend import entry_point
 from ._handles._driver import ensure_driver
 from ._kernel_attributes import KernelAttributes as KernelAttributes
 from ._utils import arg_error, call, cast_to_3_tuple, handle_return, raise_status
@@ -115,9 +116,6 @@ def _max_potential_block_size_b2d(
     ctypes releases the GIL for the call; a ctypes callback takes it back when the driver
     calls it, a callback needing no Python (numba ``cfunc``, C) runs as is.
     """
-    # _handles._backend chooses the handle backend when imported; only this query needs it here
-    from ._handles._backend import entry_point
-
     ensure_driver()
     addr = entry_point("cuOccupancyMaxPotentialBlockSize")
     if not addr:
