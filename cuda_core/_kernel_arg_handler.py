@@ -1,20 +1,11 @@
-"""Kernel arguments: the Python type -> C type table, packing plans and :class:`ParamHolder`.
+"""Kernel arguments: packing plans and :class:`ParamHolder`.
 
 The driver takes kernel arguments as a ``void**``: one pointer per parameter, each pointing to
 the parameter's bytes. A *packing plan* is worked out once per kernel and tuple of argument
 types: where each value goes in one reusable buffer, the ``struct`` format that writes all of
 them in one call, and a generated function that writes the values and launches. A steady loop
-therefore pays only for writing the values.
-
-Type table (see ``docs/launching.rst``): ``bool`` -> ``bool`` (1 byte), ``int`` -> 64-bit
-pointer-sized integer (at the parameter's width for an integer parameter of another width,
-where the layout is known, as cuda.core's launches deliver it), ``float`` -> ``double``, ``complex`` -> ``complex<double>``; NumPy and
-ctypes scalars keep their exact width; NumPy structured scalars and ``ctypes.Structure`` pass
-by value with their own layout; ``Buffer``, ``ctypes.c_void_p``, ``__cuda_array_interface__``,
-DLPack and ``.data_ptr()`` objects pass a device pointer; ``cuda.bindings`` ``CUtexObject``,
-``CUsurfObject``, ``CUgraphConditionalHandle`` and ``CUdeviceptr`` pass their 8-byte value and
-``CUtensorMap`` and :class:`TensorMapDescriptor` their 128 bytes (64-byte aligned); a graph ``GraphCondition`` passes its 8-byte
-``cudaGraphConditionalHandle``.
+therefore pays only for writing the values. How each argument type packs (the type table) is
+in :mod:`cuda_core._kernel_arg_rules`.
 """
 
 from __future__ import annotations
@@ -24,247 +15,27 @@ import struct
 import sys
 from typing import Any
 
-import numpy as np
-
-from . import _links
-from ._compat import driver
 from ._handles._backend import backend
-from ._tensor_map import TensorMapDescriptor
-from ._tensor_map import tensor_map_bytes as _tensor_map_bytes
+from ._kernel_arg_rules import (
+    _cai_ptr,
+    _dlpack_ptr,
+    _fit,
+    _is_closed_buffer,
+    _neg,
+    _resized_int_rule,
+    _Rule,
+    _size_message,
+    _torch_ptr,
+    _void_bytes,
+    rule_for,
+)
+from ._kernel_arg_rules import register_handle_argument as register_handle_argument
+from ._tensor_map_args import tensor_map_bytes as _tensor_map_bytes
 
 __all__: list[str] = []  # private: launch() and PreparedLaunch are the public entry points
 
-_U64 = 1 << 64
-_I64_MIN = -(1 << 63)
 _MAX_PLANS = 1024
 _PACK_ERRORS = (struct.error, OverflowError, TypeError, AttributeError, ValueError)
-
-
-def _neg(v: Any) -> int:
-    # A negative Python int is an int64; wrap it to the uint64 with the same bits.
-    if v < _I64_MIN:
-        raise OverflowError(f"int {v} does not fit in a 64-bit kernel argument")
-    return int(v) + _U64
-
-
-def _fit(v: int, size: int) -> int:
-    """``v`` as the unsigned ``size``-byte pattern the driver copies for an integer parameter of
-    that size: the low bytes, as ``cuda.core`` passes a wider integer (a Python ``int`` for an
-    ``int`` parameter). The value must fit the parameter, signed or unsigned."""
-    bits = size * 8
-    if not -(1 << (bits - 1)) <= v < 1 << bits:
-        raise OverflowError(f"{v} does not fit a {size}-byte integer parameter")
-    return v & ((1 << bits) - 1)
-
-
-def _void_bytes(v: Any, size: int) -> bytes:
-    b = v.tobytes()
-    if len(b) != size:
-        raise TypeError(
-            f"a NumPy structured scalar of {len(b)} bytes was given where this launch was "
-            f"planned for {size} bytes (dtype {v.dtype})"
-        )
-    return b
-
-
-def _torch_ptr(v: Any) -> int:
-    if v.is_cuda or v.is_pinned():
-        return v.data_ptr()
-    raise TypeError(
-        f"a PyTorch tensor on {v.device} is not GPU-accessible memory; move it with .cuda()"
-    )
-
-
-def _cai_ptr(v: Any) -> int:
-    return v.__cuda_array_interface__["data"][0]
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLTensorHead(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", ctypes.c_uint32),
-        ("shape", ctypes.c_void_p),
-        ("strides", ctypes.c_void_p),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
-_GetPointer.restype = ctypes.c_void_p
-_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_GetName = ctypes.pythonapi.PyCapsule_GetName
-_GetName.restype = ctypes.c_char_p
-_GetName.argtypes = [ctypes.py_object]
-# kDLCUDA, kDLCUDAHost (pinned), kDLCUDAManaged
-_DL_GPU_ACCESSIBLE = frozenset({2, 3, 13})
-
-
-def _dlpack_ptr(v: Any) -> int:
-    capsule = v.__dlpack__()
-    name = _GetName(capsule)
-    if name != b"dltensor":
-        raise TypeError(f"__dlpack__() of {type(v).__name__} returned a capsule named {name!r}")
-    # DLManagedTensor starts with its DLTensor; the capsule's deleter frees it when dropped.
-    head = _DLTensorHead.from_address(_GetPointer(capsule, b"dltensor"))
-    if head.device.device_type not in _DL_GPU_ACCESSIBLE:
-        raise TypeError(
-            f"{type(v).__name__} lives on DLPack device type {head.device.device_type}, "
-            "which a kernel cannot access (need CUDA, CUDA host or managed memory)"
-        )
-    return (head.data or 0) + head.byte_offset
-
-
-def _is_closed_buffer(value: Any) -> bool:
-    return getattr(value, "_ptr", 0) is None or getattr(value, "_closed", False) is True
-
-
-class _Rule:
-    """How one argument type packs: size, alignment, struct format, value expression.
-
-    ``fast`` is the expression a launch tries first; where it differs from ``expr`` (``int``:
-    the value as is, a negative one makes ``struct`` fail) a failure falls back to ``expr``.
-    """
-
-    __slots__ = ("align", "ctype", "expr", "fast", "fmt", "size")
-
-    def __init__(
-        self, size: int, align: int, fmt: str, expr: str, ctype: str, fast: str | None = None
-    ) -> None:
-        self.size, self.align, self.fmt, self.expr, self.ctype = size, align, fmt, expr, ctype
-        self.fast = expr if fast is None else fast
-
-
-_PTR = _Rule(8, 8, "Q", "{a}", "pointer")
-_NP_FORMATS = {
-    ("b", 1): ("?", "bool"),
-    ("i", 1): ("b", "int8_t"),
-    ("i", 2): ("h", "int16_t"),
-    ("i", 4): ("i", "int32_t"),
-    ("i", 8): ("q", "int64_t"),
-    ("u", 1): ("B", "uint8_t"),
-    ("u", 2): ("H", "uint16_t"),
-    ("u", 4): ("I", "uint32_t"),
-    ("u", 8): ("Q", "uint64_t"),
-    ("f", 2): ("e", "__half"),
-    ("f", 4): ("f", "float"),
-    ("f", 8): ("d", "double"),
-}
-_HANDLE_TYPES = (
-    driver.CUtexObject,
-    driver.CUsurfObject,
-    driver.CUgraphConditionalHandle,
-    driver.CUdeviceptr,
-)
-_CTYPES_BASES = (ctypes._SimpleCData, ctypes.Structure, ctypes.Union, ctypes.Array)
-_CTYPES_REJECT = (ctypes.c_char_p, ctypes.c_wchar_p, ctypes.c_longdouble)
-_SUPPORTED = (
-    "bool, int, float, complex, NumPy and ctypes scalars, NumPy structured scalars, "
-    "ctypes.Structure, Buffer, objects with __cuda_array_interface__, __dlpack__ or "
-    "data_ptr(), and cuda.bindings CUtexObject/CUsurfObject/CUgraphConditionalHandle/CUtensorMap, TensorMapDescriptor, GraphCondition"
-)
-
-
-# Handle types of the wings above (a graph's GraphCondition, ...) that pass as 8-byte kernel
-# arguments: each wing registers its own here, so the hall imports no wing.
-_REGISTERED: dict[type, tuple[str, str]] = {}
-
-
-def register_handle_argument(cls: type, expr: str, c_name: str) -> None:
-    """Pass instances of ``cls`` (and its subclasses) as 8-byte handles: ``expr`` is the value's
-    expression with ``{a}`` standing for the argument, ``c_name`` the C type in messages."""
-    _REGISTERED[cls] = (expr, c_name)
-
-
-def _buffer_type() -> Any:
-    return _links.Buffer  # None until the memory wing has loaded
-
-
-def rule_for(value: Any, index: int = 0) -> _Rule:
-    """The packing rule for ``value`` (argument ``index``), or ``TypeError`` if unsupported."""
-    t = type(value)
-    if t is bool:
-        return _Rule(1, 1, "?", "{a}", "bool")
-    if issubclass(t, int):
-        return _Rule(
-            8, 8, "Q", "({a} if {a} >= 0 else _neg({a}))", "int64_t/uint64_t/pointer", "{a}"
-        )
-    if issubclass(t, float):
-        return _Rule(8, 8, "d", "{a}", "double")
-    if issubclass(t, complex):
-        return _Rule(16, 8, "dd", "{a}.real, {a}.imag", "complex<double>")
-    if issubclass(t, np.generic):
-        return _numpy_rule(value, index)
-    if issubclass(t, _CTYPES_BASES):
-        if issubclass(t, _CTYPES_REJECT):
-            raise TypeError(
-                f"argument {index} is a {t.__name__}, which has no device equivalent; "
-                "pass a device pointer as ctypes.c_void_p or an int"
-            )
-        return _Rule(
-            ctypes.sizeof(t), ctypes.alignment(t), f"{ctypes.sizeof(t)}s", "_bytes({a})", t.__name__
-        )
-    if issubclass(t, ctypes._Pointer):
-        raise TypeError(
-            f"argument {index} is a ctypes pointer to host memory ({t.__name__}); pass a device pointer"
-        )
-    buffer_type = _buffer_type()
-    if buffer_type is not None and issubclass(t, buffer_type):
-        if _is_closed_buffer(value):
-            raise ValueError(f"argument {index} is a closed Buffer")
-        return _Rule(8, 8, "Q", "{a}._ptr", "pointer")
-    if issubclass(t, _HANDLE_TYPES):
-        return _Rule(8, 8, "Q", "int({a})", t.__name__)
-    for base in t.__mro__:
-        registered = _REGISTERED.get(base)
-        if registered is not None:
-            return _Rule(8, 8, "Q", registered[0], registered[1])
-    if issubclass(t, TensorMapDescriptor):
-        return _Rule(128, 64, "128s", "{a}._bytes", "CUtensorMap")
-    if issubclass(t, driver.CUtensorMap):
-        return _Rule(128, 64, "128s", "_tensor_map_bytes({a})", "CUtensorMap")
-    module = t.__module__ or ""
-    if module.startswith("torch") and hasattr(value, "data_ptr"):
-        _torch_ptr(value)  # refuse a CPU tensor now, with its message
-        return _Rule(8, 8, "Q", "_torch_ptr({a})", "pointer")
-    if module.startswith("cupy") and hasattr(getattr(value, "data", None), "ptr"):
-        return _Rule(8, 8, "Q", "{a}.data.ptr", "pointer")
-    if hasattr(value, "__cuda_array_interface__"):
-        return _Rule(8, 8, "Q", "_cai_ptr({a})", "pointer")
-    if callable(getattr(value, "data_ptr", None)):
-        return _Rule(8, 8, "Q", "{a}.data_ptr()", "pointer")
-    if hasattr(value, "__dlpack__"):
-        _dlpack_ptr(value)  # refuse host memory now, with its message
-        return _Rule(8, 8, "Q", "_dlpack_ptr({a})", "pointer")
-    raise TypeError(
-        f"argument {index} has unsupported type {t.__module__}.{t.__qualname__}; supported: {_SUPPORTED}"
-    )
-
-
-def _numpy_rule(value: Any, index: int) -> _Rule:
-    dt = value.dtype
-    key = (dt.kind, dt.itemsize)
-    if key in _NP_FORMATS:
-        fmt, ctype = _NP_FORMATS[key]
-        return _Rule(dt.itemsize, dt.alignment, fmt, "{a}", ctype)
-    if dt.kind == "c" and dt.itemsize in (8, 16):
-        half = "f" if dt.itemsize == 8 else "d"
-        ctype = "complex<float>" if half == "f" else "complex<double>"
-        return _Rule(dt.itemsize, dt.alignment, half * 2, "{a}.real, {a}.imag", ctype)
-    if dt.kind == "V":
-        n = dt.itemsize
-        if type(value) is np.void:  # structured: one Python type for every dtype
-            return _Rule(n, dt.alignment, f"{n}s", f"_void_bytes({{a}}, {n})", f"struct ({dt})")
-        return _Rule(n, dt.alignment, f"{n}s", "{a}.tobytes()", str(dt))  # ml_dtypes: bfloat16, ...
-    raise TypeError(
-        f"argument {index} is a NumPy {type(value).__name__} ({dt}) scalar, which has no fixed-width "
-        f"device type; supported: {_SUPPORTED}"
-    )
 
 
 class Plan:
@@ -523,48 +294,6 @@ def make_plan(
         offsets.append(off)
         pos = off + r.size
     return Plan(types, rules, offsets, pos)
-
-
-_UINT_FORMATS = {1: "B", 2: "H", 4: "I", 8: "Q"}
-_CTYPES_INTS = frozenset("bBhHiIlLqQ")
-
-
-def _resized_int_rule(value: Any, r: _Rule, size: int) -> _Rule | None:
-    """The rule for an integer argument whose width differs from its integer parameter's.
-
-    ``cuda.core`` hands the driver a pointer to each argument's own storage, and the driver
-    copies the parameter's size from it: a Python ``int`` (8 bytes) for an ``int`` parameter
-    arrives as its low 4 bytes, which is the value whenever it fits. We pack the same bytes,
-    and refuse a value that does not fit (``OverflowError``, where ``cuda.core`` truncates). A
-    narrower integer for a wider parameter (``np.int32`` for ``size_t``) is widened keeping its
-    value (``cuda.core`` would pass whatever bytes follow it). ``None`` for anything else.
-    """
-    fmt = _UINT_FORMATS.get(size)
-    t = type(value)
-    if fmt is None or t is bool:
-        return None
-    if issubclass(t, int):
-        expr = f"_fit({{a}}, {size})"
-    elif issubclass(t, np.integer):
-        expr = f"_fit(int({{a}}), {size})"
-    elif issubclass(t, ctypes._SimpleCData) and getattr(t, "_type_", "") in _CTYPES_INTS:
-        expr = f"_fit({{a}}.value, {size})"
-    else:
-        return None
-    return _Rule(size, size, fmt, expr, f"{r.ctype} passed as a {size}-byte integer")
-
-
-def _size_message(label: str, i: int, size: int, value: Any, r: _Rule) -> str:
-    t = type(value)
-    msg = (
-        f"{label}: parameter {i} is {size} bytes, but argument {i} ({t.__name__}) "
-        f"packs to {r.size} bytes ({r.ctype})"
-    )
-    if t is float or issubclass(t, np.floating):
-        fits = {2: "np.float16", 4: "np.float32", 8: "float or np.float64"}
-        if size in fits:
-            msg += f"; wrap it in a {size}-byte type such as {fits[size]}"
-    return msg
 
 
 _plans: dict[tuple[Any, ...], Plan] = {}

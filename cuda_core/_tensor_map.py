@@ -8,25 +8,35 @@ move tiles between global and shared memory. It is created from a
 
 Every rule the driver states for ``cuTensorMapEncodeTiled`` / ``cuTensorMapEncodeIm2col`` that
 can be checked from the view (rank, alignment, strides, box size, element strides, swizzle span)
-is checked here first, so misuse raises a ``ValueError`` naming the argument instead of a bare
-``CUDA_ERROR_INVALID_VALUE``. Shapes, boxes and strides are given in the tensor's (row-major)
-order; the driver wants the innermost dimension first, and the reversal happens here.
+is checked first, here and in :mod:`cuda_core._tensor_map_args`, so misuse raises a
+``ValueError`` naming the argument instead of a bare ``CUDA_ERROR_INVALID_VALUE``. Shapes, boxes
+and strides are given in the tensor's (row-major) order; the driver wants the innermost
+dimension first, and the reversal happens before each driver call.
 """
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import enum
-from collections.abc import Sequence
 from typing import Any
 
 import numpy
 
 from . import _links
 from ._compat import driver, require
-from ._handles._driver import ensure_driver
-from ._utils import arg_error, check_int, handle_return
+from ._tensor_map_args import (
+    _check_element_strides,
+    _encode,
+    _global_strides,
+    _int_tuple,
+    _require_enum,
+    _u32,
+    _u64,
+    view_address_and_shape,
+    view_byte_strides,
+)
+from ._tensor_map_args import tensor_map_bytes as tensor_map_bytes
+from ._utils import arg_error, check_int
 
 __all__ = ["TensorMapDescriptor", "TensorMapDescriptorOptions"]
 
@@ -114,25 +124,6 @@ _SWIZZLE_SPAN = {
 # Range of an im2col pixel-box corner coordinate, by tensor rank (cuTensorMapEncodeIm2col).
 _CORNER_BITS = {3: 16, 4: 8, 5: 4}
 _KDLCUDA = 2
-
-
-def _int_tuple(name: str, values: Any) -> tuple[int, ...]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise arg_error(name, "a tuple of ints", values, exc=TypeError)
-    out = []
-    for i, v in enumerate(values):
-        if isinstance(v, bool) or not hasattr(v, "__index__"):
-            raise arg_error(f"{name}[{i}]", "an int", v, exc=TypeError)
-        out.append(v.__index__())
-    return tuple(out)
-
-
-def _require_enum(name: str, value: Any, enum_type: type[enum.IntEnum]) -> Any:
-    if not isinstance(value, enum_type):
-        raise arg_error(
-            name, f"a {enum_type.__name__}", value, f"e.g. {enum_type.__name__}.NONE", exc=TypeError
-        )
-    return value
 
 
 def _normalize_data_type(data_type: Any) -> Any:
@@ -226,25 +217,7 @@ class _Layout:
     __slots__ = ("byte_strides", "device_id", "dl_type", "dtype", "elem", "ptr", "shape", "source")
 
     def __init__(self, view: Any, data_type: Any, min_rank: int = 1) -> None:
-        if not getattr(view, "is_device_accessible", False):
-            raise ValueError(
-                "the tensor must be in device-accessible memory (device, pinned or managed) for a "
-                "tensor map (got host memory); copy it to the device first"
-            )
-        ptr = int(view.ptr)
-        if ptr % 16:
-            raise arg_error(
-                "the tensor's address",
-                "16-byte aligned for a tensor map",
-                hex(ptr),
-                "slice the tensor at a 16-byte boundary or copy it to an aligned buffer",
-            )
-        shape = tuple(int(n) for n in view.shape)
-        if not min_rank <= len(shape) <= 5:
-            raise arg_error("the tensor's rank", f"in [{min_rank}, 5] for a tensor map", len(shape))
-        for i, n in enumerate(shape):
-            if not 1 <= n <= 1 << 32:
-                raise arg_error(f"shape[{i}]", "in [1, 2**32] for a tensor map", n)
+        ptr, shape = view_address_and_shape(view, min_rank)
         self.dtype = _tma_type(data_type, view.dtype)
         self.elem = _SIZE[self.dtype]
         if view.dtype is not None and numpy.dtype(view.dtype).itemsize != self.elem:
@@ -253,45 +226,11 @@ class _Layout:
                 f"of the tensor's element size ({numpy.dtype(view.dtype).itemsize} bytes)",
                 self.dtype.name,
             )
-        strides = view.strides
-        if strides is None:  # C-contiguous
-            acc, s = 1, []
-            for n in reversed(shape):
-                s.append(acc)
-                acc *= n
-            strides = tuple(reversed(s))
-        if shape[-1] > 1 and strides[-1] != 1:
-            raise arg_error(
-                "the tensor's innermost stride",
-                "1 element for a tensor map",
-                strides[-1],
-                "make the last dimension contiguous",
-            )
-        byte_strides = tuple(int(st) * self.elem for st in strides)
-        for i, b in enumerate(byte_strides[:-1]):
-            if b <= 0 or b % 16 or b >= 1 << 40:
-                raise arg_error(
-                    f"the tensor's stride of dimension {i}",
-                    "a positive multiple of 16 bytes below 2**40 for a tensor map",
-                    f"{b} bytes",
-                    "pad the rows to 16 bytes",
-                )
+        byte_strides = view_byte_strides(view, shape, self.elem)
         self.ptr, self.shape, self.byte_strides = ptr, shape, byte_strides
         self.device_id = int(getattr(view, "device_id", 0) or 0)
         self.dl_type = getattr(view, "_dl_device_type", _KDLCUDA)
         self.source = getattr(view, "exporting_obj", None)
-
-
-def _check_element_strides(element_strides: Any, rank: int) -> tuple[int, ...]:
-    if element_strides is None:
-        return (1,) * rank
-    es = _int_tuple("element_strides", element_strides)
-    if len(es) != rank:
-        raise arg_error("element_strides", f"of the tensor's rank ({rank} values)", es)
-    for i, e in enumerate(es):
-        if not 1 <= e <= 8:
-            raise arg_error(f"element_strides[{i}]", "in [1, 8]", e)
-    return es
 
 
 def _check_common(
@@ -325,32 +264,6 @@ def _check_common(
             )
     if oob == TensorMapOOBFill.NAN_REQUEST_ZERO_FMA and lay.dtype not in _FLOAT_TYPES:
         raise arg_error("oob_fill", "NONE for an integer data type", oob.name)
-
-
-def _u64(values: Any) -> list[Any]:
-    """``values`` innermost first, as the driver's ``cuuint64_t`` (cuda-bindings 13.3 takes no
-    plain ints there)."""
-    return [driver.cuuint64_t(int(v)) for v in reversed(values)]
-
-
-def _u32(values: Any) -> list[Any]:
-    """``values`` innermost first, as the driver's ``cuuint32_t``."""
-    return [driver.cuuint32_t(int(v)) for v in reversed(values)]
-
-
-def _global_strides(lay: _Layout) -> list[Any]:
-    """The byte strides of all but the innermost dimension, for the driver. A rank-1 tensor has
-    none, but the driver refuses a null array (the bindings pass ``[]`` as null), so it gets one
-    slot the driver never reads: the tensor's size rounded up to 16 bytes."""
-    strides = lay.byte_strides[:-1]
-    if not strides:
-        strides = ((lay.shape[0] * lay.elem + 15) // 16 * 16,)
-    return _u64(strides)
-
-
-def _encode(api: str, fn: Any, *args: Any) -> Any:
-    ensure_driver()
-    return handle_return(fn(*args), api)
 
 
 class TensorMapDescriptor:
@@ -647,8 +560,3 @@ class TensorMapDescriptor:
             f"TensorMapDescriptor(kind={self._kind!r}, shape={self._shape}, box={self._box}, "
             f"data_type={dtype})"
         )
-
-
-def tensor_map_bytes(cu: Any) -> bytes:
-    """The 128 bytes of a ``cuda.bindings`` ``CUtensorMap`` (what a kernel gets by value)."""
-    return ctypes.string_at(cu.getPtr(), 128)

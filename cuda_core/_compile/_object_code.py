@@ -1,8 +1,10 @@
-"""ObjectCode (compiled code, loaded lazily into a CUlibrary) and Kernel.
+"""ObjectCode: compiled code (cubin, PTX, LTO-IR, fatbin, ...), loaded lazily into a CUlibrary.
 
-Loading uses the context-independent library API (``cuLibraryLoadData``); a :class:`Kernel`
-wraps a ``CUkernel`` from ``cuLibraryGetKernel``. Attributes are per device
-(``cuKernelGetAttribute``); occupancy queries use the ``CUfunction`` of the current context.
+Loading uses the context-independent library API (``cuLibraryLoadData``);
+:meth:`ObjectCode.get_kernel` gives a :class:`~cuda_core.Kernel` wrapping a ``CUkernel`` from
+``cuLibraryGetKernel``. ``Kernel``, ``KernelAttributes`` and ``KernelOccupancy`` are defined in
+:mod:`cuda_core._kernel` and :mod:`cuda_core._kernel_attributes`; this module re-exports them
+(``cuda.core`` keeps them with ObjectCode, in its ``_module``).
 """
 
 from __future__ import annotations

@@ -18,12 +18,15 @@ from . import _array_interface as _ai
 from . import _dlpack as _dl
 from . import _fast_arrays as _bridge
 from . import _view_ops as _ops
+from ._view_fields import _FIELDS, buffer_view
+from ._view_fields import _stream_ptr as _stream_ptr
+from ._view_fields import _view_of as _view_of
 
 # cuda.core 1.2 has both names in cuda.core.utils only (see _UTILS_EXPORTS); later releases also
 # export StridedMemoryView from the top level, as this does.
 __all__ = ["StridedMemoryView"]
 
-_UTILS_EXPORTS = ["StridedMemoryView"]  # with args_viewable_as_strided_memory (_memoryview_args)
+_UTILS_EXPORTS = ["StridedMemoryView"]  # with args_viewable_as_strided_memory (_view_args)
 
 # producer type -> kind (_bridge.KIND_*): DLPack, torch, cupy
 _kinds: dict[type, int] = {}
@@ -38,52 +41,6 @@ _torch_view = backend.torch_view
 _torch_fields = _bridge.torch_fields
 _DTYPE_BY_WORD = _dl.DTYPE_BY_WORD
 _NotImplemented: Any = NotImplemented
-
-
-def _view_of(cls: Any, fields: tuple[Any, ...], obj: Any) -> Any:
-    """A view of ``obj`` from the fields a bridge reader found (``_array_bridge``)."""
-    view = _new_view(cls)
-    view.ptr, view.shape, view._raw_strides, view._dtype, view.device_id, accessible, dev_type = (
-        fields
-    )
-    view.is_device_accessible = accessible
-    view.readonly = False
-    view.exporting_obj = obj
-    view._capsule = None
-    view._dl_device_type = dev_type
-    return view
-
-
-_FIELDS = ("_capsule", "_dl_device_type", "_dtype", "_raw_strides", "device_id", "exporting_obj",
-           "is_device_accessible", "ptr", "readonly", "shape")  # fmt: skip
-
-
-def _stream_ptr(stream_ptr: Any) -> int | None:
-    """The consumer stream address, read as cuda.core 1.2 reads ``stream_ptr``: ``None``, or any
-    object ``int()`` takes through ``__index__``/``__int__`` (an int, a ``CUstream`` such as
-    ``stream.handle``, a NumPy integer, a :class:`Stream`). Anything else is a ``TypeError``."""
-    if stream_ptr is None or type(stream_ptr) is int:
-        return stream_ptr
-    tp = type(stream_ptr)
-    if hasattr(tp, "__index__"):
-        return int(stream_ptr.__index__())
-    if hasattr(tp, "__int__"):
-        return int(stream_ptr)
-    raise arg_error(
-        "stream_ptr",
-        "a stream address (an int or a CUstream such as stream.handle), -1 or None",
-        stream_ptr,
-        exc=TypeError,
-    )
-
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out = []
-    acc = 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return tuple(reversed(out))
 
 
 class StridedMemoryView(_ViewBase):
@@ -198,7 +155,7 @@ class StridedMemoryView(_ViewBase):
             ``__dlpack_device__`` it is also an ``AttributeError`` (``cuda.core``'s class).
         """
         # The hot path: one backend call (exact torch.Tensor / cupy.ndarray producers are read
-        # directly, see _array_bridge).
+        # directly, see _fast_arrays).
         if type(stream_ptr) is not int:
             stream_ptr = _stream_ptr(stream_ptr)
         tp = obj.__class__
@@ -350,60 +307,7 @@ class StridedMemoryView(_ViewBase):
             Neither ``itemsize`` nor ``dtype`` is given, they disagree, the shape/strides are
             malformed, or (for a buffer from a memory resource) they reach outside the buffer.
         """
-        if itemsize is None and dtype is None:
-            raise ValueError("itemsize or dtype must be given (got neither)")
-        dt = None if dtype is None else numpy.dtype(dtype)
-        if itemsize is not None:
-            if isinstance(itemsize, bool) or not isinstance(itemsize, int) or itemsize <= 0:
-                raise arg_error("itemsize", "a positive int", itemsize)
-            if dt is not None and dt.itemsize != itemsize:
-                raise arg_error(
-                    "itemsize", f"dtype.itemsize ({dt.itemsize}) when both are given", itemsize
-                )
-        item = dt.itemsize if dt is not None else int(itemsize or 0)
-        shape = tuple(shape)
-        for n in shape:
-            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                raise arg_error("shape", "a tuple of non-negative ints", shape)
-        if strides is not None:
-            strides = tuple(strides)
-            if len(strides) != len(shape) or not all(isinstance(s, int) for s in strides):
-                raise arg_error("strides", f"None or a tuple of {len(shape)} ints", strides)
-        count = 1
-        for n in shape:
-            count *= n
-        # Like cuda.core: the extent is checked against buffers a memory resource allocated
-        # (a wrapped foreign allocation may legitimately reach around its reported size).
-        if count and buffer.memory_resource is not None:
-            st = strides if strides is not None else _c_strides(shape)
-            lo = sum(s * (n - 1) for n, s in zip(shape, st) if s < 0)
-            hi = sum(s * (n - 1) for n, s in zip(shape, st) if s > 0)
-            if lo < 0:
-                raise arg_error(
-                    "strides", "non-negative for a view starting at the buffer's start", strides
-                )
-            need = (hi + 1) * item
-            if need > buffer.size:
-                raise arg_error(
-                    "shape",
-                    f"within the buffer's {buffer.size} bytes (this view needs {need})",
-                    shape,
-                )
-        view = _new_view(cls)
-        view.ptr = int(buffer.handle)
-        view.shape = shape
-        view._raw_strides = strides
-        view._dtype = dt
-        view.device_id = buffer.device_id
-        view.is_device_accessible = bool(buffer.is_device_accessible)
-        view.readonly = bool(is_readonly)
-        view.exporting_obj = buffer
-        view._capsule = None
-        try:
-            view._dl_device_type = int(buffer.__dlpack_device__()[0])
-        except Exception:
-            view._dl_device_type = _dl.kDLCUDA if view.is_device_accessible else _dl.kDLCPU
-        return view
+        return buffer_view(cls, buffer, shape, strides, itemsize, dtype, is_readonly)
 
     # ------------------------------------------------------------------ properties
 

@@ -28,6 +28,7 @@ class CaptureOps:
     _building: bool
     _closed: bool
     _cuda_core_stream: Any
+    _graph: Any
     _kind: str
     _owns_stream: bool
     _root_key: int | None

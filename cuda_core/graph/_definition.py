@@ -1,6 +1,6 @@
 """GraphDefinition: build a CUDA graph node by node, then instantiate it as a Graph.
 
-A :class:`GraphDefinition` owns its ``CUgraph`` through a :class:`~cuda_core.graph._node.GraphState`
+A :class:`GraphDefinition` owns its ``CUgraph`` through a :class:`~cuda_core.graph._state.GraphState`
 (released by ``weakref.finalize`` when the last definition, view or node of the hierarchy is
 gone, or by :meth:`GraphDefinition.close`). Views of graphs it does not own (a conditional's
 branch, the clone inside a child-graph node, a GraphBuilder's captured graph) share the

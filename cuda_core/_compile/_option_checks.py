@@ -1,0 +1,138 @@
+"""Compiler-option values: their checks and normal forms, for ProgramOptions and LinkerOptions.
+
+Lists of strings or ints, architecture names (``"sm_90"``, ``"90"``, ``"compute_90"``), counts,
+the current device's architecture where ``arch`` is not given, macros and extra NVVM sources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .._compat import driver
+from .._errors import CUDAError
+from .._handles._driver import ensure_driver
+from .._utils import arg_error, handle_return
+
+__all__: list[str] = []  # private: the options classes of Program and Linker use these
+
+
+def _as_list(name: str, value: Any, kinds: tuple[type, ...]) -> list[Any]:
+    """``None`` -> []; a single item -> [item]; a list/tuple of items -> list (checked)."""
+    if value is None:
+        return []
+    if isinstance(value, kinds) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        out = list(value)
+        for v in out:
+            if isinstance(v, bool) or not isinstance(v, kinds):
+                names = " or ".join(k.__name__ for k in kinds)
+                raise arg_error(name, f"a {names} or a sequence of them", value, exc=TypeError)
+        return out
+    names = " or ".join(k.__name__ for k in kinds)
+    raise arg_error(name, f"a {names} or a sequence of them", value, exc=TypeError)
+
+
+def normalize_arch(arch: Any) -> str:
+    """Turn ``"sm_90"``, ``"90"``, ``"compute_90"``, ``"sm_90a"`` into a canonical arch string."""
+    if isinstance(arch, int) and not isinstance(arch, bool):
+        arch = str(arch)
+    if not isinstance(arch, str) or not arch:
+        raise arg_error("arch", 'a string such as "sm_90" or "90"', arch, exc=TypeError)
+    a = arch.strip()
+    if a[:1].isdigit():
+        a = "sm_" + a
+    head, _, num = a.partition("_")
+    if head not in ("sm", "compute", "lto") or not num[:2].isdigit():
+        raise arg_error("arch", 'of the form "sm_XX", "compute_XX" or "XX"', arch)
+    return a
+
+
+def check_counts(options: Any, names: Iterable[str]) -> None:
+    """Check that the named fields are ``None`` or an int >= 0.
+
+    A wrong type is a ``TypeError``; a negative int a ``ValueError``.
+    """
+    for f in names:
+        v = getattr(options, f)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise arg_error(f, "a non-negative int or None", v, exc=TypeError)
+        if v < 0:
+            raise arg_error(f, "a non-negative int or None", v)
+
+
+def device_arch(owner: str = "ProgramOptions") -> str:
+    """The ``sm_XX`` arch of the current device (device 0 when no context is current).
+
+    Raises a ``ValueError`` asking for an explicit ``arch`` where no driver or GPU is present;
+    ``owner`` names the options class whose ``arch`` was not given.
+    """
+    try:
+        ensure_driver()
+        err, dev = driver.cuCtxGetDevice()
+        if err != driver.CUresult.CUDA_SUCCESS:
+            dev = handle_return(driver.cuDeviceGet(0), "cuDeviceGet")
+        attr = driver.CUdevice_attribute
+        major = handle_return(
+            driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+            "cuDeviceGetAttribute",
+        )
+        minor = handle_return(
+            driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+            "cuDeviceGetAttribute",
+        )
+    except CUDAError as exc:
+        raise ValueError(
+            f"{owner}.arch was not given and the current device's architecture cannot be "
+            f'found ({exc.error_name}); pass arch="sm_XX" (for example arch="sm_90")'
+        ) from exc
+    return f"sm_{major}{minor}"
+
+
+def _extra_sources(value: Any) -> list[tuple[str, bytes]]:
+    """``extra_sources`` as ``[(name, bytes), ...]`` (checked)."""
+    if value is None:
+        return []
+    rule = "a sequence of (name, source) pairs, source being str, bytes or bytearray"
+    if not isinstance(value, (list, tuple)):
+        raise arg_error("extra_sources", rule, value, exc=TypeError)
+    out = []
+    for item in value:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
+            raise arg_error("extra_sources", rule, value, exc=TypeError)
+        name, src = item
+        if isinstance(src, str):
+            src = src.encode()
+        elif isinstance(src, (bytes, bytearray)):
+            src = bytes(src)
+        else:
+            raise arg_error("extra_sources", rule, value, exc=TypeError)
+        out.append((name, src))
+    return out
+
+
+def _macros(value: Any) -> list[str]:
+    if value is None:
+        return []
+    items = [value] if isinstance(value, (str, tuple)) else value
+    if not isinstance(items, list) and not isinstance(items, tuple):
+        raise arg_error(
+            "define_macro", "a str, a (name, value) tuple or a list of them", value, exc=TypeError
+        )
+    out = []
+    for m in items:
+        if isinstance(m, str):
+            out.append(m)
+        elif isinstance(m, tuple) and len(m) == 2 and all(isinstance(x, str) for x in m):
+            out.append(f"{m[0]}={m[1]}")
+        else:
+            raise arg_error(
+                "define_macro",
+                "a str, a (name, value) tuple or a list of them",
+                value,
+                exc=TypeError,
+            )
+    return out
