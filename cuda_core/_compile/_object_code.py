@@ -15,7 +15,7 @@ from typing import Any
 
 from .._compat import driver
 from .._handles._driver import ensure_driver
-from .._handles._holder import HandleHolder
+from .._handles._owned import OwnedHandle
 from .._kernel import Kernel, KernelAttributes, KernelOccupancy
 from .._utils import arg_error, handle_return, make_error
 
@@ -39,7 +39,6 @@ class ObjectCode:
         "__weakref__",
         "_code",
         "_code_type",
-        "_finalizer",
         "_holder",
         "_kernels",
         "_name",
@@ -47,8 +46,7 @@ class ObjectCode:
     )
     _code: bytes | str
     _code_type: str
-    _finalizer: Any
-    _holder: HandleHolder | None  # the loaded CUlibrary
+    _holder: OwnedHandle | None  # owns the loaded CUlibrary
     # Kernels by name, held weakly: a Kernel keeps its ObjectCode alive, so a strong cache would
     # make a cycle, and the code would be unloaded by the garbage collector at some later time
     # (possibly during a graph capture, which unloading invalidates) instead of when the last
@@ -87,7 +85,6 @@ class ObjectCode:
         self._name = name
         self._sym_map = dict(symbol_mapping) if symbol_mapping else {}
         self._holder = None
-        self._finalizer = None
         self._kernels = weakref.WeakValueDictionary()
         return self
 
@@ -211,8 +208,8 @@ class ObjectCode:
         """Unload the library (kernels obtained from it become invalid); idempotent."""
         if self._kernels is None:
             return
-        if self._finalizer is not None:
-            self._finalizer()
+        if self._holder is not None:
+            self._holder.release()
         self._holder = None
         self._kernels = None
 
@@ -223,7 +220,7 @@ class ObjectCode:
         self.close()
 
     def __repr__(self) -> str:
-        handle = 0 if self._holder is None else int(self._holder.handle or 0)  # 0: not loaded yet
+        handle = 0 if self._holder is None else int(self._holder.value or 0)  # 0: not loaded yet
         return (
             f"<ObjectCode handle={handle:#x} code_type={self._code_type!r}>"  # cuda.core's format
         )
@@ -234,7 +231,7 @@ class ObjectCode:
     def _load(self) -> Any:
         holder = self._holder
         if holder is not None:
-            return holder.handle
+            return holder.value
         if self._kernels is None:
             raise RuntimeError("this ObjectCode is closed")
         ensure_driver()
@@ -250,9 +247,7 @@ class ObjectCode:
             lib = handle_return(
                 driver.cuLibraryLoadData(code, [], [], 0, [], [], 0), "cuLibraryLoadData"
             )
-        holder = HandleHolder(driver.cuLibraryUnload, lib)
-        self._finalizer = weakref.finalize(self, holder.release)
-        self._holder = holder
+        self._holder = OwnedHandle("library", lib, driver.cuLibraryUnload)
         return lib
 
     def _kernel_names(self) -> list[str]:

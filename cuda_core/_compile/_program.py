@@ -6,7 +6,6 @@ NVRTC program and loads no compiler library.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,7 +13,7 @@ from cuda import pathfinder
 from cuda.bindings import nvrtc
 
 from .._errors import NVRTCError, NVVMError
-from .._handles._holder import HandleHolder
+from .._handles._owned import OwnedHandle
 from .._utils import ValueRuntimeError, arg_error, check_or_create_options, handle_return, run_once
 from ..typing import CompilerBackendType
 from . import _cache
@@ -98,7 +97,6 @@ class Program:
         "__weakref__",
         "_code",
         "_code_type",
-        "_finalizer",
         "_holder",
         "_options",
         "_pch_status",
@@ -124,10 +122,8 @@ class Program:
         self._code: str | bytes = code
         self._code_type: str = ct
         self._options: ProgramOptions = check_or_create_options(ProgramOptions, options, "options")
-        self._holder = HandleHolder(
-            nvrtc.nvrtcDestroyProgram
-        )  # the nvrtcProgram, made on first use
-        self._finalizer: Any = None
+        # owns the nvrtcProgram, made on first use
+        self._holder = OwnedHandle("nvrtc program", None, nvrtc.nvrtcDestroyProgram)
         self._pch_status: str | None = None
 
     # ------------------------------------------------------------------------------------------
@@ -178,10 +174,9 @@ class Program:
             return None
         if self._holder is None:
             return nvrtc.nvrtcProgram(0)
-        if self._holder.handle is None:
-            self._holder.handle = self._create_nvrtc_program()
-            self._finalizer = weakref.finalize(self, self._holder.release)
-        return self._holder.handle
+        if self._holder.value is None:
+            self._holder.adopt(self._create_nvrtc_program())
+        return self._holder.value
 
     @property
     def is_closed(self) -> bool:
@@ -192,10 +187,7 @@ class Program:
         """Destroy the compiler handle, if any; later calls do nothing."""
         if self._holder is None:
             return
-        if self._finalizer is not None:
-            self._finalizer()
-        else:
-            self._holder.release()
+        self._holder.release()
         self._holder = None  # type: ignore[assignment]
 
     def __enter__(self) -> Program:

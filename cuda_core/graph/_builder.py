@@ -15,12 +15,11 @@ builders and graphs hand out from it (:func:`register_explicit`).
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from .. import _links
 from .._compat import driver
-from .._handles._holder import HandleHolder
+from .._handles._owned import OwnedHandle
 from .._host_callbacks import enqueue_host_callback
 from .._utils import arg_error, check_or_create_options, handle_return
 from . import _driver as _gd
@@ -41,10 +40,6 @@ _MODES = {
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
 
 
-def _no_destroy(handle: Any) -> None:
-    """Destroy function of a graph owned elsewhere (a conditional body)."""
-
-
 class _CapturedGraph:
     """Owns a builder's ``CUgraph`` (or borrows a body graph); shared with the builder's
     ``graph_definition`` views, so the graph lives until the builder and every view are gone."""
@@ -52,9 +47,7 @@ class _CapturedGraph:
     __slots__ = ("__weakref__", "box")
 
     def __init__(self, handle: Any, owned: bool = True) -> None:
-        self.box = HandleHolder(driver.cuGraphDestroy if owned else _no_destroy, handle)
-        if owned:
-            weakref.finalize(self, self.box.release)
+        self.box = OwnedHandle("graph", handle, driver.cuGraphDestroy if owned else None)
 
 
 def dot_print(
@@ -148,7 +141,7 @@ class GraphBuilder(CaptureOps):
     @property
     def handle(self) -> Any:
         """The captured ``CUgraph`` once :meth:`end_building` ran (a body builder: its body graph), else ``None``."""
-        return None if self._graph is None else self._graph.box.handle
+        return None if self._graph is None else self._graph.box.value
 
     @property
     def is_building(self) -> bool:
@@ -189,7 +182,7 @@ class GraphBuilder(CaptureOps):
         if self._building or self._graph is None:
             raise RuntimeError("graph_definition needs a finished graph: call end_building() first")
         if self._view is None:
-            self._view = _explicit["view"](self._graph.box.handle, self._graph)
+            self._view = _explicit["view"](self._graph.box.value, self._graph)
         return self._view
 
     def __cuda_stream__(self) -> tuple[int, int]:
@@ -247,7 +240,7 @@ class GraphBuilder(CaptureOps):
         h = self._cuda_core_stream._handle
         if self._kind == "body":
             box = self._graph.box  # type: ignore[union-attr]
-            r = driver.cuStreamBeginCaptureToGraph(h, box.handle, None, None, 0, cu_mode)
+            r = driver.cuStreamBeginCaptureToGraph(h, box.value, None, None, 0, cu_mode)
             handle_return(r, "cuStreamBeginCaptureToGraph")
         else:
             handle_return(driver.cuStreamBeginCapture(h, cu_mode), "cuStreamBeginCapture")
@@ -394,7 +387,7 @@ class GraphBuilder(CaptureOps):
             self._building = False
             err, graph = driver.cuStreamEndCapture(self._cuda_core_stream._handle)
             if err == _SUCCESS and graph is not None and self._kind == "primary":
-                HandleHolder(driver.cuGraphDestroy, graph).release()
+                OwnedHandle("graph", graph, driver.cuGraphDestroy).release()
         self._graph = None
         self._view = None
         self._parent = None

@@ -95,7 +95,7 @@ class GraphDefinition:
     @property
     def is_valid(self) -> bool:
         """Whether the definition can still be used (not closed, its graph alive)."""
-        return not self._closed and self._state.box.handle is not None
+        return not self._closed and self._state.box.value is not None
 
     @property
     def is_closed(self) -> bool:

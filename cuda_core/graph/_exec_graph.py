@@ -8,12 +8,11 @@ builders hand out from it (:func:`register_explicit`).
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from .. import _links
 from .._compat import driver
-from .._handles._holder import HandleHolder
+from .._handles._owned import OwnedHandle
 from .._utils import ValueRuntimeError, arg_error, handle_return
 from . import _driver as _gd
 from ._builder_ops import CaptureOps
@@ -50,10 +49,9 @@ class Graph:
     captured work references memory it does not own. ``graph[node]`` updates one node in place.
     """
 
-    __slots__ = ("__weakref__", "_box", "_finalizer", "_handle", "_keep", "_launched", "_source")
+    __slots__ = ("__weakref__", "_box", "_handle", "_keep", "_launched", "_source")
 
-    _box: HandleHolder  # the CUgraphExec
-    _finalizer: weakref.finalize
+    _box: OwnedHandle  # owns the CUgraphExec
     _handle: Any
     _keep: list[Any]  # operands given to single nodes (graph[node].update)
     _source: tuple[Any, ...]  # what the source graph's nodes use (its state); replaced by update()
@@ -68,8 +66,7 @@ class Graph:
     def _from_handle(cls, exe: Any) -> Graph:
         self = object.__new__(cls)
         self._handle = exe
-        self._box = HandleHolder(driver.cuGraphExecDestroy, exe)
-        self._finalizer = weakref.finalize(self, self._box.release)
+        self._box = OwnedHandle("graph exec", exe, driver.cuGraphExecDestroy)
         self._keep = []
         self._source = ()
         self._launched = {}
@@ -216,7 +213,7 @@ class Graph:
         if self._handle is None:
             return
         self._handle = None
-        self._finalizer()
+        self._box.release()
 
     def __enter__(self) -> Graph:
         return self

@@ -9,12 +9,11 @@ alive; the driver checks that the node belongs to the graph.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from .. import _trampolines as _table
 from .._compat import driver
-from .._handles._holder import HandleHolder
+from .._handles._owned import OwnedHandle
 from .._utils import arg_error, handle_return
 from ._driver import current_context
 from ._node import GraphNode
@@ -216,8 +215,7 @@ class _UserObjectRef:
     __slots__ = ("__weakref__", "_box")
 
     def __init__(self, obj: Any) -> None:
-        self._box = HandleHolder(_release_user_object, obj)
-        weakref.finalize(self, self._box.release)
+        self._box = OwnedHandle("user object", obj, _release_user_object)
 
 
 _CLASSES = {

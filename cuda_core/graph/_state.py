@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, MutableSet
 from typing import Any
 
 from .._compat import driver
-from .._handles._holder import HandleHolder
+from .._handles._owned import OwnedHandle
 from .._utils import handle_return
 from . import _driver as _gd
 
@@ -21,10 +21,6 @@ __all__: list[str] = []  # private module
 KINDS: dict[Any, Any] = {}
 """Node type (``CUgraphNodeType`` or a conditional's kind name) -> wrapper class; also
 ``"definition"`` -> GraphDefinition. Filled by the modules that define them."""
-
-
-def _no_destroy(handle: Any) -> None:
-    """Destroy function of a borrowed graph: its owner destroys it."""
 
 
 class GraphState:
@@ -47,7 +43,7 @@ class GraphState:
     )
 
     def __init__(self, handle: Any, owned: bool, owner: Any = None) -> None:
-        self.box = HandleHolder(driver.cuGraphDestroy if owned else _no_destroy, handle)
+        self.box = OwnedHandle("graph", handle, driver.cuGraphDestroy if owned else None)
         self.key = int(handle)
         self.keep: list[Any] = []  # operands the nodes use
         self.meta: dict[int, Any] = {}  # int(node) -> what the driver cannot tell us
@@ -57,12 +53,10 @@ class GraphState:
         # lives, so ``node is other`` holds as in cuda.core (whose tests and users rely on it)
         self.nodes: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         self.owner = owner
-        if owned:
-            weakref.finalize(self, self.box.release)
 
     @property
     def root(self) -> Any:
-        h = self.box.handle
+        h = self.box.value
         if h is None:
             raise RuntimeError("this graph definition is closed")
         return h
