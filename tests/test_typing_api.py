@@ -24,6 +24,7 @@ With pyright installed, the same script is checked with pyright too.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -89,6 +90,8 @@ def _env() -> dict[str, str]:
 
 
 def test_every_public_name_has_its_real_type_for_mypy(tmp_path):
+    if importlib.util.find_spec("mypy") is None:  # the test extra installs it (CI always has it)
+        pytest.skip('mypy is not installed (pip install -e ".[cu13,test]" brings it)')
     script, reveals = _user_script()
     (tmp_path / "user_code.py").write_text(script)
     (tmp_path / "mypy.ini").write_text(f"[mypy]\ncache_dir = {tmp_path / 'mypy_cache'}\n")
