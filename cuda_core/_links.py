@@ -3,28 +3,24 @@
 Memory, textures, graphs and interop take devices and streams as arguments, and ``Device``
 hands out their objects (``allocate``, ``create_graph_builder``, ``create_texture_object``, ...).
 Were each to import the other, every wing and the hall would form one import cycle (and did,
-through 105 deferred imports). Instead the modules below import this one, which imports nothing
-of cuda_core, and each link is set by the module that defines it, once, when it loads:
+through 105 deferred imports). Instead the modules below import this one, which imports only the
+base and the handle layer, and each link is set by the module that defines it, once, when it
+loads:
 
-============================  ===================================  =========================
-link                          what                                 set by
-============================  ===================================  =========================
-``Device``                    the Device class (ordinal -> Device)  ``_device``
-``Stream``, ``as_stream``     the Stream class and its converter   ``_stream``
-``default_memory_resource``   a device's default resource          ``_memory/_device_resource``
-``MemoryResource``            the resource base class              ``_memory/_resource``
-``Buffer``                    the Buffer class (kernel arguments)   ``_memory/_buffer``
-``ipc``                       Buffer's and pools' IPC operations   ``_memory/_ipc``
-``prefetch``                  Buffer.prefetch (managed memory)     ``_memory/_managed``
-``graph_builder``             a GraphBuilder on a stream           ``graph/_builder``
-``GraphBuilder``              the class (batched copies refuse it)  ``graph/_builder``
-``textures``                  the four texture/array factories     ``texture``
-``system_device``             NVML's Device by UUID                ``system/_device``
-============================  ===================================  =========================
+* ``Device`` (set by ``_device``): the Device class; ``Device(ordinal)`` is an ordinal's Device.
+* ``Stream``, ``as_stream`` (``_stream``): the Stream class and the stream-argument converter.
+* ``default_memory_resource``, ``MemoryResource``, ``Buffer`` (``_memory``): a device's default
+  resource, and the classes Device and launch() check what they are given against.
+* ``ipc``, ``prefetch`` (``_memory/_ipc``, ``_memory/_managed``): Buffer's and pools' IPC
+  operations, Buffer.prefetch.
+* ``graph_builder``, ``GraphBuilder`` (``graph/_builder``): Device/Stream.create_graph_builder;
+  batched copies refuse a builder as their stream.
+* ``textures`` (``texture/*``): Device's four texture and array factories.
+* ``system_device`` (``system/_device``): Device.to_system_device.
 
 ``import cuda_core`` loads every one of those modules before user code runs, so a link is
-always set when it is used. The device count and the primary context of an ordinal need no
-link: :func:`device_count` and :func:`primary_context` ask the driver here.
+always set when it is used. The device count needs no link: :func:`device_count` asks the
+driver here.
 """
 
 from __future__ import annotations
@@ -66,18 +62,3 @@ def device_count() -> int:
             if _device_count is None:
                 _device_count = int(handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount"))
     return _device_count
-
-
-def device(ordinal: Any = None) -> Any:
-    """``Device(ordinal)``: this thread's Device of ``ordinal`` (``None``: the current one)."""
-    return Device(ordinal)
-
-
-def is_device(obj: Any) -> bool:
-    """Whether ``obj`` is a :class:`~cuda_core.Device`."""
-    return isinstance(obj, Device)
-
-
-def primary_context(ordinal: int) -> Any:
-    """The primary ``CUcontext`` of device ``ordinal``, retained (once per Device object)."""
-    return Device(ordinal)._primary_ctx()
