@@ -43,7 +43,7 @@ __all__: list[
 # function releases the GIL during the call (PYFUNCTYPE would not).
 _LaunchHostFunc = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
-# The table and trampolines live in _callback_table (shared with explicit graph host nodes).
+# The table and trampolines live in _trampolines (shared with explicit graph host nodes).
 _once, _kept, _keys = _table._once, _table._kept, _table._keys
 _RUN_ONCE, _RUN_KEPT, _DROP_KEPT = _table.RUN_ONCE, _table.RUN_KEPT, _table.DROP_KEPT
 _ACTIVE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE

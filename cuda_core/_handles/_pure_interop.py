@@ -236,7 +236,7 @@ def torch_setup(tensor_type: type, exchange_api: Any) -> bool:
 def torch_view(cls: Any, tensor: Any, stream_ptr: Any) -> Any:
     """Always ``NotImplemented``: the pure backend reads a ``torch.Tensor`` through its Python
     attributes, which is what the caller does whenever ``torch_view`` declines
-    (``_array_bridge.torch_fields``, shared with the native backend's declined cases)."""
+    (``_interop._fast_arrays.torch_fields``, shared with the native backend's declined cases)."""
     _check_cls(cls)
     return NotImplemented
 
