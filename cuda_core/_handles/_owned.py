@@ -36,6 +36,7 @@ KINDS = (
     "texture object",  # cuTexObjectDestroy (TextureObject)
     "surface object",  # cuSurfObjectDestroy (SurfaceObject)
     "memory pool",  # peer access revoked, then cuMemPoolDestroy (pool resources)
+    "ipc file descriptor",  # os.close (IPCAllocationHandle: a pool's shareable handle)
 )
 
 

@@ -14,6 +14,7 @@ from .._compat import driver
 from .._errors import CUDAError
 from .._handles._contexts import in_context
 from .._handles._driver import ensure_driver
+from .._handles._owned import OwnedHandle
 from .._stream_ops import closed_error, stream_context
 from .._utils import arg_error, handle_return
 from . import _ipc_registry as registry
@@ -27,13 +28,6 @@ _EXPORT_BYTES = 64  # sizeof(CUmemPoolPtrExportData)
 _PA = driver.CUpointer_attribute
 
 
-def _close_fd(fd: int) -> None:
-    try:
-        os.close(fd)
-    except OSError:
-        pass
-
-
 class IPCAllocationHandle:
     """A memory pool's shareable handle: a POSIX file descriptor this object owns.
 
@@ -45,10 +39,10 @@ class IPCAllocationHandle:
     ``close()`` closes the descriptor; so does garbage collection.
     """
 
-    __slots__ = ("__weakref__", "_fd", "_fin", "_uuid")
+    __slots__ = ("__weakref__", "_fd", "_fd_h", "_uuid")
 
     _fd: int
-    _fin: weakref.finalize
+    _fd_h: OwnedHandle  # owns the descriptor (closed once: close() or collection)
     _uuid: uuid_mod.UUID | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -80,7 +74,7 @@ class IPCAllocationHandle:
             raise arg_error("fd", "a non-negative file descriptor", fd)
         self = object.__new__(cls)
         self._fd = fd
-        self._fin = weakref.finalize(self, _close_fd, fd)
+        self._fd_h = OwnedHandle("ipc file descriptor", fd, os.close)
         self._uuid = None
         return self
 
@@ -114,7 +108,7 @@ class IPCAllocationHandle:
         """Close the file descriptor; idempotent."""
         if self._fd >= 0:
             self._fd = -1
-            self._fin()
+            self._fd_h.release()
 
     def __enter__(self) -> IPCAllocationHandle:
         return self
