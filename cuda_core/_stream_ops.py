@@ -92,8 +92,11 @@ def context_handle_of(s: Any) -> Any:
     h = s._h.ctx
     if h is not None:
         return h
-    ctx = stream_context(s)
-    return None if ctx is None else context_handle(int(ctx))
+    ctx = stream_context(s)  # a borrowed stream's handle learns its context here
+    if ctx is None:
+        return None
+    h = s._h.ctx
+    return h if h is not None else context_handle(int(ctx))  # a default-stream token
 
 
 def pool_allocation(ptr: int, size: int, s: Any) -> Any:

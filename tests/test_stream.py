@@ -147,6 +147,25 @@ def test_stream_constructor_without_current_context():
 
 
 @pytest.mark.gpu
+def test_a_borrowed_streams_handle_learns_its_context_once(dev):
+    # A stream made elsewhere: its handle knows no context until first asked, then carries the
+    # context's one registry handle (the same one an owned stream of that context holds).
+    owned = dev.create_stream()
+    b = Stream.from_handle(int(owned.handle))
+    assert b._h.ctx is None
+    assert b.context == owned.context
+    assert b._h.ctx is owned._h.ctx
+    with pytest.raises(TypeError, match="ContextHandle"):
+        b._h.set_ctx(object())
+    b._h.set_ctx(owned._h.ctx)  # the same handle again is accepted
+    # The default-stream tokens follow the current context: never pinned.
+    legacy = Stream.from_handle(int(driver.CU_STREAM_LEGACY))
+    assert legacy.context == dev.context
+    assert legacy._h.ctx is None
+    owned.close()
+
+
+@pytest.mark.gpu
 def test_from_handle_is_borrowed(dev):
     raw = handle_return(driver.cuStreamCreate(_NON_BLOCKING))
     try:

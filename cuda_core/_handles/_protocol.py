@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypeVar
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 """The protocol's version. The native module's ``ABI_VERSION`` (``CC_ABI_VERSION`` in
 ``_csrc/native.h``) must equal it, or the native module is not used (a stale build)."""
 
@@ -109,7 +109,13 @@ class StreamHandle(Protocol):
 
     @property
     def ctx(self) -> ContextHandle | None:
-        """Its context's handle; ``None`` for a borrowed stream of unknown context."""
+        """Its context's handle; ``None`` for a borrowed stream whose context is not known yet
+        (and always for the default-stream tokens, which mean the current context's)."""
+        ...
+
+    def set_ctx(self, ctx: ContextHandle) -> None:
+        """Record the context of a borrowed stream, learnt on first use; once (the same handle
+        again is accepted, another one is a ``ValueError``; not a ContextHandle: ``TypeError``)."""
         ...
 
     @property

@@ -240,6 +240,15 @@ class StreamHandle:
         h = self._live()
         _check(driver.cuMemcpyAsync(dst, src, nbytes, h)[0], "cuMemcpyAsync")
 
+    def set_ctx(self, ctx: ContextHandle) -> None:
+        if not isinstance(ctx, ContextHandle):
+            raise TypeError("set_ctx(ctx): ctx must be a ContextHandle")
+        if self.ctx is not None:
+            if self.ctx is ctx:
+                return
+            raise ValueError("set_ctx(ctx): the stream's context is already known")
+        self.ctx = ctx
+
     def release(self) -> None:
         """Give the stream back once: pooled when owned, idle and its context unchanged;
         destroyed when owned and busy; forgotten when its context is gone or it is borrowed."""

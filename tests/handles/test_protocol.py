@@ -196,3 +196,21 @@ def test_view_fields_are_writable(which):
 def test_chosen_backend_is_typed_as_the_protocol():
     hints = typing.get_type_hints(_backend, vars(_backend))
     assert hints["backend"] is _protocol.Backend
+
+
+def test_set_ctx_takes_only_a_context_handle_on_both_backends():
+    from cuda_core._handles import _pure
+
+    backends = [_pure]
+    try:
+        from cuda_core._handles import _native  # type: ignore[attr-defined]
+
+        backends.append(_native)
+    except ImportError:
+        pass
+    for b in backends:
+        h = b.StreamHandle.borrow(0x1234)
+        assert h.ctx is None
+        with pytest.raises(TypeError, match="ContextHandle"):
+            h.set_ctx(object())
+        assert h.ctx is None

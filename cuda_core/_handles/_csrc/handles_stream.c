@@ -276,6 +276,25 @@ stream_get_is_released(PyObject *op, void *closure)
     return PyBool_FromLong(((cc_stream *)op)->released);
 }
 
+static PyObject *
+stream_set_ctx(PyObject *op, PyObject *ctx)
+{
+    cc_stream *self = (cc_stream *)op;
+    if (!CC_IS_CTX(ctx)) {
+        PyErr_SetString(PyExc_TypeError, "set_ctx(ctx): ctx must be a ContextHandle");
+        return NULL;
+    }
+    if (self->ctx != NULL) {
+        if ((PyObject *)self->ctx == ctx) {
+            Py_RETURN_NONE;
+        }
+        PyErr_SetString(PyExc_ValueError, "set_ctx(ctx): the stream's context is already known");
+        return NULL;
+    }
+    self->ctx = (cc_ctx *)Py_NewRef(ctx);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef stream_methods[] = {
     {"borrow", (PyCFunction)(void (*)(void))stream_borrow, METH_FASTCALL | METH_KEYWORDS | METH_CLASS,
      "StreamHandle.borrow(address, ctx=None, owner=None): a stream cuda_core does not own"},
@@ -286,6 +305,7 @@ static PyMethodDef stream_methods[] = {
     {"memcpy", (PyCFunction)(void (*)(void))stream_memcpy, METH_FASTCALL,
      "memcpy(dst, src, nbytes): cuMemcpyAsync on this stream"},
     {"release", stream_release, METH_NOARGS, "release(): give the stream back once (pooled, destroyed or forgotten)"},
+    {"set_ctx", stream_set_ctx, METH_O, "set_ctx(ctx): the context of a borrowed stream, learnt on first use (once)"},
     {NULL, NULL, 0, NULL},
 };
 
