@@ -40,8 +40,6 @@ _SUCCESS = driver.CUresult.CUDA_SUCCESS
 _INVALID_CONTEXT = driver.CUresult.CUDA_ERROR_INVALID_CONTEXT
 _NEG_INVALID_CONTEXT = -int(_INVALID_CONTEXT)
 _cuCtxGetCurrent = driver.cuCtxGetCurrent
-_cuCtxPushCurrent = driver.cuCtxPushCurrent
-_cuCtxPopCurrent = driver.cuCtxPopCurrent
 _ctx_get_device = backend.ctx_get_device
 
 _tls = threading.local()

@@ -25,7 +25,6 @@ from ._resource import MemoryResource, check_size
 
 __all__ = ["MemoryPoolAttributes"]
 
-_cuMemAllocFromPoolAsync = driver.cuMemAllocFromPoolAsync
 _cuMemFreeAsync = driver.cuMemFreeAsync
 _owned_buffer = Buffer._owned
 _new = object.__new__

@@ -15,10 +15,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MemoryResource"]
 
-_cuCtxGetCurrent = driver.cuCtxGetCurrent
-_cuCtxPushCurrent = driver.cuCtxPushCurrent
-_cuCtxPopCurrent = driver.cuCtxPopCurrent
-
 
 _SIZE_T_END = 2**64
 
