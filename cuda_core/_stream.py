@@ -11,7 +11,7 @@ from ._compat import driver
 from ._context import Context, adopt_child
 from ._event import Event, EventOptions
 from ._handles._backend import backend
-from ._handles._contexts import context_handle, current_context_handle
+from ._handles._contexts import current_context_handle
 from ._handles._driver import ensure_driver
 from ._host_callbacks import launch_host_func
 from ._interop._foreign_streams import _foreign_handle_attr as _foreign_handle_attr
@@ -302,12 +302,13 @@ class Stream:
     def _context_handle(self) -> driver.CUcontext:
         h = self._live()
         if self._ctx is None:
-            ctx = handle_return(driver.cuStreamGetCtx(h), "cuStreamGetCtx")
+            ctxh = self._h.context()  # a borrowed stream's handle finds it once and keeps it
+            if ctxh is None:  # a default-stream token, no context current: the driver says so
+                return handle_return(driver.cuStreamGetCtx(h), "cuStreamGetCtx")
+            ctx = driver.CUcontext(ctxh.address)
             if self._int in (driver.CU_STREAM_LEGACY, driver.CU_STREAM_PER_THREAD, 0):
                 return ctx  # the default streams follow the current context: never pinned
             self._ctx = ctx
-            if self._h.ctx is None:  # a borrowed stream: its handle carries the context now
-                self._h.set_ctx(context_handle(int(ctx)))
         return self._ctx
 
     @property

@@ -12,7 +12,7 @@ from . import _links
 from ._compat import driver
 from ._errors import CUDAError
 from ._handles._backend import backend
-from ._handles._contexts import context_handle, in_context
+from ._handles._contexts import in_context
 from ._utils import arg_error, handle_return, raise_status
 
 __all__: list[str] = []  # private module
@@ -89,14 +89,7 @@ def sync_stream(s: Any, ctx: Any) -> None:
 def context_handle_of(s: Any) -> Any:
     """The ContextHandle of the context that work on stream ``s`` runs in, or ``None`` (a
     default-stream token with no current context)."""
-    h = s._h.ctx
-    if h is not None:
-        return h
-    ctx = stream_context(s)  # a borrowed stream's handle learns its context here
-    if ctx is None:
-        return None
-    h = s._h.ctx
-    return h if h is not None else context_handle(int(ctx))  # a default-stream token
+    return s._h.context()
 
 
 def pool_allocation(ptr: int, size: int, s: Any) -> Any:

@@ -155,14 +155,20 @@ def test_a_borrowed_streams_handle_learns_its_context_once(dev):
     assert b._h.ctx is None
     assert b.context == owned.context
     assert b._h.ctx is owned._h.ctx
-    with pytest.raises(TypeError, match="ContextHandle"):
-        b._h.set_ctx(object())
-    b._h.set_ctx(owned._h.ctx)  # the same handle again is accepted
+    assert b._h.context() is owned._h.ctx  # found once, then read from the handle
+    # A borrowed stream first used by a copy: its handle finds the context there.
+    c = Stream.from_handle(int(owned.handle))
+    dev.allocate(64, stream=c).close()
+    assert c._h.ctx is owned._h.ctx
     # The default-stream tokens follow the current context: never pinned.
     legacy = Stream.from_handle(int(driver.CU_STREAM_LEGACY))
     assert legacy.context == dev.context
-    assert legacy._h.ctx is None
+    assert legacy._h.context() is owned._h.ctx and legacy._h.ctx is None
     owned.close()
+    b.close()
+    assert b._h.context() is owned._h.ctx  # known: still read after close
+    with pytest.raises(RuntimeError, match="the stream is closed"):
+        b.context  # noqa: B018  (the property raises)
 
 
 @pytest.mark.gpu

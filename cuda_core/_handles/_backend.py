@@ -132,7 +132,7 @@ _get_proc_address = driver.cuGetProcAddress
 _TAKES_STREAM = frozenset(
     {
         "cuStreamCreate", "cuStreamCreateWithPriority", "cuStreamDestroy", "cuStreamQuery", "cuStreamIsCapturing",
-        "cuStreamSynchronize", "cuStreamWaitEvent", "cuEventRecord", "cuLaunchKernelEx",
+        "cuStreamSynchronize", "cuStreamWaitEvent", "cuStreamGetCtx", "cuEventRecord", "cuLaunchKernelEx",
         "cuMemAllocFromPoolAsync", "cuMemFreeAsync", "cuMemcpyAsync", "cuLaunchHostFunc",
     }
 )  # fmt: skip
@@ -171,8 +171,9 @@ def entry_point(name: str, stream_semantics: bool | None = None) -> int:
     return addr
 
 
-def bind(make_error: Any) -> None:
-    """Hand the backend its entry points and the error funnel (called by ``ensure_driver``).
+def bind(make_error: Any, context_of: Any) -> None:
+    """Hand the backend its entry points, the error funnel and the context registry
+    (``context_of(address) -> ContextHandle``; called by ``ensure_driver``).
 
     Raises ``RuntimeError`` naming them when the driver lacks an entry point the native
     backend needs (all exist since CUDA 12.0, the oldest driver cuda_core supports).
@@ -186,6 +187,6 @@ def bind(make_error: Any) -> None:
                 f"the CUDA driver lacks {', '.join(missing)}; cuda_core needs a CUDA 12.0 or newer "
                 f"driver (or run with {ENV}=python)"
             )
-        native.bind(table, make_error)
+        native.bind(table, make_error, context_of)
         return
-    backend.bind({"cuLaunchKernelEx": entry_point("cuLaunchKernelEx")}, make_error)
+    backend.bind({"cuLaunchKernelEx": entry_point("cuLaunchKernelEx")}, make_error, context_of)

@@ -15,6 +15,7 @@ from .._errors import CUDADriverNotFoundError, CUDAError
 from .._logging import logger as _log
 from .._utils import handle_return, make_error, raise_status
 from . import _backend
+from ._contexts import context_handle
 
 __all__: list[str] = []  # private module
 
@@ -81,7 +82,7 @@ def _init_driver() -> None:
             _driver_error = make_error(result[0], "cuInit", "no CUDA-capable GPU was found")
             raise _driver_error
         handle_return(result, "cuInit")
-        _backend.bind(make_error)
+        _backend.bind(make_error, context_handle)
         _driver_ready = True
         _log.debug(
             "CUDA driver initialised; handle layer bound (%s)",

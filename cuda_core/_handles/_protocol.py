@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypeVar
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 """The protocol's version. The native module's ``ABI_VERSION`` (``CC_ABI_VERSION`` in
 ``_csrc/native.h``) must equal it, or the native module is not used (a stale build)."""
 
@@ -110,12 +110,19 @@ class StreamHandle(Protocol):
     @property
     def ctx(self) -> ContextHandle | None:
         """Its context's handle; ``None`` for a borrowed stream whose context is not known yet
-        (and always for the default-stream tokens, which mean the current context's)."""
+        (see :meth:`context`; always for the default-stream tokens, which mean the current
+        context's, unless given at :meth:`borrow`)."""
         ...
 
-    def set_ctx(self, ctx: ContextHandle) -> None:
-        """Record the context of a borrowed stream, learnt on first use; once (the same handle
-        again is accepted, another one is a ``ValueError``; not a ContextHandle: ``TypeError``)."""
+    def context(self) -> ContextHandle | None:
+        """The handle of the context that work on this stream runs in: :attr:`ctx` when known
+        (also after release). Else, for a borrowed stream, found once (``cuStreamGetCtx``, then
+        the registry given to :meth:`Backend.bind`) and kept in :attr:`ctx`; for a
+        default-stream token (0, ``CU_STREAM_LEGACY``, ``CU_STREAM_PER_THREAD``), the current
+        context's (``cuCtxGetCurrent``), never kept, or ``None`` when no context is current.
+        Finding a borrowed stream's once it is released: ``RuntimeError``; a failed
+        ``cuStreamGetCtx``: the error funnel's exception; the registry answering anything but a
+        ContextHandle of this backend: ``TypeError``."""
         ...
 
     @property
@@ -371,11 +378,18 @@ class Backend(Protocol):
     def ViewInfo(self) -> type[_View]: ...
 
     def bind(
-        self, addresses: Mapping[str, int], make_error: Callable[[int, str], Exception], /
+        self,
+        addresses: Mapping[str, int],
+        make_error: Callable[[int, str], Exception],
+        context_of: Callable[[int], _Ctx],
+        /,
     ) -> None:
-        """Called once the driver is initialised: the driver's entry points by name and the
-        error funnel ``make_error(status, api) -> Exception``. The native backend needs every
-        name of ``entry_point_names()``; the pure one calls ``cuda.bindings`` and uses only
+        """Called once the driver is initialised: the driver's entry points by name, the
+        error funnel ``make_error(status, api) -> Exception`` and the context registry
+        ``context_of(address) -> ContextHandle`` (one handle per live context:
+        :func:`cuda_core._handles._contexts.context_handle`), which
+        :meth:`StreamHandle.context` asks. The native backend needs every name of
+        ``entry_point_names()``; the pure one calls ``cuda.bindings`` and uses only
         ``cuLaunchKernelEx`` (through ``ctypes``) when given."""
         ...
 

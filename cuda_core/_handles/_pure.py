@@ -43,10 +43,16 @@ from ._pure_streams import StreamHandle as StreamHandle
 __all__: list[str] = []  # private module
 
 
-def bind(addresses: Any, make_error: Callable[[int, str], Exception]) -> None:
-    """Take the error funnel (the entry points are ``cuda.bindings``' own here); ``addresses``
-    may hold ``cuLaunchKernelEx``, which launches are then called through with ``ctypes``."""
+def bind(
+    addresses: Any,
+    make_error: Callable[[int, str], Exception],
+    context_of: Callable[[int], ContextHandle],
+) -> None:
+    """Take the error funnel and the context registry (the entry points are ``cuda.bindings``'
+    own here); ``addresses`` may hold ``cuLaunchKernelEx``, which launches are then called
+    through with ``ctypes``."""
     _pure_common._make_error = make_error
+    _pure_common._context_of = context_of
     addr = (addresses or {}).get("cuLaunchKernelEx", 0)
     _pure_launch._launch_fn = _pure_launch._LAUNCH_PROTO(addr) if addr else None
 

@@ -2,7 +2,7 @@
 makes a context current, and the messages of released handles.
 
 The backend is :mod:`cuda_core._handles._pure` (its protocol: :mod:`cuda_core._handles._protocol`);
-``_pure.bind`` sets the error funnel here.
+``_pure.bind`` sets the error funnel and the context registry here.
 """
 
 from __future__ import annotations
@@ -25,6 +25,14 @@ def _default_make_error(status: int, api: str) -> Exception:
 
 
 _make_error: Callable[[int, str], Exception] = _default_make_error
+
+
+def _unbound_context_of(address: int) -> Any:
+    raise _make_error(3, "cuda_core._handles._pure")  # CUDA_ERROR_NOT_INITIALIZED: bind() first
+
+
+_context_of: Callable[[int], Any] = _unbound_context_of
+"""The context registry ``bind`` was given: ``address -> ContextHandle``."""
 
 
 def _fail(status: int, api: str) -> Exception:

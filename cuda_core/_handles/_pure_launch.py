@@ -95,7 +95,7 @@ class LaunchConfigHandle:
 
     def launch(self, function: int, params: int) -> int:
         """``cuLaunchKernelEx(config, function, params, NULL)``: the status (0: success)."""
-        if self.stream._released:
+        if self.stream.is_released:
             raise _closed("stream")
         fn = _launch_fn
         if fn is not None:

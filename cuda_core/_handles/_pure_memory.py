@@ -77,7 +77,7 @@ class Allocation:
         ctx = self.ctx
         if ctx is not None and _ctx_id(ctx.address) != self._gen:
             return  # the context was reset or destroyed: the memory died with it
-        if s is None or s._released:
+        if s is None or s.is_released:
             # The deallocation stream was closed since: free on the legacy default stream of
             # the memory's context (ordered after the work of every blocking stream).
             if ctx is None:
@@ -124,7 +124,7 @@ def pool_allocate(
     """``cuMemAllocFromPoolAsync(size, pool, stream)``: with ``ctx`` current for a default-stream
     token; for a real stream as it is and, where that fails and ``ctx`` is given, once more
     with ``ctx`` current."""
-    h = _CUstream(stream.address) if not stream._released else stream._live()
+    h = _CUstream(stream.address) if not stream.is_released else stream._live()
     if ctx is not None and stream.address <= _LAST_TOKEN:
         with _Current(ctx.address):  # a token: the default stream of ctx, not the current one's
             err, ptr, api = _alloc_outside_capture(size, pool, h)

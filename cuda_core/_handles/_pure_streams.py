@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._compat import driver
+from . import _pure_common
 from ._pure_common import _check, _closed, _ctx_id, _Current, _fail, _is_finalizing, _warn
 
 __all__: list[str] = []  # private module
@@ -20,6 +21,7 @@ _NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
 _INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
 _STREAM_POOL_CAP = 32
 _EVENT_POOL_CAP = 64
+_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # 0, legacy, per-thread: the default-stream tokens
 
 # ---------------------------------------------------------------------------------------------
 # Contexts and their idle pools.
@@ -155,9 +157,9 @@ class StreamHandle:
         "_gen",
         "_owns",
         "_priority",
-        "_released",
         "address",
         "ctx",
+        "is_released",
         "owner",
     )
 
@@ -168,7 +170,7 @@ class StreamHandle:
     _flags: int
     _priority: int | None
     _gen: int
-    _released: bool
+    is_released: bool  # a plain slot: read on every stream-ordered call
 
     @classmethod
     def _owned(
@@ -182,7 +184,7 @@ class StreamHandle:
         self._flags = flags
         self._priority = priority
         self._gen = ctx._id
-        self._released = False
+        self.is_released = False
         return self
 
     @classmethod
@@ -190,27 +192,30 @@ class StreamHandle:
         cls, address: int, ctx: ContextHandle | None = None, owner: Any = None
     ) -> StreamHandle:
         """A stream cuda_core does not own (``owner`` is kept alive until release)."""
+        address = int(address)
+        if address < 0 or address >> 64:  # an address, as the native backend reads it
+            raise OverflowError(
+                "can't convert negative int to unsigned"
+                if address < 0
+                else "int too big to convert"
+            )
         self = object.__new__(cls)
-        self.address = int(address)
+        self.address = address
         self.ctx = ctx
         self.owner = owner
         self._owns = False
         self._flags = -1
         self._priority = None
         self._gen = 0
-        self._released = False
+        self.is_released = False
         return self
 
     @property
     def is_owned(self) -> bool:
         return self._owns
 
-    @property
-    def is_released(self) -> bool:
-        return self._released
-
     def _live(self) -> Any:
-        if self._released:
+        if self.is_released:
             raise _closed("stream")
         return _CUstream(self.address)
 
@@ -240,21 +245,38 @@ class StreamHandle:
         h = self._live()
         _check(driver.cuMemcpyAsync(dst, src, nbytes, h)[0], "cuMemcpyAsync")
 
-    def set_ctx(self, ctx: ContextHandle) -> None:
-        if not isinstance(ctx, ContextHandle):
-            raise TypeError("set_ctx(ctx): ctx must be a ContextHandle")
-        if self.ctx is not None:
-            if self.ctx is ctx:
-                return
-            raise ValueError("set_ctx(ctx): the stream's context is already known")
-        self.ctx = ctx
+    def context(self) -> ContextHandle | None:
+        """The handle of the context work on this stream runs in (the rules: ``_protocol``)."""
+        ctx = self.ctx
+        if ctx is not None:
+            return ctx
+        token = self.address <= _LAST_TOKEN
+        if token:  # a token's answer needs no stream: the current context
+            err, cur = driver.cuCtxGetCurrent()
+            if err or cur is None or not int(cur):
+                return None  # no context is current: the token names no stream now
+            address = int(cur)
+        else:
+            err, c = driver.cuStreamGetCtx(self._live())
+            _check(err, "cuStreamGetCtx")
+            address = int(c)
+        found = _pure_common._context_of(address)
+        if type(found) is not ContextHandle:
+            raise TypeError(
+                f"the context registry returned {type(found).__name__}, not a ContextHandle"
+            )
+        if token:
+            return found  # "the current context's stream": never pinned to one context
+        if self.ctx is None:
+            self.ctx = found
+        return self.ctx
 
     def release(self) -> None:
         """Give the stream back once: pooled when owned, idle and its context unchanged;
         destroyed when owned and busy; forgotten when its context is gone or it is borrowed."""
-        if self._released:
+        if self.is_released:
             return
-        self._released = True
+        self.is_released = True
         self.owner = None
         ctx = self.ctx
         if not self._owns or ctx is None:
@@ -272,7 +294,7 @@ class StreamHandle:
         _check(driver.cuStreamDestroy(h)[0], "cuStreamDestroy")
 
     def __del__(self) -> None:
-        if not self._released and not _is_finalizing():
+        if not self.is_released and not _is_finalizing():
             try:
                 self.release()
             except Exception as exc:

@@ -129,6 +129,63 @@ def test_allocation_in_a_cycle_is_freed_once(b):
     assert calls == [0x1000]
 
 
+def test_pure_stream_finds_its_context_once(monkeypatch):
+    # The pure backend's StreamHandle.context against a fake cuStreamGetCtx / cuCtxGetCurrent
+    # and registry (the native one: tests/handles/native_stub/drive.py, check stream_context).
+    from cuda_core._handles import _pure_common, _pure_streams
+
+    def fake_ctx(address):
+        h = object.__new__(pure.ContextHandle)
+        h.address, h.device = address, -1
+        return h
+
+    ctx = fake_ctx(0xC0)
+    asked, calls, current = [], [], [0]
+
+    def registry(address):
+        asked.append(address)
+        return ctx
+
+    def get_ctx(stream):
+        calls.append(int(stream))
+        return (driver.CUresult.CUDA_SUCCESS, driver.CUcontext(0xC0))
+
+    monkeypatch.setattr(_pure_common, "_context_of", registry)
+    monkeypatch.setattr(_pure_streams.driver, "cuStreamGetCtx", get_ctx)
+    monkeypatch.setattr(
+        _pure_streams.driver,
+        "cuCtxGetCurrent",
+        lambda: (driver.CUresult.CUDA_SUCCESS, driver.CUcontext(current[0])),
+    )
+    b = pure.StreamHandle.borrow(0x1234)
+    assert b.context() is ctx and b.ctx is ctx and calls == [0x1234] and asked == [0xC0]
+    assert b.context() is ctx and calls == [0x1234] and asked == [0xC0]  # kept
+    b.release()
+    assert b.context() is ctx  # known: read after release too
+    monkeypatch.setattr(_pure_common, "_context_of", lambda address: object())
+    with pytest.raises(TypeError, match="not a ContextHandle"):
+        pure.StreamHandle.borrow(0x1234).context()
+    monkeypatch.setattr(_pure_common, "_context_of", registry)
+    monkeypatch.setattr(
+        _pure_common, "_make_error", lambda status, api: RuntimeError(f"{api}: {status}")
+    )
+    monkeypatch.setattr(
+        _pure_streams.driver, "cuStreamGetCtx", lambda s: (driver.CUresult(400), None)
+    )
+    failed = pure.StreamHandle.borrow(0x1234)
+    with pytest.raises(RuntimeError, match="cuStreamGetCtx: 400"):
+        failed.context()
+    assert failed.ctx is None
+    for token in (0, 1, 2):  # the current context's, never kept; None when none is current
+        t = pure.StreamHandle.borrow(token)
+        current[0] = 0
+        assert t.context() is None
+        current[0] = 0xC0
+        assert t.context() is ctx and t.ctx is None
+        t.release()
+        assert t.context() is ctx  # a token's answer needs no stream
+
+
 def test_backend_selection_is_reported():
     assert _backend.backend in (pure, _native())
     assert isinstance(_backend.REASON, str) and _backend.REASON
@@ -142,13 +199,18 @@ def test_backend_selection_is_reported():
 @pytest.fixture
 def hb(request, dev):
     """The backend under test, bound to the driver (both can be bound in one process)."""
+    from cuda_core._handles._contexts import context_handle
     from cuda_core._utils import make_error
 
     b = _resolve(request.param)
+    # The library's registry for the backend in use; a plain one for the other (its handles).
+    context_of = context_handle if b is _backend.backend else b.ContextHandle
     if b is pure:
-        b.bind({"cuLaunchKernelEx": _backend.entry_point("cuLaunchKernelEx")}, make_error)
+        b.bind(
+            {"cuLaunchKernelEx": _backend.entry_point("cuLaunchKernelEx")}, make_error, context_of
+        )
     else:
-        b.bind({n: _backend.entry_point(n) for n in b.entry_point_names()}, make_error)
+        b.bind({n: _backend.entry_point(n) for n in b.entry_point_names()}, make_error, context_of)
     return b
 
 
@@ -207,6 +269,29 @@ def test_borrowed_stream_is_never_destroyed(hb, dev):
     assert b.owner is None and b.is_released
     owned.sync()  # still alive
     assert ctx.pooled()[0] == 0
+    owned.release()
+
+
+@pytest.mark.gpu
+@gpu_backends
+def test_borrowed_stream_finds_its_context_once(hb, dev):
+    ctx = _ctx(hb, dev)
+    owned = ctx.create_stream(NON_BLOCKING, None)
+    assert owned.context() is ctx  # known from creation
+    b = hb.StreamHandle.borrow(owned.address)
+    assert b.ctx is None
+    found = b.context()  # cuStreamGetCtx, then the registry bound with the backend
+    assert isinstance(found, hb.ContextHandle) and found.address == ctx.address
+    assert b.ctx is found and b.context() is found  # kept
+    b.release()
+    assert b.context() is found  # known: read after release too
+    unknown = hb.StreamHandle.borrow(owned.address)
+    unknown.release()
+    with pytest.raises(RuntimeError, match="the stream is closed"):
+        unknown.context()
+    # A default-stream token: the current context's, never kept.
+    token = hb.StreamHandle.borrow(int(driver.CU_STREAM_LEGACY))
+    assert token.context().address == int(dev._primary_ctx()) and token.ctx is None
     owned.release()
 
 

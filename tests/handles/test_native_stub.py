@@ -28,6 +28,7 @@ DRIVE = STUB_DIR / "drive.py"
 CHECKS = (
     "unbound",
     "stream_pool",
+    "stream_context",
     "busy_stream_destroyed",
     "stream_ops",
     "event_pools",

@@ -1,5 +1,6 @@
 /* cuda_core._handles._native: StreamHandle (see cuda_core/_handles/_protocol.py, handles.h). */
 #include "handles.h"
+#include <structmember.h>
 
 cc_stream *
 cc_stream_new_owned(void *address, cc_ctx *ctx, unsigned int flags, int has_priority, int priority)
@@ -244,55 +245,55 @@ stream_memcpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* context(): the ContextHandle of the context work on this stream runs in (see the protocol).
+ * A borrowed stream's is found once (cuStreamGetCtx, then the registry bind() was given) and kept
+ * in ctx; a default-stream token's is the current context's (or None), never kept. */
 static PyObject *
-stream_get_address(PyObject *op, void *closure)
-{
-    return PyLong_FromVoidPtr(((cc_stream *)op)->address);
-}
-
-static PyObject *
-stream_get_ctx(PyObject *op, void *closure)
-{
-    PyObject *ctx = (PyObject *)((cc_stream *)op)->ctx;
-    return Py_NewRef(ctx != NULL ? ctx : Py_None);
-}
-
-static PyObject *
-stream_get_owner(PyObject *op, void *closure)
-{
-    PyObject *owner = ((cc_stream *)op)->owner;
-    return Py_NewRef(owner != NULL ? owner : Py_None);
-}
-
-static PyObject *
-stream_get_is_owned(PyObject *op, void *closure)
-{
-    return PyBool_FromLong(((cc_stream *)op)->owned);
-}
-
-static PyObject *
-stream_get_is_released(PyObject *op, void *closure)
-{
-    return PyBool_FromLong(((cc_stream *)op)->released);
-}
-
-static PyObject *
-stream_set_ctx(PyObject *op, PyObject *ctx)
+stream_context(PyObject *op, PyObject *unused)
 {
     cc_stream *self = (cc_stream *)op;
-    if (!CC_IS_CTX(ctx)) {
-        PyErr_SetString(PyExc_TypeError, "set_ctx(ctx): ctx must be a ContextHandle");
-        return NULL;
-    }
     if (self->ctx != NULL) {
-        if ((PyObject *)self->ctx == ctx) {
-            Py_RETURN_NONE;
-        }
-        PyErr_SetString(PyExc_ValueError, "set_ctx(ctx): the stream's context is already known");
+        return Py_NewRef((PyObject *)self->ctx);
+    }
+    void *h = self->address, *ctx = NULL;
+    int token = CC_IS_TOKEN(h), st;
+    if (!token && self->released) { /* a token's answer needs no stream: the current context */
+        return cc_closed("stream");
+    }
+    if (cc_require_bound()) {
         return NULL;
     }
-    self->ctx = (cc_ctx *)Py_NewRef(ctx);
-    Py_RETURN_NONE;
+    if (token) {
+        CC_CALL(st, cc_driver.ctx_get_current(&ctx));
+        if (st != CC_SUCCESS || ctx == NULL) {
+            Py_RETURN_NONE; /* no context is current: the token names no stream now */
+        }
+    } else {
+        CC_CALL(st, cc_driver.stream_get_ctx(h, &ctx));
+        if (st != CC_SUCCESS) {
+            return cc_raise(st, "cuStreamGetCtx");
+        }
+    }
+    PyObject *found = cc_context_of(ctx);
+    if (found == NULL) {
+        return NULL;
+    }
+    if (!CC_IS_CTX(found)) {
+        PyErr_Format(PyExc_TypeError, "the context registry returned %.100s, not a ContextHandle",
+                     Py_TYPE(found)->tp_name);
+        Py_DECREF(found);
+        return NULL;
+    }
+    if (token) {
+        return found; /* "the current context's stream": never pinned to one context */
+    }
+    if (self->ctx == NULL) {
+        self->ctx = (cc_ctx *)Py_NewRef(found);
+        return found;
+    }
+    /* The registry ran Python code: another thread learnt the context meanwhile; its answer stays. */
+    Py_DECREF(found);
+    return Py_NewRef((PyObject *)self->ctx);
 }
 
 static PyMethodDef stream_methods[] = {
@@ -305,17 +306,22 @@ static PyMethodDef stream_methods[] = {
     {"memcpy", (PyCFunction)(void (*)(void))stream_memcpy, METH_FASTCALL,
      "memcpy(dst, src, nbytes): cuMemcpyAsync on this stream"},
     {"release", stream_release, METH_NOARGS, "release(): give the stream back once (pooled, destroyed or forgotten)"},
-    {"set_ctx", stream_set_ctx, METH_O, "set_ctx(ctx): the context of a borrowed stream, learnt on first use (once)"},
+    {"context", stream_context, METH_NOARGS,
+     "context() -> the ContextHandle of the context work on this stream runs in (found once for a "
+     "borrowed stream; the current one's for a default-stream token), or None"},
     {NULL, NULL, 0, NULL},
 };
 
-static PyGetSetDef stream_getset[] = {
-    {"address", stream_get_address, NULL, "the stream's address", NULL},
-    {"ctx", stream_get_ctx, NULL, "its ContextHandle, or None", NULL},
-    {"owner", stream_get_owner, NULL, "what a borrowed stream keeps alive until release, or None", NULL},
-    {"is_owned", stream_get_is_owned, NULL, "whether cuda_core owns the stream", NULL},
-    {"is_released", stream_get_is_released, NULL, "whether release() ran", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+/* Plain members: read on every stream-ordered call (Stream.handle, closed checks, launch). */
+_Static_assert(sizeof(void *) == sizeof(unsigned long long), "an address is read as unsigned long long");
+static PyMemberDef stream_members[] = {
+    {"address", T_ULONGLONG, offsetof(cc_stream, address), READONLY, "the stream's address"},
+    {"ctx", T_OBJECT, offsetof(cc_stream, ctx), READONLY, "its ContextHandle, or None (not known yet)"},
+    {"owner", T_OBJECT, offsetof(cc_stream, owner), READONLY,
+     "what a borrowed stream keeps alive until release, or None"},
+    {"is_owned", T_BOOL, offsetof(cc_stream, owned), READONLY, "whether cuda_core owns the stream"},
+    {"is_released", T_BOOL, offsetof(cc_stream, released), READONLY, "whether release() ran"},
+    {NULL, 0, 0, 0, NULL},
 };
 
 PyTypeObject cc_StreamHandle_Type = {
@@ -329,6 +335,6 @@ PyTypeObject cc_StreamHandle_Type = {
     .tp_clear = stream_clear,
     .tp_weaklistoffset = offsetof(cc_stream, weakreflist),
     .tp_methods = stream_methods,
-    .tp_getset = stream_getset,
+    .tp_members = stream_members,
     .tp_finalize = stream_finalize,
 };

@@ -4,6 +4,7 @@
 cc_driver_t cc_driver;
 int cc_bound = 0;
 static PyObject *error_factory = NULL; /* cuda_core._utils.make_error(status, api) */
+static PyObject *context_registry = NULL; /* cuda_core._handles._contexts.context_handle(address) */
 
 PyObject *
 cc_raise(int status, const char *api)
@@ -18,6 +19,22 @@ cc_raise(int status, const char *api)
         Py_DECREF(exc);
     }
     return NULL;
+}
+
+PyObject *
+cc_context_of(void *ctx)
+{
+    if (context_registry == NULL) {
+        cc_raise(CC_ERROR_NOT_INITIALIZED, "cuda_core._handles._native");
+        return NULL;
+    }
+    PyObject *address = PyLong_FromVoidPtr(ctx);
+    if (address == NULL) {
+        return NULL;
+    }
+    PyObject *h = PyObject_CallOneArg(context_registry, address);
+    Py_DECREF(address);
+    return h;
 }
 
 int
@@ -69,6 +86,7 @@ static const struct {
     EP("cuStreamIsCapturing", stream_is_capturing),
     EP("cuStreamSynchronize", stream_synchronize),
     EP("cuStreamWaitEvent", stream_wait_event),
+    EP("cuStreamGetCtx", stream_get_ctx),
     EP("cuEventCreate", event_create),
     EP("cuEventDestroy", event_destroy),
     EP("cuEventRecord", event_record),
@@ -82,13 +100,15 @@ static const struct {
 };
 #define N_ENTRY_POINTS (sizeof(entry_points) / sizeof(entry_points[0]))
 
-/* bind(addresses, make_error): addresses maps each name of entry_point_names() to its address
- * (CUDA 12.0 ABI, from cuGetProcAddress); make_error(status, api) builds cuda_core's error. */
+/* bind(addresses, make_error, context_of): addresses maps each name of entry_point_names() to
+ * its address (CUDA 12.0 ABI, from cuGetProcAddress); make_error(status, api) builds cuda_core's
+ * error; context_of(address) is the registry's ContextHandle of a context (StreamHandle.context). */
 static PyObject *
 bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 || !PyDict_Check(args[0]) || !PyCallable_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "bind(addresses: dict[str, int], make_error: callable)");
+    if (nargs != 3 || !PyDict_Check(args[0]) || !PyCallable_Check(args[1]) || !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bind(addresses: dict[str, int], make_error: callable, context_of: callable)");
         return NULL;
     }
     cc_driver_t table;
@@ -109,8 +129,8 @@ bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
         memcpy((char *)&table + entry_points[i].offset, &addr, sizeof(void *));
     }
-    Py_INCREF(args[1]);
-    Py_XSETREF(error_factory, args[1]);
+    Py_XSETREF(error_factory, Py_NewRef(args[1]));
+    Py_XSETREF(context_registry, Py_NewRef(args[2]));
     cc_driver = table;
     cc_bound = 1;
     Py_RETURN_NONE;
@@ -142,7 +162,8 @@ is_bound(PyObject *self, PyObject *unused)
 
 static PyMethodDef module_functions[] = {
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
-     "bind(addresses, make_error): the driver entry points (name -> address) and the error funnel"},
+     "bind(addresses, make_error, context_of): the driver entry points (name -> address), the error "
+     "funnel and the context registry"},
     {"entry_point_names", entry_point_names, METH_NOARGS, "entry_point_names() -> the driver symbols bind() needs"},
     {"is_bound", is_bound, METH_NOARGS, "is_bound() -> whether bind() ran"},
     {NULL, NULL, 0, NULL},

@@ -28,7 +28,7 @@
 
 /* Bumped whenever anything Python relies on changes (names, signatures, semantics). Python
  * checks it at import (cuda_core/_handles/_backend.py) and falls back to pure Python on a mismatch. */
-#define CC_ABI_VERSION 7
+#define CC_ABI_VERSION 8
 
 /* The driver entry points (CUDA 12.0 ABI), resolved by Python through cuGetProcAddress and
  * handed to bind(). NULL until then: every call checks cc_bound first. */
@@ -47,6 +47,7 @@ typedef struct {
     int (*stream_is_capturing)(void *stream, int *status);
     int (*stream_synchronize)(void *stream);
     int (*stream_wait_event)(void *stream, void *event, unsigned int flags);
+    int (*stream_get_ctx)(void *stream, void **ctx);
     int (*event_create)(void **event, unsigned int flags);
     int (*event_destroy)(void *event);
     int (*event_record)(void *event, void *stream);
@@ -81,6 +82,9 @@ extern int cc_bound;
 /* Set the cuda_core exception for a failed driver call (the error funnel bound by bind():
  * cuda_core._utils.make_error); always returns NULL. */
 PyObject *cc_raise(int status, const char *api);
+/* The ContextHandle of the context at ctx (a new reference), from the registry bound by bind()
+ * (cuda_core._handles._contexts.context_handle); NULL with the exception set. */
+PyObject *cc_context_of(void *ctx);
 /* -1 with the exception set when not bound yet (no driver initialised), else 0. */
 int cc_require_bound(void);
 /* An address from a Python int (None is 0); -1 with an exception set on failure. */

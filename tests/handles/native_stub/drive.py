@@ -113,10 +113,28 @@ def check(fn: Callable[[], None]) -> Callable[[], None]:
     return fn
 
 
+# The context registry bind() hands the module (cuda_core's is _contexts.context_handle): one
+# handle per address; a check may replace its answer (``registry_hook``) and reads what it was
+# asked (``registry_asked``).
+registry: dict[int, Any] = {}
+registry_asked: list[int] = []
+registry_hook: list[Callable[[int], Any]] = []
+
+
+def context_of(address: int) -> Any:
+    registry_asked.append(address)
+    if registry_hook:
+        return registry_hook[0](address)
+    h = registry.get(address)
+    if h is None:
+        h = registry[address] = N.ContextHandle(address)
+    return h
+
+
 def bind() -> None:
     names = N.entry_point_names()
     addresses = {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in names}
-    N.bind(addresses, FakeCUDAError)
+    N.bind(addresses, FakeCUDAError, context_of)
 
 
 def new_ctx(device: int = -1) -> Any:
@@ -133,8 +151,11 @@ def unbound() -> None:
     raises(RuntimeError, lambda: N.ContextHandle(1), "status 3")
     s = N.StreamHandle.borrow(7)  # no driver call: allowed before bind
     raises(RuntimeError, s.sync, "status 3")
+    raises(RuntimeError, s.context, "status 3")
+    raises(RuntimeError, N.StreamHandle.borrow(1).context, "status 3")
     s.release()
     assert s.is_released
+    raises(RuntimeError, s.context, "the stream is closed")
 
 
 @check
@@ -180,6 +201,60 @@ def stream_pool() -> None:
     assert "0x1" in repr(b) and hex(s2.address) in repr(s2)
     ctx.drop_pools()
     assert ctx.pooled() == (0, 0, 0)
+
+
+@check
+def stream_context() -> None:
+    ctx = registry[lib.stub_ctx()] = new_ctx()
+    s = ctx.create_stream(0, None)
+    assert s.context() is ctx and count("cuStreamGetCtx") == 0  # owned: known from creation
+    # A borrowed stream: found once (cuStreamGetCtx, then the registry), kept in ctx.
+    b = N.StreamHandle.borrow(s.address)
+    assert b.ctx is None
+    assert b.context() is ctx and b.ctx is ctx and registry_asked == [lib.stub_ctx()]
+    assert b.context() is ctx and count("cuStreamGetCtx") == 1 and len(registry_asked) == 1
+    b.release()
+    assert b.context() is ctx  # known: read after release too
+    # Released before it was found: refused, no driver call.
+    c = N.StreamHandle.borrow(s.address)
+    c.release()
+    raises(RuntimeError, c.context, "the stream is closed")
+    assert count("cuStreamGetCtx") == 1
+    # A failed cuStreamGetCtx goes through the funnel; nothing is kept, the registry not asked.
+    d = N.StreamHandle.borrow(s.address)
+    fail("cuStreamGetCtx", 400)
+    cuda_error(d.context, 400, "cuStreamGetCtx")
+    assert d.ctx is None and len(registry_asked) == 1
+    # The registry must answer a ContextHandle; its exception propagates; nothing is kept.
+    registry_hook.append(lambda address: object())
+    raises(TypeError, d.context, "not a ContextHandle")
+    registry_hook[0] = lambda address: 1 // 0
+    raises(ZeroDivisionError, d.context)
+    assert d.ctx is None
+    # Found by another caller while the registry ran (Python code): the first answer stays.
+    other = N.ContextHandle(lib.stub_ctx())
+
+    def reentrant(address: int) -> Any:
+        registry_hook[0] = lambda address: other
+        assert d.context() is other
+        return ctx
+
+    registry_hook[0] = reentrant
+    assert d.context() is other and d.ctx is other
+    registry_hook.clear()
+    assert count("cuStreamGetCtx") == 6
+    # The default-stream tokens: the current context's, never kept; None when none is current.
+    for address in (0, 1, 2):
+        t = N.StreamHandle.borrow(address)
+        assert t.context() is None and count("cuStreamGetCtx") == 6
+        lib.stub_set_current(lib.stub_ctx())
+        assert t.context() is ctx and t.ctx is None
+        t.release()
+        assert t.context() is ctx  # a token's answer needs no stream
+        lib.stub_set_current(None)
+    # A token given its context (a device's default stream) keeps it, whatever is current.
+    assert N.StreamHandle.borrow(1, ctx).context() is ctx
+    s.release()
 
 
 @check
@@ -689,6 +764,8 @@ def types() -> None:
     raises(TypeError, lambda: N.StreamHandle.borrow(1, ctx, None, 4))
     raises(TypeError, lambda: N.StreamHandle.borrow(address=1, bogus=2))
     assert N.StreamHandle.borrow(address=3, owner=ctx).owner is ctx
+    raises(TypeError, lambda: N.bind({}, FakeCUDAError))  # the registry is not optional
+    raises(TypeError, lambda: N.bind({}, FakeCUDAError, None))
 
 
 def main() -> None:

@@ -22,15 +22,15 @@
 enum {
     A_CtxGetId, A_CtxGetCurrent, A_CtxPushCurrent, A_CtxPopCurrent, A_CtxGetDevice,
     A_PrimaryCtxRetain, A_PrimaryCtxRelease, A_StreamCreate, A_StreamCreateWithPriority,
-    A_StreamDestroy, A_StreamQuery, A_StreamIsCapturing, A_StreamSynchronize, A_StreamWaitEvent, A_EventCreate,
-    A_EventDestroy, A_EventRecord, A_EventQuery, A_EventSynchronize, A_LaunchKernelEx,
+    A_StreamDestroy, A_StreamQuery, A_StreamIsCapturing, A_StreamSynchronize, A_StreamWaitEvent, A_StreamGetCtx,
+    A_EventCreate, A_EventDestroy, A_EventRecord, A_EventQuery, A_EventSynchronize, A_LaunchKernelEx,
     A_MemAllocFromPoolAsync, A_MemFreeAsync, A_MemcpyAsync, N_API
 };
 static const char *api_names[N_API] = {
     "cuCtxGetId", "cuCtxGetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuCtxGetDevice",
     "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease", "cuStreamCreate",
     "cuStreamCreateWithPriority", "cuStreamDestroy", "cuStreamQuery", "cuStreamIsCapturing", "cuStreamSynchronize",
-    "cuStreamWaitEvent", "cuEventCreate", "cuEventDestroy", "cuEventRecord", "cuEventQuery",
+    "cuStreamWaitEvent", "cuStreamGetCtx", "cuEventCreate", "cuEventDestroy", "cuEventRecord", "cuEventQuery",
     "cuEventSynchronize", "cuLaunchKernelEx", "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
     "cuMemcpyAsync",
 };
@@ -355,6 +355,16 @@ int cuStreamWaitEvent(void *stream, void *event, unsigned int flags)
         return st;
     }
     return live(event, K_EVENT) && flags == 0 ? OK : ERR_INVALID_HANDLE;
+}
+int cuStreamGetCtx(void *stream, void **ctx)
+{
+    ENTER(A_StreamGetCtx);
+    int st = check_stream(stream);
+    if (st != OK) {
+        return st;
+    }
+    *ctx = is_default_stream(stream) ? current() : (void *)&primary; /* every stream is the primary's */
+    return OK;
 }
 int cuEventCreate(void **event, unsigned int flags)
 {
