@@ -397,7 +397,7 @@ class Device:
         :data:`~cuda_core.LEGACY_DEFAULT_STREAM` is.
         """
         s = self._default_stream
-        if s is None or s._ctx is not self._ctx or s._handle is None:
+        if s is None or s._h.ctx is not self._ctxh or s._h.is_released:
             s = self._default_stream = Stream._legacy_default(self)
         return s
 

@@ -33,6 +33,7 @@ from . import _trampolines as _table
 from ._compat import driver
 from ._handles import _backend
 from ._handles._driver import ensure_driver
+from ._stream_ops import live_handle
 from ._utils import arg_error, handle_return, raise_status
 
 __all__: list[
@@ -73,9 +74,9 @@ def enqueue_host_callback(stream: Any, fn: Any, user_data: Any) -> None:
     (see :func:`host_launch`). Used by :func:`host_launch` and ``GraphBuilder.callback``."""
     py_fn, addr, ud, keep = _table.host_callback(fn, user_data)
     if py_fn is not None:
-        _in_scope(stream, _enqueue, stream._handle, py_fn, ())
+        _in_scope(stream, _enqueue, live_handle(stream), py_fn, ())
     else:
-        _in_scope(stream, _enqueue_pointer, stream._handle, addr, ud, keep)
+        _in_scope(stream, _enqueue_pointer, live_handle(stream), addr, ud, keep)
 
 
 def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
@@ -101,7 +102,7 @@ def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
     """
     if not callable(fn):
         raise arg_error("fn", "callable", fn, exc=TypeError)
-    _in_scope(stream, _enqueue, stream._handle, fn, args)
+    _in_scope(stream, _enqueue, live_handle(stream), fn, args)
 
 
 def _in_scope(s: Any, work: Callable[..., None], *args: Any) -> None:

@@ -68,7 +68,7 @@ def _launch_config(config: Any, stream: Any, with_cluster: bool) -> Any:
     if stream is not None:
         from ._stream import as_stream
 
-        cfg.hStream = as_stream(stream)._handle
+        cfg.hStream = as_stream(stream).handle
     cluster = getattr(config, "cluster", None)
     if with_cluster and cluster is not None:
         dims = cast_to_3_tuple("config.cluster", cluster)

@@ -270,9 +270,9 @@ class LaunchConfig:
     def _native_for(self, stream: Any) -> Any:
         """The LaunchConfigHandle for ``stream`` (a :class:`Stream`), built (and the device
         checked) on first use."""
-        if stream._handle is None:
-            raise RuntimeError("the stream is closed")
         h = stream._h
+        if h.is_released:
+            raise RuntimeError("the stream is closed")
         cfg = self._native.get(h)
         if cfg is None:
             ordinal = stream._device_id

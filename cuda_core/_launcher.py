@@ -467,7 +467,7 @@ class PreparedLaunch:
         try:
             err = self._call()
         except RuntimeError:
-            if self._stream._handle is None:
+            if self._stream._h.is_released:
                 raise RuntimeError("the stream of this PreparedLaunch is closed") from None
             raise
         if err:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "StreamOptions"]
 
 _LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # 0, legacy, per-thread: the default-stream tokens
+_LEGACY = int(driver.CU_STREAM_LEGACY)
 _WAIT_RULE = "an Event, a Stream, a graph builder or an object with __cuda_stream__"
 _NON_BLOCKING = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
 _DEFAULT_FLAGS = int(driver.CUstream_flags.CU_STREAM_DEFAULT)
@@ -76,22 +77,13 @@ class Stream:
     ...     s.sync()
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_ctx",
-        "_device_id",
-        "_h",
-        "_handle",
-        "_int",
-        "_nonblocking",
-        "_priority",
-    )
+    __slots__ = ("__weakref__", "_device_id", "_h", "_nonblocking", "_priority")
 
-    _h: Any  # the StreamHandle: owns (or borrows) the driver stream; released at close()
-    _handle: driver.CUstream | None  # None once closed
-    _int: int
+    # The StreamHandle: owns (or borrows) the driver stream, released at close(). The one source
+    # of the stream's address (``_h.address``), of whether it is closed (``_h.is_released``) and
+    # of its context (``_h.context()``: a borrowed stream's is found once and kept there).
+    _h: Any
     _device_id: int  # the ordinal of its device; -1 until asked (a borrowed stream)
-    _ctx: driver.CUcontext | None
     _nonblocking: bool | None
     _priority: int | None
 
@@ -118,20 +110,13 @@ class Stream:
 
     @classmethod
     def _wrap(
-        cls,
-        handle: driver.CUstream,
-        device: Device | None,
-        ctx: driver.CUcontext | None,
-        *,
-        owner: Any = None,
-        borrowed: bool = True,
+        cls, address: int, device: Device | None, ctxh: Any = None, *, owner: Any = None
     ) -> Stream:
-        self = object.__new__(cls)
-        self._handle = handle
-        self._int = int(handle)
-        self._h = _borrow_handle(self._int, None, owner)
+        """A borrowed stream at ``address`` (of ``device`` when known; in the context of the
+        ContextHandle ``ctxh`` when known, else found by its handle on first use)."""
+        self = _new_stream(cls)
+        self._h = _borrow_handle(address, ctxh, owner)
         self._device_id = -1 if device is None else device._id
-        self._ctx = ctx
         self._nonblocking = None
         self._priority = None
         return self
@@ -169,11 +154,7 @@ class Stream:
         collected, by the handle)."""
         self = _new_stream(cls)
         self._h = h
-        self._int = address = h.address
-        self._handle = _CUstream(address)
         self._device_id = device._id
-        ctx = device._ctx
-        self._ctx = ctx if h.ctx.address == device._ctx_int else driver.CUcontext(h.ctx.address)
         self._nonblocking = flags == _NON_BLOCKING
         self._priority = priority
         return self
@@ -202,7 +183,7 @@ class Stream:
             raw = getattr(obj, attr, None) if attr else None
             if isinstance(raw, int):
                 ensure_driver()
-                return cls._wrap(driver.CUstream(raw), None, None, owner=obj)
+                return _borrow(cls, raw, obj)
             raise arg_error("obj", "an object with __cuda_stream__", obj, exc=TypeError)
         info = proto() if callable(proto) else proto
         if not (isinstance(info, tuple) and len(info) == 2):
@@ -212,7 +193,7 @@ class Stream:
         if info[0] != 0:
             raise arg_error("obj.__cuda_stream__() version", "0", info[0])
         ensure_driver()
-        return cls._wrap(driver.CUstream(int(info[1])), None, None, owner=obj)
+        return _borrow(cls, int(info[1]), obj)
 
     @classmethod
     def from_handle(cls, handle: int) -> Stream:
@@ -225,49 +206,48 @@ class Stream:
         if isinstance(handle, bool) or not isinstance(handle, int):
             raise arg_error("handle", "an int stream address or a CUstream", handle, exc=TypeError)
         ensure_driver()
-        return cls._wrap(driver.CUstream(handle), None, None)
+        return _borrow(cls, handle, None)
 
     @classmethod
     def _legacy_default(cls, device: Device) -> Stream:
         """``device.default_stream``: bound to the device's primary context once it has one
         (a :class:`_DeviceDefaultStream`); before that, the token as it is (it then follows
         whatever context is current, as :data:`LEGACY_DEFAULT_STREAM` does)."""
-        legacy = driver.CUstream(driver.CU_STREAM_LEGACY)
         ctxh = device._ctxh
         if ctxh is None:
-            return cls._wrap(legacy, device, None)
-        bound: Any = _DeviceDefaultStream._wrap(legacy, device, device._ctx)
-        bound._h = _borrow_handle(
-            bound._int, ctxh, None
-        )  # its context goes with it to the handle layer
-        bound._plain = plain = Stream._wrap(legacy, device, device._ctx)
+            return cls._wrap(_LEGACY, device)
+        # Its context goes with it to the handle layer; the plain twin shares the handle.
+        bound: Any = _DeviceDefaultStream._wrap(_LEGACY, device, ctxh)
+        bound._plain = plain = _new_stream(Stream)
         plain._h = bound._h
+        plain._device_id = device._id
+        plain._nonblocking = None
+        plain._priority = None
         return bound
 
     # -- facts --------------------------------------------------------------------------------
 
-    def _live(self) -> driver.CUstream:
-        h = self._handle
-        if h is None:
+    def _live(self) -> int:
+        """The stream's address; ``RuntimeError`` once closed."""
+        h = self._h
+        if h.is_released:
             raise RuntimeError("the stream is closed")
-        return h
+        return h.address  # type: ignore[no-any-return]
 
     @property
     def handle(self) -> driver.CUstream:
         """The driver handle (``cuda.bindings.driver.CUstream``); ``int(handle)`` is its address.
 
         ``CUstream(0)`` once the stream is closed (as in ``cuda.core``; every other query
-        raises ``RuntimeError`` then).
+        raises ``RuntimeError`` then). A new ``CUstream`` each time, made from the handle.
         """
-        h = self._handle
-        if h is None:
-            return _CUstream(0)
-        return h
+        h = self._h
+        return _CUstream(0 if h.is_released else h.address)
 
     @property
     def is_closed(self) -> bool:
         """Whether :meth:`close` was called."""
-        return self._handle is None
+        return self._h.is_released  # type: ignore[no-any-return]
 
     @property
     def is_nonblocking(self) -> bool:
@@ -295,28 +275,25 @@ class Stream:
         ordinal = self._device_id
         if ordinal < 0:
             ordinal = int(handle_return(driver.cuStreamGetDevice(h), "cuStreamGetDevice"))
-            if self._int not in (driver.CU_STREAM_LEGACY, driver.CU_STREAM_PER_THREAD, 0):
+            if h > _LAST_TOKEN:
                 self._device_id = ordinal  # the default streams follow the current context
         return _links.Device(ordinal)  # type: ignore[no-any-return]
 
-    def _context_handle(self) -> driver.CUcontext:
-        h = self._live()
-        if self._ctx is None:
-            ctxh = self._h.context()  # a borrowed stream's handle finds it once and keeps it
-            if ctxh is None:  # a default-stream token, no context current: the driver says so
-                return handle_return(driver.cuStreamGetCtx(h), "cuStreamGetCtx")
-            ctx = driver.CUcontext(ctxh.address)
-            if self._int in (driver.CU_STREAM_LEGACY, driver.CU_STREAM_PER_THREAD, 0):
-                return ctx  # the default streams follow the current context: never pinned
-            self._ctx = ctx
-        return self._ctx
+    def _context_address(self) -> int:
+        """The address of the context work on this stream runs in, from its handle (a default
+        stream's: the current context's; none current: the driver's ``cuStreamGetCtx`` error)."""
+        address = self._live()
+        ctxh = self._h.context()
+        if ctxh is None:  # a default-stream token, no context current: the driver says so
+            return int(handle_return(driver.cuStreamGetCtx(address), "cuStreamGetCtx"))
+        return ctxh.address  # type: ignore[no-any-return]
 
     @property
     def context(self) -> Context:
         """The :class:`Context` the stream belongs to."""
         ordinal = self._device_id
         device = None if ordinal < 0 else _links.Device(ordinal)
-        return Context._from_ctx(self._context_handle(), device)
+        return Context._from_ctx(driver.CUcontext(self._context_address()), device)
 
     @property
     def resources(self) -> DeviceResources:
@@ -326,37 +303,35 @@ class Stream:
 
     def __cuda_stream__(self) -> tuple[int, int]:
         """The stream protocol: ``(0, handle_address)``; ``RuntimeError`` once closed."""
-        if self._handle is None:
-            raise RuntimeError("the stream is closed")
-        return (0, self._int)
+        return (0, self._live())
 
     def __int__(self) -> int:
-        return self._int
+        return self._h.address  # type: ignore[no-any-return]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Stream):
             return NotImplemented
-        return self._int == other._int and (self._handle is None) == (other._handle is None)
+        a, b = self._h, other._h
+        return a.address == b.address and a.is_released == b.is_released  # type: ignore[no-any-return]
 
     def __hash__(self) -> int:
-        return hash(("Stream", self._int))
+        return hash(("Stream", self._h.address))
 
     def __repr__(self) -> str:
-        if self._handle is None:
-            return f"<Stream handle=0x{self._int:x} closed>"
-        try:  # cuda.core's format; the context is asked once (and cached) for a non-default stream
-            ctx = int(self._context_handle())
+        h = self._h
+        if h.is_released:
+            return f"<Stream handle=0x{h.address:x} closed>"
+        try:  # cuda.core's format; the context is found once (and kept) for a non-default stream
+            ctx = self._context_address()
         except Exception:  # no current context for a default stream: say so rather than raise
             ctx = 0
-        return f"<Stream handle=0x{self._int:x} context=0x{ctx:x}>"
+        return f"<Stream handle=0x{h.address:x} context=0x{ctx:x}>"
 
     # -- work ---------------------------------------------------------------------------------
 
     def sync(self) -> None:
         """Block the calling thread until all work queued on the stream is done."""
-        if self._handle is None:
-            raise RuntimeError("the stream is closed")
-        self._h.sync()
+        self._h.sync()  # a released handle refuses: RuntimeError("the stream is closed")
 
     def record(
         self, event: Event | None = None, options: EventOptions | dict | None = None
@@ -375,25 +350,26 @@ class Stream:
             ``cuda.core``); record a new one with ``options=EventOptions(ipc_enabled=True)``.
         """
         if event is None:
-            if self._handle is None:
+            h = self._h
+            if h.is_released:
                 raise RuntimeError("cannot record: the stream is closed")
             if options is None:
                 flags = _DISABLE_TIMING
             else:
                 flags = check_or_create_options(EventOptions, options, "options")._flags()
-            ctxh = self._h.ctx
+            ctxh = h.ctx
             ordinal = self._device_id
             if ctxh is not None and ordinal >= 0 and ctxh.device >= 0:
                 # the usual case: a stream of a primary context; the event is pooled there
-                ev = Event._wrap(ctxh.record_event(flags, self._h), ordinal)
+                ev = Event._wrap(ctxh.record_event(flags, h), ordinal)
             else:
                 dev = None if ordinal < 0 else _links.Device(ordinal)
                 if dev is None or dev._ctxh is None:
                     dev = self._owning_device()
                 if ctxh is None or ctxh is dev._ctxh:
-                    ev = Event._wrap(dev._ctxh.record_event(flags, self._h), dev._id)
+                    ev = Event._wrap(dev._ctxh.record_event(flags, h), dev._id)
                 else:  # a stream of another context: the event is made (pooled) in that context
-                    ev = adopt_child(Event._wrap(ctxh.record_event(flags, self._h), dev._id), ctxh)
+                    ev = adopt_child(Event._wrap(ctxh.record_event(flags, h), dev._id), ctxh)
             if flags & _INTERPROCESS:
                 # Its descriptor is made now, on this thread: multiprocessing pickles a Queue's
                 # items on a thread of its own, which then calls no driver function.
@@ -438,8 +414,7 @@ class Stream:
         if isinstance(event_or_stream, Event):
             if event_or_stream._handle is None:  # not .handle: waiting records nothing
                 raise RuntimeError("the event is closed")
-            if self._handle is None:
-                raise RuntimeError("the stream is closed")
+            self._live()
             self._h.wait(event_or_stream._h)
             return
         self._live()
@@ -450,7 +425,8 @@ class Stream:
                 raise
             # cuda.core raises ValueError for what it cannot wait on: ours is both classes.
             raise TypeValueError(str(exc)) from exc
-        if other._int == self._int and (other._int > _LAST_TOKEN or other._ctx is self._ctx):
+        a, b = self._h, other._h
+        if a.address == b.address and (a.address > _LAST_TOKEN or a.ctx is b.ctx):
             return
         # An event made in *other*'s context and recorded on it (a stream of another device
         # takes only events of its own context), which this stream then waits for: a stream may
@@ -489,7 +465,6 @@ class Stream:
 
         Work already queued on the stream still completes.
         """
-        self._handle = None
         self._h.release()
 
     def __enter__(self) -> Stream:
@@ -508,7 +483,7 @@ class _DeviceDefaultStream(Stream):
     on this device (also from a thread where another device is current), each operation makes
     the device's context current for the call and restores the caller's: the methods below;
     launches (``launch`` runs the plain twin ``_plain`` inside the scope); allocations, frees,
-    copies and fills (their context goes with the stream: ``_ctx``, and the handle's ``ctx``).
+    copies and fills (their context goes with the stream: the handle's ``ctx``).
     """
 
     __slots__ = ("_plain",)
@@ -534,8 +509,8 @@ class _DeviceDefaultStream(Stream):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, _DeviceDefaultStream):  # one token, but two devices' streams
-            same_ctx = int(self._ctx) == int(other._ctx)  # type: ignore[arg-type]
-            return same_ctx and (self._handle is None) == (other._handle is None)
+            a, b = self._h, other._h
+            return a.ctx.address == b.ctx.address and a.is_released == b.is_released  # type: ignore[no-any-return]
         return Stream.__eq__(self, other)
 
     def __hash__(self) -> int:
@@ -547,13 +522,10 @@ _new_stream = object.__new__
 
 
 def _borrow(cls: type[Stream], raw: int, owner: Any) -> Stream:
-    """``Stream._wrap(CUstream(raw), None, None, owner=owner)``, inlined for foreign streams."""
+    """``Stream._wrap(raw, None, owner=owner)``, inlined for foreign streams."""
     self = _new_stream(cls)
-    self._handle = _CUstream(raw)
-    self._int = raw
     self._h = _borrow_handle(raw, None, owner)
     self._device_id = -1
-    self._ctx = None
     self._nonblocking = None
     self._priority = None
     return self
@@ -588,12 +560,10 @@ def as_stream(
     )
 
 
-LEGACY_DEFAULT_STREAM: Stream = Stream._wrap(driver.CUstream(driver.CU_STREAM_LEGACY), None, None)
+LEGACY_DEFAULT_STREAM: Stream = Stream._wrap(_LEGACY, None)
 """The legacy default stream of the current context (synchronises with blocking streams)."""
 
-PER_THREAD_DEFAULT_STREAM: Stream = Stream._wrap(
-    driver.CUstream(driver.CU_STREAM_PER_THREAD), None, None
-)
+PER_THREAD_DEFAULT_STREAM: Stream = Stream._wrap(_LAST_TOKEN, None)
 """The per-thread default stream of the current context."""
 
 

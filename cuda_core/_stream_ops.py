@@ -26,10 +26,10 @@ _cuStreamIsCapturing = driver.cuStreamIsCapturing
 _cuMemsetD8Async = driver.cuMemsetD8Async
 _cuMemsetD16Async = driver.cuMemsetD16Async
 _cuMemsetD32Async = driver.cuMemsetD32Async
-_cuCtxGetCurrent = driver.cuCtxGetCurrent
-_DEFAULT_TOKENS = frozenset({0, int(driver.CU_STREAM_LEGACY), int(driver.CU_STREAM_PER_THREAD)})
+_CUstream = driver.CUstream
+_CUcontext = driver.CUcontext
 # Streams whose address is above this are real streams (not the 0 / legacy / per-thread tokens).
-_LAST_TOKEN = max(_DEFAULT_TOKENS)
+_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)
 _Allocation = backend.Allocation
 _StreamHandle = backend.StreamHandle
 _c_char_from_buffer = ctypes.c_char.from_buffer
@@ -38,22 +38,18 @@ _ndarray = numpy.ndarray
 
 
 def stream_context(s: Any) -> Any:
-    """The CUcontext that work on stream ``s`` runs in (the current one for default-stream tokens)."""
-    ctx = s._ctx
-    if ctx is not None:
-        return ctx
-    if s._int in _DEFAULT_TOKENS:
-        cur = _cuCtxGetCurrent()[1]
-        return cur if cur is not None and int(cur) != 0 else None
-    return s._context_handle()
+    """The CUcontext that work on stream ``s`` runs in, read from its handle (``None``: a
+    default-stream token while no context is current); see ``StreamHandle.context``."""
+    ctxh = s._h.context()
+    return None if ctxh is None else _CUcontext(ctxh.address)
 
 
 def live_handle(s: Any) -> Any:
-    """The driver handle of stream ``s``; ``RuntimeError`` when the stream is closed."""
-    h = s._handle
-    if h is None:
+    """The driver handle (a ``CUstream``) of stream ``s``; ``RuntimeError`` when it is closed."""
+    h = s._h
+    if h.is_released:
         raise RuntimeError("the stream is closed; stream-ordered work cannot be queued on it")
-    return h
+    return _CUstream(h.address)
 
 
 def on_stream(s: Any, ctx: Any, fn: Any, *args: Any) -> tuple[Any, ...]:
@@ -64,7 +60,7 @@ def on_stream(s: Any, ctx: Any, fn: Any, *args: Any) -> tuple[Any, ...]:
     default-stream tokens mean "the current context's default stream", so for those ``ctx``
     is made current first. Returns the raw result tuple.
     """
-    if s._int > _LAST_TOKEN or ctx is None:
+    if s._h.address > _LAST_TOKEN or ctx is None:
         r = fn(*args)
         if not r[0] or ctx is None:
             return r  # type: ignore[no-any-return]
@@ -86,15 +82,10 @@ def sync_stream(s: Any, ctx: Any) -> None:
     handle_return(on_stream(s, ctx, _cuStreamSynchronize, live_handle(s)), "cuStreamSynchronize")
 
 
-def context_handle_of(s: Any) -> Any:
-    """The ContextHandle of the context that work on stream ``s`` runs in, or ``None`` (a
-    default-stream token with no current context)."""
-    return s._h.context()
-
-
 def pool_allocation(ptr: int, size: int, s: Any) -> Any:
     """The Allocation of pool memory at ``ptr``, freed with ``cuMemFreeAsync`` on ``s``."""
-    return _Allocation.adopt(ptr, size, None, s._h, context_handle_of(s))
+    h = s._h
+    return _Allocation.adopt(ptr, size, None, h, h.context())
 
 
 def is_pool_allocation(h: Any) -> bool:
@@ -113,7 +104,7 @@ class UserFree:
 
     def __call__(self, ptr: int, size: int, stream: Any) -> None:
         # A default-stream token means the current context's stream at free time: no context.
-        ctx = None if stream is None or stream._int <= _LAST_TOKEN else stream_context(stream)
+        ctx = None if stream is None or stream._h.address <= _LAST_TOKEN else stream_context(stream)
         in_context(ctx, _call_deallocate, self.mr, ptr, size, stream)
 
 
@@ -166,9 +157,9 @@ def host_copy_fast(dst: int, src: int, n: int, s: Any) -> bool:
     instead: a default-stream token, a closed stream, or a copy the driver refused (the slow
     path then reports the error with its context made current).
     """
-    if s._int <= _LAST_TOKEN or s._handle is None:
-        return False
     h = s._h
+    if h.address <= _LAST_TOKEN or h.is_released:
+        return False
     try:
         h.memcpy(dst, src, n)
     except CUDAError:
@@ -184,9 +175,7 @@ def host_copy(unified: bool, to_host: bool, dst: int, src: int, n: int, s: Any) 
     ``cuMemcpyAsync`` is used; otherwise ``cuMemcpyDtoHAsync`` / ``cuMemcpyHtoDAsync``.
     """
     h = live_handle(s)
-    ctx = s._ctx
-    if ctx is None:
-        ctx = stream_context(s)
+    ctx = stream_context(s)
     if unified:
         fn, api = _cuMemcpyAsync, "cuMemcpyAsync"
     elif to_host:
@@ -268,9 +257,7 @@ def peer_copy(dst: int, dst_dev: int, src: int, src_dev: int, n: int, s: Any) ->
     dctx = Device(dst_dev)._primary_ctx()
     sctx = Device(src_dev)._primary_ctx()
     h = live_handle(s)
-    ctx = s._ctx
-    if ctx is None:
-        ctx = stream_context(s)
+    ctx = stream_context(s)
     r = on_stream(s, ctx, _cuMemcpyPeerAsync, dst, dctx, src, sctx, n, h)
     if r[0]:
         raise_status(
@@ -292,16 +279,15 @@ def copy_across_devices(dst: int, dst_dev: int, src: int, src_dev: int, n: int, 
 
 def device_copy(dst: int, src: int, n: int, s: Any) -> None:
     """Queue a copy of ``n`` bytes between two buffers on stream ``s`` (no wait)."""
-    if s._int > _LAST_TOKEN and s._handle is not None:
+    h = s._h
+    if h.address > _LAST_TOKEN and not h.is_released:
         try:
-            s._h.memcpy(dst, src, n)
+            h.memcpy(dst, src, n)
             return
         except CUDAError:
             pass  # retried below with the stream's context current, which reports the error
     h = live_handle(s)
-    ctx = s._ctx
-    if ctx is None:
-        ctx = stream_context(s)
+    ctx = stream_context(s)
     r = on_stream(s, ctx, _cuMemcpyAsync, dst, src, n, h)
     if r[0]:
         raise_status(r[0], "cuMemcpyAsync")
@@ -338,9 +324,7 @@ def fill(ptr: int, size: int, value: Any, s: Any) -> None:
         return
     fn, api = _MEMSET[width]
     h = live_handle(s)
-    ctx = s._ctx
-    if ctx is None:
-        ctx = stream_context(s)
+    ctx = stream_context(s)
     r = on_stream(s, ctx, fn, ptr, pattern, size // width, h)
     if r[0]:
         raise_status(r[0], api)

@@ -16,7 +16,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from cuda.bindings import driver
 
 from cuda_core import LaunchConfig, PreparedLaunch, _links, launch
 from cuda_core._stream import Stream
@@ -71,7 +70,7 @@ def _stand_in_device(monkeypatch):
 
 def _stream(address=0x5000):
     """A Stream over a borrowed, never-used address, on the stand-in device (ordinal 0)."""
-    return Stream._wrap(driver.CUstream(address), _STAND_IN, None)
+    return Stream._wrap(address, _STAND_IN)
 
 
 def _launched(stream, cfg, kernel):

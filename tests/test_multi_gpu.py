@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -106,10 +107,17 @@ def test_which_copies_are_peer_copies():
 
 
 def test_default_streams_of_two_devices_are_not_equal():
-    legacy = driver.CUstream(driver.CU_STREAM_LEGACY)
-    a = _DeviceDefaultStream._wrap(legacy, None, driver.CUcontext(0x1000))
-    b = _DeviceDefaultStream._wrap(legacy, None, driver.CUcontext(0x2000))
-    a2 = _DeviceDefaultStream._wrap(legacy, None, driver.CUcontext(0x1000))
+    legacy = int(driver.CU_STREAM_LEGACY)
+
+    def bound(ctx_address):
+        # A device's default stream: the legacy token whose handle carries the device's
+        # context (a stand-in handle: no driver here to make a ContextHandle).
+        s = _DeviceDefaultStream._wrap(legacy, None)
+        ctx = SimpleNamespace(address=ctx_address)
+        s._h = SimpleNamespace(address=legacy, ctx=ctx, is_released=False)
+        return s
+
+    a, b, a2 = bound(0x1000), bound(0x2000), bound(0x1000)
     assert a != b and a == a2 and hash(a) == hash(b)
     assert a == LEGACY_DEFAULT_STREAM  # the token itself stands for any context's
 

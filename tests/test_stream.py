@@ -60,6 +60,29 @@ def test_stream_options_from_dict_and_unknown_field():
         check_or_create_options(StreamOptions, {"prio": 0}, "options")
 
 
+def test_a_stream_keeps_only_its_handle_and_ordinal():
+    # Address, closed state and context are read from the StreamHandle: no second source.
+    from cuda_core._stream import Stream as S
+    from cuda_core._stream import _borrow
+
+    assert set(S.__slots__) == {"__weakref__", "_device_id", "_h", "_nonblocking", "_priority"}
+    s, same = _borrow(S, 0x1234, None), _borrow(S, 0x1234, None)
+    assert int(s) == 0x1234 and isinstance(s.handle, driver.CUstream) and int(s.handle) == 0x1234
+    assert not s.is_closed and s == same and hash(s) == hash(same)
+    assert s.__cuda_stream__() == (0, 0x1234)
+    s.close()  # borrowed: nothing destroyed, no driver call
+    assert s._h.is_released and s.is_closed and s != same
+    assert isinstance(s.handle, driver.CUstream) and int(s.handle) == 0  # as in cuda.core
+    assert int(s) == 0x1234 and repr(s) == "<Stream handle=0x1234 closed>"
+    for call in (s.sync, s.__cuda_stream__, lambda: s.context, lambda: s.device):
+        with pytest.raises(RuntimeError, match="the stream is closed"):
+            call()
+    with pytest.raises(RuntimeError, match="cannot record: the stream is closed"):
+        s.record()
+    with pytest.raises(RuntimeError, match="the stream is closed"):
+        s.launch_host_func(print)
+
+
 # -- GPU tier -----------------------------------------------------------------------------------
 
 

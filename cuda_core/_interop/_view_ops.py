@@ -172,11 +172,11 @@ def _copy_2d(
     p.dstPitch = dpitch
     p.WidthInBytes = width
     p.Height = height
-    handle_return(on_stream(s, ctx, driver.cuMemcpy2DAsync, p, s._handle), "cuMemcpy2DAsync")
+    handle_return(on_stream(s, ctx, driver.cuMemcpy2DAsync, p, s.handle), "cuMemcpy2DAsync")
 
 
 def _copy_1d(dst: int, src: int, n: int, s: Any, ctx: Any) -> None:
-    handle_return(on_stream(s, ctx, driver.cuMemcpyAsync, dst, src, n, s._handle), "cuMemcpyAsync")
+    handle_return(on_stream(s, ctx, driver.cuMemcpyAsync, dst, src, n, s.handle), "cuMemcpyAsync")
 
 
 def strided_copy(

@@ -395,7 +395,7 @@ class Buffer(BufferExport):
             dst.__class__ is Buffer
             and dst._size == self._size
             and dst._ptr is not None
-            and s._int > _LAST_TOKEN
+            and s._h.address > _LAST_TOKEN
             and self._size
         ):
             # The common case in one call: a real stream carries its context.
@@ -456,7 +456,7 @@ class Buffer(BufferExport):
             src.__class__ is Buffer
             and src._size == self._size
             and src._ptr is not None
-            and s._int > _LAST_TOKEN
+            and s._h.address > _LAST_TOKEN
             and self._size
         ):
             # The common case in one call: a real stream carries its context.

@@ -203,9 +203,9 @@ def _batch_stream(stream: Any, api: str, capture: bool = False) -> Any:
             "for them); copy with Buffer.copy_to/copy_from without options instead"
         )
     s = _links.as_stream(stream)
-    if s._handle is None:
+    if s._h.is_released:
         raise RuntimeError("the stream is closed; stream-ordered work cannot be queued on it")
-    if s._int in (0, _LEGACY):
+    if s._h.address in (0, _LEGACY):
         raise TypeError(
             f"{api}: the legacy default stream cannot take batched operations (the driver refuses "
             "it); use PER_THREAD_DEFAULT_STREAM or a created stream"
@@ -255,7 +255,7 @@ def batch_copy(s: Any, pairs: list[tuple[int, int, int]], options: list[CopyOpti
         attrs,
         idxs,
         len(attrs),
-        s._handle,
+        s.handle,
     )
     handle_return(r, "cuMemcpyBatchAsync")
 
@@ -449,13 +449,13 @@ def _prefetching(api: str, stream: Any, buffers: Sequence[Any], locations: Any) 
         where = locs * len(bufs) if len(locs) == 1 else locs
         for b, loc in zip(bufs, where):
             if b._size:
-                r = on_stream(s, ctx, driver.cuMemPrefetchAsync, b._ptr, b._size, loc, 0, s._handle)
+                r = on_stream(s, ctx, driver.cuMemPrefetchAsync, b._ptr, b._size, loc, 0, s.handle)
                 handle_return(r, "cuMemPrefetchAsync")
         return
     require_cuda13(api)
     dptrs, sizes = _ranges(bufs)
     r = on_stream(
-        s, ctx, getattr(driver, name), dptrs, sizes, len(bufs), locs, idxs, len(locs), 0, s._handle
+        s, ctx, getattr(driver, name), dptrs, sizes, len(bufs), locs, idxs, len(locs), 0, s.handle
     )
     handle_return(r, name)
 
@@ -470,6 +470,6 @@ def discard_batch(stream: Any, buffers: Sequence[Any]) -> None:
     require_cuda13("discard_batch")
     dptrs, sizes = _ranges(bufs)
     r = on_stream(
-        s, stream_context(s), driver.cuMemDiscardBatchAsync, dptrs, sizes, len(bufs), 0, s._handle
+        s, stream_context(s), driver.cuMemDiscardBatchAsync, dptrs, sizes, len(bufs), 0, s.handle
     )
     handle_return(r, "cuMemDiscardBatchAsync")

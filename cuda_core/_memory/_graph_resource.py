@@ -206,7 +206,7 @@ class GraphMemoryResource(MemoryResource):
         size = check_size(size)
         if not size:
             return Buffer._owned(0, 0, self, s, None)
-        err, ptr = on_stream(s, stream_context(s), driver.cuMemAllocAsync, size, s._handle)
+        err, ptr = on_stream(s, stream_context(s), driver.cuMemAllocAsync, size, s.handle)
         if err:
             raise make_error(
                 err, "cuMemAllocAsync", f"allocating {size} bytes of graph memory failed"

@@ -50,7 +50,7 @@ class LegacyPinnedMemoryResource(_SyncResource):
         return stream_context(s) or current_context("cuMemAllocHost")
 
     def _dealloc_ctx(self, s: Any) -> Any:
-        return stream_context(s) if s is not None and s._handle is not None else None
+        return stream_context(s) if s is not None and not s._h.is_released else None
 
     @property
     def is_device_accessible(self) -> bool:

@@ -258,7 +258,7 @@ class ManagedBuffer(Buffer):
         s = _links.as_stream(stream)
         if self._size:
             r = on_stream(
-                s, stream_context(s), driver.cuMemPrefetchAsync, ptr, self._size, loc, 0, s._handle
+                s, stream_context(s), driver.cuMemPrefetchAsync, ptr, self._size, loc, 0, s.handle
             )
             handle_return(r, "cuMemPrefetchAsync")
 
@@ -280,7 +280,7 @@ class ManagedBuffer(Buffer):
                 [self._size],
                 1,
                 0,
-                s._handle,
+                s.handle,
             )
             handle_return(r, "cuMemDiscardBatchAsync")
 
@@ -307,7 +307,7 @@ class ManagedBuffer(Buffer):
                 [0],
                 1,
                 0,
-                s._handle,
+                s.handle,
             )
             handle_return(r, "cuMemDiscardAndPrefetchBatchAsync")
 

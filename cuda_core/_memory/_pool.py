@@ -14,7 +14,6 @@ from .._handles._owned import OwnedHandle
 from .._logging import logger as _log
 from .._stream_ops import (
     capture_status,
-    context_handle_of,
     live_handle,
     stream_context,
 )
@@ -282,13 +281,13 @@ class _PoolResource(MemoryResource):
         """
         s = stream if type(stream) is _links.Stream else _links.as_stream(stream)
         pool = self._alloc_pool
-        if type(size) is int and size > 0 and pool and s._handle is not None:
-            # The hot path: the stream's handle carries its context (a default-stream token
-            # names the context its work runs in).
-            h = s._h
+        h = s._h
+        if type(size) is int and size > 0 and pool and not h.is_released:
+            # The hot path: the stream's handle carries its context (a borrowed stream's is
+            # found once; a default-stream token names the current context's).
             ctx = h.ctx
             try:
-                a = _pool_allocate(pool, size, h, ctx if ctx is not None else context_handle_of(s))
+                a = _pool_allocate(pool, size, h, ctx if ctx is not None else h.context())
             except CUDAError as exc:
                 if exc.api == "cuStreamIsCapturing" and exc.code == _CAPTURE_UNSUPPORTED:
                     raise capture_refused(self) from None
@@ -334,11 +333,10 @@ class _PoolResource(MemoryResource):
         if stream is None:
             stream = self._default_stream()
             ctx = stream_context(stream)
-        h = stream._handle
-        if h is None:
-            # The deallocation stream was closed since: free on the legacy default stream of
-            # the buffer's context (ordered after the work of every blocking stream).
-            h = 0
+        sh = stream._h
+        # A deallocation stream closed since: free on the legacy default stream (0) of the
+        # buffer's context (ordered after the work of every blocking stream).
+        h = 0 if sh.is_released else sh.address
         handle_return(in_context(ctx, _cuMemFreeAsync, ptr, h), "cuMemFreeAsync")
 
     def deallocate(self, ptr: int, size: int, *, stream: Any = None) -> None:

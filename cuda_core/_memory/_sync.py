@@ -67,8 +67,8 @@ class _SyncResource(MemoryResource):
         return Buffer._owned(int(ptr), size, self, s, self._gc_free)
 
     def _free(self, ptr: int, size: int, stream: Any, ctx: Any) -> None:
-        if stream is not None and stream._handle is not None:
-            handle_return(driver.cuStreamSynchronize(stream._handle), "cuStreamSynchronize")
+        if stream is not None and not stream._h.is_released:
+            handle_return(driver.cuStreamSynchronize(stream.handle), "cuStreamSynchronize")
         handle_return(in_context(ctx, self._free_fn, ptr), self._free_name)
 
     def _gc_free(self, ptr: int, size: int, stream: Any) -> None:

@@ -59,9 +59,8 @@ class _Mapping:
 
 def _wait(ctx: Any, stream: Any) -> None:
     # Unmapping is immediate: work still using the memory must be finished first.
-    h = None if stream is None else stream._handle
-    if h is not None:
-        handle_return(driver.cuStreamSynchronize(h), "cuStreamSynchronize")
+    if stream is not None and not stream._h.is_released:
+        handle_return(driver.cuStreamSynchronize(stream.handle), "cuStreamSynchronize")
     else:
         handle_return(in_context(ctx, driver.cuCtxSynchronize), "cuCtxSynchronize")
 

@@ -187,7 +187,7 @@ class GraphBuilder(CaptureOps):
 
     def __cuda_stream__(self) -> tuple[int, int]:
         self._check_open()
-        return (0, int(self._cuda_core_stream._handle))
+        return (0, int(self._cuda_core_stream.handle))
 
     # ------------------------------------------------------------------ building
 
@@ -201,7 +201,7 @@ class GraphBuilder(CaptureOps):
             raise RuntimeError(
                 f"{what} adds to the capture in progress: call begin_building() first"
             )
-        return self._cuda_core_stream._handle
+        return self._cuda_core_stream.handle
 
     def begin_building(self, mode: str = "relaxed") -> GraphBuilder:
         """Start capturing the builder's stream.
@@ -237,7 +237,7 @@ class GraphBuilder(CaptureOps):
             raise RuntimeError(
                 "a forked GraphBuilder is building from split() on; join() it instead"
             )
-        h = self._cuda_core_stream._handle
+        h = self._cuda_core_stream.handle
         if self._kind == "body":
             box = self._graph.box  # type: ignore[union-attr]
             r = driver.cuStreamBeginCaptureToGraph(h, box.value, None, None, 0, cu_mode)
@@ -271,7 +271,7 @@ class GraphBuilder(CaptureOps):
             raise RuntimeError("this GraphBuilder is not building; call begin_building() first")
         self._building = False
         graph = handle_return(
-            driver.cuStreamEndCapture(self._cuda_core_stream._handle), "cuStreamEndCapture"
+            driver.cuStreamEndCapture(self._cuda_core_stream.handle), "cuStreamEndCapture"
         )
         if self._kind == "primary":
             self._graph = _CapturedGraph(graph)
@@ -385,7 +385,7 @@ class GraphBuilder(CaptureOps):
         self._closed = True
         if self._building:
             self._building = False
-            err, graph = driver.cuStreamEndCapture(self._cuda_core_stream._handle)
+            err, graph = driver.cuStreamEndCapture(self._cuda_core_stream.handle)
             if err == _SUCCESS and graph is not None and self._kind == "primary":
                 OwnedHandle("graph", graph, driver.cuGraphDestroy).release()
         self._graph = None

@@ -126,10 +126,10 @@ class Graph:
         if h is None:
             raise RuntimeError("this Graph is closed")
         s = _links.as_stream(stream)
-        err = driver.cuGraphLaunch(h, s._handle)[0]
+        err = driver.cuGraphLaunch(h, s.handle)[0]
         if err:
             handle_return((err,), "cuGraphLaunch")
-        self._launched[s._int] = s  # update() asks these whether earlier launches are done
+        self._launched[s._h.address] = s  # update() asks these whether earlier launches are done
 
     def upload(self, stream: Any) -> None:
         """Upload the graph's device resources on ``stream`` ahead of its first launch.
@@ -145,7 +145,7 @@ class Graph:
             The upload failed.
         """
         handle_return(
-            driver.cuGraphUpload(self._live(), _links.as_stream(stream)._handle), "cuGraphUpload"
+            driver.cuGraphUpload(self._live(), _links.as_stream(stream).handle), "cuGraphUpload"
         )
 
     def update(self, source: Any) -> None:
@@ -201,9 +201,7 @@ class Graph:
         _gd.exec_update(exe, graph)
         old, self._source = self._source, (keep,)
         launched, self._launched = self._launched, {}
-        if not all(
-            int(driver.cuStreamQuery(st._handle)[0]) == _SUCCESS for st in launched.values()
-        ):
+        if not all(int(driver.cuStreamQuery(st.handle)[0]) == _SUCCESS for st in launched.values()):
             # A launch made before the update may still be running with the old source's
             # operands: they stay alive as long as this object (as every source used to).
             self._keep.append(old)

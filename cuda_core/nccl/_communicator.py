@@ -44,13 +44,14 @@ def _abort_quietly(n4p: Any) -> None:
 
 def _stream_ptr(stream: Any, device_id: int) -> int:
     st = as_stream(stream)
-    if st._handle is None:
+    h = st._h
+    if h.is_released:
         raise RuntimeError("the stream is closed; it cannot be used after close()")
     ordinal = st._device_id
     if ordinal >= 0 and ordinal != device_id:
         raise arg_error("stream", f"a stream of device {device_id}, the communicator's device", st,
                         hint=f"it belongs to device {ordinal}")  # fmt: skip
-    return st._int
+    return h.address  # type: ignore[no-any-return]
 
 
 def _same_type(name: str, want: int, got: int) -> None:

@@ -307,7 +307,7 @@ class OpaqueArray(ArrayStorage):
                 p.dstDevice = driver.CUdeviceptr(addr)
             p.srcMemoryType, p.srcArray = _MT.CU_MEMORYTYPE_ARRAY, driver.CUarray(ref.value)
         h = live_handle(s)
-        ctx = s._ctx if s._ctx is not None else stream_context(s)
+        ctx = stream_context(s)
         handle_return(on_stream(s, ctx, driver.cuMemcpy3DAsync, p, h), "cuMemcpy3DAsync")
         if host:
             if capture_status(s, ctx) == _CAPTURE_NONE:
