@@ -32,6 +32,7 @@ from typing import Any
 from . import _trampolines as _table
 from ._compat import driver
 from ._handles import _backend
+from ._handles._contexts import CtxScope
 from ._handles._driver import ensure_driver
 from ._stream_ops import live_handle
 from ._utils import arg_error, handle_return, raise_status
@@ -106,10 +107,11 @@ def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
 
 
 def _in_scope(s: Any, work: Callable[..., None], *args: Any) -> None:
-    """Run ``work(*args)`` with the context of the stream's device current (when it has one)."""
-    dev = getattr(s, "_device", None)
-    if dev is not None and getattr(dev, "_ctx", None) is not None:
-        with dev._scope():
+    """Run ``work(*args)`` with the stream's context current, where its handle knows it (an
+    owned stream, a device's default stream); a bare default-stream token uses the current one."""
+    ctxh = s._h.ctx
+    if ctxh is not None:
+        with CtxScope(driver.CUcontext(ctxh.address), ctxh.address):
             work(*args)
     else:
         work(*args)

@@ -168,3 +168,25 @@ def test_graph_builder_callback_takes_ctypes_function_pointers(dev, bump):
     assert _wait_for_pending(1, kept_before) == kept_before
     buf.close()
     s.close()
+
+
+@pytest.mark.gpu
+def test_host_func_on_a_device_default_stream_from_a_thread_without_a_context(dev):
+    # Device.default_stream's token means "the current context's": queued from a thread where no
+    # context is current, the host function still goes to the device's context (its handle's).
+    s = dev.default_stream
+    ran = threading.Event()
+    errors = []
+
+    def worker():
+        try:
+            s.launch_host_func(ran.set)
+            s.sync()
+        except Exception as exc:  # reported to the test thread
+            errors.append(exc)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join(30)
+    assert not errors, errors
+    assert ran.is_set()
