@@ -139,11 +139,11 @@ def _entry(kernel: Any) -> _KernelEntry:
     return entry  # type: ignore[no-any-return]
 
 
-def _in_context_of(device: Any, call: Any) -> Any:
-    """``call()`` run with ``device``'s context current (for a device's default stream)."""
+def _in_context_of(stream: Any, call: Any) -> Any:
+    """``call()`` run with the context of ``stream`` (a device's default stream) current."""
 
     def scoped() -> Any:
-        with device._scope():
+        with stream._scope():
             return call()
 
     return scoped
@@ -219,7 +219,7 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
         if type(stream) is _DeviceDefaultStream:
             # A device's default stream: its token means "the current context's", so the launch
             # runs (on the plain twin) with the device's context current.
-            with _links.Device(stream._device_id)._scope():
+            with stream._scope():
                 launch(stream._plain, config, kernel, *kernel_args)
             return
     if type(config) is not LaunchConfig:
@@ -435,7 +435,7 @@ class PreparedLaunch:
             cfg = self._cfg = self._config._native_for(self._stream)
         call = functools.partial(cfg.launch, self._entry.func, slot[1])
         if type(self._stream) is _DeviceDefaultStream:  # its token needs its context current
-            call = _in_context_of(_links.Device(self._stream._device_id), call)
+            call = _in_context_of(self._stream, call)
         self._call = call
 
     def _config_changed(self) -> None:

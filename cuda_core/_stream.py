@@ -11,7 +11,7 @@ from ._compat import driver
 from ._context import Context, adopt_child
 from ._event import Event, EventOptions
 from ._handles._backend import backend
-from ._handles._contexts import current_context_handle
+from ._handles._contexts import CtxScope, current_context_handle
 from ._handles._driver import ensure_driver
 from ._host_callbacks import launch_host_func
 from ._interop._foreign_streams import _foreign_handle_attr as _foreign_handle_attr
@@ -490,21 +490,26 @@ class _DeviceDefaultStream(Stream):
 
     _plain: Stream  # the same stream as a plain Stream, for calls made with the context current
 
+    def _scope(self) -> CtxScope:
+        """The device's primary context made current (its handle carries it), from any thread."""
+        address = self._h.ctx.address  # type: ignore[union-attr]
+        return CtxScope(driver.CUcontext(address), address)
+
     def sync(self) -> None:
         """Block the calling thread until all work queued on the stream is done."""
-        with _links.Device(self._device_id)._scope():
+        with self._scope():
             Stream.sync(self)
 
     def record(
         self, event: Event | None = None, options: EventOptions | dict | None = None
     ) -> Event:
         """Record *event* (a new one made with *options* if none is given) on this stream."""
-        with _links.Device(self._device_id)._scope():
+        with self._scope():
             return Stream.record(self, event, options)
 
     def wait(self, event_or_stream: Any) -> None:
         """Make later work on this stream wait for an event, or for all work now on another stream."""
-        with _links.Device(self._device_id)._scope():
+        with self._scope():
             Stream.wait(self, event_or_stream)
 
     def __eq__(self, other: object) -> bool:
