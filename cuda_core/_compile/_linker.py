@@ -15,6 +15,7 @@ from typing import Any
 from .._compat import driver
 from .._errors import LinkerError
 from .._handles._driver import driver_available, ensure_driver
+from .._handles._owned import OwnedHandle
 from .._logging import logger as _log
 from .._utils import (
     arg_error,
@@ -260,9 +261,12 @@ def _link_nvjitlink(
         "library": nvjitlink.InputType.LIBRARY,
     }
     try:
-        handle = nvjitlink.create(len(opts), opts)
+        owner = OwnedHandle(
+            "nvjitlink handle", nvjitlink.create(len(opts), opts), nvjitlink.destroy
+        )
     except nvjitlink.nvJitLinkError as exc:
         raise LinkerError("nvJitLinkCreate", "NVJITLINK_ERROR", str(exc), options=opts) from None
+    handle = owner.value
     try:
         try:
             for code, kind, name in inputs:
@@ -300,7 +304,7 @@ def _link_nvjitlink(
             out = bytes(ba)
         res.data = out
     finally:
-        nvjitlink.destroy(handle)
+        owner.release()
 
 
 def _link_driver(
@@ -342,7 +346,12 @@ def _link_driver(
         "object": driver.CUjitInputType.CU_JIT_INPUT_OBJECT,
         "library": driver.CUjitInputType.CU_JIT_INPUT_LIBRARY,
     }
-    state = handle_return(driver.cuLinkCreate(len(keys), keys, vals), "cuLinkCreate")
+    owner = OwnedHandle(
+        "driver link state",
+        handle_return(driver.cuLinkCreate(len(keys), keys, vals), "cuLinkCreate"),
+        driver.cuLinkDestroy,
+    )
+    state = owner.value
 
     def logs() -> None:
         res.error_log = bytes(err_buf).split(b"\x00", 1)[0].decode(errors="replace")
@@ -368,7 +377,7 @@ def _link_driver(
         ptr, n = r[1], r[2]
         res.data = ctypes.string_at(int(ptr), int(n))
     finally:
-        driver.cuLinkDestroy(state)
+        owner.release()
 
 
 def _link_inputs(
@@ -405,13 +414,6 @@ class _ClosedLinkerError(RuntimeError, ValueError):
     """Use of a closed Linker: a RuntimeError as in cuda.core (and a ValueError, as before)."""
 
 
-class _LinkerHolder:
-    __slots__ = ("__weakref__", "closed")
-
-    def __init__(self) -> None:
-        self.closed = False
-
-
 class Linker:
     """Links object codes into one cubin or PTX with nvJitLink.
 
@@ -435,7 +437,7 @@ class Linker:
     ...                 link_time_optimization=True)).link("cubin")
     """
 
-    __slots__ = ("__weakref__", "_error_log", "_handle", "_info_log", "_inputs", "_options")
+    __slots__ = ("__weakref__", "_closed", "_error_log", "_info_log", "_inputs", "_options")
 
     def __init__(
         self, *object_codes: ObjectCode, options: LinkerOptions | dict | None = None
@@ -449,7 +451,7 @@ class Linker:
         self._options = check_or_create_options(LinkerOptions, options, "options")
         self._error_log: str | None = None  # None until link() ran
         self._info_log: str | None = None
-        self._handle: _LinkerHolder | None = _LinkerHolder()
+        self._closed = False
 
     @property
     def backend(self) -> CompilerBackendType:
@@ -475,16 +477,16 @@ class Linker:
     def handle(self) -> int | None:
         """None: nvJitLink handles live only for the duration of :meth:`link`; ``0`` once closed
         (as ``cuda.core`` reports a closed linker's handle)."""
-        return 0 if self._handle is None else None
+        return 0 if self._closed else None
 
     @property
     def is_closed(self) -> bool:
         """bool: Whether :meth:`close` was called."""
-        return self._handle is None
+        return self._closed
 
     def close(self) -> None:
         """Release the linker; idempotent."""
-        self._handle = None
+        self._closed = True
 
     def __enter__(self) -> Linker:
         return self
@@ -514,7 +516,7 @@ class Linker:
         RuntimeError
             The linker is closed (the exception is also a ``ValueError``).
         """
-        if self._handle is None:
+        if self._closed:
             raise _ClosedLinkerError("this Linker is closed")
         if target_type not in ("cubin", "ptx"):
             raise arg_error("target_type", '"cubin" or "ptx"', target_type)
@@ -564,7 +566,7 @@ class Linker:
 
     def _log(self, log: str | None) -> str:
         if log is None:
-            if self._handle is None:
+            if self._closed:
                 raise _ClosedLinkerError("this Linker is closed and never linked: it has no log")
             return ""
         return log

@@ -376,7 +376,8 @@ class Program:
 
         flags = [f.decode() for f in self._options.as_bytes("nvvm", target_type)]
         code = self._code.encode() if isinstance(self._code, str) else self._code
-        prog = nvvm.create_program()
+        owner = OwnedHandle("nvvm program", nvvm.create_program(), nvvm.destroy_program)
+        prog = owner.value
         try:
             try:
                 nvvm.add_module_to_program(prog, code, len(code), self._name())
@@ -409,7 +410,7 @@ class Program:
             nvvm.get_compiled_result(prog, ba)
             buf = bytes(ba)
         finally:
-            nvvm.destroy_program(prog)
+            owner.release()
         if target_type == "ptx":
             buf = buf.rstrip(b"\x00")
         return ObjectCode._init(buf, target_type, name=self._name())

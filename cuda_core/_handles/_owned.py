@@ -1,8 +1,9 @@
 """Handles of the cold kinds of driver object: one implementation that both backends share.
 
-A cold kind is made and destroyed off the hot paths: a loaded library, an NVRTC program, a
-graph, an executable graph, a graph node's user object, a CUDA array or mipmapped array, a
-texture or surface object, a memory pool. Each such object is owned by one
+A cold kind is made and destroyed off the hot paths: a loaded library, an NVRTC or NVVM
+program, an nvJitLink (or driver) link state, a graph, an executable graph, a graph node's
+user object, a CUDA array or mipmapped array, a texture or surface object, a memory pool, a
+graphics resource. (An owned context has a handle of its own: ``_owned_context``.) Each such object is owned by one
 :class:`OwnedHandle`, which
 
 * destroys it exactly once: at :meth:`~OwnedHandle.release`, or when the handle is collected
@@ -37,6 +38,10 @@ KINDS = (
     "surface object",  # cuSurfObjectDestroy (SurfaceObject)
     "memory pool",  # peer access revoked, then cuMemPoolDestroy (pool resources)
     "ipc file descriptor",  # os.close (IPCAllocationHandle: a pool's shareable handle)
+    "graphics resource",  # cuGraphicsUnregisterResource (GraphicsResource)
+    "nvjitlink handle",  # nvJitLinkDestroy (Linker.link)
+    "driver link state",  # cuLinkDestroy (Linker.link where nvJitLink is missing)
+    "nvvm program",  # nvvmDestroyProgram (Program.compile of NVVM IR)
 )
 
 
@@ -99,6 +104,12 @@ class OwnedHandle:
         """Take ownership of ``value`` (made after this handle), releasing any earlier one."""
         self.release()
         self._box[0] = value
+
+    def take(self) -> Any:
+        """Hand the value over to the caller, who destroys it now and sees any error; the
+        finalizer then finds nothing. ``None`` once released."""
+        value, self._box[0] = self._box[0], None
+        return value
 
     def release(self) -> None:
         """Destroy the value now (a borrowed one is only forgotten); idempotent. The finalizer

@@ -9,12 +9,12 @@ unmaps if needed and unregisters once (``cuGraphicsUnregisterResource``).
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from .._compat import driver
 from .._handles._driver import ensure_driver
+from .._handles._owned import OwnedHandle
 from .._memory import Buffer
 from .._stream import Stream, as_stream
 from .._utils import arg_error, handle_return
@@ -61,28 +61,8 @@ def _gl_name(name: str, value: Any) -> int:
     return int(v)
 
 
-class _Registration:
-    """Owns the ``CUgraphicsResource``: unregistered once (close or collection)."""
-
-    __slots__ = ("__weakref__", "address")
-
-    def __init__(self, address: int) -> None:
-        self.address = address
-
-    def unregister(self) -> None:
-        address, self.address = self.address, 0
-        if address:
-            handle_return(
-                driver.cuGraphicsUnregisterResource(driver.CUgraphicsResource(address)),
-                "cuGraphicsUnregisterResource",
-            )
-
-
-def _unregister_quietly(reg: _Registration) -> None:
-    try:
-        reg.unregister()
-    except Exception:  # a finalizer never raises (the GL or CUDA context may be gone)
-        pass
+def _unregister(address: int) -> Any:
+    return driver.cuGraphicsUnregisterResource(driver.CUgraphicsResource(address))
 
 
 class _Unmap:
@@ -90,14 +70,15 @@ class _Unmap:
 
     __slots__ = ("reg",)
 
-    def __init__(self, reg: _Registration) -> None:
+    def __init__(self, reg: OwnedHandle) -> None:
         self.reg = reg
 
     def __call__(self, ptr: int, size: int, stream: Any) -> None:
-        if not self.reg.address:
+        address = self.reg.value
+        if address is None:
             return  # unregistered already: that unmapped it
         h = driver.CUstream(0) if stream is None else stream.handle
-        res = driver.CUgraphicsResource(self.reg.address)
+        res = driver.CUgraphicsResource(address)
         handle_return(driver.cuGraphicsUnmapResources(1, res, h), "cuGraphicsUnmapResources")
 
 
@@ -118,7 +99,7 @@ class GraphicsResource:
 
     __slots__ = ("__weakref__", "_buf", "_cm_stream", "_entered", "_int", "_reg")
 
-    _reg: _Registration
+    _reg: OwnedHandle  # the CUgraphicsResource address: unregistered once (close or collection)
     _int: int
     _buf: Buffer | None
     _cm_stream: Stream | None
@@ -134,8 +115,7 @@ class GraphicsResource:
     def _wrap(cls, raw: Any, stream: Stream | None) -> GraphicsResource:
         self = object.__new__(cls)
         self._int = int(raw)
-        self._reg = _Registration(self._int)
-        weakref.finalize(self, _unregister_quietly, self._reg)
+        self._reg = OwnedHandle("graphics resource", self._int, _unregister)
         self._buf = None
         self._cm_stream = stream
         self._entered = None
@@ -209,7 +189,7 @@ class GraphicsResource:
     # -- mapping ------------------------------------------------------------------------------
 
     def _check_open(self) -> None:
-        if not self._reg.address:
+        if self._reg.is_released:
             raise RuntimeError("the GraphicsResource is closed")
 
     def _get_mapped_buffer(self) -> Buffer | None:
@@ -284,7 +264,7 @@ class GraphicsResource:
 
     def close(self, stream: Stream | None = None) -> None:
         """Unmap (on ``stream``, default the mapping stream) if mapped, then unregister; idempotent."""
-        if not self._reg.address:
+        if self._reg.is_released:
             return
         buf = self._get_mapped_buffer()
         if buf is not None:
@@ -292,7 +272,9 @@ class GraphicsResource:
             buf.close(stream=stream)
         self._cm_stream = None
         self._entered = None
-        self._reg.unregister()
+        address = self._reg.take()
+        if address is not None:
+            handle_return(_unregister(address), "cuGraphicsUnregisterResource")
 
     def __enter__(self) -> Any:
         if self._cm_stream is None:
@@ -313,7 +295,7 @@ class GraphicsResource:
     @property
     def handle(self) -> int:
         """The ``CUgraphicsResource`` address (``0`` once closed)."""
-        return self._reg.address
+        return self._reg.value or 0
 
     @property
     def resource_handle(self) -> int:
@@ -323,8 +305,8 @@ class GraphicsResource:
     @property
     def is_closed(self) -> bool:
         """Whether the resource was unregistered."""
-        return not self._reg.address
+        return self._reg.is_released
 
     def __repr__(self) -> str:
         state = (" mapped" if self.is_mapped else "") + (" closed" if self.is_closed else "")
-        return f"<GraphicsResource handle=0x{self._reg.address:x}{state}>"
+        return f"<GraphicsResource handle=0x{self.handle:x}{state}>"

@@ -61,3 +61,42 @@ def test_a_failing_destroy_never_raises():
     assert h.is_released
     assert "library released" in repr(h)
     assert "graph exec" in KINDS and "ipc file descriptor" in KINDS
+
+
+def test_take_hands_the_value_over_and_nothing_is_destroyed_later():
+    destroyed = []
+    h = OwnedHandle("graphics resource", 0x9, destroyed.append)
+    assert h.take() == 0x9  # the caller destroys it now, seeing the driver's error
+    assert h.is_released and h.take() is None
+    h.release()
+    del h
+    gc.collect()
+    assert destroyed == []
+
+
+def _live(kind: str) -> list[OwnedHandle]:
+    gc.collect()
+    return [o for o in gc.get_objects() if isinstance(o, OwnedHandle) and o.kind == kind and not o.is_released]
+
+
+def test_a_link_releases_its_nvjitlink_handle_whether_it_fails_or_not():
+    import pytest
+
+    from cuda_core import Linker, LinkerOptions, ObjectCode, Program, ProgramOptions
+    from cuda_core._compile._libraries import nvjitlink_available
+    from cuda_core._errors import LinkerError
+
+    if not nvjitlink_available():
+        pytest.skip("nvJitLink is not installed")
+    ptx = Program('extern "C" __global__ void k() {}', "c++", ProgramOptions(arch="sm_80")).compile("ptx")
+    before = len(_live("nvjitlink handle"))
+    out = Linker(ptx, options=LinkerOptions(arch="sm_80")).link("cubin")
+    assert out.code_type == "cubin"
+    bad = ObjectCode.from_ptx(b"this is not PTX")
+    with pytest.raises(LinkerError) as info:
+        Linker(bad, options=LinkerOptions(arch="sm_80")).link("cubin")
+    # The traceback (held here) still references the frame that made the handle: only an
+    # explicit release on the way out leaves it released.
+    assert info.value.__traceback__ is not None
+    assert len(_live("nvjitlink handle")) == before
+    assert {"nvjitlink handle", "nvvm program", "driver link state", "graphics resource"} <= set(KINDS)
