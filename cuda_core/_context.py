@@ -10,7 +10,6 @@ pools and destroys the context (``cuGreenCtxDestroy`` / ``cuCtxDestroy``).
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +23,8 @@ from ._device_resources import (
     WorkqueueResource,
     require_green_contexts,
 )
-from ._handles._contexts import CtxScope, context_handle, forget_context
+from ._handles._contexts import CtxScope
+from ._handles._owned_context import OwnedContext, owner_of
 from ._utils import arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
@@ -36,11 +36,6 @@ __all__ = ["Context", "ContextOptions"]
 _GREEN_FLAGS = int(
     getattr(getattr(driver, "CUgreenCtxCreate_flags", None), "CU_GREEN_CTX_DEFAULT_STREAM", 1)
 )
-
-# What owns each live context made by Device.create_context, by address: a Stream of it
-# reports that context (green, with its resources) as its Context, also after the Context
-# object the user got was collected (the context lives on while its streams and events do).
-_owners: dict[int, _Owned] = {}
 
 
 @dataclass
@@ -58,100 +53,6 @@ class ContextOptions:
     resources: Sequence[SMResource | WorkqueueResource]
 
 
-class _Owned:
-    """What an owned context holds: the driver handles, its ContextHandle and its children.
-
-    The context is destroyed once, by :meth:`destroy` (``Context.close``), or when the
-    ``Context`` object and every stream and event made in it are gone.
-    """
-
-    __slots__ = ("__weakref__", "children", "closed", "ctx", "ctxh", "device", "green", "lock", "orphaned",
-                 "resources", "wrapper")  # fmt: skip
-
-    def __init__(self, ctx: Any, ctxh: Any, green: Any, resources: list[Any]) -> None:
-        self.ctx = ctx
-        self.ctxh = ctxh
-        self.green = green
-        self.resources = resources  # the CUdevResource structs the descriptor was made from
-        self.children: weakref.WeakSet[Any] = weakref.WeakSet()
-        self.closed = False
-        self.orphaned = False
-        self.lock = threading.Lock()
-        self.wrapper: weakref.ref[Context] | None = None
-        self.device: Any = None
-
-    def context(self) -> Context:
-        """The Context object of this context (made again if the user's one was collected)."""
-        ctx = self.wrapper() if self.wrapper is not None else None
-        if ctx is None:
-            ctx = object.__new__(Context)
-            ctx._handle = self.ctx
-            ctx._int = int(self.ctx)
-            ctx._device_id = -1 if self.device is None else self.device._id
-            ctx._owned = self
-            self.wrapper = weakref.ref(ctx)
-            self.orphaned = False
-            weakref.finalize(ctx, self.orphan)
-        return ctx
-
-    def adopt(self, child: Any) -> Any:
-        self.children.add(child)
-        weakref.finalize(child, self._child_gone)
-        return child
-
-    def _child_gone(self) -> None:
-        if self.orphaned:
-            self._release_if_unused()
-
-    def orphan(self) -> None:
-        if self.wrapper is not None and self.wrapper() is not None:
-            return  # a newer Context object stands for the context
-        self.orphaned = True
-        self._release_if_unused()
-
-    def _release_if_unused(self) -> None:
-        if any(not c.is_closed for c in list(self.children)):
-            return
-        try:
-            self.destroy()
-        except Exception:  # a finalizer never raises (the driver may be shutting down)
-            pass
-
-    def destroy(self) -> None:
-        with self.lock:
-            if self.closed:
-                return
-            self.closed = True
-        address = int(self.ctx)
-        live = [c for c in list(self.children) if not c.is_closed]
-        # (Streams are the children with an ``_nonblocking`` slot; events have none.)
-        green_streams = [
-            c._h.address for c in live if self.green is not None and hasattr(c, "_nonblocking")
-        ]
-        try:
-            if self.green is not None:
-                handle_return(driver.cuGreenCtxDestroy(self.green), "cuGreenCtxDestroy")
-            else:
-                handle_return(driver.cuCtxDestroy(self.ctx), "cuCtxDestroy")
-        finally:
-            # The idle handles died with the context (or were detached from it); the live
-            # ones are closed (their handles see the context gone and forget them).
-            self.ctxh.drop_pools()
-            forget_context(address, self.ctxh)
-            if _owners.get(address) is self:
-                del _owners[address]
-            for child in live:
-                try:
-                    child.close()
-                except Exception:
-                    pass
-            if green_streams and driver.cuCtxGetId(self.ctx)[0]:
-                # A green context's streams outlive it, detached: their handles forgot them
-                # (their context is gone), so they are destroyed here.
-                for raw in green_streams:
-                    driver.cuStreamDestroy(driver.CUstream(raw))
-
-
 class Context:
     """A CUDA context.
 
@@ -166,7 +67,7 @@ class Context:
     _handle: driver.CUcontext | None  # None once closed
     _int: int
     _device_id: int  # the ordinal of its device; -1 until asked
-    _owned: _Owned | None
+    _owned: OwnedContext | None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
@@ -175,9 +76,9 @@ class Context:
 
     @classmethod
     def _from_ctx(cls, handle: driver.CUcontext, device: Device | None = None) -> Context:
-        owner = _owners.get(int(handle))
+        owner = owner_of(int(handle))
         if owner is not None:
-            return owner.context()
+            return _context_of(owner)
         self = object.__new__(cls)
         self._handle = handle
         self._int = int(handle)
@@ -213,10 +114,7 @@ class Context:
             except BaseException:
                 driver.cuGreenCtxDestroy(green)
                 raise
-        owned = _Owned(ctx, context_handle(int(ctx)), green, resources)
-        owned.device = device
-        _owners[int(ctx)] = owned
-        return owned.context()
+        return _context_of(OwnedContext(ctx, green, resources, device.device_id))
 
     @property
     def handle(self) -> driver.CUcontext | None:
@@ -327,7 +225,9 @@ class Context:
                         f"{opts.nonblocking!r})); leave nonblocking at its default, True"
                     )
                 options = opts
-            return owned.adopt(Stream._create(dev, options, ctxh=owned.ctxh))  # type: ignore[no-any-return]
+            stream = Stream._create(dev, options, ctxh=owned.ctxh)
+            owned.adopt(stream._h)
+            return stream  # type: ignore[no-any-return]
         if dev._ctx is not None and dev._ctx_int == self._int:
             return dev.create_stream(options=options)
         with CtxScope(self._live(), self._int):
@@ -351,13 +251,32 @@ class Context:
         return f"<Context handle=0x{self._int:x} device={dev}>"
 
 
-def adopt_child(stream_or_event: Any, ctxh: Any) -> Any:
-    """Register an object made through ``ctxh`` with the owned context of that handle, if any
-    (closed with it); returns the object."""
-    owner = _owners.get(ctxh.address)
+def adopt_child(handle: Any, ctxh: Any) -> Any:
+    """Make the stream or event handle ``handle``, made through ``ctxh``, a child of the owned
+    context of ``ctxh``, if any (released with it); returns the handle."""
+    owner = owner_of(ctxh.address)
     if owner is not None:
-        owner.adopt(stream_or_event)
-    return stream_or_event
+        owner.adopt(handle)
+    return handle
+
+
+# The Context object that stands for each owned context now, by address (made again when the
+# user's one was collected while the context lives on through its streams and events).
+_wrappers: weakref.WeakValueDictionary[int, Context] = weakref.WeakValueDictionary()
+
+
+def _context_of(owned: OwnedContext) -> Context:
+    """The Context object of an owned context."""
+    ctx = _wrappers.get(owned.address)
+    if ctx is None or ctx._owned is not owned:  # (a new context at a dead one's address)
+        ctx = object.__new__(Context)
+        ctx._handle = None if owned.closed else owned.ctx
+        ctx._int = owned.address
+        ctx._device_id = owned.device_id
+        ctx._owned = owned
+        _wrappers[owned.address] = ctx
+        weakref.finalize(ctx, owned.orphan, owned.new_user())
+    return ctx
 
 
 def _create_plain(device: Device) -> Any:

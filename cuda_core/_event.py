@@ -132,9 +132,7 @@ class Event:
     __slots__ = ("__weakref__", "_device_id", "_flags", "_h", "_handle", "_ipc")
 
     _h: Any  # the EventHandle (released once closed)
-    _handle: (
-        driver.CUevent | None
-    )  # the binding object, made on first use of .handle; None once closed
+    _handle: driver.CUevent  # the binding object, made on first use of .handle
     _device_id: int  # the ordinal of the device it was created on
     _flags: int  # the CUevent_flags it was created with
     _ipc: IPCEventDescriptor  # the descriptor of an IPC event, set once asked for (or opened from)
@@ -168,16 +166,16 @@ class Event:
         return cls._wrap(device._context_handle().create_event(flags), device._id)
 
     def _check_open(self) -> None:
-        if self._handle is None:
+        if self._h.is_released:
             raise RuntimeError("the event is closed")
 
     @property
     def handle(self) -> driver.CUevent:
         """The driver handle (``cuda.bindings.driver.CUevent``); ``CUevent(0)`` once closed."""
-        h = self._handle
-        if h is None:
+        if self._h.is_released:
             return driver.CUevent(0)  # as cuda.core: a closed event's handle is NULL, not an error
         self._h.expose()  # whoever holds the handle may record it: not pooled as never recorded
+        h = self._handle
         if h is _UNSET:
             h = self._handle = driver.CUevent(self._h.address)
         return h
@@ -236,18 +234,18 @@ class Event:
     @property
     def is_closed(self) -> bool:
         """Whether :meth:`close` was called."""
-        return self._handle is None
+        return self._h.is_released
 
     @property
     def is_done(self) -> bool:
         """Whether all work recorded before the event has completed (never blocks)."""
-        if self._handle is None:
+        if self._h.is_released:
             raise RuntimeError("the event is closed")
         return bool(self._h.query())
 
     def sync(self) -> None:
         """Block the calling thread until the event has completed."""
-        if self._handle is None:  # not .handle: waiting records nothing (see _recorded)
+        if self._h.is_released:  # not .handle: waiting records nothing (see _recorded)
             raise RuntimeError("the event is closed")
         self._h.sync()
 
@@ -256,7 +254,7 @@ class Event:
         if not isinstance(other, Event):
             return NotImplemented
         for ev, role in ((other, "start"), (self, "end")):
-            if ev._handle is None:
+            if ev._h.is_released:
                 raise RuntimeError(f"cannot time events: the {role} event is closed")
             if ev._flags & _DISABLE_TIMING:
                 raise RuntimeError(
@@ -363,7 +361,6 @@ class Event:
 
     def close(self) -> None:
         """Destroy the event (idempotent)."""
-        self._handle = None
         self._h.release()
 
     def __enter__(self) -> Event:
@@ -376,8 +373,8 @@ class Event:
         if not isinstance(other, Event):
             return NotImplemented
         return self is other or (
-            self._handle is not None
-            and other._handle is not None
+            not self._h.is_released
+            and not other._h.is_released
             and self._h.address == other._h.address
         )
 
@@ -385,7 +382,7 @@ class Event:
         return id(self)
 
     def __repr__(self) -> str:
-        if self._handle is None:
+        if self._h.is_released:
             return "<Event closed>"
         return f"<Event handle=0x{self._h.address:x}>"
 

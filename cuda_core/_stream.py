@@ -369,7 +369,7 @@ class Stream:
                 if ctxh is None or ctxh is dev._ctxh:
                     ev = Event._wrap(dev._ctxh.record_event(flags, h), dev._id)
                 else:  # a stream of another context: the event is made (pooled) in that context
-                    ev = adopt_child(Event._wrap(ctxh.record_event(flags, h), dev._id), ctxh)
+                    ev = Event._wrap(adopt_child(ctxh.record_event(flags, h), ctxh), dev._id)
             if flags & _INTERPROCESS:
                 # Its descriptor is made now, on this thread: multiprocessing pickles a Queue's
                 # items on a thread of its own, which then calls no driver function.
@@ -412,7 +412,7 @@ class Stream:
             The stream or the event is closed.
         """
         if isinstance(event_or_stream, Event):
-            if event_or_stream._handle is None:  # not .handle: waiting records nothing
+            if event_or_stream._h.is_released:  # not .handle: waiting records nothing
                 raise RuntimeError("the event is closed")
             self._live()
             self._h.wait(event_or_stream._h)
