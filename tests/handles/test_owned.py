@@ -76,7 +76,11 @@ def test_take_hands_the_value_over_and_nothing_is_destroyed_later():
 
 def _live(kind: str) -> list[OwnedHandle]:
     gc.collect()
-    return [o for o in gc.get_objects() if isinstance(o, OwnedHandle) and o.kind == kind and not o.is_released]
+    return [
+        o
+        for o in gc.get_objects()
+        if isinstance(o, OwnedHandle) and o.kind == kind and not o.is_released
+    ]
 
 
 def test_a_link_releases_its_nvjitlink_handle_whether_it_fails_or_not():
@@ -88,7 +92,9 @@ def test_a_link_releases_its_nvjitlink_handle_whether_it_fails_or_not():
 
     if not nvjitlink_available():
         pytest.skip("nvJitLink is not installed")
-    ptx = Program('extern "C" __global__ void k() {}', "c++", ProgramOptions(arch="sm_80")).compile("ptx")
+    ptx = Program('extern "C" __global__ void k() {}', "c++", ProgramOptions(arch="sm_80")).compile(
+        "ptx"
+    )
     before = len(_live("nvjitlink handle"))
     out = Linker(ptx, options=LinkerOptions(arch="sm_80")).link("cubin")
     assert out.code_type == "cubin"
@@ -99,4 +105,6 @@ def test_a_link_releases_its_nvjitlink_handle_whether_it_fails_or_not():
     # explicit release on the way out leaves it released.
     assert info.value.__traceback__ is not None
     assert len(_live("nvjitlink handle")) == before
-    assert {"nvjitlink handle", "nvvm program", "driver link state", "graphics resource"} <= set(KINDS)
+    assert {"nvjitlink handle", "nvvm program", "driver link state", "graphics resource"} <= set(
+        KINDS
+    )
