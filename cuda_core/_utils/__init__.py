@@ -242,6 +242,7 @@ def check_or_create_options(
     if isinstance(options, dict):
         if dataclasses.is_dataclass(cls):
             known = {f.name for f in dataclasses.fields(cls)}
+            known.update(getattr(cls, "_renamed_fields", ()))  # old names (_utils._renamed)
             unknown = sorted(set(options) - known, key=str)
             if unknown:
                 raise unknown_field_error(cls, unknown, f"the {what} dict")
