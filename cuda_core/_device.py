@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections import namedtuple
 from typing import TYPE_CHECKING, Any
 
 from . import _links
@@ -19,6 +18,7 @@ from ._handles._driver import ensure_driver
 from ._links import device_count
 from ._stream import Stream, _borrow, _foreign_handle_attrs
 from ._utils import SET_CURRENT_HINT, arg_error, handle_return
+from ._utils import ComputeCapability as ComputeCapability
 
 if TYPE_CHECKING:
     from ._event import EventOptions
@@ -32,9 +32,6 @@ if TYPE_CHECKING:
     from .texture._texture import ResourceDescriptor, TextureObject, TextureObjectOptions
 
 __all__ = ["ComputeCapability", "Device", "DeviceProperties"]
-
-ComputeCapability = namedtuple("ComputeCapability", ["major", "minor"])
-ComputeCapability.__doc__ = "A device's compute capability as ``(major, minor)``, e.g. ``(9, 0)``."
 
 _SUCCESS = driver.CUresult.CUDA_SUCCESS
 _INVALID_CONTEXT = driver.CUresult.CUDA_ERROR_INVALID_CONTEXT

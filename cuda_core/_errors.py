@@ -29,6 +29,9 @@ __all__ = [
 class CUDAError(Exception):
     """An error reported by a CUDA library.
 
+    ``CUDAError("some message")``, the form ``cuda.core`` raises and code written for it may
+    raise too, is a plain error with that message (kept in :attr:`api`, the first part).
+
     Attributes
     ----------
     code : int or None
@@ -48,8 +51,8 @@ class CUDAError(Exception):
 
     def __init__(
         self,
-        api: str,
-        name: str,
+        api: str = "",
+        name: str = "",
         explanation: str = "",
         code: int | None = None,
     ) -> None:
@@ -174,8 +177,8 @@ class CompileError(CUDAError):
 
     def __init__(
         self,
-        api: str,
-        name: str,
+        api: str = "",
+        name: str = "",
         explanation: str = "",
         code: int | None = None,
         *,
@@ -205,8 +208,8 @@ class NVRTCError(CompileError):
 
     def __init__(
         self,
-        api: str,
-        error_name: str,
+        api: str = "",
+        error_name: str = "",
         explanation: str = "",
         code: int | None = None,
         *,

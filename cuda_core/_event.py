@@ -12,6 +12,7 @@ from ._context import Context
 from ._handles._backend import backend
 from ._handles._driver import ensure_driver
 from ._utils import TypeValueError, arg_error, check_or_create_options, handle_return
+from ._utils._renamed import getter_method, renamed_fields, renamed_property
 
 if TYPE_CHECKING:
     from ._device import Device
@@ -36,9 +37,19 @@ _new_object = object.__new__
 _UNSET: Any = driver.CUevent(0)  # Event._handle before .handle was first asked for
 
 
+@renamed_fields(
+    {
+        "enable_timing": "timing_enabled",
+        "busy_waited_sync": "blocking_sync",
+        "support_ipc": "ipc_enabled",
+    }
+)
 @dataclass
 class EventOptions:
     """Options for a new event.
+
+    The names earlier ``cuda.core`` releases used (``enable_timing``, ``busy_waited_sync``,
+    ``support_ipc``) are taken too, with a ``DeprecationWarning`` naming the current one.
 
     Attributes
     ----------
@@ -213,17 +224,14 @@ class Event:
         self._check_open()
         return bool(self._flags & _BLOCKING_SYNC)
 
-    @property
-    def is_timing_disabled(self) -> bool:
-        """Whether the event records no timestamps."""
-        self._check_open()
-        return bool(self._flags & _DISABLE_TIMING)
-
-    @property
-    def is_sync_busy_waited(self) -> bool:
-        """Whether :meth:`sync` spins (``True``) or blocks the thread."""
-        self._check_open()
-        return not self._flags & _BLOCKING_SYNC
+    # Spellings of cuda.core before 1.0, each with a DeprecationWarning naming the current one.
+    is_timing_disabled = renamed_property(
+        "Event", "is_timing_disabled", "is_timing_enabled", convert=lambda v: not v
+    )
+    is_sync_busy_waited = renamed_property(
+        "Event", "is_sync_busy_waited", "is_blocking_sync", convert=lambda v: not v
+    )
+    get_ipc_descriptor = getter_method("Event", "get_ipc_descriptor", "ipc_descriptor")
 
     @property
     def is_ipc_enabled(self) -> bool:
@@ -274,7 +282,8 @@ class Event:
             )
         return float(handle_return((err, ms), "cuEventElapsedTime"))
 
-    def get_ipc_descriptor(self) -> IPCEventDescriptor:
+    @property
+    def ipc_descriptor(self) -> IPCEventDescriptor:
         """A picklable descriptor another process opens with :meth:`from_ipc_descriptor`.
 
         Returns
@@ -298,13 +307,8 @@ class Event:
             ipc = handle_return(
                 driver.cuIpcGetEventHandle(driver.CUevent(self._h.address)), "cuIpcGetEventHandle"
             )
-            desc = self._ipc = IPCEventDescriptor(_handle_bytes(ipc), self.is_sync_busy_waited)
+            desc = self._ipc = IPCEventDescriptor(_handle_bytes(ipc), not self.is_blocking_sync)
         return desc
-
-    @property
-    def ipc_descriptor(self) -> IPCEventDescriptor:
-        """The same as :meth:`get_ipc_descriptor`."""
-        return self.get_ipc_descriptor()
 
     @classmethod
     def from_ipc_descriptor(cls, ipc_descriptor: IPCEventDescriptor) -> Event:

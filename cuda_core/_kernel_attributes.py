@@ -1,4 +1,9 @@
-"""KernelAttributes: a kernel's per-device attributes (``cuKernelGetAttribute``), as properties."""
+"""KernelAttributes: a kernel's per-device attributes (``cuKernelGetAttribute``), as properties.
+
+Before ``cuda.core`` 1.0 each attribute was a method taking a device
+(``kernel.attributes.num_regs()``, ``num_regs(device_id)``); the integer attributes still answer
+that call, with a ``DeprecationWarning`` (their values are ints that can be called).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from typing import Any
 from ._compat import driver
 from ._handles._driver import ensure_driver
 from ._utils import arg_error, call, handle_return
+from ._utils._renamed import warn_renamed
 
 __all__ = ["KernelAttributes"]
 
@@ -28,9 +34,41 @@ def _cu_device(device_id: Any) -> Any:
     return handle_return(driver.cuDeviceGet(ordinal), "cuDeviceGet")
 
 
+class _CallableInt(int):
+    """An integer attribute's value, which code written for ``cuda.core`` 0.x may still call:
+    ``kernel.attributes.num_regs()`` (this value) or ``num_regs(device)`` (that device's), with
+    a ``DeprecationWarning`` naming the property. Otherwise a plain ``int``."""
+
+    _view: KernelAttributes
+    _name: str
+
+    def __call__(self, device_id: Any = None) -> int:
+        warn_renamed(
+            f"KernelAttributes.{self._name}()",
+            f"the property KernelAttributes.{self._name} "
+            f"(kernel.attributes[device].{self._name} for another device)",
+            stacklevel=3,
+        )
+        if device_id is None:  # the view's device, just read
+            return int(self)
+        return int(getattr(self._view[device_id], self._name))
+
+    def __reduce__(self) -> Any:
+        return (int, (int(self),))
+
+
+def _callable_int(view: KernelAttributes, name: str, value: int) -> int:
+    out = _CallableInt(value)
+    out._view = view
+    out._name = name
+    return out
+
+
 def _int_attr(attr: Any, doc: str) -> property:
+    name = _FA(attr).name.removeprefix("CU_FUNC_ATTRIBUTE_").lower()
+
     def get(self: KernelAttributes) -> int:
-        return self._get(attr)
+        return _callable_int(self, name, self._get(attr))
 
     get.__doc__ = doc
     return property(get)
@@ -45,8 +83,10 @@ def _bool_attr(attr: Any, doc: str) -> property:
 
 
 def _settable_attr(attr: Any, doc: str) -> property:
+    name = _FA(attr).name.removeprefix("CU_FUNC_ATTRIBUTE_").lower()
+
     def get(self: KernelAttributes) -> int:
-        return self._get(attr)
+        return _callable_int(self, name, self._get(attr))
 
     def set(self: KernelAttributes, value: int) -> None:
         self._set(attr, value)

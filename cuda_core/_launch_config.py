@@ -17,6 +17,7 @@ from typing import Any
 from . import _links
 from ._handles._backend import backend
 from ._utils import TypeValueError, ValueOverflowError, arg_error, cast_to_3_tuple
+from ._utils._renamed import renamed_property, warn_renamed
 
 __all__ = ["LaunchConfig"]
 
@@ -90,7 +91,8 @@ class LaunchConfig:
         one wrote. Sets ``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION``. Default
         ``False``.
     cooperative_launch : bool, optional
-        Keyword-only alias of ``is_cooperative`` (the older ``cuda.core`` name).
+        Keyword-only: the name earlier ``cuda.core`` releases used for ``is_cooperative``
+        (deprecated: warns ``DeprecationWarning``).
 
     Raises
     ------
@@ -140,6 +142,7 @@ class LaunchConfig:
         self._cluster = _cluster(cluster)
         self._shmem = 0 if shmem_size is None else _shmem(shmem_size)
         if cooperative_launch is not None:
+            warn_renamed("LaunchConfig(cooperative_launch=...)", "LaunchConfig(is_cooperative=...)")
             is_cooperative = cooperative_launch
         # The flags take any truth value (1, numpy.True_), as in cuda.core.
         self._coop = bool(is_cooperative)
@@ -232,14 +235,7 @@ class LaunchConfig:
         self._pss = bool(value)
         self._changed()
 
-    @property
-    def cooperative_launch(self) -> bool:
-        """Alias of :attr:`is_cooperative` (the older ``cuda.core`` name)."""
-        return self._coop
-
-    @cooperative_launch.setter
-    def cooperative_launch(self, value: bool) -> None:
-        self.is_cooperative = value
+    cooperative_launch = renamed_property("LaunchConfig", "cooperative_launch", "is_cooperative")
 
     @property
     def grid_blocks(self) -> tuple[int, int, int]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import struct
-import warnings
 from typing import Any
 
 from . import _links
@@ -49,28 +48,6 @@ def _as_stream(obj: Any) -> Any:
     if obj is None:
         raise arg_error("stream", _STREAM_RULE, obj, exc=TypeError)
     return as_stream(obj, "stream")
-
-
-# cuda.core 1.2's words (code written for it may match on them), then ours.
-_FOREIGN_STREAM_WARNING = (
-    "Passing foreign stream objects to this function via the stream protocol is deprecated. "
-    "Convert the object explicitly using Stream(obj) instead. (stream type: {}; Stream(obj) or "
-    "Device.create_stream(obj) wraps it once, for every launch.)"
-)
-
-
-def _launch_stream(obj: Any) -> Any:
-    """launch()'s stream: a foreign one (PyTorch, CuPy, any ``__cuda_stream__`` object) is
-    accepted with the ``DeprecationWarning`` ``cuda.core`` 1.2's ``launch`` gives for it."""
-    stream = _as_stream(obj)
-    if stream is not obj and stream is not getattr(obj, "_cuda_core_stream", None):
-        tp = type(obj)
-        warnings.warn(
-            _FOREIGN_STREAM_WARNING.format(f"{tp.__module__}.{tp.__qualname__}"),
-            DeprecationWarning,
-            stacklevel=3,
-        )
-    return stream
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,9 +155,8 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     ----------
     stream : Stream, GraphBuilder or IsStreamType
         Where the launch is ordered. A graph builder records the launch as a kernel node. A
-        foreign stream (PyTorch, CuPy, any object with ``__cuda_stream__``) still works but is
-        deprecated, as in ``cuda.core`` 1.2 (``DeprecationWarning``): wrap it once with
-        ``Stream(obj)``.
+        foreign stream (PyTorch, CuPy, any object with ``__cuda_stream__``) is taken as it is,
+        silently, as ``cuda.core`` 1.2 takes it; ``Stream(obj)`` wraps it once for many launches.
     config : LaunchConfig or dict
         Grid, cluster, block, dynamic shared memory and cooperation; a dict of
         :class:`LaunchConfig`'s arguments is turned into one per call (as in ``cuda.core``).
@@ -215,7 +191,7 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     >>> launch(s, LaunchConfig(grid=(n + 255) // 256, block=256), ker, a, b, c, np.uint64(n))
     """
     if type(stream) is not Stream:
-        stream = _launch_stream(stream)
+        stream = _as_stream(stream)
         if type(stream) is _DeviceDefaultStream:
             # A device's default stream: its token means "the current context's", so the launch
             # runs (on the plain twin) with the device's context current.

@@ -374,7 +374,7 @@ class Stream:
                 # Its descriptor is made now, on this thread: multiprocessing pickles a Queue's
                 # items on a thread of its own, which then calls no driver function.
                 try:
-                    ev.get_ipc_descriptor()
+                    ev.ipc_descriptor  # noqa: B018  (made and kept by the event)
                 except BaseException:
                     ev.close()
                     raise

@@ -137,8 +137,6 @@ def test_each_module_all_is_sorted_and_defined(modname):
 FACES = (
     "__init__.py",
     "_memory/__init__.py",
-    "experimental/__init__.py",
-    "experimental/utils.py",
     "graph/__init__.py",
     "nccl/__init__.py",
     "system/__init__.py",
@@ -174,8 +172,38 @@ def test_face_re_exports_each_name_explicitly(face):
     assert not unlisted, f"{modname} re-exports names its __all__ lacks: {unlisted}"
 
 
+# The pre-1.0 namespace repeats no list: each of its faces star-imports one face above and
+# extends ``__all__`` with that face's ``__all__`` (``__all__ += m.__all__``, a form mypy and
+# pyright follow; tests/test_typing_api.py checks both see every name).
+FOLDED_FACES = {
+    "experimental/__init__.py": ("cuda_core", ["system", "utils"]),
+    "experimental/utils.py": ("cuda_core.utils", []),
+}
+
+
+@pytest.mark.parametrize("face", sorted(FOLDED_FACES))
+def test_folded_face_takes_its_names_from_one_list(face):
+    source, extra = FOLDED_FACES[face]
+    tree = ast.parse((PKG / face).read_text())
+    stars = [
+        n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.names[0].name == "*"
+    ]
+    assert stars == [source], f"cuda_core/{face}: star imports {stars}"
+    bindings = _all_bindings(tree)
+    assert _literal_all(tree) == extra and len(bindings) == 2, f"cuda_core/{face}: __all__"
+    grow = bindings[1]
+    assert isinstance(grow, ast.AugAssign) and ast.unparse(grow.value).endswith(".__all__")
+    modname = ".".join((PKG / face).relative_to(PKG.parent).with_suffix("").parts)
+    mod = importlib.import_module(modname.removesuffix(".__init__"))
+    assert list(mod.__all__) == extra + list(importlib.import_module(source).__all__)
+
+
 def _module_files() -> list[str]:
-    return sorted(str(p.relative_to(PKG)) for p in PKG.rglob("*.py"))
+    return sorted(
+        str(p.relative_to(PKG))
+        for p in PKG.rglob("*.py")
+        if str(p.relative_to(PKG)) not in FOLDED_FACES
+    )
 
 
 @pytest.mark.parametrize("relpath", _module_files())

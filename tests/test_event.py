@@ -223,7 +223,7 @@ def test_ipc_event_rules(dev):
     assert isinstance(desc, IPCEventDescriptor) and pickle.loads(pickle.dumps(desc)) == desc
     plain = s.record()
     with pytest.raises(RuntimeError, match="not IPC-enabled"):
-        plain.get_ipc_descriptor()
+        _ = plain.ipc_descriptor
     with pytest.raises(RuntimeError, match="not IPC-enabled"):
         ForkingPickler.dumps(plain)
     ev.close()

@@ -55,3 +55,49 @@ def test_strided_memory_view_is_also_at_the_top_level():
     # Later cuda.core releases export it from cuda.core itself (the TMA examples import it so).
     assert cuda_core.StridedMemoryView is cuda_core.utils.StridedMemoryView
     assert "StridedMemoryView" in cuda_core.__all__
+
+
+def _fresh(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *code.split("\0")], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+
+
+def test_importing_it_warns_deprecation_once_at_the_importer():
+    # cuda.core 0.5 to 0.7 warned so on import; 1.0 removed the namespace (ModuleNotFoundError).
+    code = (
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import cuda_core.experimental\n"
+        "    import cuda_core.experimental.utils\n"
+        "    from cuda_core.experimental import Device\n"
+        "print(len(w), w[0].category.__name__, w[0].filename)\n"
+        "print(str(w[0].message))\n"
+    )
+    proc = _fresh(f"-c\0{code}")
+    assert proc.returncode == 0, proc.stderr
+    first, message = proc.stdout.splitlines()
+    assert first == "1 DeprecationWarning <string>"
+    assert "from cuda_core import Device" in message
+
+
+def test_importing_cuda_core_alone_does_not_warn():
+    proc = _fresh("-W\0error\0-c\0import cuda_core, cuda_core.utils; print('ok')")
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_utils_fallback_path_of_cuda_core_helpers():
+    # Code outside cuda.core falls back to cuda.core.experimental._utils.cuda_utils.
+    from cuda_core._utils import cuda_utils
+
+    code = (
+        "from cuda_core.experimental._utils.cuda_utils import handle_return, CUDAError\n"
+        "import cuda_core.experimental._utils.cuda_utils as m\n"
+        "import cuda_core._utils.cuda_utils as n\n"
+        "print(m is n, CUDAError is n.CUDAError)\n"
+    )
+    proc = _fresh(f"-W\0ignore::DeprecationWarning\0-c\0{code}")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True True"
+    assert exp._utils.cuda_utils is cuda_utils

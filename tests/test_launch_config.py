@@ -29,7 +29,11 @@ def test_tuples_are_padded():
     assert c.cluster == (2, 1, 1)
     assert c.block == (8, 4, 2)
     assert c.shmem_size == 1024
-    assert c.is_cooperative and c.cooperative_launch
+    assert c.is_cooperative
+    with pytest.warns(
+        DeprecationWarning, match=r"LaunchConfig\.cooperative_launch .*LaunchConfig\.is_cooperative"
+    ):
+        assert c.cooperative_launch
 
 
 def test_cluster_multiplies_grid_into_blocks():
@@ -38,8 +42,14 @@ def test_cluster_multiplies_grid_into_blocks():
     assert LaunchConfig(grid=5, block=1).grid_blocks == (5, 1, 1)
 
 
-def test_cooperative_launch_alias():
-    assert LaunchConfig(grid=1, block=1, cooperative_launch=True).is_cooperative
+def test_cooperative_launch_the_name_before_1_0_warns():
+    with pytest.warns(DeprecationWarning, match=r"is_cooperative=\.\.\.") as rec:
+        assert LaunchConfig(grid=1, block=1, cooperative_launch=True).is_cooperative
+    assert rec[0].filename == __file__
+    c = LaunchConfig(grid=1, block=1)
+    with pytest.warns(DeprecationWarning, match="is_cooperative"):
+        c.cooperative_launch = 1
+    assert c.is_cooperative is True
 
 
 @pytest.mark.parametrize("field", ["grid", "block"])

@@ -69,8 +69,20 @@ def test_check_or_create_options_rejects_unknown_fields_by_name():
 
 
 def test_check_or_create_options_rejects_other_types():
-    with pytest.raises(TypeError, match=r"^opts must be None, a dict or a _Opts \(got 42\)$"):
+    # cuda.core's message (and class), which names the description passed
+    with pytest.raises(
+        TypeError,
+        match=r"^The opts must be provided as an object of type _Opts or as a dict with valid "
+        r"opts\. The provided object is '42'\.$",
+    ):
         check_or_create_options(_Opts, 42, "opts")
+    with pytest.raises(TypeError, match=r"^The options must be provided"):
+        check_or_create_options(_Opts, [1])
+
+
+def test_check_or_create_options_keeps_none_when_asked():
+    assert check_or_create_options(_Opts, None, "opts", keep_none=True) is None
+    assert check_or_create_options(_Opts, {}, keep_none=True) == _Opts()
 
 
 def test_check_or_create_options_runs_validation():

@@ -29,16 +29,16 @@ A small pytest plugin (written into the scratch copy, loaded with ``-p``) does t
   with a driver present (``--gpu``) the plugin only records.
 
 Ours only: NVIDIA's shared harness (``conftest.py``, ``helpers/``, ``cuda_python_test_helpers``)
-imports ``CUDAError`` and ``handle_return`` from the private module
-``cuda.core._utils.cuda_utils``. Without them no test could even start, so for the ours run
-that one module name is bridged to our equivalents (and to the ``cuda.bindings`` modules it
-re-exports: ``driver``, ``nvrtc``, ``runtime``); so are the few private names test modules
-need at module level (``_SynchronousMemoryResource``, ``Stream_accept``, and the probes
-``_decide_nvjitlink_or_driver`` and ``_can_load_generated_ptx``), or nothing in those modules
-would run. The bridge is a ``sitecustomize.py`` in the ours scratch copy (on ``PYTHONPATH``), so it
-holds in every process of the run, the children that the IPC tests spawn included; it then runs
-the environment's own ``sitecustomize``, if any. Every other private name is left as it is, so
-a test that reaches into ``cuda.core`` internals fails with ours and says so in its note.
+imports ``CUDAError`` and ``handle_return`` from ``cuda.core._utils.cuda_utils``, which
+``cuda_core`` offers at the same path (``cuda_core._utils.cuda_utils``, for code outside it).
+A few private names test modules need at module level are not part of that, so for the ours
+run they are bridged to our equivalents (``_SynchronousMemoryResource``, ``Stream_accept``, and
+the probes ``_decide_nvjitlink_or_driver`` and ``_can_load_generated_ptx``), or nothing in those
+modules would run. The bridge is a ``sitecustomize.py`` in the ours scratch copy (on
+``PYTHONPATH``), so it holds in every process of the run, the children that the IPC tests spawn
+included; it then runs the environment's own ``sitecustomize``, if any. Every other private name
+is left as it is, so a test that reaches into ``cuda.core`` internals fails with ours and says so
+in its note.
 
 Written under OUTDIR: ``table.txt`` (one row per test: peer outcome, ours outcome, verdict, the
 error line of ours, else of the peer), ``results.json`` and ``logs.txt`` (pytest's output of
@@ -218,33 +218,28 @@ def pytest_runtest_logreport(report):
 
 
 # The ours side's sitecustomize.py, written into its scratch copy (on PYTHONPATH): it bridges the
-# harness names in every Python process of the run, the pytest process and the children that
+# private test-plumbing names in every Python process of the run, the pytest process and the children that
 # NVIDIA's IPC tests spawn (``multiprocessing`` with ``spawn`` starts a fresh interpreter, which
 # imports the test module again to unpickle its target, and with it ``helpers``). A bridge made in
 # the plugin alone reached the pytest process only: every spawned child died in its first import.
 SITECUSTOMIZE_SOURCE = '''\
-"""tools/peer_tests.py, ours side: bridges the private names NVIDIA's test harness imports."""
+"""tools/peer_tests.py, ours side: bridges the private names NVIDIA's test modules need."""
 
 import importlib.machinery
 import importlib.util
 import os
 import sys
-import types
 
 
 def _bridge_private_harness_names():
-    """Ours only: the one private module NVIDIA's shared harness needs, mapped to our names."""
-    import cuda_core
-    import cuda_core._utils as utils
-    from cuda.bindings import driver, nvrtc, runtime
+    """Ours only: private names NVIDIA's test modules use at module level, mapped to ours.
 
-    mod = types.ModuleType("cuda_core._utils.cuda_utils")
-    mod.__doc__ = "tools/peer_tests.py bridge for the cuda.core test harness (not part of cuda_core)"
-    mod.CUDAError = cuda_core.CUDAError
-    mod.NVRTCError = cuda_core.NVRTCError
-    mod.handle_return = utils.handle_return
-    mod.driver, mod.nvrtc, mod.runtime = driver, nvrtc, runtime
-    sys.modules[mod.__name__] = mod
+    (cuda.core._utils.cuda_utils, which the harness imports, needs no bridge: cuda_core has
+    it at the same path, for all code outside cuda.core.)
+    """
+    import cuda_core
+    from cuda.bindings import driver, nvrtc
+
     # NVIDIA's test_launcher.py imports its private synchronous resource at module level; ours
     # is public under another name. Without this, no test of that module would run at all.
     import cuda_core._memory._legacy as legacy

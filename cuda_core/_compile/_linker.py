@@ -401,7 +401,15 @@ def _require_driver_linker(needed_by: str) -> None:
     _log.debug("nvJitLink not found: linking with the driver's cuLink* linker (no LTO)")
 
 
+_warned_no_lto = False
+
+
 def _warn_no_lto() -> None:
+    # Once per process, as cuda.core 1.2 warns (RuntimeWarning) when nvJitLink is unusable.
+    global _warned_no_lto
+    if _warned_no_lto:
+        return
+    _warned_no_lto = True
     warnings.warn(
         "nvJitLink is not available; linking with the CUDA driver's linker instead, "
         "so link-time optimisation (LTO-IR input) is not available",

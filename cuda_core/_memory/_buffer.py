@@ -20,6 +20,7 @@ from .._stream_ops import (
     pool_allocation,
 )
 from .._utils import TypeValueError, arg_error
+from .._utils._renamed import getter_method
 from ._buffer_export import BufferExport, query_pointer_attrs
 from ._copy import copy_with_options
 from ._resource import MemoryResource, check_ptr, check_size
@@ -531,7 +532,8 @@ class Buffer(BufferExport):
 
     # -- IPC --------------------------------------------------------------------------------------
 
-    def get_ipc_descriptor(self) -> Any:
+    @property
+    def ipc_descriptor(self) -> Any:
         """Describe this buffer for another process (its resource must be IPC-enabled).
 
         Returns
@@ -548,10 +550,9 @@ class Buffer(BufferExport):
         """
         return _links.ipc.export_buffer(self)  # type: ignore[no-any-return]
 
-    @property
-    def ipc_descriptor(self) -> Any:
-        """The same as :meth:`get_ipc_descriptor`."""
-        return self.get_ipc_descriptor()
+    get_ipc_descriptor = getter_method(
+        "Buffer", "get_ipc_descriptor", "ipc_descriptor"
+    )  # before cuda.core 1.0
 
     @classmethod
     def from_ipc_descriptor(cls, mr: Any, ipc_descriptor: Any, stream: Any = None) -> Buffer:
@@ -563,7 +564,7 @@ class Buffer(BufferExport):
             The resource made by :meth:`DeviceMemoryResource.from_allocation_handle` from the
             exporting pool's allocation handle.
         ipc_descriptor : IPCBufferDescriptor
-            From :meth:`get_ipc_descriptor` in the exporting process. Its bytes come from that
+            From :attr:`ipc_descriptor` in the exporting process. Its bytes come from that
             process: map descriptors from trusted peers only.
         stream : Stream, optional
             The deallocation stream of the mapping (``None``: the device's default stream);

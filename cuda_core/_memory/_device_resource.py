@@ -10,6 +10,7 @@ from .. import _links
 from .._compat import driver
 from .._handles._driver import ensure_driver
 from .._utils import arg_error, check_or_create_options, handle_return
+from .._utils._renamed import getter_method
 from ._ipc import export_pool, import_pool, reduce_resource
 from ._peer import PeerAccessibleBySetProxy, replace_peer_access
 from ._pool import _PoolResource, check_bool, check_max_size, create_pool
@@ -164,7 +165,8 @@ class DeviceMemoryResource(_PoolResource):
 
     # -- IPC ------------------------------------------------------------------------------------
 
-    def get_allocation_handle(self) -> Any:
+    @property
+    def allocation_handle(self) -> Any:
         """The pool's shareable handle (a POSIX file descriptor wrapped in an IPCAllocationHandle).
 
         Returns
@@ -182,10 +184,9 @@ class DeviceMemoryResource(_PoolResource):
 
         return export_pool(self)
 
-    @property
-    def allocation_handle(self) -> Any:
-        """The same as :meth:`get_allocation_handle` (the name ``cuda.core`` 1.2 uses)."""
-        return self.get_allocation_handle()
+    get_allocation_handle = getter_method(
+        "DeviceMemoryResource", "get_allocation_handle", "allocation_handle"
+    )  # before cuda.core 1.0
 
     @classmethod
     def from_allocation_handle(cls, device_id: Any, alloc_handle: Any) -> DeviceMemoryResource:

@@ -300,7 +300,7 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     ):  # first, in cuda.core's words (its argument check)
         raise TypeError(
             f"Argument 'ipc_descriptor' has incorrect type (expected IPCBufferDescriptor, got "
-            f"{type(desc).__name__}); get one from Buffer.get_ipc_descriptor() in the exporting process"
+            f"{type(desc).__name__}); get one from Buffer.ipc_descriptor in the exporting process"
         )
     if not isinstance(mr, _PoolResource) or not mr.is_mapped:
         raise arg_error(

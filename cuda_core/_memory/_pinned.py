@@ -9,6 +9,7 @@ from .. import _links
 from .._compat import driver, require_cuda13
 from .._errors import CUDAError
 from .._utils import arg_error, check_int, check_or_create_options, handle_return
+from .._utils._renamed import getter_method
 from ._ipc import export_pool, import_pool, reduce_resource
 from ._pool import (
     _PoolResource,
@@ -116,7 +117,8 @@ class PinnedMemoryResource(_PoolResource):
 
     # -- IPC ------------------------------------------------------------------------------------
 
-    def get_allocation_handle(self) -> Any:
+    @property
+    def allocation_handle(self) -> Any:
         """The pool's shareable handle (an :class:`IPCAllocationHandle` owned by the resource).
 
         A mapped resource returns the duplicate it keeps, so that it can be passed on.
@@ -130,10 +132,9 @@ class PinnedMemoryResource(_PoolResource):
 
         return export_pool(self)
 
-    @property
-    def allocation_handle(self) -> Any:
-        """The same as :meth:`get_allocation_handle` (the name ``cuda.core`` 1.2 uses)."""
-        return self.get_allocation_handle()
+    get_allocation_handle = getter_method(
+        "PinnedMemoryResource", "get_allocation_handle", "allocation_handle"
+    )  # before cuda.core 1.0
 
     @classmethod
     def from_allocation_handle(cls, alloc_handle: Any) -> PinnedMemoryResource:

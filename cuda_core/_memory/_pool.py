@@ -187,7 +187,7 @@ class _PoolResource(MemoryResource):
         else:
             self._pool_h = None
         if ipc and not mapped:
-            # cuMemPoolExportPointer (Buffer.get_ipc_descriptor) fails with
+            # cuMemPoolExportPointer (Buffer.ipc_descriptor) fails with
             # CUDA_ERROR_INVALID_VALUE until the pool itself has been exported once.
             export_pool = _links.ipc.export_pool  # _ipc builds on pools: a link, set by it
             try:

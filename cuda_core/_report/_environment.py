@@ -68,7 +68,7 @@ def show_config(mode: str = "stdout") -> dict[str, Any] | None:
     --------
     >>> import cuda_core
     >>> cuda_core.show_config()  # doctest: +SKIP
-    cuda_core 0.1.0 (/.../cuda_core)
+    cuda_core 1.3.0 (/.../cuda_core)
     ...
     >>> cuda_core.show_config(mode="dicts")["backend"]["native"]  # doctest: +SKIP
     True

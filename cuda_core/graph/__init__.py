@@ -7,6 +7,9 @@ the options are also exported from :mod:`cuda_core` itself.
 
 from __future__ import annotations
 
+from typing import Any
+
+from .._utils._renamed import warn_renamed
 from ._builder import Graph as Graph
 from ._builder import GraphBuilder as GraphBuilder
 from ._condition import GraphCondition as GraphCondition
@@ -70,3 +73,15 @@ __all__ = [
     "SwitchNode",
     "WhileNode",
 ]
+
+# Names of cuda.core 0.7 (before 1.0 renamed them), each with a DeprecationWarning naming the
+# current one; not in __all__.
+_RENAMED = {"GraphDef": "GraphDefinition", "Condition": "GraphCondition"}
+
+
+def __getattr__(name: str) -> Any:
+    new = _RENAMED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warn_renamed(f"cuda_core.graph.{name}", f"cuda_core.graph.{new}")
+    return globals()[new]

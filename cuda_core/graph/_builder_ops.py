@@ -12,6 +12,7 @@ from typing import Any
 
 from .._compat import driver
 from .._utils import arg_error, check_int, handle_return
+from .._utils._renamed import renamed_method
 from . import _driver as _gd
 from ._condition import GraphCondition, check_branch_count, check_condition
 
@@ -187,6 +188,16 @@ class CaptureOps:
             if b._owns_stream:
                 keep._joined.append(b._cuda_core_stream)
         return keep
+
+    # The names of cuda.core before 1.0, each with a DeprecationWarning naming the current one.
+    # create_conditional_handle returned the raw CUgraphConditionalHandle there; the
+    # GraphCondition it returns here goes wherever that handle went (if_then and the other
+    # conditionals, a kernel argument).
+    add_child = renamed_method("GraphBuilder", "add_child", "embed")
+    create_conditional_handle = renamed_method(
+        "GraphBuilder", "create_conditional_handle", "create_condition"
+    )
+    if_cond = renamed_method("GraphBuilder", "if_cond", "if_then")
 
     def embed(self, child: Any) -> None:
         """Add the finished graph of ``child`` to the capture as a child-graph node (a clone).

@@ -14,6 +14,7 @@ from typing import Any
 from .._compat import driver
 from .._handles._driver import ensure_driver
 from .._utils import check_or_create_options, handle_return
+from .._utils._renamed import renamed_method
 from . import _builder as _graph_mod
 from . import _driver as _gd
 from . import _node_kinds as _graph_nodes  # noqa: F401  (registers the node kinds)
@@ -231,6 +232,13 @@ class GraphDefinition:
     def if_then(self, condition: GraphCondition) -> Any:
         """Add an *if* node with no dependencies; see :meth:`GraphNode.if_then`."""
         return self._entry.if_then(condition)
+
+    # The names of cuda.core before 1.0, each with a DeprecationWarning naming the current one.
+    alloc = renamed_method("GraphDefinition", "alloc", "allocate")
+    free = renamed_method("GraphDefinition", "free", "deallocate")
+    record_event = renamed_method("GraphDefinition", "record_event", "record")
+    wait_event = renamed_method("GraphDefinition", "wait_event", "wait")
+    if_cond = renamed_method("GraphDefinition", "if_cond", "if_then")
 
     def if_else(self, condition: GraphCondition) -> Any:
         """Add an *if/else* node with no dependencies; see :meth:`GraphNode.if_else`."""

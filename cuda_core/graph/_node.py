@@ -20,6 +20,7 @@ from typing import Any
 from .. import _trampolines as _table
 from .._compat import MANAGED_ALLOCATION, driver, require_cuda13
 from .._utils import arg_error, check_int, handle_return
+from .._utils._renamed import renamed_method
 from . import _driver as _gd
 from ._condition import check_branch_count, check_condition
 from ._driver import current_context
@@ -512,6 +513,13 @@ class GraphNode:
         h = _gd.add_node(self._graph_handle(), self._deps(), params)
         bodies = list(params.conditional.phGraph_out)[:size]
         return self._new(kind, h, {"kind": kind, "condition": cond, "bodies": bodies})
+
+    # The names of cuda.core before 1.0, each with a DeprecationWarning naming the current one.
+    alloc = renamed_method("GraphNode", "alloc", "allocate")
+    free = renamed_method("GraphNode", "free", "deallocate")
+    record_event = renamed_method("GraphNode", "record_event", "record")
+    wait_event = renamed_method("GraphNode", "wait_event", "wait")
+    if_cond = renamed_method("GraphNode", "if_cond", "if_then")
 
     def if_then(self, condition: Any) -> Any:
         """Add an *if* node after this node: its ``then`` body runs when ``condition`` is non-zero.

@@ -14,6 +14,7 @@ from .._compat import MANAGED_ALLOCATION, driver
 from .._kernel import Kernel
 from .._launch_config import LaunchConfig
 from .._utils import arg_error, handle_return
+from .._utils._renamed import renamed_property
 from ._node import GraphNode
 from ._params import check_event, kernel_params, memcpy_params, memset_params
 from ._state import KINDS
@@ -394,6 +395,8 @@ class HostCallbackNode(GraphNode):
     """A host callback node (from :meth:`GraphNode.callback`)."""
 
     __slots__ = ()
+
+    callback_fn = renamed_property("HostCallbackNode", "callback_fn", "callback")  # before 1.0
 
     @property
     def callback(self) -> Any:

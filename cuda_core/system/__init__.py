@@ -21,7 +21,8 @@ process and thread-safely. Where NVML is missing, NVML queries raise
 raise :class:`~cuda_core.CUDADriverNotFoundError`.
 
 For code written against ``cuda.core.experimental``'s ``system`` object, the attributes
-``system.driver_version``, ``system.num_devices`` and ``system.devices`` also work.
+``system.driver_version``, ``system.num_devices`` and ``system.devices`` also work, with the
+``DeprecationWarning`` ``cuda.core`` 0.5 gave for them (0.6 removed them).
 
 Examples
 --------
@@ -37,6 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _links
+from .._utils._renamed import warn_renamed
 from . import _versions, exceptions, typing
 from ._device import Device as Device
 from ._device import get_p2p_status as get_p2p_status
@@ -145,14 +147,21 @@ __all__ = [
 _ = (exceptions, typing)  # public submodules, as in cuda.core.system
 
 
+_OLD_SYSTEM = {  # cuda.core.experimental's ``system`` object (until 0.5): its properties
+    "driver_version": "cuda_core.system.get_driver_version()",
+    "num_devices": "cuda_core.system.get_num_devices()",
+    "devices": "cuda_core.Device.get_all_devices()",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # cuda.core.experimental's ``system`` was an object with these properties.
+    new = _OLD_SYSTEM.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warn_renamed(f"cuda_core.system.{name}", new)
     if name == "driver_version":
         return _versions.get_driver_version()
     if name == "num_devices":
         return _versions.get_num_devices()
-    if name == "devices":
-        CudaDevice = _links.Device
-
-        return tuple(CudaDevice(i) for i in range(_versions.get_num_devices()))
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    CudaDevice = _links.Device
+    return tuple(CudaDevice(i) for i in range(_versions.get_num_devices()))

@@ -128,6 +128,21 @@ def test_kernel_attributes_are_properties_with_device_views():
             a[bad]
 
 
+def test_integer_attribute_values_answer_the_0x_method_call_with_a_warning():
+    from cuda_core._kernel_attributes import _callable_int
+
+    view = Kernel.from_handle(0).attributes
+    v = _callable_int(view, "num_regs", 40)
+    assert v == 40 and v + 2 == 42 and isinstance(v, int) and repr(v) == "40"
+    assert type(pickle.loads(pickle.dumps(v))) is int
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"KernelAttributes\.num_regs\(\) is deprecated.*the property KernelAttributes\.num_regs",
+    ) as rec:
+        assert v() == 40
+    assert rec[0].filename == __file__
+
+
 @pytest.mark.skipif(gpu_skip_reason() is None, reason="a GPU is present")
 def test_kernel_attribute_without_driver_is_a_clear_error():
     from cuda_core._errors import CUDADriverNotFoundError
@@ -288,6 +303,13 @@ def test_attributes_agree_with_driver(dev, mod):
     assert isinstance(a.non_portable_cluster_size_allowed, bool)
     assert isinstance(a.cluster_scheduling_policy_preference, int)
     assert isinstance(a.preferred_shared_memory_carveout, int)
+    # Code written for cuda.core 0.x calls the integer attributes, with or without a device.
+    with pytest.warns(DeprecationWarning, match=r"KernelAttributes\.num_regs\(\)"):
+        assert a.num_regs() == a.num_regs
+    with pytest.warns(DeprecationWarning, match="max_threads_per_block"):
+        assert a.max_threads_per_block(dev) == a[dev].max_threads_per_block
+    with pytest.warns(DeprecationWarning):
+        assert a.max_dynamic_shared_size_bytes(dev.device_id) == a.max_dynamic_shared_size_bytes
     # Per-device views share one cache.
     v0, vd = a[0], a[dev]
     assert isinstance(v0, KernelAttributes) and v0 is not a

@@ -191,7 +191,7 @@ def test_use_after_close_raises():
         lambda: b.copy_from(bytes(16), stream=s),
         lambda: b.__dlpack__(),
         lambda: b.__dlpack_device__(),
-        lambda: b.get_ipc_descriptor(),
+        lambda: b.ipc_descriptor,
         lambda: b.set_deallocation_stream(s),
     ):
         with pytest.raises(RuntimeError, match="closed"):

@@ -59,9 +59,9 @@ def test_ipc_between_processes(mode):
     assert not buf.is_mapped
     buf.fill(0x5A, stream=s)
     s.sync()
-    desc = buf.get_ipc_descriptor()
+    desc = buf.ipc_descriptor
     assert desc.size == N
-    handle = mr.get_allocation_handle()
+    handle = mr.allocation_handle
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     if mode == "pickle":
@@ -95,8 +95,8 @@ def test_non_ipc_resource_refuses_to_export():
     dev = Device(0)
     dev.set_current()
     mr = DeviceMemoryResource(dev, DeviceMemoryResourceOptions())
-    with pytest.raises(RuntimeError, match="IPC-enabled"):
-        mr.get_allocation_handle()
+    with pytest.raises(RuntimeError, match="IPC-enabled"), pytest.warns(DeprecationWarning):
+        mr.get_allocation_handle()  # the name before cuda.core 1.0
     with pytest.raises(RuntimeError, match="not IPC-enabled"):
         _ = mr.allocation_handle
     with pytest.raises(TypeError, match="IPC-enabled"):
@@ -105,7 +105,7 @@ def test_non_ipc_resource_refuses_to_export():
         mr.register(uuid.uuid4())
     b = mr.allocate(16, stream=dev.default_stream)
     with pytest.raises(RuntimeError, match="IPC-enabled"):
-        b.get_ipc_descriptor()
+        _ = b.ipc_descriptor
     with pytest.raises(TypeError, match="IPC-enabled"):
         pickle.dumps(b)
     b.close()
@@ -209,7 +209,7 @@ def test_registry_in_one_process():
     with pytest.raises(TypeError, match="IPC-enabled"):
         pickle.dumps(plain)
     mr = DeviceMemoryResource(dev, DeviceMemoryResourceOptions(ipc_enabled=True, max_size=1 << 26))
-    assert isinstance(mr.uuid, uuid.UUID) and mr.get_allocation_handle().uuid == mr.uuid
+    assert isinstance(mr.uuid, uuid.UUID) and mr.allocation_handle.uuid == mr.uuid
     assert DeviceMemoryResource.from_registry(mr.uuid) is mr  # an exporter is found by its uuid
     assert pickle.loads(pickle.dumps(mr)) is mr  # unpickled where it was made: the same object
     buf = mr.allocate(64, stream=s)

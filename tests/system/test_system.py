@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import re
 
 import pytest
 from cuda.bindings import driver, nvjitlink, nvrtc, nvvm
@@ -38,6 +39,22 @@ def test_bindings_version_matches_distribution():
     assert system.get_bindings_version() == importlib.metadata.version("cuda-bindings")
 
 
+def test_old_system_attributes_warn_naming_the_functions():
+    # cuda.core.experimental's system object (0.x) had them; 0.5 deprecated them. Reading one
+    # warns first, also where no driver is there to answer.
+    for name, new in (
+        ("driver_version", "get_driver_version()"),
+        ("num_devices", "get_num_devices()"),
+        ("devices", "get_all_devices()"),
+    ):
+        with pytest.warns(DeprecationWarning, match=re.escape(new)) as rec:
+            try:
+                getattr(system, name)
+            except CUDADriverNotFoundError:
+                pass
+        assert rec[0].filename == __file__, name
+
+
 def test_unknown_attribute_raises_attribute_error():
     with pytest.raises(AttributeError, match="no_such_fact"):
         system.no_such_fact  # noqa: B018
@@ -48,7 +65,7 @@ def test_driver_facts_without_driver_raise_driver_not_found():
     for fn in (system.get_driver_version, system.get_driver_version_full, system.get_num_devices):
         with pytest.raises(CUDADriverNotFoundError, match="libcuda"):
             fn()
-    with pytest.raises(CUDADriverNotFoundError):
+    with pytest.raises(CUDADriverNotFoundError), pytest.warns(DeprecationWarning):
         system.driver_version  # noqa: B018
 
 
@@ -57,7 +74,8 @@ def test_driver_version_matches_driver():
     v = driver.cuDriverGetVersion()[1]
     assert system.get_driver_version() == (v // 1000, (v % 1000) // 10)
     assert system.get_driver_version_full() == (v // 1000, (v % 1000) // 10, v % 10)
-    assert system.driver_version == system.get_driver_version()
+    with pytest.warns(DeprecationWarning, match=r"system\.driver_version .*get_driver_version\(\)"):
+        assert system.driver_version == system.get_driver_version()
 
 
 @pytest.mark.gpu
@@ -76,7 +94,9 @@ def test_kernel_mode_driver_version():
 def test_num_devices_matches_driver():
     n = driver.cuDeviceGetCount()[1]
     assert system.get_num_devices() == n >= 1
-    assert system.num_devices == n
+    with pytest.warns(DeprecationWarning, match=r"get_num_devices\(\)"):
+        assert system.num_devices == n
     from cuda_core import Device
 
-    assert system.devices == tuple(Device(i) for i in range(n))
+    with pytest.warns(DeprecationWarning, match=r"Device\.get_all_devices\(\)"):
+        assert system.devices == tuple(Device(i) for i in range(n))

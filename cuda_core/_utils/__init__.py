@@ -3,6 +3,10 @@
 Every call into ``cuda.bindings`` goes through :func:`handle_return` (or :func:`call`, which
 names the API for it). Argument errors are worded ``"<name> must be <rule> (got <value!r>)"``
 by :func:`arg_error`.
+
+The submodule :mod:`cuda_core._utils.cuda_utils` offers, at the path code written for
+``cuda.core`` imports them from, the helpers of ``cuda.core._utils.cuda_utils``; it builds on
+this module and is not used by cuda_core itself.
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ import dataclasses
 import difflib
 import functools
 import threading
+from collections import namedtuple
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from cuda.bindings import nvrtc
 
-from ._compat import driver
-from ._errors import CUDAError
+from .._compat import driver
+from .._errors import CUDAError
 
 __all__: list[str] = []  # private module
 
@@ -35,6 +40,11 @@ _NEEDS_CONTEXT = frozenset(
     }
 )
 SET_CURRENT_HINT = "no CUDA context is current; perhaps you forgot to call Device.set_current()?"
+
+# Public as cuda_core.ComputeCapability (through _device); defined here, in the base layer, so
+# that _utils.cuda_utils offers the same class at the path cuda.core keeps it.
+ComputeCapability = namedtuple("ComputeCapability", ["major", "minor"])
+ComputeCapability.__doc__ = "A device's compute capability as ``(major, minor)``, e.g. ``(9, 0)``."
 
 
 def handle_return(result: tuple[Any, ...], api: str = "") -> Any:
@@ -206,30 +216,50 @@ def options_repr(obj: Any) -> str:
     return f"{type(obj).__name__}({', '.join(parts)})"
 
 
-def check_or_create_options(cls: type[T], options: Any, what: str = "options") -> T:
+@overload
+def check_or_create_options(
+    cls: type[T], options: Any, options_description: str = ..., keep_none: Literal[False] = ...
+) -> T: ...
+@overload
+def check_or_create_options(
+    cls: type[T], options: Any, options_description: str = ..., keep_none: bool = ...
+) -> T | None: ...
+def check_or_create_options(
+    cls: type[T], options: Any, options_description: str = "", keep_none: bool = False
+) -> T | None:
     """Accept ``None``, a dict or an instance of the options dataclass *cls*; return an instance.
 
-    An unknown dict key raises ``TypeError`` naming it and its close matches among the fields.
+    ``None`` gives the defaults (or stays ``None`` with ``keep_none``). An unknown dict key
+    raises ``TypeError`` naming it and its close matches among the fields; any other type
+    raises the ``TypeError`` ``cuda.core`` raises, which names *options_description* (the
+    signature is ``cuda.core``'s too).
     """
+    what = options_description or "options"
     if options is None:
-        return cls()
+        return None if keep_none else cls()
     if isinstance(options, cls):
         return options
     if isinstance(options, dict):
         if dataclasses.is_dataclass(cls):
             known = {f.name for f in dataclasses.fields(cls)}
+            known.update(getattr(cls, "_renamed_fields", ()))  # old names (_utils._renamed)
             unknown = sorted(set(options) - known, key=str)
             if unknown:
                 raise unknown_field_error(cls, unknown, f"the {what} dict")
         return cls(**options)
-    raise arg_error(what, f"None, a dict or a {cls.__name__}", options, exc=TypeError)
+    raise TypeError(
+        f"The {what} must be provided as an object of type {cls.__name__} or as a dict with "
+        f"valid {what}. The provided object is '{options}'."
+    )
 
 
-def cast_to_3_tuple(name: str, value: Any) -> tuple[int, int, int]:
+def cast_to_3_tuple(label: str, cfg: Any) -> tuple[int, int, int]:
     """Turn an int or a tuple of one to three ints (each >= 1) into a 3-tuple padded with 1.
 
-    A value of the wrong type is a :class:`TypeValueError` (cuda.core raises ValueError).
+    A value of the wrong type is a :class:`TypeValueError` (cuda.core raises ValueError). The
+    argument names are ``cuda.core``'s (``_utils.cuda_utils`` offers this function too).
     """
+    name, value = label, cfg
     if isinstance(value, tuple):
         if not 1 <= len(value) <= 3:
             raise arg_error(
