@@ -78,6 +78,7 @@ class Device:
 
     __slots__ = (
         "__weakref__",
+        "_bound",
         "_cc",
         "_ctx",
         "_ctx_int",
@@ -102,6 +103,7 @@ class Device:
     _default_stream: Stream | None
     _mr: MemoryResource | None
     _mr_gen: int  # the context generation the default resource was made in (0: set by the user)
+    _bound: Context | None  # the context set_current(ctx) bound (None: the primary context)
 
     def __new__(cls, device_id: int | Device | None = None) -> Device:
         if device_id is None:
@@ -156,6 +158,7 @@ class Device:
             dev._default_stream = None
             dev._mr = None
             dev._mr_gen = 0
+            dev._bound = None
             devices[device_id] = dev
         return dev
 
@@ -257,32 +260,49 @@ class Device:
     def set_current(self, ctx: Context | None = None) -> Context | None:
         """Make this device's primary context (or *ctx*) current on the calling thread.
 
+        The context made current is also the one this ``Device`` object's methods act on
+        (:meth:`create_stream`, :meth:`create_event`, :meth:`sync`, :attr:`context`), from
+        then on and whatever context is current when they are called.
+
         Parameters
         ----------
         ctx : Context, optional
-            A context of this device to make current instead of the primary context. It is
-            pushed in place of the current one, which is popped and returned.
+            A context to make current instead of the primary context: it replaces the current
+            one (one ``cuCtxSetCurrent``, so a failure leaves the previous context current). A
+            context of another device is handed to that device's ``set_current`` (its
+            ``Device`` object binds it), as in ``cuda.core`` 1.3.
 
         Returns
         -------
         Context or None
-            With *ctx*, the context that was current before (``None`` if none was); else ``None``.
+            With *ctx*, the context that was current before (``None`` if none was); it can be
+            given back to ``set_current`` of any ``Device``. Without, ``None``.
+
+        Raises
+        ------
+        TypeError
+            *ctx* is not a :class:`Context`.
+        RuntimeError
+            *ctx* is closed.
         """
         if ctx is not None:
             if not isinstance(ctx, Context):
                 raise arg_error("ctx", "a Context or None", ctx, exc=TypeError)
-            if ctx.device._id != self._id:
-                raise arg_error("ctx", f"a context of device {self._id}", ctx)
-            prev = (
-                handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
-                if self._has_current()
-                else None
-            )
-            handle_return(driver.cuCtxPushCurrent(ctx.handle), "cuCtxPushCurrent")
+            handle = ctx._live()
+            owner = ctx.device
+            if owner._id != self._id:
+                return owner.set_current(ctx)
+            err, cur = _cuCtxGetCurrent()
+            prev = cur if err == _SUCCESS and int(cur) != 0 else None
+            handle_return(driver.cuCtxSetCurrent(handle), "cuCtxSetCurrent")
+            # The primary context (a Context from Device.context, or one set_current returned)
+            # binds as the primary context does; any other stays bound as given.
+            self._bound = None if self._ctx is not None and ctx._int == self._ctx_int else ctx
             return None if prev is None else Context._from_ctx(prev)
         self._primary_ctx()
         self._ctxh.check()  # re-initialised by the handle if another library reset it
         handle_return(driver.cuCtxSetCurrent(self._scope()._ctx), "cuCtxSetCurrent")
+        self._bound = None
         return None
 
     @staticmethod
@@ -307,12 +327,18 @@ class Device:
         h = self._ctxh
         if h is None:
             self._require_ctx()
+            h = self._ctxh
         return h
 
     def _require_ctx(self, api: str = "") -> driver.CUcontext:
-        """The primary context, or a CUDAError telling the user to call set_current() first."""
+        """The primary context, or a CUDAError telling the user to call set_current() first.
+
+        A device bound to a context of its own (``set_current(ctx)``) counts as set up: its
+        primary context is retained here for what runs there (memory, the default stream)."""
         ctx = self._ctx
         if ctx is None:
+            if self._bound is not None:
+                return self._primary_ctx()
             raise CUDAError(
                 api or "Device",
                 "CUDA_ERROR_INVALID_CONTEXT",
@@ -323,7 +349,7 @@ class Device:
         return ctx
 
     def _scope(self) -> CtxScope:
-        """A context manager that makes this device's context current for a block."""
+        """A context manager that makes this device's primary context current for a block."""
         h = self._ctxh
         if h is None:
             self._require_ctx()
@@ -331,9 +357,24 @@ class Device:
             self._ctx, self._ctx_int = driver.CUcontext(h.address), h.address
         return CtxScope(self._ctx, self._ctx_int)
 
+    def _bound_scope(self, api: str) -> CtxScope:
+        """A context manager that makes the context this device is bound to current for a
+        block: the one ``set_current(ctx)`` bound, else the primary context."""
+        b = self._bound
+        if b is None:
+            self._require_ctx(api)
+            return self._scope()
+        if b._handle is None:
+            raise _bound_closed(self._id)
+        return CtxScope(b._handle, b._int)
+
     @property
     def context(self) -> Context:
-        """The device's primary :class:`Context` (needs :meth:`set_current` first)."""
+        """The :class:`Context` this device's methods act on: the primary context, or the one
+        :meth:`set_current` was given (needs :meth:`set_current` first)."""
+        b = self._bound
+        if b is not None:
+            return b
         return Context._from_ctx(self._require_ctx("Device.context"), self)
 
     @property
@@ -379,9 +420,14 @@ class Device:
         return Context._create(self, options)
 
     def sync(self) -> None:
-        """Wait until all work on this device's context is done."""
-        self._require_ctx("Device.sync")
-        with self._scope():
+        """Wait until all work on this device's context is done.
+
+        The context is the one :attr:`context` names (the primary context unless
+        :meth:`set_current` was given another); it is made current for the call only, so this
+        works whatever context is current on the calling thread (none, another device's) and
+        leaves it current.
+        """
+        with self._bound_scope("Device.sync"):
             handle_return(driver.cuCtxSynchronize(), "cuCtxSynchronize")
 
     # -- factories ----------------------------------------------------------------------------
@@ -415,9 +461,12 @@ class Device:
         Returns
         -------
         Stream
-            A new owned stream (closed by :meth:`Stream.close`), or a borrowed one.
+            A new owned stream (closed by :meth:`Stream.close`), or a borrowed one. A new
+            stream is made in the context :attr:`context` names (made current for the call
+            only: the calling thread's current context is left as it is).
         """
-        if self._ctx is None:
+        b = self._bound
+        if b is None and self._ctx is None:
             self._require_ctx("Device.create_stream")
         if obj is not None:
             if options is not None:
@@ -428,13 +477,23 @@ class Device:
             if attr:  # a PyTorch/CuPy stream class seen before (Stream._from_foreign, inlined)
                 return _borrow(Stream, getattr(obj, attr), obj)
             return Stream._from_foreign(obj)
+        if b is not None:
+            if b._handle is None:
+                raise _bound_closed(self._id)
+            return b.create_stream(options)
         return Stream._create(self, options)
 
     def create_event(self, options: EventOptions | dict | None = None) -> Event:
-        """Create a new event on this device (see :class:`EventOptions`)."""
-        if self._ctx is None:
-            self._require_ctx("Device.create_event")
-        return Event._create(self, options)
+        """Create a new event on this device (see :class:`EventOptions`), in the context
+        :attr:`context` names, whatever context is current on the calling thread."""
+        b = self._bound
+        if b is None:
+            if self._ctx is None:
+                self._require_ctx("Device.create_event")
+            return Event._create(self, options)
+        if b._handle is None:
+            raise _bound_closed(self._id)
+        return Event._create(self, options, b)
 
     def create_graph_builder(self) -> GraphBuilder:
         """A graph builder capturing on a new stream of this device."""
@@ -537,6 +596,13 @@ class Device:
             self._require_ctx("Device.create_surface_object")
         with self._scope():
             return _links.textures.create_surface_object(self, resource)
+
+
+def _bound_closed(device_id: int) -> RuntimeError:
+    return RuntimeError(
+        f"the context Device({device_id}).set_current(ctx) was given is closed; call "
+        f"Device({device_id}).set_current() (or pass an open context) first"
+    )
 
 
 _links.Device = Device
