@@ -75,6 +75,13 @@ def test_public_names_exported():
     assert "default_memory_resource" not in cuda_core.__all__
 
 
+def test_legacy_pinned_resource_is_host_memory():
+    # cuda.core 1.3: device_id is -1 (1.2 raised RuntimeError); no driver is asked.
+    mr = cuda_core.LegacyPinnedMemoryResource()
+    assert mr.device_id == -1
+    assert mr.is_host_accessible and mr.is_device_accessible and not mr.is_managed
+
+
 def test_buffer_cannot_be_constructed_directly():
     with pytest.raises(RuntimeError, match="from_handle"):
         Buffer()
