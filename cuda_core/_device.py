@@ -43,11 +43,6 @@ _cuCtxGetCurrent = driver.cuCtxGetCurrent
 _ctx_get_device = backend.ctx_get_device
 
 _tls = threading.local()
-# ---------------------------------------------------------------------------------------------
-# Making a device's context current for a block of code.
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 class Device:
@@ -555,10 +550,7 @@ class Device:
         :class:`~cuda_core.texture.OpaqueArrayOptions` (or a dict of its fields). The array
         belongs to the caller (``close()`` or collection destroys it).
         """
-        if self._ctx is None:
-            self._require_ctx("Device.create_opaque_array")
-        with self._scope():
-            return _links.textures.create_opaque_array(self, options)
+        return self._in_primary("create_opaque_array", options)
 
     def create_mipmapped_array(self, options: MipmappedArrayOptions | dict) -> MipmappedArray:
         """Allocate a :class:`~cuda_core.texture.MipmappedArray` on this device.
@@ -566,10 +558,7 @@ class Device:
         Needs :meth:`set_current` first. ``options`` is a
         :class:`~cuda_core.texture.MipmappedArrayOptions` (or a dict of its fields).
         """
-        if self._ctx is None:
-            self._require_ctx("Device.create_mipmapped_array")
-        with self._scope():
-            return _links.textures.create_mipmapped_array(self, options)
+        return self._in_primary("create_mipmapped_array", options)
 
     def create_texture_object(
         self, *, resource: ResourceDescriptor, options: TextureObjectOptions | dict | None = None
@@ -580,10 +569,7 @@ class Device:
         :class:`~cuda_core.texture.TextureObjectOptions`, a dict or ``None`` for the defaults)
         sets addressing, filtering and read mode. Pass ``texture.handle`` to kernels.
         """
-        if self._ctx is None:
-            self._require_ctx("Device.create_texture_object")
-        with self._scope():
-            return _links.textures.create_texture_object(self, resource, options)
+        return self._in_primary("create_texture_object", resource, options)
 
     def create_surface_object(self, *, resource: ResourceDescriptor) -> SurfaceObject:
         """Create a bindless :class:`~cuda_core.texture.SurfaceObject` on ``resource``.
@@ -592,10 +578,14 @@ class Device:
         :class:`~cuda_core.texture.OpaqueArray` created with ``is_surface_load_store=True``.
         Pass ``surface.handle`` to kernels.
         """
+        return self._in_primary("create_surface_object", resource)
+
+    def _in_primary(self, factory: str, *args: Any) -> Any:
+        """``textures.<factory>(self, *args)`` with the primary context current for the call."""
         if self._ctx is None:
-            self._require_ctx("Device.create_surface_object")
+            self._require_ctx(f"Device.{factory}")
         with self._scope():
-            return _links.textures.create_surface_object(self, resource)
+            return getattr(_links.textures, factory)(self, *args)
 
 
 def _bound_closed(device_id: int) -> RuntimeError:
