@@ -32,7 +32,14 @@ from cuda_core._utils import handle_return
 from cuda_core.utils import StridedMemoryView
 from tests.helpers import gpu_count
 from tests.helpers.kernels import current_context_int
-from tests.test_multi_gpu import grid, host_ints, kernel, pointer_device, two_devices
+from tests.test_multi_gpu import (
+    grid,
+    host_ints,
+    kernel,
+    pointer_device,
+    pool_access,
+    two_devices,
+)
 
 gpu = pytest.mark.gpu
 two_gpus = pytest.mark.skipif(gpu_count() < 2, reason="needs two GPUs")
@@ -99,8 +106,16 @@ def test_methods_of_device_1_make_their_objects_there_and_leave_device_0_current
     assert _stream_ctx(made["create_graph_builder"].stream) == ctx1
     assert made["create_event"].device is d1 and made["context"] == d1.context
     assert made["create_context"].device is d1 and not made["create_context"].is_green
-    for key in ("allocate", "allocate(stream)", "pool allocate"):
+    for key in ("allocate", "allocate(stream)"):
         assert made[key].device_id == 1 and pointer_device(made[key]) == 1, key
+    owned = made["DeviceMemoryResource(options)"]
+    pool_of = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE
+    ptr = made["pool allocate"].handle
+    assert int(
+        handle_return(driver.cuPointerGetAttribute(pool_of, ptr), "cuPointerGetAttribute")
+    ) == int(owned.handle)
+    rw = driver.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+    assert owned.device_id == 1 and pool_access(owned, 1) == rw  # a pool of device 1
     assert made["memory_resource"].device_id == 1
     assert made["DeviceMemoryResource"].device_id == 1
 
