@@ -134,6 +134,11 @@ class Context:
             raise RuntimeError("the context is closed")
         return self._handle
 
+    def _context_handle(self) -> Any:
+        """The ContextHandle its streams and events are made through (an owned context's own)."""
+        owned = self._owned
+        return owned.ctxh if owned is not None else context_handle(int(self._live()))
+
     @property
     def is_green(self) -> bool:
         """Whether this is a green context (made from device resources)."""
@@ -229,7 +234,7 @@ class Context:
             owned.adopt(stream._h)
             return stream  # type: ignore[no-any-return]
         if dev._ctx is not None and dev._ctx_int == self._int:
-            return dev.create_stream(options=options)
+            return Stream._create(dev, options)
         with CtxScope(self._live(), self._int):
             return Stream._create(dev, options, use_current=True)
 

@@ -40,11 +40,6 @@ _cuCtxGetCurrent = driver.cuCtxGetCurrent
 _ctx_get_device = backend.ctx_get_device
 
 _tls = threading.local()
-# ---------------------------------------------------------------------------------------------
-# Making a device's context current for a block of code.
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 class Device:
@@ -75,6 +70,7 @@ class Device:
 
     __slots__ = (
         "__weakref__",
+        "_bound",
         "_cc",
         "_ctx",
         "_ctx_int",
@@ -99,6 +95,7 @@ class Device:
     _default_stream: Stream | None
     _mr: MemoryResource | None
     _mr_gen: int  # the context generation the default resource was made in (0: set by the user)
+    _bound: Context | None  # the context set_current(ctx) bound (None: the primary context)
 
     def __new__(cls, device_id: int | Device | None = None) -> Device:
         if device_id is None:
@@ -153,6 +150,7 @@ class Device:
             dev._default_stream = None
             dev._mr = None
             dev._mr_gen = 0
+            dev._bound = None
             devices[device_id] = dev
         return dev
 
@@ -254,32 +252,49 @@ class Device:
     def set_current(self, ctx: Context | None = None) -> Context | None:
         """Make this device's primary context (or *ctx*) current on the calling thread.
 
+        The context made current is also the one this ``Device`` object's methods act on
+        (:meth:`create_stream`, :meth:`create_event`, :meth:`sync`, :attr:`context`), from
+        then on and whatever context is current when they are called.
+
         Parameters
         ----------
         ctx : Context, optional
-            A context of this device to make current instead of the primary context. It is
-            pushed in place of the current one, which is popped and returned.
+            A context to make current instead of the primary context: it replaces the current
+            one (one ``cuCtxSetCurrent``, so a failure leaves the previous context current). A
+            context of another device is handed to that device's ``set_current`` (its
+            ``Device`` object binds it), as in ``cuda.core`` 1.3.
 
         Returns
         -------
         Context or None
-            With *ctx*, the context that was current before (``None`` if none was); else ``None``.
+            With *ctx*, the context that was current before (``None`` if none was); it can be
+            given back to ``set_current`` of any ``Device``. Without, ``None``.
+
+        Raises
+        ------
+        TypeError
+            *ctx* is not a :class:`Context`.
+        RuntimeError
+            *ctx* is closed.
         """
         if ctx is not None:
             if not isinstance(ctx, Context):
                 raise arg_error("ctx", "a Context or None", ctx, exc=TypeError)
-            if ctx.device._id != self._id:
-                raise arg_error("ctx", f"a context of device {self._id}", ctx)
-            prev = (
-                handle_return(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
-                if self._has_current()
-                else None
-            )
-            handle_return(driver.cuCtxPushCurrent(ctx.handle), "cuCtxPushCurrent")
+            handle = ctx._live()
+            owner = ctx.device
+            if owner._id != self._id:
+                return owner.set_current(ctx)
+            err, cur = _cuCtxGetCurrent()
+            prev = cur if err == _SUCCESS and int(cur) != 0 else None
+            handle_return(driver.cuCtxSetCurrent(handle), "cuCtxSetCurrent")
+            # The primary context (a Context from Device.context, or one set_current returned)
+            # binds as the primary context does; any other stays bound as given.
+            self._bound = None if self._ctx is not None and ctx._int == self._ctx_int else ctx
             return None if prev is None else Context._from_ctx(prev)
         self._primary_ctx()
         self._ctxh.check()  # re-initialised by the handle if another library reset it
         handle_return(driver.cuCtxSetCurrent(self._scope()._ctx), "cuCtxSetCurrent")
+        self._bound = None
         return None
 
     @staticmethod
@@ -304,12 +319,18 @@ class Device:
         h = self._ctxh
         if h is None:
             self._require_ctx()
+            h = self._ctxh
         return h
 
     def _require_ctx(self, api: str = "") -> driver.CUcontext:
-        """The primary context, or a CUDAError telling the user to call set_current() first."""
+        """The primary context, or a CUDAError telling the user to call set_current() first.
+
+        A device bound to a context of its own (``set_current(ctx)``) counts as set up: its
+        primary context is retained here for what runs there (memory, the default stream)."""
         ctx = self._ctx
         if ctx is None:
+            if self._bound is not None:
+                return self._primary_ctx()
             raise CUDAError(
                 api or "Device",
                 "CUDA_ERROR_INVALID_CONTEXT",
@@ -320,7 +341,7 @@ class Device:
         return ctx
 
     def _scope(self) -> CtxScope:
-        """A context manager that makes this device's context current for a block."""
+        """A context manager that makes this device's primary context current for a block."""
         h = self._ctxh
         if h is None:
             self._require_ctx()
@@ -328,9 +349,24 @@ class Device:
             self._ctx, self._ctx_int = driver.CUcontext(h.address), h.address
         return CtxScope(self._ctx, self._ctx_int)
 
+    def _bound_scope(self, api: str) -> CtxScope:
+        """A context manager that makes the context this device is bound to current for a
+        block: the one ``set_current(ctx)`` bound, else the primary context."""
+        b = self._bound
+        if b is None:
+            self._require_ctx(api)
+            return self._scope()
+        if b._handle is None:
+            raise _bound_closed(self._id)
+        return CtxScope(b._handle, b._int)
+
     @property
     def context(self) -> Context:
-        """The device's primary :class:`Context` (needs :meth:`set_current` first)."""
+        """The :class:`Context` this device's methods act on: the primary context, or the one
+        :meth:`set_current` was given (needs :meth:`set_current` first)."""
+        b = self._bound
+        if b is not None:
+            return b
         return Context._from_ctx(self._require_ctx("Device.context"), self)
 
     @property
@@ -376,9 +412,14 @@ class Device:
         return Context._create(self, options)
 
     def sync(self) -> None:
-        """Wait until all work on this device's context is done."""
-        self._require_ctx("Device.sync")
-        with self._scope():
+        """Wait until all work on this device's context is done.
+
+        The context is the one :attr:`context` names (the primary context unless
+        :meth:`set_current` was given another); it is made current for the call only, so this
+        works whatever context is current on the calling thread (none, another device's) and
+        leaves it current.
+        """
+        with self._bound_scope("Device.sync"):
             handle_return(driver.cuCtxSynchronize(), "cuCtxSynchronize")
 
     # -- factories ----------------------------------------------------------------------------
@@ -412,9 +453,12 @@ class Device:
         Returns
         -------
         Stream
-            A new owned stream (closed by :meth:`Stream.close`), or a borrowed one.
+            A new owned stream (closed by :meth:`Stream.close`), or a borrowed one. A new
+            stream is made in the context :attr:`context` names (made current for the call
+            only: the calling thread's current context is left as it is).
         """
-        if self._ctx is None:
+        b = self._bound
+        if b is None and self._ctx is None:
             self._require_ctx("Device.create_stream")
         if obj is not None:
             if options is not None:
@@ -425,13 +469,23 @@ class Device:
             if attr:  # a PyTorch/CuPy stream class seen before (Stream._from_foreign, inlined)
                 return _borrow(Stream, getattr(obj, attr), obj)
             return Stream._from_foreign(obj)
+        if b is not None:
+            if b._handle is None:
+                raise _bound_closed(self._id)
+            return b.create_stream(options)
         return Stream._create(self, options)
 
     def create_event(self, options: EventOptions | dict | None = None) -> Event:
-        """Create a new event on this device (see :class:`EventOptions`)."""
-        if self._ctx is None:
-            self._require_ctx("Device.create_event")
-        return Event._create(self, options)
+        """Create a new event on this device (see :class:`EventOptions`), in the context
+        :attr:`context` names, whatever context is current on the calling thread."""
+        b = self._bound
+        if b is None:
+            if self._ctx is None:
+                self._require_ctx("Device.create_event")
+            return Event._create(self, options)
+        if b._handle is None:
+            raise _bound_closed(self._id)
+        return Event._create(self, options, b)
 
     def create_graph_builder(self) -> GraphBuilder:
         """A graph builder capturing on a new stream of this device."""
@@ -493,10 +547,7 @@ class Device:
         :class:`~cuda_core.texture.OpaqueArrayOptions` (or a dict of its fields). The array
         belongs to the caller (``close()`` or collection destroys it).
         """
-        if self._ctx is None:
-            self._require_ctx("Device.create_opaque_array")
-        with self._scope():
-            return _links.textures.create_opaque_array(self, options)
+        return self._in_primary("create_opaque_array", options)
 
     def create_mipmapped_array(self, options: MipmappedArrayOptions | dict) -> MipmappedArray:
         """Allocate a :class:`~cuda_core.texture.MipmappedArray` on this device.
@@ -504,10 +555,7 @@ class Device:
         Needs :meth:`set_current` first. ``options`` is a
         :class:`~cuda_core.texture.MipmappedArrayOptions` (or a dict of its fields).
         """
-        if self._ctx is None:
-            self._require_ctx("Device.create_mipmapped_array")
-        with self._scope():
-            return _links.textures.create_mipmapped_array(self, options)
+        return self._in_primary("create_mipmapped_array", options)
 
     def create_texture_object(
         self, *, resource: ResourceDescriptor, options: TextureObjectOptions | dict | None = None
@@ -518,10 +566,7 @@ class Device:
         :class:`~cuda_core.texture.TextureObjectOptions`, a dict or ``None`` for the defaults)
         sets addressing, filtering and read mode. Pass ``texture.handle`` to kernels.
         """
-        if self._ctx is None:
-            self._require_ctx("Device.create_texture_object")
-        with self._scope():
-            return _links.textures.create_texture_object(self, resource, options)
+        return self._in_primary("create_texture_object", resource, options)
 
     def create_surface_object(self, *, resource: ResourceDescriptor) -> SurfaceObject:
         """Create a bindless :class:`~cuda_core.texture.SurfaceObject` on ``resource``.
@@ -530,10 +575,21 @@ class Device:
         :class:`~cuda_core.texture.OpaqueArray` created with ``is_surface_load_store=True``.
         Pass ``surface.handle`` to kernels.
         """
+        return self._in_primary("create_surface_object", resource)
+
+    def _in_primary(self, factory: str, *args: Any) -> Any:
+        """``textures.<factory>(self, *args)`` with the primary context current for the call."""
         if self._ctx is None:
-            self._require_ctx("Device.create_surface_object")
+            self._require_ctx(f"Device.{factory}")
         with self._scope():
-            return _links.textures.create_surface_object(self, resource)
+            return getattr(_links.textures, factory)(self, *args)
+
+
+def _bound_closed(device_id: int) -> RuntimeError:
+    return RuntimeError(
+        f"the context Device({device_id}).set_current(ctx) was given is closed; call "
+        f"Device({device_id}).set_current() (or pass an open context) first"
+    )
 
 
 _links.Device = Device

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _links
 from ._compat import driver
-from ._context import Context
+from ._context import Context, adopt_child
 from ._handles._backend import backend
 from ._handles._driver import ensure_driver
 from ._utils import TypeValueError, arg_error, check_or_create_options, handle_return
@@ -163,7 +163,9 @@ class Event:
         return self
 
     @classmethod
-    def _create(cls, device: Device, options: Any) -> Event:
+    def _create(cls, device: Device, options: Any, ctx: Context | None = None) -> Event:
+        """A new event on ``device``: in its primary context, or in ``ctx`` (an open context of
+        it, the one ``Device.set_current(ctx)`` bound)."""
         flags = (
             _DISABLE_TIMING
             if options is None
@@ -174,7 +176,10 @@ class Event:
                 "an IPC-enabled event must be recorded when it is made (as in cuda.core): use "
                 "stream.record(options=EventOptions(ipc_enabled=True)), not Device.create_event()"
             )
-        return cls._wrap(device._context_handle().create_event(flags), device._id)
+        if ctx is None:
+            return cls._wrap(device._context_handle().create_event(flags), device._id)
+        ctxh = ctx._context_handle()
+        return adopt_child(cls._wrap(ctxh.create_event(flags), device._id), ctxh)  # type: ignore[no-any-return]
 
     def _check_open(self) -> None:
         if self._h.is_released:
@@ -210,7 +215,7 @@ class Event:
         ctxh = self._h.ctx
         if ctxh is not None and ctxh.address != dev._ctx_int:
             return Context._from_ctx(driver.CUcontext(ctxh.address), dev)
-        return dev.context
+        return Context._from_ctx(dev._require_ctx("Event.context"), dev)  # the primary context
 
     @property
     def is_timing_enabled(self) -> bool:

@@ -136,7 +136,9 @@ class Stream:
         if ctxh is None:
             ctxh = current_context_handle(device._ctxh) if use_current else device._context_handle()
         if priority is not None:
-            with device._scope() if not use_current else _nullcontext():
+            # (the range of the context the stream is made in, made current for the query)
+            at = ctxh.address
+            with _nullcontext() if use_current else CtxScope(_CUcontext(at), at):
                 least, greatest = handle_return(
                     driver.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange"
                 )
@@ -523,6 +525,7 @@ class _DeviceDefaultStream(Stream):
 
 
 _CUstream = driver.CUstream
+_CUcontext = driver.CUcontext
 _new_stream = object.__new__
 
 

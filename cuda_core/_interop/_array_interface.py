@@ -15,6 +15,7 @@ from typing import Any
 import numpy
 
 from .._compat import driver
+from .._handles._contexts import CtxScope
 from .._utils import BufferAttributeError, BufferValueError, handle_return
 from . import _dlpack as _dl
 from ._fast_arrays import AMBIGUOUS
@@ -108,26 +109,42 @@ def _pointer_device(ptr: int) -> int:
 
 
 _EV_FLAGS = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # 0, legacy (1), per-thread (2): default streams
 
 
 def _order_streams(producer: int, consumer: int, device_id: int) -> None:
-    """Make ``consumer`` wait, on the device, for the work queued so far on ``producer``."""
+    """Make ``consumer`` wait, on the device, for the work queued so far on ``producer``.
+
+    The event is made in the producer stream's context (``cuEventRecord`` refuses an event of
+    another context): a real stream's own, whatever context is current (the producer may be a
+    stream of a device that is not current); for a default-stream token, the current context,
+    or the device's primary context when none is current."""
+    if producer > _LAST_TOKEN:
+        ctx = handle_return(driver.cuStreamGetCtx(driver.CUstream(producer)), "cuStreamGetCtx")
+        with CtxScope(ctx, int(ctx)):
+            _record_and_wait(producer, consumer)
+        return
     ctx = handle_return(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    pushed = None
-    if not int(ctx):  # no context current in this thread: use the device's primary context
-        dev = handle_return(driver.cuDeviceGet(device_id), "cuDeviceGet")
-        pushed = handle_return(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-        handle_return(driver.cuCtxPushCurrent(pushed), "cuCtxPushCurrent")
+    if int(ctx):
+        _record_and_wait(producer, consumer)
+        return
+    dev = handle_return(driver.cuDeviceGet(device_id), "cuDeviceGet")
+    primary = handle_return(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
     try:
-        ev = handle_return(driver.cuEventCreate(_EV_FLAGS), "cuEventCreate")
-        try:
-            handle_return(driver.cuEventRecord(ev, driver.CUstream(producer)), "cuEventRecord")
-            handle_return(
-                driver.cuStreamWaitEvent(driver.CUstream(consumer), ev, 0), "cuStreamWaitEvent"
-            )
-        finally:
-            driver.cuEventDestroy(ev)  # released once the wait no longer needs it
+        with CtxScope(primary, int(primary)):
+            _record_and_wait(producer, consumer)
     finally:
-        if pushed is not None:
-            driver.cuCtxPopCurrent()
-            driver.cuDevicePrimaryCtxRelease(dev)
+        driver.cuDevicePrimaryCtxRelease(dev)
+
+
+def _record_and_wait(producer: int, consumer: int) -> None:
+    """With the producer's context current: an event recorded on ``producer``, waited for by
+    ``consumer``, then destroyed (the wait keeps what it needs)."""
+    ev = handle_return(driver.cuEventCreate(_EV_FLAGS), "cuEventCreate")
+    try:
+        handle_return(driver.cuEventRecord(ev, driver.CUstream(producer)), "cuEventRecord")
+        handle_return(
+            driver.cuStreamWaitEvent(driver.CUstream(consumer), ev, 0), "cuStreamWaitEvent"
+        )
+    finally:
+        driver.cuEventDestroy(ev)

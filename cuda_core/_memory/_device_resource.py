@@ -22,6 +22,7 @@ __all__ = ["DeviceMemoryResource", "DeviceMemoryResourceOptions"]
 _LOC_DEVICE = int(driver.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE)
 _PINNED = driver.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
 _MAX_THRESHOLD = (1 << 64) - 1
+_RELAXED = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
 
 
 @dataclass
@@ -43,6 +44,23 @@ class DeviceMemoryResourceOptions:
     def __post_init__(self) -> None:
         self.ipc_enabled = check_bool("ipc_enabled", self.ipc_enabled)
         self.max_size = check_max_size(self.max_size)
+
+
+class _RelaxedCapture:
+    """``with _RelaxedCapture():`` runs the block with this thread's stream-capture interaction
+    mode relaxed (``cuThreadExchangeStreamCaptureMode``), then puts the thread's mode back."""
+
+    __slots__ = ("_old",)
+
+    def __enter__(self) -> None:
+        self._old = handle_return(
+            driver.cuThreadExchangeStreamCaptureMode(_RELAXED), "cuThreadExchangeStreamCaptureMode"
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        handle_return(
+            driver.cuThreadExchangeStreamCaptureMode(self._old), "cuThreadExchangeStreamCaptureMode"
+        )
 
 
 def _device_of(device_id: Any) -> Any:
@@ -99,9 +117,13 @@ class DeviceMemoryResource(_PoolResource):
             ensure_driver()
             pool = handle_return(driver.cuDeviceGetMemPool(dev._cu_device), "cuDeviceGetMemPool")
             self._init_pool(pool, False, dev._id)
-            attrs = self.attributes
-            if attrs.release_threshold == 0:
-                attrs.release_threshold = _MAX_THRESHOLD
+            # The pool attribute calls are ones the driver refuses while this thread takes part
+            # in a "global" or "thread_local" capture (it would invalidate the capture): they
+            # run in relaxed mode, and the thread's own mode is restored after.
+            with _RelaxedCapture():
+                attrs = self.attributes
+                if attrs.release_threshold == 0:
+                    attrs.release_threshold = _MAX_THRESHOLD
             return
         opts = check_or_create_options(DeviceMemoryResourceOptions, options, "options")
         pool = create_pool(_PINNED, _LOC_DEVICE, dev._id, opts.max_size, opts.ipc_enabled)

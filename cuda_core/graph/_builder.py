@@ -21,7 +21,7 @@ from .. import _links
 from .._compat import driver
 from .._handles._owned import OwnedHandle
 from .._host_callbacks import enqueue_host_callback
-from .._utils import arg_error, check_or_create_options, handle_return
+from .._utils import arg_error, check_or_create_options, handle_return, raise_status
 from . import _driver as _gd
 from ._builder_ops import CaptureOps
 from ._exec_graph import Graph as Graph
@@ -251,8 +251,9 @@ class GraphBuilder(CaptureOps):
     def end_building(self) -> GraphBuilder:
         """Stop capturing; the recorded work becomes this builder's graph.
 
-        The stream leaves capture mode even when capture failed (then a :class:`CUDAError`
-        such as ``CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`` is raised and the stream is usable).
+        The stream leaves capture mode even when capture failed: then the driver's error (a
+        :class:`CUDAError` such as ``CUDA_ERROR_STREAM_CAPTURE_INVALIDATED``) is raised, the
+        builder holds no graph (the driver discarded it) and the stream is usable again.
 
         Returns
         -------
@@ -262,21 +263,34 @@ class GraphBuilder(CaptureOps):
         Raises
         ------
         RuntimeError
-            Not building.
+            Not building, or a forked builder (from :meth:`split`): forks end when they are
+            :meth:`join`-ed (ending one here would invalidate the whole capture).
         CUDAError
             Capture was invalidated by an unsupported operation, or forks were not joined.
         """
         self._check_open()
+        if self._kind == "forked":
+            raise RuntimeError(
+                "end_building() cannot end a forked GraphBuilder: join() it into the builder it "
+                "was split from, which ends the capture"
+            )
         if not self._building:
             raise RuntimeError("this GraphBuilder is not building; call begin_building() first")
         self._building = False
-        graph = handle_return(
-            driver.cuStreamEndCapture(self._cuda_core_stream.handle), "cuStreamEndCapture"
-        )
+        try:
+            graph = handle_return(
+                driver.cuStreamEndCapture(self._cuda_core_stream.handle), "cuStreamEndCapture"
+            )
+        except BaseException:
+            if self._kind == "primary":
+                self._graph = None  # none to destroy: the driver discarded the capture's graph
+                self._view = None
+            raise
+        finally:
+            self._close_joined()
         if self._kind == "primary":
             self._graph = _CapturedGraph(graph)
             self._view = None
-        self._close_joined()
         return self
 
     def callback(self, fn: Any, *, user_data: Any = None) -> None:
@@ -377,23 +391,38 @@ class GraphBuilder(CaptureOps):
         """Release the captured graph (kept while a :attr:`graph_definition` view lives); close
         the stream if the builder owns it. Idempotent.
 
-        A capture still in progress is ended and discarded, so the stream is usable again.
-        Graphs already completed stay valid.
+        A capture still in progress is ended and discarded, so the stream is usable again
+        (a forked builder's capture is its origin's: it is left to that one). Graphs already
+        completed stay valid.
+
+        Raises
+        ------
+        CUDAError
+            The capture in progress had been invalidated (``CUDA_ERROR_STREAM_CAPTURE_INVALIDATED``
+            and kin, as ``cuStreamEndCapture`` reports): raised once the builder is closed.
         """
         if self._closed:
             return
         self._closed = True
+        failed = None
         if self._building:
             self._building = False
-            err, graph = driver.cuStreamEndCapture(self._cuda_core_stream.handle)
-            if err == _SUCCESS and graph is not None and self._kind == "primary":
-                OwnedHandle("graph", graph, driver.cuGraphDestroy).release()
+            if self._kind != "forked":
+                err, graph = driver.cuStreamEndCapture(self._cuda_core_stream.handle)
+                if err != _SUCCESS:
+                    failed = err  # the driver discarded the graph: nothing to destroy
+                elif graph is not None and self._kind == "primary":
+                    OwnedHandle("graph", graph, driver.cuGraphDestroy).release()
         self._graph = None
         self._view = None
         self._parent = None
-        self._close_joined()
-        if self._owns_stream:
-            self._cuda_core_stream.close()
+        try:
+            self._close_joined()
+            if self._owns_stream:
+                self._cuda_core_stream.close()
+        finally:
+            if failed is not None:
+                raise_status(failed, "cuStreamEndCapture")
 
     def __enter__(self) -> GraphBuilder:
         return self

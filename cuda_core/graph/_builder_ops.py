@@ -163,7 +163,8 @@ class CaptureOps:
         """Join builders from :meth:`split`: returns the one that continues, depending on all.
 
         The primary (non-forked) builder among them continues (else the first); the others
-        are closed.
+        are closed. When joining fails partway, the forks not joined yet are closed before the
+        error propagates.
 
         Raises
         ------
@@ -179,14 +180,25 @@ class CaptureOps:
                 raise arg_error("graph_builders", "GraphBuilders", b, exc=TypeError)
             b._check_building("join()")
         keep = next((b for b in graph_builders if b._kind != "forked"), graph_builders[0])
-        for b in graph_builders:
-            if b is keep:
-                continue
-            keep._cuda_core_stream.wait(b._cuda_core_stream)
-            b._building = False
-            b._closed = True
-            if b._owns_stream:
-                keep._joined.append(b._cuda_core_stream)
+        try:
+            for b in graph_builders:
+                if b is keep:
+                    continue
+                keep._cuda_core_stream.wait(b._cuda_core_stream)
+                b._building = False
+                b._closed = True
+                if b._owns_stream:
+                    keep._joined.append(b._cuda_core_stream)
+        except BaseException as exc:
+            # The forks not joined are closed before the error propagates: a fork left
+            # capturing on its own stream is never ended otherwise.
+            for b in graph_builders:
+                if b is not keep and b._kind == "forked" and not b._closed:
+                    try:
+                        b.close()  # type: ignore[attr-defined]
+                    except Exception as inner:
+                        exc.add_note(f"closing a fork that was not joined also failed: {inner}")
+            raise
         return keep
 
     # The names of cuda.core before 1.0, each with a DeprecationWarning naming the current one.

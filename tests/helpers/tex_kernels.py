@@ -80,3 +80,11 @@ extern "C" __global__ void surf_fill(cudaSurfaceObject_t surf, int w, int h, flo
     if (x < w && y < h) surf2Dwrite(float(y * w + x) + bias, surf, x * (int)sizeof(float), y);
 }
 """
+
+# Fetch n floats from a linear (1-D, typed) texture.
+TEX_FETCH1D = r"""
+extern "C" __global__ void fetch1d(cudaTextureObject_t tex, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = tex1Dfetch<float>(tex, i);
+}
+"""

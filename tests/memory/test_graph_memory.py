@@ -3,7 +3,8 @@
 CPU tier: names and signatures; cuda.core's errors for writing the attributes. GPU tier:
 allocation and free nodes in a captured graph, replayed 1,000 times without growth; in every
 capture mode; refusal outside capture (and of the pool resources inside one); attributes and
-trim; freeing graph memory outside the graph.
+trim; freeing graph memory outside the graph; the device's default resource made (and
+``Device.memory_resource`` first read) inside a global or thread-local capture.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import gc
 import inspect
 import weakref
+from typing import Any
 
 import numpy as np
 import pytest
@@ -278,3 +280,71 @@ def test_deallocate_frees_graph_memory_outside_the_graph(dev):
     s.sync()
     graph.close()
     s.close()
+
+
+def _thread_capture_mode() -> object:
+    """This thread's stream-capture interaction mode (swapped out and back in)."""
+    from cuda.bindings import driver
+
+    from cuda_core._utils import handle_return
+
+    relaxed = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+    api = "cuThreadExchangeStreamCaptureMode"
+    mode = handle_return(driver.cuThreadExchangeStreamCaptureMode(relaxed), api)
+    handle_return(driver.cuThreadExchangeStreamCaptureMode(mode), api)
+    return mode
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["global", "thread_local"])
+def test_default_resource_made_and_first_read_inside_a_capture(dev, mode):
+    import threading
+
+    from cuda_core import Device, DeviceMemoryResource
+
+    # The driver's default threshold (0), so that making the resource sets it again.
+    dev.memory_resource.attributes.release_threshold = 0
+    box: dict[str, Any] = {}
+
+    def work() -> None:  # a new thread: its Device object has not read memory_resource yet
+        d = Device(0)
+        d.set_current()
+        s = d.create_stream()
+        buf = d.allocate(4096, stream=s)
+        s.sync()
+        gb = d.create_graph_builder().begin_building(mode)
+        before = _thread_capture_mode()
+        mr = d.memory_resource  # the first read, inside the capture
+        other = DeviceMemoryResource(d)
+        box["modes"] = (before, _thread_capture_mode())
+        buf.fill(5, stream=gb)
+        graph = gb.end_building().complete()  # an invalidated capture raises here
+        graph.launch(s)
+        out = np.empty(4096, np.uint8)
+        buf.copy_to(out, stream=s)
+        box["filled"] = bool((out == 5).all())
+        box["thresholds"] = (mr.attributes.release_threshold, other.attributes.release_threshold)
+        box["pools"] = (int(mr.handle), int(other.handle), int(dev.memory_resource.handle))
+        for obj in (graph, gb, buf, s):
+            obj.close()
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # handed to the test thread
+            box["error"] = exc
+
+    try:
+        t = threading.Thread(target=run)
+        t.start()
+        t.join(120)
+        if "error" in box:
+            raise box["error"]
+    finally:
+        dev.memory_resource.attributes.release_threshold = (1 << 64) - 1
+    before, after = box["modes"]
+    assert before == after, "the thread's capture mode was not restored"
+    assert box["filled"] is True
+    assert box["thresholds"] == ((1 << 64) - 1, (1 << 64) - 1)
+    pools = box["pools"]
+    assert pools[0] == pools[1] == pools[2]

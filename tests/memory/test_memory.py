@@ -75,6 +75,13 @@ def test_public_names_exported():
     assert "default_memory_resource" not in cuda_core.__all__
 
 
+def test_legacy_pinned_resource_is_host_memory():
+    # cuda.core 1.3: device_id is -1 (1.2 raised RuntimeError); no driver is asked.
+    mr = cuda_core.LegacyPinnedMemoryResource()
+    assert mr.device_id == -1
+    assert mr.is_host_accessible and mr.is_device_accessible and not mr.is_managed
+
+
 def test_buffer_cannot_be_constructed_directly():
     with pytest.raises(RuntimeError, match="from_handle"):
         Buffer()
@@ -397,6 +404,46 @@ def test_from_handle_stream_is_the_deallocation_stream():
     del c
     gc.collect()
     assert mr.freed[-1] == (0x6000, 8, s)
+
+
+def test_from_handle_with_a_host_only_resource_needs_no_context():
+    # cuda.core 1.2.1: a resource that is not device-accessible records no deallocation
+    # stream, and making and closing its buffers asks the driver nothing (none is here).
+    mr = HostBytesResource()
+    b = mr.allocate(64)  # real host memory, through Buffer.from_handle(ptr, 64, mr=mr)
+    ptr = b.handle
+    assert b.device_id == -1 and not b.is_device_accessible and b.is_host_accessible
+    b.close()
+    assert mr.freed == [(ptr, 64, None)]
+    c = mr.allocate(32)
+    ptr = c.handle
+    del c
+    gc.collect()
+    assert mr.freed[-1] == (ptr, 32, None)
+
+
+@pytest.mark.gpu
+def test_from_handle_with_a_host_only_resource_leaves_no_context_current():
+    import threading
+
+    from tests.helpers.kernels import current_context_int
+
+    seen: list[object] = []
+
+    def work() -> None:  # a new thread: no context is current, and none is made
+        try:
+            mr = HostBytesResource()
+            before = current_context_int()
+            b = mr.allocate(128)
+            b.close()
+            seen.extend([before, current_context_int(), mr.freed[-1][2]])
+        except BaseException as exc:
+            seen.append(exc)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert seen == [0, 0, None]
 
 
 def test_from_handle_stream_checked_and_unused_without_mr():

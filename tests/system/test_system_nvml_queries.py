@@ -325,6 +325,24 @@ def test_enum_values_match_cuda_core():
             assert theirs.items() <= mine.items(), name
 
 
+def test_clock_event_reason_bits_are_nvmls():
+    # cuda.core 1.2.1 added BOARD_LIMIT and RELIABILITY; each member reads NVML's own bit.
+    from cuda_core.system._clocks import _EVENT_REASONS
+    from cuda_core.system.typing import ClocksEventReasons
+
+    reasons = getattr(nvml, "ClocksEventReasons", None)
+    if reasons is None:
+        pytest.skip("these cuda-bindings have no nvml.ClocksEventReasons")
+    bits = {member: bit for bit, member in _EVENT_REASONS.items()}
+    theirs = {m.name.split("REASON_", 1)[1]: int(m.value) for m in reasons if int(m.value)}
+    ours = {m.name: bits[m] for m in ClocksEventReasons if m.name != "NONE"}
+    assert theirs.items() <= ours.items()  # older bindings may lack the newest reasons
+    assert bits[ClocksEventReasons.BOARD_LIMIT] == 1 << 9
+    assert bits[ClocksEventReasons.RELIABILITY] == 1 << 10
+    assert ClocksEventReasons.BOARD_LIMIT.value == "board_limit"
+    assert ClocksEventReasons.RELIABILITY.value == "reliability"
+
+
 def test_field_id_is_the_bindings_enum():
     from cuda_core.system.typing import FieldId as Ours
 

@@ -1,5 +1,5 @@
-"""Textures and surfaces: options, lifetimes and checks on the CPU; sampling, surface writes,
-mip levels and misuse on the GPU (compared with NumPy)."""
+"""Textures and surfaces: options, lifetimes and checks on the CPU; sampling, linear fetches from
+pinned host memory, surface writes, mip levels and misuse on the GPU (compared with NumPy)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from cuda_core.texture import (
 from cuda_core.texture._surface import _create_surface_object
 from cuda_core.texture._texture import _address_modes
 from cuda_core.typing import AddressModeType, ArrayFormatType, FilterModeType, ReadModeType
-from tests.helpers.tex_kernels import SURF_WRITE, TEX_SAMPLE
+from tests.helpers.tex_kernels import SURF_WRITE, TEX_FETCH1D, TEX_SAMPLE
 
 # -- options -------------------------------------------------------------------------------------
 
@@ -165,7 +165,7 @@ def test_copy_checks_the_size_first():
 
 def test_kernels_compile_for_sm90():
     opts = ProgramOptions(std="c++17", arch="sm_90")
-    for src in (TEX_SAMPLE, SURF_WRITE):
+    for src in (TEX_SAMPLE, SURF_WRITE, TEX_FETCH1D):
         assert Program(src, "c++", opts).compile("cubin").code[:4] == b"\x7fELF"
 
 
@@ -253,6 +253,30 @@ def test_point_and_linear_sampling_match_numpy(dev):
     tex.close()
     tex.close()
     assert tex.is_closed and tex.handle == 0
+
+
+@pytest.mark.gpu
+def test_a_legacy_pinned_buffer_backs_a_linear_texture(dev):
+    from cuda_core import LegacyPinnedMemoryResource
+
+    mr = LegacyPinnedMemoryResource()
+    n = 300
+    vals = np.arange(n, dtype=np.float32) * 0.75 - 20
+    s = dev.create_stream()
+    buf = mr.allocate(4 * n, stream=s)
+    assert mr.device_id == -1 and buf.device_id == -1  # host memory (cuda.core 1.3)
+    buf.copy_from(vals, stream=s)
+    res = ResourceDescriptor.from_linear(buf, format="float32", num_channels=1)
+    out = dev.allocate(4 * n, stream=s)
+    with dev.create_texture_object(resource=res) as tex:
+        cfg = LaunchConfig(grid=(n + 127) // 128, block=128)
+        launch(s, cfg, _kernel(dev, TEX_FETCH1D, "fetch1d"), tex.handle, out, np.int32(n))
+        got = np.empty(n, np.float32)
+        out.copy_to(got, stream=s)
+    assert np.array_equal(got, vals)
+    out.close(s)
+    buf.close()
+    s.close()
 
 
 @pytest.mark.gpu
