@@ -23,7 +23,7 @@ from ._device_resources import (
     WorkqueueResource,
     require_green_contexts,
 )
-from ._handles._contexts import CtxScope
+from ._handles._contexts import CtxScope, context_handle
 from ._handles._owned_context import OwnedContext, owner_of
 from ._utils import arg_error, check_or_create_options, handle_return
 
