@@ -179,7 +179,7 @@ class Event:
         if ctx is None:
             return cls._wrap(device._context_handle().create_event(flags), device._id)
         ctxh = ctx._context_handle()
-        return adopt_child(cls._wrap(ctxh.create_event(flags), device._id), ctxh)  # type: ignore[no-any-return]
+        return cls._wrap(adopt_child(ctxh.create_event(flags), ctxh), device._id)
 
     def _check_open(self) -> None:
         if self._h.is_released:

@@ -232,8 +232,9 @@ def test_graph_definition_and_node_names_before_1_0(dev):
     cond = g.create_condition(default_value=0)
     with pytest.warns(DeprecationWarning, match=r"GraphDefinition\.if_cond\(\) .*\.if_then\(\)"):
         assert isinstance(g.if_cond(cond), G.IfNode)
+    cond2 = g.create_condition(default_value=0)  # (one conditional node per condition)
     with pytest.warns(DeprecationWarning, match=r"GraphNode\.if_cond\(\)"):
-        assert isinstance(w.if_cond(cond), G.IfNode)
+        assert isinstance(w.if_cond(cond2), G.IfNode)
     cb = g.callback(lambda: None)
     with pytest.warns(DeprecationWarning, match=r"HostCallbackNode\.callback_fn .*\.callback"):
         assert cb.callback_fn is cb.callback

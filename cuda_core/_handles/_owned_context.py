@@ -59,6 +59,10 @@ class OwnedContext:
     def adopt(self, child: Any) -> None:
         """Make the stream or event handle ``child`` (made through :attr:`ctxh`) a child: it
         is released when the context is destroyed, and the context may go once it is."""
+        if not isinstance(child, (backend.StreamHandle, backend.EventHandle)):
+            raise TypeError(
+                f"an owned context adopts stream and event handles, not {type(child).__name__}"
+            )
         self.children.add(child)
         weakref.finalize(child, self._child_gone)
 
