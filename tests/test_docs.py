@@ -6,6 +6,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import warnings
 import re
 from pathlib import Path
 
@@ -40,7 +41,10 @@ def _private_modules() -> list[str]:
     """The private modules at any depth of the private packages (the hall, ``_compile``,
     ``_interop``, ...), and the modules of the graph wing whose names ``cuda_core`` re-exports."""
     names = list(_GRAPH_REEXPORTED)
-    for info in pkgutil.walk_packages(cuda_core.__path__, prefix="cuda_core."):
+    with warnings.catch_warnings():  # walking imports cuda_core.experimental, which warns
+        warnings.simplefilter("ignore", DeprecationWarning)
+        infos = list(pkgutil.walk_packages(cuda_core.__path__, prefix="cuda_core."))
+    for info in infos:
         parts = info.name.split(".")[1:]
         if (
             all(p.startswith("_") for p in parts)
