@@ -6,8 +6,8 @@ import ast
 import importlib
 import inspect
 import pkgutil
-import warnings
 import re
+import warnings
 from pathlib import Path
 
 import pytest
