@@ -59,6 +59,8 @@ from ._errors import NVVMError as NVVMError
 from ._event import Event as Event
 from ._event import EventOptions as EventOptions
 from ._event import IPCEventDescriptor as IPCEventDescriptor
+from ._host_callbacks import HOST_COPY_FN as HOST_COPY_FN
+from ._host_callbacks import pack_host_copy_args as pack_host_copy_args
 from ._interop import _graphics as _graphics
 from ._interop import _memoryview as _memoryview
 from ._interop._graphics import GraphicsResource as GraphicsResource
@@ -126,6 +128,7 @@ __all__ = [
     "GraphDebugPrintOptions",
     "GraphMemoryResource",
     "GraphicsResource",
+    "HOST_COPY_FN",
     "Host",
     "IPCAllocationHandle",
     "IPCBufferDescriptor",
@@ -167,6 +170,7 @@ __all__ = [
     "WorkqueueResourceOptions",
     "host_launch",
     "launch",
+    "pack_host_copy_args",
     "show_config",
 ]
 

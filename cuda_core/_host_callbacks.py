@@ -8,9 +8,19 @@ its entry is dropped when it has run. A callback recorded while the stream is be
 into a graph runs on every replay, so its entry lives as long as the graph: a CUDA user object
 owned by the captured graph (and by every executable graph made from it, or updated from it)
 drops the entry when the driver releases the last of them. A replay that finds no entry does
-nothing: the table is looked up, never a raw pointer. A ctypes function pointer declared
-``CUhostFn`` goes to the driver as is, with its ``user_data``; a table entry keeps the ctypes
-object (and copied data) alive until it has run, or as long as the graph.
+nothing: the table is looked up, never a raw pointer.
+
+A ctypes function pointer declared ``CUhostFn`` goes to the driver as is, with its ``user_data``
+(``HOST_COPY_FN``, a compiled host copy, among them; :func:`pack_host_copy_args` packs its
+record). Captured, a user object owned by the graph keeps the ctypes object and any copied data
+alive as long as the graph. On an ordinary stream nothing that needs the GIL is queued with it,
+so compiled code runs without the GIL: an event recorded right behind the function tells when it
+has run, and the ctypes object and the copy are released by the next host callback enqueued
+from Python (or :func:`pending_callbacks`) once that event is complete. Destroying the stream
+does not cancel queued work, so they are kept until then. Work that never runs (its context was
+destroyed or reset first) is released as soon as the context is found gone, and so are
+one-shot Python entries of that context: nothing waits in the tables for a call that cannot
+come.
 
 ``cuLaunchHostFunc`` is called through ctypes at the driver entry point that
 ``cuda_core._handles._backend.entry_point`` resolves (per-thread default stream semantics honoured, as for
@@ -26,20 +36,26 @@ printed to stderr with its traceback); it never propagates into the driver.
 from __future__ import annotations
 
 import ctypes
+import struct
+import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy
+
+from . import _links
 from . import _trampolines as _table
 from ._compat import driver
 from ._handles import _backend
 from ._handles._contexts import CtxScope
 from ._handles._driver import ensure_driver
-from ._stream_ops import live_handle
-from ._utils import arg_error, handle_return, raise_status
+from ._stream_ops import closed_error, host_address, live_handle
+from ._trampolines import HOST_COPY_FN as HOST_COPY_FN
+from ._utils import arg_error, check_int, handle_return, raise_status
 
-__all__: list[
-    str
-] = []  # host_launch (in _launcher), Stream.launch_host_func and GraphBuilder.callback are public
+# host_launch (in _launcher), Stream.launch_host_func and GraphBuilder.callback are public too.
+__all__ = ["HOST_COPY_FN", "pack_host_copy_args"]
 
 # CUresult cuLaunchHostFunc(CUstream, CUhostFn, void* userData) (CUDA 12.0 ABI). A CFUNCTYPE
 # function releases the GIL during the call (PYFUNCTYPE would not).
@@ -49,9 +65,17 @@ _LaunchHostFunc = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_
 _once, _kept, _keys = _table._once, _table._kept, _table._keys
 _RUN_ONCE, _RUN_KEPT, _DROP_KEPT = _table.RUN_ONCE, _table.RUN_KEPT, _table.DROP_KEPT
 _ACTIVE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
-pending_callbacks = _table.pending_callbacks
+_DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+_RECORD = struct.Struct("@PPN")  # HOST_COPY_FN's record: uintptr_t dst, uintptr_t src, size_t n
+_MAX_ADDRESS = (1 << (8 * ctypes.sizeof(ctypes.c_void_p))) - 1
 
 _launch_fn: Any = None
+
+# C host functions queued on ordinary streams: (event recorded behind the function, what it
+# keeps alive, its context's address and id). One-shot Python entries: key -> (address, id).
+_waiting: list[tuple[Any, Any, int, int]] = []
+_once_ctx: dict[int, tuple[int, int]] = {}
+_sweep_lock = threading.Lock()
 
 
 def _launch_host_func_c() -> Any:
@@ -69,15 +93,73 @@ def _launch_host_func_c() -> Any:
     return _launch_fn
 
 
+def _ctx_id(address: int) -> int:
+    """The driver's id of the context at ``address``; 0 when it was destroyed or reset."""
+    err, ident = driver.cuCtxGetId(driver.CUcontext(address))
+    return 0 if err else int(ident)
+
+
+def _sweep() -> None:
+    """Release what C host functions kept alive once they have run (their event is complete),
+    and everything queued in a context that is gone (its work will never run)."""
+    if not (_waiting or _once_ctx):
+        return
+    with _sweep_lock:
+        alive: dict[int, int] = {}
+
+        def gone(address: int, ident: int) -> bool:
+            if address not in alive:
+                alive[address] = _ctx_id(address)
+            return alive[address] != ident
+
+        kept, done = [], []
+        for entry in _waiting:
+            event, _, address, ident = entry
+            try:
+                finished = gone(address, ident) or event.query()
+            except Exception:  # the event is unusable: its context is going away
+                finished = True
+            if finished:
+                done.append(event)
+            else:
+                kept.append(entry)
+        _waiting[:] = kept
+        for event in done:  # back to its context's pool (forgotten where the context is gone)
+            try:
+                event.release()
+            except Exception as exc:
+                warnings.warn(
+                    f"cuda_core could not release the event behind a host function: {exc}",
+                    ResourceWarning,
+                    stacklevel=2,
+                )
+        once = _table._once
+        for key, (address, ident) in list(_once_ctx.items()):
+            if key not in once:
+                del _once_ctx[key]  # it ran
+            elif gone(address, ident):
+                _table.pop_once(key)
+                del _once_ctx[key]
+
+
+def pending_callbacks() -> tuple[int, int]:
+    """``(host callbacks queued on streams that have not run, entries held by graphs)``, after
+    releasing what finished or can never run; for tests."""
+    _sweep()
+    with _sweep_lock:
+        return len(_table._once) + len(_waiting), len(_table._kept)
+
+
 def enqueue_host_callback(stream: Any, fn: Any, user_data: Any) -> None:
     """Enqueue ``fn`` on the :class:`Stream` ``stream`` as ``cuda.core`` takes host callbacks:
     a Python callable without arguments, or a ctypes ``CUhostFn`` pointer with ``user_data``
     (see :func:`host_launch`). Used by :func:`host_launch` and ``GraphBuilder.callback``."""
     py_fn, addr, ud, keep = _table.host_callback(fn, user_data)
+    _sweep()
     if py_fn is not None:
-        _in_scope(stream, _enqueue, live_handle(stream), py_fn, ())
+        _in_scope(stream, _enqueue, live_handle(stream), py_fn, (), stream)
     else:
-        _in_scope(stream, _enqueue_pointer, live_handle(stream), addr, ud, keep)
+        _in_scope(stream, _enqueue_pointer, live_handle(stream), addr, ud, keep, stream)
 
 
 def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
@@ -103,7 +185,8 @@ def launch_host_func(stream: Any, fn: Callable[..., Any], *args: Any) -> None:
     """
     if not callable(fn):
         raise arg_error("fn", "callable", fn, exc=TypeError)
-    _in_scope(stream, _enqueue, live_handle(stream), fn, args)
+    _sweep()
+    _in_scope(stream, _enqueue, live_handle(stream), fn, args, stream)
 
 
 def _in_scope(s: Any, work: Callable[..., None], *args: Any) -> None:
@@ -125,7 +208,14 @@ def _capture_graph(handle: Any) -> Any:
     return handle_return(driver.cuStreamGetCaptureInfo(handle), "cuStreamGetCaptureInfo")[2]
 
 
-def _enqueue(handle: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+def _context(s: Any) -> Any:
+    """The ContextHandle of the context the stream's work runs in, or ``None`` (a default-stream
+    token while no context is current: the driver then refuses the launch)."""
+    h = s._h
+    return h.ctx if h.ctx is not None else h.context()
+
+
+def _enqueue(handle: Any, fn: Callable[..., Any], args: tuple[Any, ...], s: Any) -> None:
     launch = _launch_host_func_c()
     graph = _capture_graph(handle)
     raw = int(handle) or None
@@ -142,13 +232,18 @@ def _enqueue(handle: Any, fn: Callable[..., Any], args: tuple[Any, ...]) -> None
     if rc:
         _table.pop_once(key)
         raise_status(rc, "cuLaunchHostFunc")
+    ctxh = _context(s)
+    if ctxh is not None:  # should the context die first, the sweep drops the entry
+        with _sweep_lock:
+            if key in _table._once:
+                _once_ctx[key] = (ctxh.address, _ctx_id(ctxh.address))
 
 
 def _nothing(*_: Any) -> None:
     """The entry that only keeps objects alive (a C host function and its copied data)."""
 
 
-def _enqueue_pointer(handle: Any, addr: int, user_data: int, keep: Any) -> None:
+def _enqueue_pointer(handle: Any, addr: int, user_data: int, keep: Any, s: Any) -> None:
     """Enqueue the C host function ``addr`` with ``user_data``, keeping ``keep`` (the ctypes
     function object and any copied data) alive until it has run, or as long as the graph."""
     launch = _launch_host_func_c()
@@ -160,14 +255,111 @@ def _enqueue_pointer(handle: Any, addr: int, user_data: int, keep: Any) -> None:
         if rc:
             raise_status(rc, "cuLaunchHostFunc")
         return
-    # A one-shot entry holds ``keep``; the trampoline queued right behind the function drops it
-    # once the function has returned (host functions of a stream run in order).
-    key = _table.new_key()
-    _table.add_once(key, _nothing, (keep,))
+    # Nothing that needs the GIL is queued behind the function: an event recorded right behind
+    # it says when it has run, and a later sweep releases ``keep`` (see the module's docstring).
+    ctxh = _context(s)
+    event = ctxh.create_event(_DISABLE_TIMING) if ctxh is not None else None
     rc = launch(raw, addr, user_data or None)
     if rc:
-        _table.pop_once(key)
         raise_status(rc, "cuLaunchHostFunc")
-    rc = launch(raw, _RUN_ONCE, key)
-    if rc:  # the function is queued: its data stays alive (the entry is left in the table)
-        raise_status(rc, "cuLaunchHostFunc")
+    assert event is not None  # the launch succeeded, so a context is known
+    try:
+        event.record(s._h)
+    except Exception:
+        # The function is queued but cannot be watched: wait for it, then let ``keep`` go.
+        event.release()
+        s._h.sync()
+        return
+    with _sweep_lock:
+        _waiting.append((event, keep, ctxh.address, _ctx_id(ctxh.address)))
+
+
+def _copy_end(value: Any, name: str, writable: bool) -> tuple[int, int | None]:
+    """(address, size in bytes or ``None`` for a bare address) of one end of a host copy."""
+    if isinstance(value, bool) or isinstance(value, (numpy.generic, ctypes._SimpleCData)):
+        raise arg_error(
+            name,
+            "an int address, a Buffer or a buffer-protocol object",
+            value,
+            "a NumPy or ctypes scalar is not an address: pass int(value)",
+            TypeError,
+        )
+    if isinstance(value, int):
+        if not 0 <= value <= _MAX_ADDRESS:
+            raise arg_error(name, f"an address in [0, {_MAX_ADDRESS:#x}]", value)
+        return value, None
+    if isinstance(value, _links.Buffer):
+        if value.is_closed:
+            raise closed_error()
+        if not value.is_host_accessible:
+            raise arg_error(
+                name,
+                "host-accessible (the copy runs on the host)",
+                value,
+                "use pinned or managed memory, or copy with Buffer.copy_to/copy_from",
+            )
+        return int(value.handle), int(value.size)
+    address, size, _ = host_address(value, name, writable)
+    return address, size
+
+
+def pack_host_copy_args(dst: Any, src: Any, nbytes: int) -> bytes:
+    """Pack the arguments of :data:`HOST_COPY_FN` into ``user_data`` bytes.
+
+    ``cuda.core`` 1.3's ``pack_host_copy_args``. The record is three native-width fields in
+    this order, without padding: ``uintptr_t dst, uintptr_t src, size_t nbytes`` (what
+    ``struct.pack("@PPN", dst, src, nbytes)`` builds and ``struct.unpack("@PPN", record)``
+    reads). Passed to :func:`host_launch` (or a graph callback) with :data:`HOST_COPY_FN`, the
+    bytes are copied, so the record may be dropped at once; a record kept in memory of one's
+    own may be passed by its ``int`` address instead.
+
+    ``dst`` and ``src`` are not kept alive: keep both, unresized, until the copy has run.
+
+    Parameters
+    ----------
+    dst : int or Buffer or buffer-protocol object
+        Where to copy to: an ``int`` host address, a host-accessible :class:`Buffer` (pinned or
+        managed), or a C-contiguous writable host object (``bytearray``, a NumPy array, ...).
+    src : int or Buffer or buffer-protocol object
+        Where to copy from, as ``dst`` (read-only objects such as ``bytes`` are fine).
+    nbytes : int
+        How many bytes to copy; 0 packs a copy that does nothing.
+
+    Returns
+    -------
+    bytes
+        The record, to pass as ``user_data``.
+
+    Raises
+    ------
+    TypeError
+        ``dst`` or ``src`` is neither an ``int``, a :class:`Buffer` nor a buffer-protocol
+        object, or is a ``bool``, a NumPy scalar or a ctypes scalar (``ctypes.c_void_p``: pass
+        its ``.value``); ``nbytes`` is not an integer.
+    ValueError
+        ``nbytes`` is negative or larger than ``dst`` or ``src`` (where their size is known);
+        a :class:`Buffer` that is not host-accessible; an address that does not fit a pointer,
+        or 0 with ``nbytes > 0``; a buffer-protocol object that is not C-contiguous, or a
+        read-only one as ``dst``.
+    RuntimeError
+        A closed :class:`Buffer`.
+
+    Examples
+    --------
+    >>> staging = LegacyPinnedMemoryResource().allocate(n)        # doctest: +SKIP
+    >>> record = pack_host_copy_args(host_array, staging, n)       # doctest: +SKIP
+    >>> host_launch(s, HOST_COPY_FN, user_data=record)            # doctest: +SKIP
+    """
+    n = check_int("nbytes", nbytes, minimum=0)
+    d, d_size = _copy_end(dst, "dst", True)
+    s_, s_size = _copy_end(src, "src", False)
+    for name, address, size in (("dst", d, d_size), ("src", s_, s_size)):
+        if size is not None and n > size:
+            raise arg_error(
+                "nbytes", f"at most the size of {name} ({size} bytes)", nbytes, exc=ValueError
+            )
+        if n and not address:
+            raise arg_error(name, "a non-zero address when nbytes > 0", address)
+    if n > _MAX_ADDRESS:
+        raise arg_error("nbytes", f"at most {_MAX_ADDRESS:#x}", nbytes)
+    return _RECORD.pack(d, s_, n)

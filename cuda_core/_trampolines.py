@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._compat import driver
+from ._handles._backend import backend
 from ._lifetime import immortal
 from ._utils import arg_error, handle_return
 
@@ -28,6 +29,29 @@ __all__: list[str] = []  # private module
 HostFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _CFuncPtr = ctypes._CFuncPtr  # type: ignore[attr-defined]
 CUHOSTFN_HINT = "declare it as ctypes.CFUNCTYPE(None, ctypes.c_void_p)"
+
+
+class _HostCopyFn(HostFn):  # type: ignore[misc, valid-type]
+    """A ``CUhostFn`` that copies ``nbytes`` from ``src`` to ``dst`` (host addresses), read from
+    the record its ``user_data`` holds (:func:`cuda_core.pack_host_copy_args`).
+
+    ``cuda.core`` 1.3's ``HOST_COPY_FN``: a ctypes function pointer declared
+    ``ctypes.CFUNCTYPE(None, ctypes.c_void_p)``, for :func:`cuda_core.host_launch` and graph
+    callbacks. Its body comes from the handle layer's backend: compiled code under the native
+    backend (it never takes the GIL), a ctypes callback under the pure-Python one.
+    """
+
+    _flags_ = HostFn._flags_
+    _restype_ = None
+    _argtypes_ = (ctypes.c_void_p,)
+
+    def __repr__(self) -> str:
+        return f"<cuda_core.HOST_COPY_FN at {_address(self):#x}>"
+
+
+HOST_COPY_FN = _HostCopyFn(backend.HOST_COPY_ADDRESS)
+HOST_COPY_RECORD_SIZE = ctypes.sizeof(ctypes.c_void_p) * 2 + ctypes.sizeof(ctypes.c_size_t)
+"""The size of the record ``HOST_COPY_FN`` reads (``struct.calcsize("@PPN")``)."""
 
 _once: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
 _kept: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]] = {}
@@ -134,6 +158,27 @@ def new_user_object(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int,
     return key, obj
 
 
+def _check_copy_record(user_data: Any) -> None:
+    """``HOST_COPY_FN`` reads a record: refuse ``user_data`` that cannot be one (ValueError)."""
+    if isinstance(user_data, int) and not isinstance(user_data, bool):
+        if user_data:
+            return
+    elif user_data is not None:
+        try:
+            size = memoryview(user_data).nbytes
+        except TypeError:
+            return  # not bytes-like: the general check below refuses it (TypeError)
+        if size == HOST_COPY_RECORD_SIZE:
+            return
+    raise arg_error(
+        "user_data",
+        f"a record packed by pack_host_copy_args() ({HOST_COPY_RECORD_SIZE} bytes) or the "
+        "address of one, for HOST_COPY_FN",
+        user_data,
+        "pack it with pack_host_copy_args(dst, src, nbytes)",
+    )
+
+
 def host_callback(fn: Any, user_data: Any) -> tuple[Callable[[], Any] | None, int, int, Any]:
     """Check a host callback as ``cuda.core`` 1.2 takes it (stream capture, graph host nodes).
 
@@ -144,6 +189,8 @@ def host_callback(fn: Any, user_data: Any) -> tuple[Callable[[], Any] | None, in
     * a ctypes function pointer declared ``CFUNCTYPE(None, c_void_p)`` goes to the driver as is,
       with ``user_data`` an ``int`` address (the caller keeps it valid), or bytes-like data
       copied into a buffer that the returned object keeps alive (with the function pointer).
+      :data:`HOST_COPY_FN` needs a packed record (bytes-like of :data:`HOST_COPY_RECORD_SIZE`
+      bytes, or a non-zero address): ``ValueError`` otherwise.
     """
     if isinstance(fn, _CFuncPtr):
         restype = getattr(fn, "restype", None)
@@ -157,6 +204,8 @@ def host_callback(fn: Any, user_data: Any) -> tuple[Callable[[], Any] | None, in
                 TypeError,
             )
         addr = _address(fn)
+        if addr == backend.HOST_COPY_ADDRESS:
+            _check_copy_record(user_data)
         if user_data is None:
             return None, addr, 0, fn
         if isinstance(user_data, int) and not isinstance(user_data, bool):

@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypeVar
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 8
+ABI_VERSION = 9
 """The protocol's version. The native module's ``ABI_VERSION`` (``CC_ABI_VERSION`` in
 ``_csrc/native.h``) must equal it, or the native module is not used (a stale build)."""
 
@@ -357,6 +357,15 @@ class Backend(Protocol):
     @property
     def AMBIGUOUS(self) -> str:
         """The message of a ``stream_ptr=None`` refusal."""
+        ...
+
+    @property
+    def HOST_COPY_ADDRESS(self) -> int:
+        """The address of a ``CUhostFn`` (``HOST_COPY_FN``'s body) that copies ``nbytes`` from
+        ``src`` to ``dst``, read from the record its ``userData`` points at (``uintptr_t dst,
+        uintptr_t src, size_t nbytes``, native widths, no padding); a NULL record or zero bytes
+        copy nothing. Native: compiled code that never takes the GIL. Pure: a ctypes callback
+        (it takes the GIL), kept alive for the life of the process."""
         ...
 
     @property

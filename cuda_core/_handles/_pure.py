@@ -13,6 +13,7 @@ classes, one module per concept:
 * allocations: :mod:`cuda_core._handles._pure_memory`
 * launch configurations: :mod:`cuda_core._handles._pure_launch`
 * interop readers (DLPack capsules, PyTorch tensors): :mod:`cuda_core._handles._pure_interop`
+* ``HOST_COPY_FN``'s body: :mod:`cuda_core._handles._pure_host_copy`
 * what they share (the error funnel, the current-context scope):
   :mod:`cuda_core._handles._pure_common`
 """
@@ -25,6 +26,7 @@ from typing import Any
 from .._compat import driver
 from . import _pure_common, _pure_launch
 from ._protocol import ABI_VERSION as ABI_VERSION
+from ._pure_host_copy import HOST_COPY_ADDRESS as HOST_COPY_ADDRESS
 from ._pure_interop import AMBIGUOUS as AMBIGUOUS
 from ._pure_interop import ViewInfo as ViewInfo
 from ._pure_interop import dlpack_view as dlpack_view

@@ -178,7 +178,7 @@ module_exec(PyObject *m)
     if (PyModule_AddFunctions(m, cc_handles_functions) < 0 || PyModule_AddFunctions(m, cc_interop_functions) < 0) {
         return -1;
     }
-    if (cc_handles_init(m) < 0 || cc_interop_init(m) < 0) {
+    if (cc_handles_init(m) < 0 || cc_interop_init(m) < 0 || cc_host_copy_init(m) < 0) {
         return -1;
     }
     return 0;

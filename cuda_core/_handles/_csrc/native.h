@@ -6,6 +6,7 @@
  *   handles*.c the handle objects: ContextHandle (handles.c), StreamHandle and EventHandle
  *              (handles_stream.c, handles_event.c), Allocation (handles_memory.c), LaunchConfigHandle
  *              (handles_launch.c); handles.h and handles_util.c hold their shared internals
+ *   host_copy.c HOST_COPY_FN's compiled body (HOST_COPY_ADDRESS): a host copy run by the driver
  *   interop*.c readers of foreign arrays: DLPack capsules, PyTorch tensors and the stream
  *              ordering they need (interop.c); ViewInfo, the C base of StridedMemoryView
  *              (interop_view.c); interop.h holds what they share
@@ -28,7 +29,7 @@
 
 /* Bumped whenever anything Python relies on changes (names, signatures, semantics). Python
  * checks it at import (cuda_core/_handles/_backend.py) and falls back to pure Python on a mismatch. */
-#define CC_ABI_VERSION 8
+#define CC_ABI_VERSION 9
 
 /* The driver entry points (CUDA 12.0 ABI), resolved by Python through cuGetProcAddress and
  * handed to bind(). NULL until then: every call checks cc_bound first. */
@@ -93,6 +94,7 @@ int cc_address(PyObject *obj, void **out);
 /* Each concept file adds its types and functions to the module. */
 int cc_handles_init(PyObject *module);
 int cc_interop_init(PyObject *module);
+int cc_host_copy_init(PyObject *module);
 extern PyMethodDef cc_handles_functions[];
 extern PyMethodDef cc_interop_functions[];
 
