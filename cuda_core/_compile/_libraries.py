@@ -151,3 +151,31 @@ def nvjitlink_available() -> bool:
         return False
     _present.add("nvjitlink")
     return True
+
+
+@run_once
+def nvjitlink_version() -> tuple[int, int] | None:
+    """The (major, minor) version of the nvJitLink that links here, or ``None`` without one."""
+    if not nvjitlink_available():
+        return None
+    from cuda.bindings import nvjitlink
+
+    major, minor = (int(v) for v in nvjitlink.version())
+    return major, minor
+
+
+def require_nvjitlink(minimum: tuple[int, int], feature: str) -> None:
+    """Raise ``NotImplementedError`` naming *feature* and the nvJitLink version it needs where
+    the installed nvJitLink is older than *minimum* (or missing)."""
+    have = nvjitlink_version()
+    if have is not None and have >= minimum:
+        return
+    need = f"{minimum[0]}.{minimum[1]}"
+    found = (
+        "no nvJitLink is installed"
+        if have is None
+        else f"nvJitLink {have[0]}.{have[1]} is installed"
+    )
+    raise NotImplementedError(
+        f"{feature} requires nvJitLink {need} or newer ({found}); upgrade it: {remedy()}"
+    )

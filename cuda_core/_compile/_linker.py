@@ -27,7 +27,7 @@ from .._utils import (
     suggest_fields,
 )
 from ..typing import CompilerBackendType
-from ._libraries import linker_not_found, nvjitlink_available
+from ._libraries import linker_not_found, nvjitlink_available, require_nvjitlink
 from ._object_code import ObjectCode
 from ._options import _as_list, check_counts, device_arch, normalize_arch
 
@@ -77,6 +77,13 @@ class LinkerOptions:
         Accepted for compatibility with ``cuda.core`` and ignored: it is a compiler option
         (``ProgramOptions(numba_debug=True)``) that no linker takes. Setting it warns
         (``DeprecationWarning``).
+    incremental : bool, optional
+        Incremental (relocatable) link (``-r``, ``cuda.core`` 1.3): the result may still
+        reference code that is not linked in yet and goes, as an input, into another
+        :class:`Linker`. A native result is a relocatable cubin; with
+        ``link_time_optimization=True``, ``link("ltoir")`` keeps LTO-IR for the final link.
+        Needs nvJitLink 13.2 or newer: :class:`Linker` raises ``NotImplementedError`` naming
+        the version where it is older (or missing).
 
     Raises
     ------
@@ -106,6 +113,7 @@ class LinkerOptions:
     split_compile_extended: int | None = None
     no_cache: bool | None = None
     numba_debug: bool | None = None
+    incremental: bool | None = None
 
     def __repr__(self) -> str:
         # Only what was set.
@@ -130,6 +138,7 @@ class LinkerOptions:
             "optimize_unused_variables",
             "no_cache",
             "numba_debug",
+            "incremental",
         ):
             setattr(self, f, as_flag(getattr(self, f)))  # any truth value, as in cuda.core
         check_counts(self, ("max_register_count", "split_compile", "split_compile_extended"))
@@ -207,6 +216,8 @@ class LinkerOptions:
             add(f"-split-compile-extended={self.split_compile_extended}")
         if self.no_cache:
             add("-no-cache")
+        if self.incremental:
+            add("-r")
         return [f.encode() for f in out]
 
 
@@ -297,6 +308,11 @@ def _link_nvjitlink(
             ba = bytearray(size)
             nvjitlink.get_linked_ptx(handle, ba)
             out = bytes(ba).rstrip(b"\x00")
+        elif target_type == "ltoir":
+            size = nvjitlink.get_linked_ltoir_size(handle)
+            ba = bytearray(size)
+            nvjitlink.get_linked_ltoir(handle, ba)
+            out = bytes(ba)
         else:
             size = nvjitlink.get_linked_cubin_size(handle)
             ba = bytearray(size)
@@ -418,6 +434,23 @@ def _warn_no_lto() -> None:
     )
 
 
+INCREMENTAL_SINCE = (13, 2)
+"""The first nvJitLink that links incrementally (``-r``: ``LinkerOptions(incremental=True)``)."""
+LTOIR_OUTPUT_SINCE = (13, 3)
+"""The first nvJitLink that returns linked LTO-IR (``Linker.link("ltoir")``)."""
+
+
+def _require_ltoir_output() -> None:
+    require_nvjitlink(LTOIR_OUTPUT_SINCE, 'Linker.link("ltoir")')
+    from cuda.bindings import nvjitlink
+
+    if not hasattr(nvjitlink, "get_linked_ltoir"):  # a cuda-bindings older than the library
+        raise NotImplementedError(
+            'Linker.link("ltoir") requires a cuda-bindings with nvjitlink.get_linked_ltoir '
+            "(13.3 or newer); upgrade cuda-bindings"
+        )
+
+
 class _ClosedLinkerError(RuntimeError, ValueError):
     """Use of a closed Linker: a RuntimeError as in cuda.core (and a ValueError, as before)."""
 
@@ -438,6 +471,8 @@ class Linker:
         An input is not an :class:`ObjectCode`.
     ValueError
         No input was given.
+    NotImplementedError
+        ``options.incremental`` with an nvJitLink older than 13.2 (or none).
 
     Examples
     --------
@@ -457,6 +492,8 @@ class Linker:
                 raise arg_error(f"object_codes[{i}]", "an ObjectCode", oc, exc=TypeError)
         self._inputs = object_codes
         self._options = check_or_create_options(LinkerOptions, options, "options")
+        if self._options.incremental:
+            require_nvjitlink(INCREMENTAL_SINCE, "LinkerOptions(incremental=True)")
         self._error_log: str | None = None  # None until link() ran
         self._info_log: str | None = None
         self._closed = False
@@ -507,8 +544,12 @@ class Linker:
 
         Parameters
         ----------
-        target_type : {"cubin", "ptx"}
-            The output.
+        target_type : {"cubin", "ptx", "ltoir"}
+            The output. ``"ltoir"`` (``cuda.core`` 1.3) keeps the linked code as LTO-IR, for
+            another link (an incremental LTO chain, see ``LinkerOptions.incremental``): it
+            needs ``link_time_optimization=True`` and nvJitLink 13.3 or newer, and takes no
+            direct PTX or cubin input (they carry no LTO-IR, and nvJitLink would leave them out
+            of the result without a word).
 
         Returns
         -------
@@ -520,14 +561,19 @@ class Linker:
         LinkerError
             The link failed; the message holds the linker's error log.
         ValueError
-            ``target_type`` is invalid.
+            ``target_type`` is invalid; ``"ltoir"`` without ``link_time_optimization`` or with a
+            PTX or cubin input.
+        NotImplementedError
+            ``"ltoir"`` with an nvJitLink older than 13.3 (or none).
         RuntimeError
             The linker is closed (the exception is also a ``ValueError``).
         """
         if self._closed:
             raise _ClosedLinkerError("this Linker is closed")
-        if target_type not in ("cubin", "ptx"):
-            raise arg_error("target_type", '"cubin" or "ptx"', target_type)
+        if target_type not in ("cubin", "ptx", "ltoir"):
+            raise arg_error("target_type", '"cubin", "ptx" or "ltoir"', target_type)
+        if target_type == "ltoir":
+            self._check_ltoir_output()
         name = self._options.name or "<default linker>"
         inputs = [
             (
@@ -560,6 +606,25 @@ class Linker:
         for oc in self._inputs:
             mapping.update(oc._sym_map)
         return ObjectCode._init(res.data, target_type, name=name, symbol_mapping=mapping)
+
+    def _check_ltoir_output(self) -> None:
+        if not self._options.link_time_optimization:
+            raise ValueError(
+                'link("ltoir") requires link_time_optimization=True in LinkerOptions '
+                "(linked LTO-IR is what link-time optimisation keeps)"
+            )
+        direct = [
+            f"{oc.name or f'input{i}'} ({oc.code_type})"
+            for i, oc in enumerate(self._inputs)
+            if oc.code_type in ("ptx", "cubin")
+        ]
+        if direct:
+            raise ValueError(
+                f'link("ltoir") cannot take PTX or cubin inputs: {", ".join(direct)}; they carry '
+                "no LTO-IR and would be left out of the result. Compile them to LTO-IR "
+                '(Program.compile("ltoir")) or link them in the final link'
+            )
+        _require_ltoir_output()
 
     def get_error_log(self) -> str:
         """str: The error log of the last :meth:`link` ("" when it succeeded or before it ran).
