@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, MutableSet
 from typing import Any
 
 from .. import _links
-from .._compat import driver, require_cuda13
+from .._compat import driver, driver_version_int, require_cuda13
 from .._handles._backend import entry_point
 from .._stream_ops import closed_error, on_stream, stream_context
 from .._utils import arg_error, handle_return, raise_status
@@ -94,6 +94,26 @@ def _range_int(buf: Buffer, attribute: Any) -> int:
     if status:
         raise_status(status, "cuMemRangeGetAttribute")
     return out.value
+
+
+def _location(buf: Buffer, type_attribute: Any, id_attribute: Any) -> Any:
+    """A location range attribute (its ``_TYPE`` and ``_ID`` pair, CUDA 12.2+) as a Device, a
+    Host, or ``None`` (no location, or pages that do not agree)."""
+    Device = _links.Device
+
+    kind = _range_int(buf, type_attribute)
+    if kind == int(_LOC.CU_MEM_LOCATION_TYPE_DEVICE):
+        return Device(_range_int(buf, id_attribute))
+    if kind == int(_LOC.CU_MEM_LOCATION_TYPE_HOST):
+        return Host()
+    if kind == int(_LOC.CU_MEM_LOCATION_TYPE_HOST_NUMA):
+        return Host(numa_id=_range_int(buf, id_attribute))
+    if kind == int(_LOC.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT):
+        return Host.numa_current()
+    return None
+
+
+_TYPED_LOCATIONS = 12020  # the driver release with the _TYPE/_ID range attributes
 
 
 def _accessed_by(buf: Buffer) -> list[Any]:
@@ -193,19 +213,11 @@ class ManagedBuffer(Buffer):
     def preferred_location(self) -> Any:
         """The ``set_preferred_location`` target: a Device, a Host, or ``None`` (settable;
         ``None`` withdraws the advice)."""
-        Device = _links.Device
-
-        kind = _range_int(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE)
-        ident = _range_int(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID)
-        if kind == int(_LOC.CU_MEM_LOCATION_TYPE_DEVICE):
-            return Device(ident)
-        if kind == int(_LOC.CU_MEM_LOCATION_TYPE_HOST):
-            return Host()
-        if kind == int(_LOC.CU_MEM_LOCATION_TYPE_HOST_NUMA):
-            return Host(numa_id=ident)
-        if kind == int(_LOC.CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT):
-            return Host.numa_current()
-        return None
+        return _location(
+            self,
+            _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE,
+            _RANGE.CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID,
+        )
 
     @preferred_location.setter
     def preferred_location(self, value: Any) -> None:
@@ -213,6 +225,35 @@ class ManagedBuffer(Buffer):
             _advise(self, _ADV.CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, None)
         else:
             _advise(self, _ADV.CU_MEM_ADVISE_SET_PREFERRED_LOCATION, value)
+
+    @property
+    def last_prefetch_location(self) -> Any:
+        """Where the most recent explicit prefetch of the buffer's pages asked them to go: a
+        :class:`Device`, a :class:`Host` (with its NUMA node where one was named), or ``None``
+        when some page was never prefetched or the pages were last prefetched to different
+        places (``cuda.core`` 1.3; read-only).
+
+        This is the requested target, not where the pages are now nor whether the asynchronous
+        prefetch has finished. Asked of the driver at each read (``cuMemRangeGetAttribute``;
+        drivers older than CUDA 12.2 know no NUMA node: the host is then ``Host()``).
+
+        Raises
+        ------
+        RuntimeError
+            The buffer is closed.
+        """
+        _open(self)
+        if driver_version_int() >= _TYPED_LOCATIONS:
+            return _location(
+                self,
+                _RANGE.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
+                _RANGE.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID,
+            )
+        # An older driver knows a device ordinal, -1 for the host, -2 for none.
+        ordinal = _range_int(self, _RANGE.CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION)
+        if ordinal == -1:
+            return Host()
+        return _links.Device(ordinal) if ordinal >= 0 else None
 
     @property
     def accessed_by(self) -> AccessedBySetProxy:
