@@ -88,6 +88,7 @@ from ._memory import MemoryResource as MemoryResource
 from ._memory import PinnedMemoryResource as PinnedMemoryResource
 from ._memory import PinnedMemoryResourceOptions as PinnedMemoryResourceOptions
 from ._memory import SynchronousMemoryResource as SynchronousMemoryResource
+from ._memory import VirtualMemoryBuffer as VirtualMemoryBuffer
 from ._memory import VirtualMemoryResource as VirtualMemoryResource
 from ._memory import VirtualMemoryResourceOptions as VirtualMemoryResourceOptions
 from ._report import _environment as _config  # noqa: F401
@@ -164,6 +165,7 @@ __all__ = [
     "SynchronousMemoryResource",
     "TensorMapDescriptor",
     "TensorMapDescriptorOptions",
+    "VirtualMemoryBuffer",
     "VirtualMemoryResource",
     "VirtualMemoryResourceOptions",
     "WorkqueueResource",

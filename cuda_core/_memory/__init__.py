@@ -22,6 +22,7 @@ from ._pinned import PinnedMemoryResourceOptions as PinnedMemoryResourceOptions
 from ._pool import MemoryPoolAttributes as MemoryPoolAttributes
 from ._resource import MemoryResource as MemoryResource
 from ._sync import SynchronousMemoryResource as SynchronousMemoryResource
+from ._vmm import VirtualMemoryBuffer as VirtualMemoryBuffer
 from ._vmm import VirtualMemoryResource as VirtualMemoryResource
 from ._vmm import VirtualMemoryResourceOptions as VirtualMemoryResourceOptions
 
@@ -42,6 +43,7 @@ __all__ = [
     "PinnedMemoryResource",
     "PinnedMemoryResourceOptions",
     "SynchronousMemoryResource",
+    "VirtualMemoryBuffer",
     "VirtualMemoryResource",
     "VirtualMemoryResourceOptions",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from .. import _links
 from .._errors import CUDAError
@@ -70,7 +70,7 @@ class Buffer(BufferExport):
     # -- construction -------------------------------------------------------------------------
 
     @classmethod
-    def _owned(cls, ptr: int, size: int, mr: MemoryResource, stream: Any, free: Any) -> Buffer:
+    def _owned(cls, ptr: int, size: int, mr: MemoryResource, stream: Any, free: Any) -> Self:
         """An owning buffer (used by resources): pool memory freed with ``cuMemFreeAsync`` on
         ``stream`` (``free`` is ``None``), or memory freed by ``free(ptr, size, stream)``."""
         self = _new(cls)

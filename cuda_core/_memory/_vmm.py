@@ -8,7 +8,8 @@ is mapped at the new addresses, not copied).
 
 Each buffer's pieces are kept by a ``_Mapping`` (``_vmm_mapping``), the buffer's release
 function. The physical handles are released right after mapping, so unmapping gives the
-memory back.
+memory back. The buffers are :class:`VirtualMemoryBuffer` (``cuda.core`` 1.3's class): their
+``close()`` refuses a capturing stream, on which the synchronous unmap cannot run.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ._buffer import Buffer
 from ._resource import MemoryResource, check_size
 from ._vmm_mapping import _align_up, _Mapping, _Undo, _unmap, _unmapper, _wait
 
-__all__ = ["VirtualMemoryResource", "VirtualMemoryResourceOptions"]
+__all__ = ["VirtualMemoryBuffer", "VirtualMemoryResource", "VirtualMemoryResourceOptions"]
 
 _L = driver.CUmemLocationType
 _H = driver.CUmemAllocationHandleType
@@ -62,6 +63,8 @@ _ACCESS: dict[Any, Any] = {
     VirtualMemoryAccessType.READ_WRITE: _A.CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     VirtualMemoryAccessType.READ: _A.CU_MEM_ACCESS_FLAGS_PROT_READ,
 }
+_ACTIVE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
+_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # 0, legacy, per-thread: the default-stream tokens
 _ALLOCATION_TYPES: dict[Any, Any] = {
     VirtualMemoryAllocationType.PINNED: _T.CU_MEM_ALLOCATION_TYPE_PINNED
 }
@@ -173,6 +176,63 @@ class VirtualMemoryResourceOptions:
             check_int("peers", int(p) if hasattr(p, "device_id") else p, minimum=0)
             for p in self.peers
         )
+
+
+class VirtualMemoryBuffer(Buffer):
+    """A :class:`Buffer` of a :class:`VirtualMemoryResource` (``cuda.core`` 1.3's class).
+
+    It owns its mapping: the physical memory, the reserved address ranges and the mappings
+    between them, given back when the buffer is closed or collected (and only then).
+    :meth:`VirtualMemoryResource.modify_allocation` grows it in place (see there).
+    """
+
+    __slots__ = ()
+
+    def close(self, stream: Any = None) -> None:
+        """Unmap the memory and free its address ranges; idempotent.
+
+        Unmapping is synchronous: the deallocation stream (``stream`` when given, else the one
+        recorded by :meth:`~Buffer.set_deallocation_stream` or the allocation; without one,
+        the device's context) is synchronised first, so work queued on it may still use the
+        memory. That cannot happen inside a stream capture: when that stream is not a default
+        stream and is capturing, the call raises and the buffer stays open.
+
+        Parameters
+        ----------
+        stream : Stream or GraphBuilder, optional
+            Replaces the recorded deallocation stream, as for :meth:`Buffer.close`.
+
+        Raises
+        ------
+        RuntimeError
+            The deallocation stream is capturing (the buffer stays open).
+        TypeError
+            ``stream`` is not a stream.
+        CUDAError
+            The driver failed to synchronise, unmap or free.
+        """
+        if self._ptr is None:
+            return
+        h = self._h
+        s = _links.as_stream(stream) if stream is not None else getattr(h, "stream", None)
+        if s is not None and _capturing(s):
+            raise RuntimeError(
+                "cannot close a VirtualMemoryResource buffer on a capturing stream: virtual "
+                "memory deallocation is synchronous and cannot be captured; end the capture "
+                "first, or close it on another stream (close(stream=...))"
+            )
+        super().close(s if stream is not None else None)
+
+
+def _capturing(s: Any) -> bool:
+    """Whether the Stream ``s`` is a real stream (not a default-stream token) that is capturing."""
+    h = s._h
+    if h.is_released or h.address <= _LAST_TOKEN:
+        return False
+    status = handle_return(
+        driver.cuStreamIsCapturing(driver.CUstream(h.address)), "cuStreamIsCapturing"
+    )
+    return bool(status == _ACTIVE)
 
 
 class VirtualMemoryResource(MemoryResource):
@@ -323,7 +383,7 @@ class VirtualMemoryResource(MemoryResource):
 
     # -- allocation -------------------------------------------------------------------------------
 
-    def allocate(self, size: int, *, stream: Any = None) -> Buffer:
+    def allocate(self, size: int, *, stream: Any = None) -> VirtualMemoryBuffer:
         """Allocate at least ``size`` bytes (rounded up to the allocation granularity).
 
         Parameters
@@ -336,7 +396,7 @@ class VirtualMemoryResource(MemoryResource):
 
         Returns
         -------
-        Buffer
+        VirtualMemoryBuffer
             Owning the mapping.
 
         Raises
@@ -351,7 +411,7 @@ class VirtualMemoryResource(MemoryResource):
         size = check_size(size)
         ctx = self._ctx()
         if not size:
-            return Buffer._owned(0, 0, self, s, None)
+            return VirtualMemoryBuffer._owned(0, 0, self, s, None)
         prop = self._prop()
         gran = self._granularity(ctx, prop)
         n = _align_up(size, gran)
@@ -365,7 +425,7 @@ class VirtualMemoryResource(MemoryResource):
         mapping.ranges.append((ptr, n))
         mapping.chunks.append((ptr, n))
         self._mappings[ptr] = mapping
-        return Buffer._owned(ptr, n, self, s, mapping)
+        return VirtualMemoryBuffer._owned(ptr, n, self, s, mapping)
 
     def modify_allocation(
         self, buf: Buffer, new_size: int, config: VirtualMemoryResourceOptions | dict | None = None

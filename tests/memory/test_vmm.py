@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import cuda_core
-from cuda_core import VirtualMemoryResource, VirtualMemoryResourceOptions
+from cuda_core import VirtualMemoryBuffer, VirtualMemoryResource, VirtualMemoryResourceOptions
 from cuda_core.typing import (
     VirtualMemoryAccessType,
     VirtualMemoryAllocationType,
@@ -128,6 +128,20 @@ def test_typing_is_exported_from_experimental_namespace():
     assert exp.ManagedBuffer is cuda_core.ManagedBuffer
 
 
+def test_virtual_memory_buffer_is_the_public_buffer_class_of_the_resource():
+    assert issubclass(VirtualMemoryBuffer, cuda_core.Buffer)
+    assert cuda_core.VirtualMemoryBuffer is VirtualMemoryBuffer
+    assert "VirtualMemoryBuffer" in cuda_core.__all__
+    assert cuda_core._memory.VirtualMemoryBuffer is VirtualMemoryBuffer
+    assert inspect.signature(VirtualMemoryResource.allocate).return_annotation in (
+        "VirtualMemoryBuffer",
+        VirtualMemoryBuffer,
+    )
+    assert VirtualMemoryBuffer.__slots__ == ()  # the Buffer's layout, nothing added
+    with pytest.raises(RuntimeError, match="cannot be instantiated directly"):
+        VirtualMemoryBuffer()
+
+
 # -- GPU tier ----------------------------------------------------------------------------------
 
 FILL_SRC = r"""
@@ -186,7 +200,7 @@ def test_vmm_allocate_grow_write_read_free(dev):
     start = _free_bytes()
 
     buf = mr.allocate(gran + 1, stream=s)  # not a multiple: rounded up
-    assert buf.size == 2 * gran
+    assert buf.size == 2 * gran and type(buf) is VirtualMemoryBuffer
     assert buf.memory_resource is mr and buf.device_id == dev.device_id
     base = buf.handle
     n0 = buf.size // 4
@@ -258,3 +272,32 @@ def test_vmm_posix_fd_handle_or_clear_error(dev):
     else:
         with pytest.raises(cuda_core.CUDAError, match="handle_type"):
             mr.allocate(1)
+
+
+@pytest.mark.gpu
+def test_closing_on_a_capturing_stream_raises_and_leaves_the_buffer_open(dev):
+    if not dev.properties.virtual_memory_management_supported:
+        pytest.skip("the device has no virtual memory management")
+    mr = VirtualMemoryResource(dev, {"handle_type": None})
+    s, other = dev.create_stream(), dev.create_stream()
+    recorded = mr.allocate(1, stream=s)  # s is its deallocation stream
+    given = mr.allocate(1)
+    assert type(recorded) is VirtualMemoryBuffer and type(mr.allocate(0)) is VirtualMemoryBuffer
+    b = s.create_graph_builder().begin_building()
+    message = r"^cannot close a VirtualMemoryResource buffer on a capturing stream"
+    with pytest.raises(RuntimeError, match=message):
+        recorded.close()  # the recorded stream is capturing
+    with pytest.raises(RuntimeError, match=message):
+        given.close(stream=s)  # the given one is
+    with pytest.raises(RuntimeError, match=message):
+        given.close(stream=b)  # a graph builder is its capturing stream
+    assert not recorded.is_closed and not given.is_closed
+    assert recorded.handle and given.handle
+    given.close(stream=other)  # another stream is fine while s captures
+    assert given.is_closed
+    b.end_building()
+    b.close()
+    recorded.close()  # the capture is over: the stream is synchronised, then the memory unmapped
+    assert recorded.is_closed and recorded.handle == 0
+    s.close()
+    other.close()
