@@ -228,10 +228,11 @@ class ManagedBuffer(Buffer):
 
     @property
     def last_prefetch_location(self) -> Any:
-        """Where the most recent explicit prefetch of the buffer's pages asked them to go: a
-        :class:`Device`, a :class:`Host` (with its NUMA node where one was named), or ``None``
+        """The target of the most recent explicit prefetch of the buffer's pages (read-only).
+
+        A :class:`Device`, a :class:`Host` (with its NUMA node where one was named), or ``None``
         when some page was never prefetched or the pages were last prefetched to different
-        places (``cuda.core`` 1.3; read-only).
+        places (``cuda.core`` 1.3).
 
         This is the requested target, not where the pages are now nor whether the asynchronous
         prefetch has finished. Asked of the driver at each read (``cuMemRangeGetAttribute``;
