@@ -53,6 +53,7 @@ from ._errors import CompileError as CompileError
 from ._errors import CompilerLibraryNotFoundError as CompilerLibraryNotFoundError
 from ._errors import CUDADriverNotFoundError as CUDADriverNotFoundError
 from ._errors import CUDAError as CUDAError
+from ._errors import CUDAWarning as CUDAWarning
 from ._errors import LinkerError as LinkerError
 from ._errors import NVRTCError as NVRTCError
 from ._errors import NVVMError as NVVMError
@@ -111,6 +112,7 @@ __all__ = [
     "Buffer",
     "CUDADriverNotFoundError",
     "CUDAError",
+    "CUDAWarning",
     "CompileError",
     "CompilerLibraryNotFoundError",
     "ComputeCapability",

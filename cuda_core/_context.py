@@ -25,7 +25,7 @@ from ._device_resources import (
 )
 from ._handles._contexts import CtxScope, context_handle
 from ._handles._owned_context import OwnedContext, owner_of
-from ._utils import arg_error, check_or_create_options, handle_return
+from ._utils import arg_error, check_or_create_options, handle_return, note_failed_rollback
 
 if TYPE_CHECKING:
     from ._device import Device
@@ -111,8 +111,8 @@ class Context:
             )
             try:
                 ctx = handle_return(driver.cuCtxFromGreenCtx(green), "cuCtxFromGreenCtx")
-            except BaseException:
-                driver.cuGreenCtxDestroy(green)
+            except BaseException as exc:
+                note_failed_rollback(exc, driver.cuGreenCtxDestroy(green), "cuGreenCtxDestroy")
                 raise
         return _context_of(OwnedContext(ctx, green, resources, device.device_id))
 

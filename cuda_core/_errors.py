@@ -4,10 +4,17 @@ Every failure reported by the CUDA driver, NVRTC, nvJitLink or libNVVM is raised
 :class:`CUDAError` (or a subclass) whose message reads ``"<api>: <ERROR_NAME>: <explanation>"``
 and which keeps the numeric ``code``, the status ``name`` and the ``api`` that failed.
 All of them survive pickling, so they cross process boundaries (multiprocessing, pytest-xdist).
+
+A failure where no exception can propagate (a resource released by the garbage collector, a
+finalizer, a driver callback) is a :class:`CUDAWarning` instead, issued by
+:func:`warn_release_failure`, the one place both backends report through (the native one is
+handed the class at import).
 """
 
 from __future__ import annotations
 
+import sys
+import warnings
 from typing import Any
 
 try:  # what cuda.bindings raised for a missing library before cuda_core named it
@@ -18,6 +25,7 @@ except ImportError:  # pragma: no cover - an old cuda-pathfinder
 __all__ = [
     "CUDADriverNotFoundError",
     "CUDAError",
+    "CUDAWarning",
     "CompileError",
     "CompilerLibraryNotFoundError",
     "LinkerError",
@@ -71,6 +79,56 @@ class CUDAError(Exception):
         # Rebuild through __new__ and restore the attribute dict: subclasses with other
         # constructor signatures pickle without writing their own __reduce__.
         return (_rebuild_error, (type(self), self.args, self.__dict__.copy()))
+
+
+class CUDAWarning(RuntimeWarning):
+    """A CUDA failure that cannot be raised, reported as a warning (``cuda.core`` 1.3).
+
+    Ordinary calls raise. Some failures happen where no exception can propagate: while a
+    resource is released by the garbage collector or a finalizer, in a driver callback, in the
+    cleanup after an operation that already succeeded. Those are reported as this warning,
+    naming the call that failed, the handle of the resource and the error; the resource may
+    have leaked. ``CUDA_ERROR_DEINITIALIZED`` (the driver shutting down, at interpreter exit)
+    is not reported.
+
+    Make such failures fatal in tests with
+    ``warnings.filterwarnings("error", category=cuda_core.CUDAWarning)``: a report from a
+    destructor then reaches :func:`sys.unraisablehook` (pytest shows it as
+    ``PytestUnraisableExceptionWarning``), since nothing can be raised into user code there.
+    """
+
+
+_DEINITIALIZED = "CUDA_ERROR_DEINITIALIZED"
+
+
+def _handle_text(handle: Any) -> str:
+    try:
+        return f"0x{int(handle):x}"
+    except (TypeError, ValueError):
+        return repr(handle)
+
+
+def warn_release_failure(what: str, handle: Any, error: BaseException, call: str = "") -> None:
+    """Report that releasing ``what`` (its driver handle ``handle``) failed with ``error``, as a
+    :class:`CUDAWarning` naming the call, the handle and the error; silent at interpreter
+    exit and for ``CUDA_ERROR_DEINITIALIZED``.
+
+    For a finalizer or a callback, which must not raise: the warning is issued (an escalated
+    one, ``filterwarnings("error")``, propagates from here, so a finalizer hands it to
+    :func:`sys.unraisablehook`). The handle in the message keeps independent failures apart
+    under Python's once-per-message filter.
+    """
+    if sys.is_finalizing() or getattr(error, "error_name", None) == _DEINITIALIZED:
+        return
+    if isinstance(error, CUDAError) and error.api:
+        detail = str(error)  # "<call>: <CUDA_ERROR_...>: <explanation>"
+    else:
+        detail = f"{call + ': ' if call else ''}{type(error).__name__}: {error}".rstrip(": ")
+    warnings.warn(
+        f"cuda_core could not release {what} {_handle_text(handle)}: {detail}",
+        CUDAWarning,
+        stacklevel=3,
+    )
 
 
 class _CooperativeLaunchTooLargeError(CUDAError, ValueError):

@@ -38,7 +38,6 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +46,7 @@ import numpy
 from . import _links
 from . import _trampolines as _table
 from ._compat import driver
+from ._errors import warn_release_failure
 from ._handles import _backend
 from ._handles._contexts import CtxScope
 from ._handles._driver import ensure_driver
@@ -117,7 +117,8 @@ def _sweep() -> None:
             event, _, address, ident = entry
             try:
                 finished = gone(address, ident) or event.query()
-            except Exception:  # the event is unusable: its context is going away
+            except Exception as exc:  # the event is unusable (a sticky error): let them go
+                warn_release_failure("what a host function keeps, behind event", event.address, exc)
                 finished = True
             if finished:
                 done.append(event)
@@ -128,11 +129,7 @@ def _sweep() -> None:
             try:
                 event.release()
             except Exception as exc:
-                warnings.warn(
-                    f"cuda_core could not release the event behind a host function: {exc}",
-                    ResourceWarning,
-                    stacklevel=2,
-                )
+                warn_release_failure("the event behind a host function", event.address, exc)
         once = _table._once
         for key, (address, ident) in list(_once_ctx.items()):
             if key not in once:

@@ -14,7 +14,14 @@ from cuda.bindings import nvrtc
 
 from .._errors import NVRTCError, NVVMError
 from .._handles._owned import OwnedHandle
-from .._utils import ValueRuntimeError, arg_error, check_or_create_options, handle_return, run_once
+from .._utils import (
+    ValueRuntimeError,
+    arg_error,
+    check_cleanup,
+    check_or_create_options,
+    handle_return,
+    run_once,
+)
 from ..typing import CompilerBackendType
 from . import _cache
 from ._libraries import require
@@ -356,7 +363,9 @@ class Program:
                     )
                 data = _nvrtc_output(prog, target_type)
             finally:
-                nvrtc.nvrtcDestroyProgram(prog)
+                check_cleanup(
+                    nvrtc.nvrtcDestroyProgram(prog), "nvrtcDestroyProgram", "an NVRTC program", prog
+                )
             return ObjectCode._init(data, target_type, name=self._name(), symbol_mapping=mapping)
         raise AssertionError("unreachable")  # pragma: no cover
 

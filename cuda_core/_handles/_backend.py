@@ -29,6 +29,7 @@ import warnings
 from typing import Any, cast
 
 from .._compat import driver
+from .._errors import CUDAWarning
 from .._logging import logger as _log
 from ._protocol import ABI_VERSION, Backend, NativeBackend
 
@@ -108,6 +109,8 @@ _module, NATIVE, REASON = _select()
 backend: Backend = cast(Backend, _module)
 """The handle layer's backend module (its protocol: :mod:`cuda_core._handles._protocol`)."""
 del _module
+if NATIVE:  # its finalizers report failed releases as cuda_core's warning category
+    cast(NativeBackend, backend).set_warning_category(CUDAWarning)
 if NATIVE:
     _log.debug(
         "handle layer: native backend (%s)",

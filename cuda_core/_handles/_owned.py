@@ -11,7 +11,11 @@ graphics resource. (An owned context has a handle of its own: ``_owned_context``
   the handle or the Python object that owns the handle);
 * holds the handles its object depends on (``deps``: a texture object its array's handle, a
   mip level its mipmapped array's), so that they outlive it;
-* never raises from a finalizer: the driver may be gone (interpreter exit, a destroyed context).
+* never raises from :meth:`~OwnedHandle.release` or its finalizer: a failed destroy (an
+  exception, or a ``cuda.bindings`` result whose status is not success) is a
+  :class:`~cuda_core.CUDAWarning` naming the call, the handle and the error
+  (``CUDA_ERROR_DEINITIALIZED`` and interpreter exit stay silent). :meth:`~OwnedHandle.take`
+  hands the value to a caller that destroys it and raises instead.
 
 A borrowed value (``destroy=None``: a mip level of a mipmapped array, a graph the driver owns)
 is never destroyed; its handle still holds its dependencies.
@@ -23,35 +27,45 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from .._errors import warn_release_failure
+from .._utils import make_error
+
 __all__: list[str] = []  # private module
 
-# The kinds, with the driver call that destroys each (docs/dev/architecture.rst, "Lifetimes").
-KINDS = (
-    "library",  # cuLibraryUnload (ObjectCode)
-    "nvrtc program",  # nvrtcDestroyProgram (Program)
-    "graph",  # cuGraphDestroy (GraphBuilder, GraphDefinition)
-    "graph exec",  # cuGraphExecDestroy (Graph)
-    "user object",  # cuUserObjectRelease (a host callback a graph node keeps)
-    "array",  # cuArrayDestroy (OpaqueArray)
-    "mipmapped array",  # cuMipmappedArrayDestroy (MipmappedArray)
-    "texture object",  # cuTexObjectDestroy (TextureObject)
-    "surface object",  # cuSurfObjectDestroy (SurfaceObject)
-    "memory pool",  # peer access revoked, then cuMemPoolDestroy (pool resources)
-    "ipc file descriptor",  # os.close (IPCAllocationHandle: a pool's shareable handle)
-    "graphics resource",  # cuGraphicsUnregisterResource (GraphicsResource)
-    "nvjitlink handle",  # nvJitLinkDestroy (Linker.link)
-    "driver link state",  # cuLinkDestroy (Linker.link where nvJitLink is missing)
-    "nvvm program",  # nvvmDestroyProgram (Program.compile of NVVM IR)
-)
+# The kinds, with the call that destroys each (docs/dev/architecture.rst, "Lifetimes"), named
+# in the warning a failed destroy gives.
+KINDS = {
+    "library": "cuLibraryUnload",  # ObjectCode
+    "nvrtc program": "nvrtcDestroyProgram",  # Program
+    "graph": "cuGraphDestroy",  # GraphBuilder, GraphDefinition
+    "graph exec": "cuGraphExecDestroy",  # Graph
+    "user object": "cuUserObjectRelease",  # a host callback a graph node keeps
+    "array": "cuArrayDestroy",  # OpaqueArray
+    "mipmapped array": "cuMipmappedArrayDestroy",  # MipmappedArray
+    "texture object": "cuTexObjectDestroy",  # TextureObject
+    "surface object": "cuSurfObjectDestroy",  # SurfaceObject
+    "memory pool": "cuMemPoolDestroy",  # pool resources (peer access revoked first)
+    "ipc file descriptor": "close",  # os.close (IPCAllocationHandle: a pool's shareable handle)
+    "graphics resource": "cuGraphicsUnregisterResource",  # GraphicsResource
+    "nvjitlink handle": "nvJitLinkDestroy",  # Linker.link
+    "driver link state": "cuLinkDestroy",  # Linker.link where nvJitLink is missing
+    "nvvm program": "nvvmDestroyProgram",  # Program.compile of NVVM IR
+}
 
 
-def _destroy_once(destroy: Callable[[Any], object], box: list[Any]) -> None:
+def _destroy_once(destroy: Callable[[Any], object], box: list[Any], kind: str) -> None:
     value, box[0] = box[0], None
-    if value is not None:
-        try:
-            destroy(value)
-        except Exception:  # interpreter exit, driver gone or context destroyed: never raise
-            pass
+    if value is None:
+        return
+    call = KINDS.get(kind) or getattr(destroy, "__name__", "") or "destroy"
+    try:
+        result = destroy(value)
+    except Exception as exc:  # reported, never raised (a finalizer, or a close that must not)
+        warn_release_failure(f"the {kind}", value, exc, call)
+        return
+    # A cuda.bindings call returns its status instead of raising: (CUresult,), (nvrtcResult,).
+    if type(result) is tuple and result and result[0]:
+        warn_release_failure(f"the {kind}", value, make_error(result[0], call), call)
 
 
 class OwnedHandle:
@@ -60,7 +74,8 @@ class OwnedHandle:
     Parameters
     ----------
     kind : str
-        One of :data:`KINDS` (for messages and the lifetimes table).
+        One of :data:`KINDS` (for messages and the lifetimes table; it names the destroy call
+        in the warning a failure gives).
     value : object, optional
         The raw driver value (``CUgraph``, an ``int`` address, ...); ``None`` until
         :meth:`adopt` gives one (an NVRTC program is made on first use).
@@ -88,7 +103,7 @@ class OwnedHandle:
         self._box: list[Any] = [value]
         self._destroy = destroy
         if destroy is not None:
-            weakref.finalize(self, _destroy_once, destroy, self._box).atexit = at_exit
+            weakref.finalize(self, _destroy_once, destroy, self._box, kind).atexit = at_exit
 
     @property
     def value(self) -> Any:
@@ -118,7 +133,7 @@ class OwnedHandle:
         if destroy is None:
             self._box[0] = None
         else:
-            _destroy_once(destroy, self._box)
+            _destroy_once(destroy, self._box, self.kind)
 
     def __repr__(self) -> str:
         value = self._box[0]

@@ -22,6 +22,7 @@ import weakref
 from typing import Any
 
 from .._compat import driver
+from .._errors import warn_release_failure
 from .._utils import handle_return
 from ._backend import backend
 from ._contexts import context_handle, forget_context
@@ -89,8 +90,11 @@ class OwnedContext:
             return
         try:
             self.destroy()
-        except Exception:  # a finalizer never raises (the driver may be shutting down)
-            pass
+        except Exception as exc:  # a finalizer never raises: a CUDAWarning instead
+            warn_release_failure(self._what(), self.address, exc)
+
+    def _what(self) -> str:
+        return "a green context" if self.green is not None else "a context"
 
     def destroy(self) -> None:
         """Release the children, then destroy the context (``cuGreenCtxDestroy`` /
@@ -120,10 +124,16 @@ class OwnedContext:
             for child in live:
                 try:
                     child.release()
-                except Exception:
-                    pass
+                except Exception as exc:  # the context's own outcome is what propagates
+                    kind = "a stream" if isinstance(child, backend.StreamHandle) else "an event"
+                    warn_release_failure(f"{kind} of {self._what()}", child.address, exc)
             if green_streams and driver.cuCtxGetId(self.ctx)[0]:
                 # A green context's streams outlive it, detached: their handles forgot them
                 # (their context is gone), so they are destroyed here.
                 for raw in green_streams:
-                    driver.cuStreamDestroy(driver.CUstream(raw))
+                    try:
+                        handle_return(
+                            driver.cuStreamDestroy(driver.CUstream(raw)), "cuStreamDestroy"
+                        )
+                    except Exception as exc:
+                        warn_release_failure("a stream of a green context", raw, exc)

@@ -221,7 +221,7 @@ class Allocation(Protocol):
     Pool memory (:meth:`Backend.pool_allocate`) is freed with ``cuMemFreeAsync`` on its
     deallocation stream handle; adopted memory by the Python callable ``free(ptr, size,
     stream)``. Freed at :meth:`close` or when collected (a failure then is a
-    ``ResourceWarning``); never after its context was reset (the memory died with it). A
+    :class:`~cuda_core.CUDAWarning`); never after its context was reset (the memory died with it). A
     deallocation stream released since is replaced by the legacy default stream of the
     memory's context.
     """
@@ -478,4 +478,13 @@ class NativeBackend(Backend, Protocol):
 
     def is_bound(self) -> bool:
         """Whether :meth:`Backend.bind` ran."""
+        ...
+
+    def set_warning_category(self, category: type[Warning], /) -> None:
+        """The category a finalizer's failed release is reported as (``cuda_core.CUDAWarning``,
+        handed over at import; ``RuntimeWarning`` before). The message names what was released,
+        its driver handle and the error, whose text names the call; a failure with status
+        ``CUDA_ERROR_DEINITIALIZED`` and any at interpreter exit stay silent, an escalated
+        warning goes to :func:`sys.unraisablehook`. ``TypeError`` for a non-Warning class. The
+        pure backend reports through :func:`cuda_core._errors.warn_release_failure`."""
         ...

@@ -8,11 +8,11 @@ The backend is :mod:`cuda_core._handles._pure` (its protocol: :mod:`cuda_core._h
 from __future__ import annotations
 
 import sys
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 from .._compat import driver
+from .._errors import warn_release_failure
 
 __all__: list[str] = []  # private module
 
@@ -45,13 +45,10 @@ def _check(status: Any, api: str) -> None:
         raise _make_error(int(status), api)
 
 
-def _warn(what: str, exc: BaseException) -> None:
-    if _is_finalizing():
-        return
-    try:
-        warnings.warn(f"cuda_core could not release {what}: {exc}", ResourceWarning, stacklevel=3)
-    except Exception:
-        pass
+def _warn(what: str, handle: int, exc: BaseException) -> None:
+    """A finalizer's failed release: a CUDAWarning naming what, its handle and the error (the
+    native backend's finalizers report the same way)."""
+    warn_release_failure(what, handle, exc)
 
 
 def _ctx_id(address: int) -> int:

@@ -102,7 +102,7 @@ class Allocation:
             try:
                 self.close()
             except Exception as exc:
-                _warn(f"a garbage-collected allocation of {self.size} bytes at 0x{self.ptr:x}", exc)
+                _warn(f"a garbage-collected allocation of {self.size} bytes at", self.ptr, exc)
 
 
 def _alloc_outside_capture(size: int, pool: int, h: Any) -> tuple[int, Any, str]:

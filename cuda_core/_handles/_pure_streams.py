@@ -298,7 +298,7 @@ class StreamHandle:
             try:
                 self.release()
             except Exception as exc:
-                _warn("a stream", exc)
+                _warn("a stream", self.address, exc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,4 +405,4 @@ class EventHandle:
             try:
                 self.release()
             except Exception as exc:
-                _warn("an event", exc)
+                _warn("an event", self.address, exc)

@@ -16,7 +16,7 @@ import numpy
 
 from .._compat import driver
 from .._handles._contexts import CtxScope
-from .._utils import BufferAttributeError, BufferValueError, handle_return
+from .._utils import BufferAttributeError, BufferValueError, check_cleanup, handle_return
 from . import _dlpack as _dl
 from ._fast_arrays import AMBIGUOUS
 
@@ -134,7 +134,12 @@ def _order_streams(producer: int, consumer: int, device_id: int) -> None:
         with CtxScope(primary, int(primary)):
             _record_and_wait(producer, consumer)
     finally:
-        driver.cuDevicePrimaryCtxRelease(dev)
+        check_cleanup(
+            driver.cuDevicePrimaryCtxRelease(dev),
+            "cuDevicePrimaryCtxRelease",
+            "a primary context",
+            primary,
+        )
 
 
 def _record_and_wait(producer: int, consumer: int) -> None:
@@ -146,5 +151,5 @@ def _record_and_wait(producer: int, consumer: int) -> None:
         handle_return(
             driver.cuStreamWaitEvent(driver.CUstream(consumer), ev, 0), "cuStreamWaitEvent"
         )
-    finally:
-        driver.cuEventDestroy(ev)
+    finally:  # released once the wait no longer needs it
+        check_cleanup(driver.cuEventDestroy(ev), "cuEventDestroy", "an ordering event", ev)

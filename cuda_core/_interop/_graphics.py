@@ -17,7 +17,7 @@ from .._handles._driver import ensure_driver
 from .._handles._owned import OwnedHandle
 from .._memory import Buffer
 from .._stream import Stream, as_stream
-from .._utils import arg_error, handle_return
+from .._utils import arg_error, handle_return, note_failed_rollback
 
 __all__ = ["GraphicsResource"]
 
@@ -221,8 +221,9 @@ class GraphicsResource:
             ptr, size = handle_return(
                 driver.cuGraphicsResourceGetMappedPointer(res), "cuGraphicsResourceGetMappedPointer"
             )
-        except BaseException:
-            driver.cuGraphicsUnmapResources(1, res, s.handle)
+        except BaseException as exc:
+            result = driver.cuGraphicsUnmapResources(1, res, s.handle)
+            note_failed_rollback(exc, result, "cuGraphicsUnmapResources")
             raise
         buf = self._buf = Buffer._owned(int(ptr), int(size), None, s, _Unmap(self._reg))  # type: ignore[arg-type]
         return buf

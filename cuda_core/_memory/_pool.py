@@ -6,7 +6,7 @@ from typing import Any
 
 from .. import _links
 from .._compat import driver
-from .._errors import CUDAError
+from .._errors import CUDAError, warn_release_failure
 from .._handles._backend import backend
 from .._handles._contexts import in_context
 from .._handles._driver import ensure_driver
@@ -47,13 +47,10 @@ def _pool_destroyer(owner: int) -> Any:
     manages (``owner >= 0``), its access is cleared first (the driver may hand the handle out
     again with the old access), then the pool is destroyed."""
 
-    def destroy(pool: Any) -> None:
+    def destroy(pool: Any) -> Any:
         if owner >= 0:
-            try:
-                revoke_peer_access(pool, owner)
-            except Exception:  # interpreter exit / driver gone: still destroy the pool
-                pass
-        driver.cuMemPoolDestroy(pool)
+            revoke_peer_access(pool, owner)  # reports its own failure; the pool goes anyway
+        return driver.cuMemPoolDestroy(pool)  # its status: checked by the OwnedHandle
 
     return destroy
 
@@ -517,7 +514,7 @@ def set_access(
 def revoke_peer_access(pool: Any, owner: int) -> None:
     """Revoke every other device's access to a device pool that is about to be destroyed, so
     that a pool the driver makes later with the same handle does not start out shared; never
-    raises (a finalizer calls it).
+    raises (a finalizer calls it): a failure is a :class:`~cuda_core.CUDAWarning`.
 
     Only a pool with no memory in use is changed: the driver destroys a pool only once its
     last allocation is freed, and a buffer still open (or a free still queued) may be in use
@@ -525,21 +522,24 @@ def revoke_peer_access(pool: Any, owner: int) -> None:
     of it for one device it cannot change.
     """
     try:
-        err, used = driver.cuMemPoolGetAttribute(pool, _PA.CU_MEMPOOL_ATTR_USED_MEM_CURRENT)
-        if err or int(used):
+        used = handle_return(
+            driver.cuMemPoolGetAttribute(pool, _PA.CU_MEMPOOL_ATTR_USED_MEM_CURRENT),
+            "cuMemPoolGetAttribute",
+        )
+        if int(used):
             return
-        count = int(driver.cuDeviceGetCount()[1])
-        for d in range(count):
+        count = handle_return(driver.cuDeviceGetCount(), "cuDeviceGetCount")
+        for d in range(int(count)):
             if d == owner:
                 continue
             err, flags = driver.cuMemPoolGetAccess(pool, make_location(_LOC_DEVICE, d))
-            if not err and flags != _NO_ACCESS:
+            if not err and flags != _NO_ACCESS:  # (a device that cannot be asked has none)
                 desc = driver.CUmemAccessDesc()
                 desc.location = make_location(_LOC_DEVICE, d)
                 desc.flags = _NO_ACCESS
-                driver.cuMemPoolSetAccess(pool, [desc], 1)
-    except Exception:  # interpreter exit / driver gone: nothing to do
-        pass
+                handle_return(driver.cuMemPoolSetAccess(pool, [desc], 1), "cuMemPoolSetAccess")
+    except Exception as exc:  # a CUDAWarning (silent for the driver shutting down), never raised
+        warn_release_failure("the peer access of a memory pool", pool, exc)
 
 
 def check_max_size(value: Any) -> int:

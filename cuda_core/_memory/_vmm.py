@@ -366,7 +366,7 @@ class VirtualMemoryResource(MemoryResource):
             handle_return(in_context(ctx, driver.cuMemMap, ptr, size, 0, handle, 0), "cuMemMap")
         finally:
             handle_return(in_context(ctx, driver.cuMemRelease, handle), "cuMemRelease")
-        undo.steps.append(_unmapper(ctx, ptr, size))
+        undo.add("cuMemUnmap", _unmapper(ctx, ptr, size))
 
     def _reserve(self, ctx: Any, size: int, align: int, addr: int, undo: _Undo) -> int:
         ptr = int(
@@ -375,7 +375,7 @@ class VirtualMemoryResource(MemoryResource):
                 "cuMemAddressReserve",
             )
         )
-        undo.steps.append(lambda: in_context(ctx, driver.cuMemAddressFree, ptr, size))
+        undo.add("cuMemAddressFree", lambda: in_context(ctx, driver.cuMemAddressFree, ptr, size))
         return ptr
 
     def _ctx(self) -> Any:
@@ -492,7 +492,10 @@ class VirtualMemoryResource(MemoryResource):
         err, got = in_context(ctx, driver.cuMemAddressReserve, extra, align, want, 0)
         if not err and int(got) == want:
             with _Undo() as undo:
-                undo.steps.append(lambda: in_context(ctx, driver.cuMemAddressFree, want, extra))
+                undo.add(
+                    "cuMemAddressFree",
+                    lambda: in_context(ctx, driver.cuMemAddressFree, want, extra),
+                )
                 self._map_new(ctx, prop, want, extra, undo)
                 self._set_access(ctx, prop, want, extra)
             mapping.ranges.append((want, extra))
@@ -524,7 +527,7 @@ class VirtualMemoryResource(MemoryResource):
                     )
                 finally:
                     handle_return(in_context(ctx, driver.cuMemRelease, handle), "cuMemRelease")
-                undo.steps.append(_unmapper(ctx, ptr + offset, n))
+                undo.add("cuMemUnmap", _unmapper(ctx, ptr + offset, n))
                 offset += n
             self._map_new(ctx, prop, ptr + mapped, total - mapped, undo)
             self._set_access(ctx, prop, ptr, total)

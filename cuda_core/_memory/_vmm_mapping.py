@@ -13,7 +13,7 @@ from typing import Any
 
 from .._compat import driver
 from .._handles._contexts import in_context
-from .._utils import handle_return
+from .._utils import handle_return, note_failed_rollback
 
 __all__: list[str] = []  # private module
 
@@ -86,20 +86,28 @@ def _unmapper(ctx: Any, ptr: int, size: int) -> Callable[[], Any]:
 
 
 class _Undo:
-    """Undo steps of a multi-step driver operation, run in reverse on failure."""
+    """Undo steps of a multi-step driver operation, run in reverse on failure. A step that fails
+    too becomes a note on the error that propagates (which stays the one raised)."""
 
     __slots__ = ("steps",)
 
     def __init__(self) -> None:
-        self.steps: list[Callable[[], Any]] = []
+        self.steps: list[tuple[str, Callable[[], Any]]] = []
+
+    def add(self, api: str, step: Callable[[], Any]) -> None:
+        """Undo with ``step()``, the call ``api`` (its ``cuda.bindings`` result is checked)."""
+        self.steps.append((api, step))
 
     def __enter__(self) -> _Undo:
         return self
 
-    def __exit__(self, exc_type: Any, *exc: object) -> None:
-        if exc_type is not None:
-            for step in reversed(self.steps):
-                try:
-                    step()
-                except Exception:  # the original error is the one to report
-                    pass
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: object) -> None:
+        if exc is None:
+            return
+        for api, step in reversed(self.steps):
+            try:
+                result = step()
+            except Exception as failed:
+                exc.add_note(f"(and undoing it with {api} failed: {failed})")
+                continue
+            note_failed_rollback(exc, result if isinstance(result, tuple) else None, api)

@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeVar, overload
 from cuda.bindings import nvrtc
 
 from .._compat import driver
-from .._errors import CUDAError
+from .._errors import CUDAError, warn_release_failure
 
 __all__: list[str] = []  # private module
 
@@ -67,6 +67,20 @@ def handle_return(result: tuple[Any, ...], api: str = "") -> Any:
 def call(fn: Callable[..., tuple[Any, ...]], *args: Any) -> Any:
     """Call a ``cuda.bindings`` function and funnel its result through :func:`handle_return`."""
     return handle_return(fn(*args), fn.__name__)
+
+
+def note_failed_rollback(exc: BaseException, result: tuple[Any, ...] | None, api: str) -> None:
+    """A rollback ``api`` ran while ``exc`` propagates: where its ``cuda.bindings`` result says
+    it failed, say so in a note on ``exc`` (the original error stays the one raised)."""
+    if result is not None and result[0]:
+        exc.add_note(f"(and undoing the work done so far failed: {make_error(result[0], api)})")
+
+
+def check_cleanup(result: tuple[Any, ...], api: str, what: str, handle: Any) -> None:
+    """A cleanup ``api`` that must not raise (its caller's outcome is already decided): a
+    failure is a :class:`~cuda_core.CUDAWarning` naming it, the handle and the error."""
+    if result[0]:
+        warn_release_failure(what, handle, make_error(result[0], api), api)
 
 
 def raise_status(status: Any, api: str, extra: str = "") -> None:

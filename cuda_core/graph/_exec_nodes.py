@@ -179,8 +179,8 @@ class ExecutableEventWaitNode(ExecutableGraphNode):
         self._keep(ev)
 
 
-def _release_user_object(obj: Any) -> None:
-    driver.cuUserObjectRelease(obj, 1)
+def _release_user_object(obj: Any) -> Any:
+    return driver.cuUserObjectRelease(obj, 1)  # its status: checked by the OwnedHandle
 
 
 class ExecutableHostCallbackNode(ExecutableGraphNode):

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import system
 from .._device import Device
+from .._errors import warn_release_failure
 from .._stream import as_stream
 from .._utils import arg_error
 from . import _args
@@ -38,8 +39,8 @@ def _abort_quietly(n4p: Any) -> None:
     # for the other ranks, as destroy would), and a finalizer never raises.
     try:
         n4p.abort()
-    except Exception:
-        pass
+    except Exception as exc:  # a CUDAWarning (silent at interpreter exit)
+        warn_release_failure("an NCCL communicator", id(n4p), exc, "ncclCommAbort")
 
 
 def _stream_ptr(stream: Any, device_id: int) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from .._errors import warn_release_failure
 from ._device_info import scalar
 from ._nvml import call, nvml
 from .typing import EventType, SystemEventType
@@ -85,8 +86,8 @@ def _device_class() -> Any:
 def _free_event_set(free: Any, handle: int) -> None:
     try:
         free(handle)
-    except Exception:  # interpreter exit or NVML gone: nothing useful to report
-        pass
+    except Exception as exc:  # a finalizer never raises: a CUDAWarning (silent at exit)
+        warn_release_failure("an NVML event set", handle, exc, "nvmlEventSetFree")
 
 
 class EventData:

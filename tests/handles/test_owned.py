@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import gc
+import sys
+import warnings
 
+import pytest
+from cuda.bindings import driver
+
+from cuda_core import CUDAWarning
 from cuda_core._handles._owned import KINDS, OwnedHandle
 
 
@@ -52,15 +58,57 @@ def test_borrowed_is_never_destroyed_but_keeps_its_dependencies():
     assert destroyed == [0xB]
 
 
-def test_a_failing_destroy_never_raises():
+def test_a_failing_destroy_never_raises_it_warns():
     def fail(value):
         raise RuntimeError("driver gone")
 
     h = OwnedHandle("library", 0x5, fail)
-    h.release()
+    with pytest.warns(CUDAWarning) as record:
+        h.release()
     assert h.is_released
     assert "library released" in repr(h)
-    assert "graph exec" in KINDS and "ipc file descriptor" in KINDS
+    assert str(record[0].message) == (
+        "cuda_core could not release the library 0x5: cuLibraryUnload: RuntimeError: driver gone"
+    )
+    assert KINDS["graph exec"] == "cuGraphExecDestroy" and "ipc file descriptor" in KINDS
+
+
+def test_a_failed_status_is_a_warning_naming_the_call_the_handle_and_the_error():
+    # cuda.bindings returns its status: (CUresult,) is checked, not dropped.
+    h = OwnedHandle("graph exec", 0x77, lambda v: (driver.CUresult.CUDA_ERROR_INVALID_VALUE,))
+    with pytest.warns(
+        CUDAWarning, match=r"the graph exec 0x77: cuGraphExecDestroy: CUDA_ERROR_INVALID_VALUE"
+    ):
+        h.release()
+    ok = OwnedHandle("graph", 0x78, lambda v: (driver.CUresult.CUDA_SUCCESS,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok.release()  # success: nothing to say
+
+
+def test_the_driver_shutting_down_is_not_reported():
+    h = OwnedHandle("texture object", 0x9, lambda v: (driver.CUresult.CUDA_ERROR_DEINITIALIZED,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h.release()
+    assert h.is_released
+
+
+def test_a_failure_in_the_finalizer_warns_and_an_escalated_one_is_unraisable(monkeypatch):
+    fails = lambda v: (driver.CUresult.CUDA_ERROR_INVALID_HANDLE,)  # noqa: E731
+    h = OwnedHandle("surface object", 0x31, fails)
+    with pytest.warns(CUDAWarning, match="the surface object 0x31: cuSurfObjectDestroy"):
+        del h
+        gc.collect()
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    h = OwnedHandle("surface object", 0x32, fails)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CUDAWarning)
+        del h  # nothing is raised here: the finalizer hands it to the unraisable hook
+        gc.collect()
+    assert len(seen) == 1 and isinstance(seen[0].exc_value, CUDAWarning)
+    assert "0x32" in str(seen[0].exc_value)
 
 
 def test_take_hands_the_value_over_and_nothing_is_destroyed_later():

@@ -13,6 +13,7 @@ import pytest
 import cuda_core
 from cuda_core import (
     Buffer,
+    CUDAWarning,
     DeviceMemoryResourceOptions,
     IPCBufferDescriptor,
     ManagedMemoryResourceOptions,
@@ -179,7 +180,7 @@ def test_failed_deallocate_in_gc_warns_not_raises():
 
     mr = Failing()
     b = mr.allocate(4)
-    with pytest.warns(ResourceWarning, match="boom"):
+    with pytest.warns(CUDAWarning, match="boom"):
         del b
         gc.collect()
 

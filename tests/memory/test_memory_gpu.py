@@ -13,6 +13,7 @@ import pytest
 from cuda_core import (
     Buffer,
     CUDAError,
+    CUDAWarning,
     Device,
     DeviceMemoryResource,
     DeviceMemoryResourceOptions,
@@ -287,7 +288,7 @@ def test_gc_free_on_another_thread(dev):
     import warnings
 
     with warnings.catch_warnings():
-        warnings.simplefilter("error", ResourceWarning)
+        warnings.simplefilter("error", CUDAWarning)
         t = threading.Thread(target=drop)
         t.start()
         t.join()

@@ -173,9 +173,11 @@ int cc_ctx_ensure(cc_ctx *ctx);
 int cc_ctx_pool_stream(cc_ctx *ctx, unsigned int flags, int has_priority, int priority, void *address);
 int cc_ctx_pool_event(cc_ctx *ctx, unsigned int flags, int recorded, void *address);
 
-/* A finalizer failed with the exception set: a ResourceWarning naming what (an Exception), the
- * unraisable hook (anything else). Clears the error. */
-void cc_report_release_failure(PyObject *self, const char *what);
+/* A finalizer failed with the exception set: a CUDAWarning (cc_warning_category()) naming what,
+ * its driver handle and the error (an Exception; nothing at interpreter exit or for status
+ * CUDA_ERROR_DEINITIALIZED, the status of the failed call or 0), the unraisable hook for anything
+ * else or an escalated warning. Clears the error. */
+void cc_report_release_failure(PyObject *self, const char *what, unsigned long long handle, int status);
 /* First thing in a method of a handle with a released flag: return the closed error (naming
  * what) if it was released, or NULL with the error set when no driver is bound. */
 #define CC_LIVE(self, what) \
@@ -188,8 +190,9 @@ void cc_report_release_failure(PyObject *self, const char *what);
         } \
     } while (0)
 /* tp_finalize of a handle not yet released: run release(op, NULL) (outside interpreter
- * shutdown) with the exception in flight kept; a failure is reported as releasing what. */
-void cc_finalize_release(PyObject *op, PyCFunction release, const char *what);
+ * shutdown) with the exception in flight kept; a failure is reported as releasing what, the
+ * driver object at handle. */
+void cc_finalize_release(PyObject *op, PyCFunction release, const char *what, unsigned long long handle);
 /* tp_dealloc of a GC handle type with weak references: finalize (the release runs there),
  * then clear and free; nothing more if the finalizer resurrected the object. */
 void cc_dealloc_handle(PyObject *op, inquiry clear);

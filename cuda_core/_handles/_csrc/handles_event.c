@@ -113,7 +113,7 @@ static void
 event_finalize(PyObject *op)
 {
     if (!((cc_event *)op)->released) {
-        cc_finalize_release(op, event_release, "an event");
+        cc_finalize_release(op, event_release, "an event", (unsigned long long)(uintptr_t)((cc_event *)op)->address);
     }
 }
 

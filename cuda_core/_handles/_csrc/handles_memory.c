@@ -196,11 +196,12 @@ alloc_finalize(PyObject *op)
         return;
     }
     CC_SAVE_EXC(saved);
+    cc_last_status = 0;
     PyObject *r = alloc_close_impl(self, NULL);
     if (r == NULL) {
-        char what[96];
-        snprintf(what, sizeof(what), "a garbage-collected allocation of %zu bytes at 0x%llx", self->size, self->ptr);
-        cc_report_release_failure(op, what);
+        char what[80];
+        snprintf(what, sizeof(what), "a garbage-collected allocation of %zu bytes at", self->size);
+        cc_report_release_failure(op, what, self->ptr, cc_last_status);
     } else {
         Py_DECREF(r);
     }

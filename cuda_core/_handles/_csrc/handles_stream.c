@@ -112,7 +112,7 @@ static void
 stream_finalize(PyObject *op)
 {
     if (!((cc_stream *)op)->released) {
-        cc_finalize_release(op, stream_release, "a stream");
+        cc_finalize_release(op, stream_release, "a stream", (unsigned long long)(uintptr_t)((cc_stream *)op)->address);
     }
 }
 

@@ -174,14 +174,14 @@ cc_pop_nogil(int pushed, const char **api)
 }
 
 void
-cc_report_release_failure(PyObject *self, const char *what)
+cc_report_release_failure(PyObject *self, const char *what, unsigned long long handle, int status)
 {
     if (!PyErr_ExceptionMatches(PyExc_Exception)) {
         PyErr_WriteUnraisable(self); /* a BaseException: reported, as a __del__ would */
         return;
     }
-    if (CC_FINALIZING()) {
-        PyErr_Clear();
+    if (CC_FINALIZING() || status == CC_ERROR_DEINITIALIZED) {
+        PyErr_Clear(); /* interpreter exit, or the driver shutting down: nothing to report */
         return;
     }
 #if PY_VERSION_HEX >= 0x030C0000
@@ -193,27 +193,28 @@ cc_report_release_failure(PyObject *self, const char *what)
     Py_XDECREF(t);
     Py_XDECREF(tb);
 #endif
-    if (PyErr_WarnFormat(PyExc_ResourceWarning, 1, "cuda_core could not release %s: %S", what,
+    /* The error's text names the call and the status ("cuStreamDestroy: CUDA_ERROR_...: ..."),
+     * the handle keeps independent failures apart under the once-per-message filter. */
+    char hex[24];
+    snprintf(hex, sizeof(hex), "0x%llx", handle);
+    if (PyErr_WarnFormat(cc_warning_category(), 1, "cuda_core could not release %s %s: %S", what, hex,
                          exc != NULL ? exc : Py_None) < 0) {
-        if (PyErr_ExceptionMatches(PyExc_Exception)) {
-            PyErr_Clear(); /* e.g. warnings turned into errors: nowhere to raise it from here */
-        } else {
-            PyErr_WriteUnraisable(self);
-        }
+        PyErr_WriteUnraisable(self); /* escalated (filterwarnings("error")): nowhere else to go */
     }
     Py_XDECREF(exc);
 }
 
 void
-cc_finalize_release(PyObject *op, PyCFunction release, const char *what)
+cc_finalize_release(PyObject *op, PyCFunction release, const char *what, unsigned long long handle)
 {
     if (CC_FINALIZING()) {
         return;
     }
     CC_SAVE_EXC(saved);
+    cc_last_status = 0;
     PyObject *r = release(op, NULL);
     if (r == NULL) {
-        cc_report_release_failure(op, what);
+        cc_report_release_failure(op, what, handle, cc_last_status);
     } else {
         Py_DECREF(r);
     }

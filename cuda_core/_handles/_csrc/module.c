@@ -3,12 +3,21 @@
 
 cc_driver_t cc_driver;
 int cc_bound = 0;
+int cc_last_status = 0;
 static PyObject *error_factory = NULL; /* cuda_core._utils.make_error(status, api) */
 static PyObject *context_registry = NULL; /* cuda_core._handles._contexts.context_handle(address) */
+static PyObject *warning_category = NULL; /* cuda_core.CUDAWarning, from set_warning_category() */
+
+PyObject *
+cc_warning_category(void)
+{
+    return warning_category != NULL ? warning_category : PyExc_RuntimeWarning;
+}
 
 PyObject *
 cc_raise(int status, const char *api)
 {
+    cc_last_status = status;
     if (error_factory == NULL) {
         PyErr_Format(PyExc_RuntimeError, "%s failed with CUDA status %d", api, status);
         return NULL;
@@ -160,12 +169,28 @@ is_bound(PyObject *self, PyObject *unused)
     return PyBool_FromLong(cc_bound);
 }
 
+/* set_warning_category(cls): the Warning subclass (cuda_core.CUDAWarning) a finalizer's failed
+ * release is reported as; Python hands it over at import. */
+static PyObject *
+set_warning_category(PyObject *self, PyObject *cls)
+{
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, (PyTypeObject *)PyExc_Warning)) {
+        PyErr_Format(PyExc_TypeError, "set_warning_category() needs a Warning subclass (got %.100s)",
+                     Py_TYPE(cls)->tp_name);
+        return NULL;
+    }
+    Py_XSETREF(warning_category, Py_NewRef(cls));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_functions[] = {
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
      "bind(addresses, make_error, context_of): the driver entry points (name -> address), the error "
      "funnel and the context registry"},
     {"entry_point_names", entry_point_names, METH_NOARGS, "entry_point_names() -> the driver symbols bind() needs"},
     {"is_bound", is_bound, METH_NOARGS, "is_bound() -> whether bind() ran"},
+    {"set_warning_category", set_warning_category, METH_O,
+     "set_warning_category(cls): the Warning subclass failed releases in finalizers are reported as"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -62,10 +62,14 @@ typedef struct {
 
 extern cc_driver_t cc_driver;
 extern int cc_bound;
+/* The status of the last cc_raise() (read by a finalizer to keep CUDA_ERROR_DEINITIALIZED, the
+ * driver shutting down, silent). */
+extern int cc_last_status;
 
 /* Driver statuses this code tests for. */
 #define CC_SUCCESS 0
 #define CC_ERROR_NOT_INITIALIZED 3
+#define CC_ERROR_DEINITIALIZED 4
 #define CC_ERROR_INVALID_CONTEXT 201
 #define CC_ERROR_NOT_READY 600
 #define CC_ERROR_CONTEXT_IS_DESTROYED 709
@@ -83,6 +87,9 @@ extern int cc_bound;
 /* Set the cuda_core exception for a failed driver call (the error funnel bound by bind():
  * cuda_core._utils.make_error); always returns NULL. */
 PyObject *cc_raise(int status, const char *api);
+/* The category of release-failure warnings: the class set_warning_category() was given
+ * (cuda_core.CUDAWarning), RuntimeWarning before that (a borrowed reference). */
+PyObject *cc_warning_category(void);
 /* The ContextHandle of the context at ctx (a new reference), from the registry bound by bind()
  * (cuda_core._handles._contexts.context_handle); NULL with the exception set. */
 PyObject *cc_context_of(void *ctx);

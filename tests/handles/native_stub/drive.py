@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import importlib.util
+import re
 import sys
 import warnings
 import weakref
@@ -659,11 +660,18 @@ def launch() -> None:
     assert count("cuLaunchKernelEx") == 3
 
 
+class StubWarning(RuntimeWarning):
+    """Stands for cuda_core.CUDAWarning, which the module is handed at import."""
+
+
 @check
 def dealloc_warns() -> None:
+    raises(TypeError, lambda: N.set_warning_category(int), "Warning subclass")
+    N.set_warning_category(StubWarning)
     ctx = new_ctx()
     s = ctx.create_stream(0, None)
-    lib.stub_set_busy(s.address, 1)
+    address = s.address
+    lib.stub_set_busy(address, 1)
     fail("cuStreamDestroy", 999)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -672,10 +680,9 @@ def dealloc_warns() -> None:
         except KeyError:
             del s  # the failure is a warning; the exception in flight survives
             assert sys.exc_info()[0] is KeyError
-    assert len(caught) == 1 and caught[0].category is ResourceWarning
-    assert "could not release a stream" in str(caught[0].message) and "cuStreamDestroy" in str(
-        caught[0].message
-    )
+    assert len(caught) == 1 and caught[0].category is StubWarning
+    text = str(caught[0].message)  # the call, the handle and the error
+    assert f"could not release a stream 0x{address:x}: cuStreamDestroy: 999" in text, text
     ev = N.EventHandle.adopt(ctx.create_event(0).address, ctx, 0)
     fail("cuEventDestroy", 999)
     a = N.pool_allocate(0x9000, 64, ctx.create_stream(0, None), ctx)
@@ -684,14 +691,30 @@ def dealloc_warns() -> None:
         warnings.simplefilter("always")
         del ev, a
     messages = sorted(str(w.message) for w in caught)
-    assert all(w.category is ResourceWarning for w in caught) and len(messages) == 2, messages
-    assert "a garbage-collected allocation of 64 bytes at 0x" in messages[0]
-    assert "could not release an event" in messages[1]
-    # Warnings turned into errors: nowhere to raise them, so dropped (not a crash, not raised).
-    d = N.Allocation.adopt(0x42, 16, lambda *a: 1 / 0, None, None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        del d
+    assert all(w.category is StubWarning for w in caught) and len(messages) == 2, messages
+    assert re.search(r"allocation of 64 bytes at 0x[0-9a-f]+: cuMemFreeAsync: 1$", messages[0])
+    assert "could not release an event 0x" in messages[1] and "cuEventDestroy" in messages[1]
+    # CUDA_ERROR_DEINITIALIZED (4): the driver is shutting down; nothing is reported.
+    s = ctx.create_stream(0, None)
+    lib.stub_set_busy(s.address, 1)
+    fail("cuStreamDestroy", 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del s
+    assert caught == [], [str(w.message) for w in caught]
+    # Warnings turned into errors: nothing can be raised from a finalizer, so the escalated
+    # warning goes to the unraisable hook (not dropped, not a crash).
+    seen: list[Any] = []
+    hook, sys.unraisablehook = sys.unraisablehook, seen.append
+    try:
+        d = N.Allocation.adopt(0x42, 16, lambda *a: 1 / 0, None, None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            del d
+    finally:
+        sys.unraisablehook = hook
+    assert len(seen) == 1 and isinstance(seen[0].exc_value, StubWarning), seen
+    assert "ZeroDivisionError" in str(seen[0].exc_value) or "division" in str(seen[0].exc_value)
 
 
 @check
