@@ -22,6 +22,9 @@ _INVALID = driver.CUresult.CUDA_ERROR_INVALID_VALUE
 def test_cuda_warning_is_a_runtime_warning_at_cuda_core_s_paths():
     assert issubclass(CUDAWarning, RuntimeWarning)
     assert cuda_core.CUDAWarning is CUDAWarning and "CUDAWarning" in cuda_core.__all__
+    from cuda_core._utils import cuda_utils  # where cuda.core 1.3 defines it
+
+    assert cuda_utils.CUDAWarning is CUDAWarning and "CUDAWarning" in cuda_utils.__all__
 
 
 def test_a_report_names_the_call_the_handle_and_the_error():

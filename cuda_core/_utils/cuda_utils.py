@@ -12,7 +12,8 @@ offers them here, with ``cuda.core`` 1.2's signatures and behaviour:
   type raises ``RuntimeError``. On success it returns the payload (``None``, the one item, or
   the tuple of items).
 * :func:`check_or_create_options`, :func:`cast_to_3_tuple`, :class:`ComputeCapability`,
-  :class:`CUDAError` and :class:`NVRTCError` are cuda_core's own (the same objects it uses).
+  :class:`CUDAError` and :class:`NVRTCError` are cuda_core's own (the same objects it uses);
+  so is :class:`~cuda_core.CUDAWarning`, which ``cuda.core`` 1.3 defines here.
 * :func:`is_sequence`, :func:`is_nested_sequence`, :func:`precondition`.
 * ``driver``, ``nvrtc`` and ``runtime``: the ``cuda.bindings`` modules themselves.
 """
@@ -28,6 +29,7 @@ from cuda.bindings import nvrtc as nvrtc
 from cuda.bindings import runtime as runtime
 
 from .._errors import CUDAError as CUDAError
+from .._errors import CUDAWarning as CUDAWarning
 from .._errors import NVRTCError as NVRTCError
 from . import ComputeCapability as ComputeCapability
 from . import cast_to_3_tuple as cast_to_3_tuple
@@ -37,6 +39,7 @@ from . import make_error
 
 __all__ = [
     "CUDAError",
+    "CUDAWarning",
     "ComputeCapability",
     "NVRTCError",
     "cast_to_3_tuple",
