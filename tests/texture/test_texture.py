@@ -389,31 +389,3 @@ def test_misuse_raises_and_the_process_keeps_working(dev):
     back = np.zeros_like(data)
     ints.copy_to(back, stream=s)
     assert np.array_equal(back, data)
-
-
-@pytest.mark.gpu
-def test_a_failed_destroy_when_collected_is_a_cuda_warning(dev):
-    # A real failure: the texture object is destroyed behind cuda_core's back, so cuda_core's
-    # own cuTexObjectDestroy (when the last reference goes) fails. It is reported, not dropped.
-    import warnings
-
-    from cuda.bindings import driver
-
-    from cuda_core import CUDAWarning
-
-    s = dev.create_stream()
-    _, arr = _image(dev, s)
-    tex = dev.create_texture_object(resource=ResourceDescriptor.from_opaque_array(arr))
-    h = tex.handle
-    assert driver.cuTexObjectDestroy(driver.CUtexObject(h))[0] == driver.CUresult.CUDA_SUCCESS
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        tex.close()
-        del tex
-        gc.collect()
-    reports = [str(w.message) for w in caught if issubclass(w.category, CUDAWarning)]
-    assert len(reports) == 1, reports
-    assert reports[0].startswith(f"cuda_core could not release the texture object {h:#x}: ")
-    assert "cuTexObjectDestroy: CUDA_ERROR_" in reports[0]
-    arr.close()
-    s.close()
