@@ -2,7 +2,7 @@
 
 ``tests/handles/native_stub/stub_cuda.c`` fakes the driver entry points the native module binds, with
 injectable failures, a context id the test changes (a reset), counters and busy flags. Each
-check of ``tests/handles/native_stub/drive.py`` runs in a subprocess that loads its own build of the
+check of ``tests/handles/native_stub/drive.py`` (its checks in ``checks_*.py`` there) runs in a subprocess that loads its own build of the
 native module and binds it to the stub (the test process's module is never bound to it: GPU
 tests share this process). The stub only reaches the code and error paths a CPU can; it never
 stands in for the GPU tier. Every check runs twice: against a plain build, and against an
@@ -25,25 +25,25 @@ ROOT = Path(__file__).resolve().parents[2]
 CSRC = ROOT / "cuda_core" / "_handles" / "_csrc"
 STUB_DIR = Path(__file__).resolve().parent / "native_stub"
 DRIVE = STUB_DIR / "drive.py"
-CHECKS = (
-    "unbound",
-    "stream_pool",
-    "stream_context",
-    "busy_stream_destroyed",
-    "stream_ops",
+CHECKS = (  # in the order drive.py registers them (its checks_* modules, alphabetically)
     "event_pools",
     "context_changed",
     "primary_context_reset",
     "released_refuse",
     "driver_errors",
+    "dealloc_warns",
+    "launch",
+    "gc_cycles",
+    "types",
     "allocation_freed_once",
     "allocation_refused_while_capturing",
     "allocation_fallbacks",
     "allocation_free_callback",
-    "launch",
-    "dealloc_warns",
-    "gc_cycles",
-    "types",
+    "unbound",
+    "stream_pool",
+    "stream_context",
+    "busy_stream_destroyed",
+    "stream_ops",
 )
 GCC = shutil.which("gcc")
 pytestmark = pytest.mark.skipif(
