@@ -1,13 +1,14 @@
 """CPU tier: the native handle layer (``cuda_core/_handles/_csrc``) driven against a fake driver.
 
-``tests/handles/native_stub/stub_cuda.c`` fakes the driver entry points the native module binds, with
-injectable failures, a context id the test changes (a reset), counters and busy flags. Each
-check of ``tests/handles/native_stub/drive.py`` (its checks in ``checks_*.py`` there) runs in a subprocess that loads its own build of the
-native module and binds it to the stub (the test process's module is never bound to it: GPU
-tests share this process). The stub only reaches the code and error paths a CPU can; it never
-stands in for the GPU tier. Every check runs twice: against a plain build, and against an
-AddressSanitizer + UndefinedBehaviorSanitizer build (skipped with the reason where gcc's libasan
-is missing). Everything is written under ``tmp_path``.
+``tests/handles/native_stub/stub_cuda.c`` fakes the driver entry points the native module
+binds, with injectable failures, a context id the test changes (a reset), counters and busy
+flags. Each check of ``tests/handles/native_stub/drive.py`` (the checks are in ``checks_*.py``
+there) runs in a subprocess that loads its own build of the native module and binds it to the
+stub (the test process's module is never bound to it: GPU tests share this process). The stub
+only reaches the code and error paths a CPU can; it never stands in for the GPU tier. Every
+check runs twice: against a plain build, and against an AddressSanitizer +
+UndefinedBehaviorSanitizer build (skipped with the reason where gcc's libasan is missing).
+Everything is written under ``tmp_path``.
 """
 
 from __future__ import annotations
