@@ -17,13 +17,13 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 
+from tests.handles.native_stub import stub_build
+
 ROOT = Path(__file__).resolve().parents[2]
-CSRC = ROOT / "cuda_core" / "_handles" / "_csrc"
 STUB_DIR = Path(__file__).resolve().parent / "native_stub"
 DRIVE = STUB_DIR / "drive.py"
 CHECKS = (  # in the order drive.py registers them (its checks_* modules, alphabetically)
@@ -52,32 +52,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _gcc(args: list[str]) -> None:
-    assert GCC is not None
-    proc = subprocess.run([GCC, *args], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-
-
-def _build_native(out_dir: Path, extra: list[str]) -> Path:
-    """The native module from the current sources, built by gcc into out_dir."""
-    include = sysconfig.get_paths()["include"]
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    out = out_dir / f"_native{suffix}"
-    sources = sorted(str(p) for p in CSRC.glob("*.c"))
-    flags = [
-        "-std=c11",
-        "-Wall",
-        "-Werror",
-        "-Wno-missing-field-initializers",
-        "-fPIC",
-        "-shared",
-        "-O1",
-        "-g",
-    ]
-    _gcc([*flags, *extra, f"-I{include}", *sources, "-o", str(out)])
-    return out
-
-
 def _libasan() -> str | None:
     if GCC is None:
         return None
@@ -89,34 +63,22 @@ def _libasan() -> str | None:
 
 @pytest.fixture(scope="module")
 def artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    assert GCC is not None
     d = tmp_path_factory.mktemp("native_stub")
-    stub = d / "libstub_cuda.so"
-    _gcc(
-        [
-            "-std=c11",
-            "-Wall",
-            "-Werror",
-            "-fPIC",
-            "-shared",
-            "-O1",
-            "-g",
-            str(STUB_DIR / "stub_cuda.c"),
-            "-o",
-            str(stub),
-        ]
-    )
     plain = d / "plain"
     plain.mkdir()
-    return {"stub": stub, "plain": _build_native(plain, [])}
+    return {"stub": stub_build.build_stub(GCC, d), "plain": stub_build.build_native(GCC, plain)}
 
 
 @pytest.fixture(scope="module")
 def asan_native(artifacts: dict[str, Path]) -> Path:
     if _libasan() is None:
         pytest.skip("gcc's libasan.so is not installed: the sanitizer run needs it")
+    assert GCC is not None
     d = artifacts["stub"].parent / "asan"
     d.mkdir(exist_ok=True)
-    return _build_native(
+    return stub_build.build_native(
+        GCC,
         d,
         [
             "-fsanitize=address,undefined",

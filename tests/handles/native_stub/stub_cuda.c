@@ -75,6 +75,13 @@ struct {
     size_t n;
     void *stream;
 } stub_memcpy;
+/* The bytes the parameters of the last launch pointed at, one after the other, copied for the
+ * sizes the test declared with stub_expect_params (nothing is copied before it does). */
+#define MAX_PARAMS 1024
+static int expect_n;
+static unsigned expect_sizes[MAX_PARAMS];
+unsigned char stub_params[32768];
+int stub_params_len;
 
 #define MAX_ALLOCS 4096
 static struct {
@@ -154,6 +161,13 @@ void stub_reset(void)
     memset(&stub_launch, 0, sizeof(stub_launch));
     memset(&stub_memcpy, 0, sizeof(stub_memcpy));
     n_allocs = 0;
+    expect_n = 0;
+    stub_params_len = 0;
+}
+void stub_expect_params(int n, const unsigned *sizes)
+{
+    expect_n = n < 0 ? 0 : n > MAX_PARAMS ? MAX_PARAMS : n;
+    memcpy(expect_sizes, sizes, (size_t)expect_n * sizeof(unsigned));
 }
 void *stub_ctx(void) { return &primary; }
 unsigned long long stub_ctx_id(void) { return primary.id; }
@@ -451,6 +465,14 @@ int cuLaunchKernelEx(const void *config, void *function, void **params, void **e
     for (unsigned int i = 0; i < c->num_attrs; i++) {
         stub_launch.attr_id[i] = c->attrs[i].id;
         memcpy(stub_launch.attr_value[i], c->attrs[i].value.u, sizeof(stub_launch.attr_value[i]));
+    }
+    stub_params_len = 0;
+    for (int i = 0; i < expect_n; i++) {
+        if (stub_params_len + expect_sizes[i] > sizeof(stub_params)) {
+            return ERR_INVALID_VALUE;
+        }
+        memcpy(stub_params + stub_params_len, params[i], expect_sizes[i]);
+        stub_params_len += (int)expect_sizes[i];
     }
     return OK;
 }
