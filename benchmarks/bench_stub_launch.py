@@ -7,8 +7,10 @@ configuration and the parameters packed in advance (built here with the system C
 Each backend runs in a process of its own (the native one as built in this checkout or
 installed, and the pure-Python one, ``CUDA_CORE_BACKEND=python``); in each, rounds of
 ``--number`` calls run round-robin over every implementation and argument list, and the table
-shows the median over ``--repeat`` rounds in nanoseconds per launch. Before timing, the bytes
-each launch hands the stub are checked against the floor's.
+shows the median over ``--repeat`` rounds in nanoseconds per launch. The Python calls are timed
+as a loop that launches reads (``for _ in range(n): launch(s, cfg, k, a0, a1, ...)``), so the
+loop's own cost counts as overhead. Before timing, the bytes each launch hands the stub are
+checked against the floor's.
 
     python benchmarks/bench_stub_launch.py [--number 2000] [--repeat 15]
 
@@ -120,16 +122,30 @@ def floor_bytes(args: tuple[Any, ...], ptr: int) -> list[bytes]:
     return out
 
 
-def run_rounds(jobs: dict[tuple[str, str], tuple[Callable[[], object], int]], repeat: int) -> dict:
-    """Median seconds per launch of each job; rounds run round-robin over all jobs. A job is
-    ``(fn, launches per call of fn)``; each round calls it enough times for ``number``."""
+def loop_of(call: str, names: dict[str, Any]) -> Callable[[int], object]:
+    """``loop(n)``: ``call`` written out ``n`` times in a Python loop, as code that launches in a
+    loop reads (every name a local, no lambda or ``*args`` in between)."""
+    params = "".join(f", {k}={k}" for k in names)
+    ns = dict(names)
+    exec(
+        f"def make({', '.join(names)}):\n    def loop(n{params}):\n        for _ in range(n):\n"
+        f"            {call}\n    return loop\n",
+        ns,
+    )
+    return ns["make"](**names)  # type: ignore[no-any-return]
+
+
+def run_rounds(
+    jobs: dict[tuple[str, str], Callable[[int], object]], number: int, repeat: int
+) -> dict:
+    """Median seconds per launch of each job (``job(number)`` makes ``number`` launches);
+    rounds run round-robin over all jobs, so a slow spell of a shared machine hits all alike."""
     rounds: dict[tuple[str, str], list[float]] = {key: [] for key in jobs}
     for _ in range(repeat):
-        for key, (fn, calls) in jobs.items():
+        for key, job in jobs.items():
             t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            rounds[key].append(time.perf_counter() - t0)
+            job(number)
+            rounds[key].append((time.perf_counter() - t0) / number)
     return {key: statistics.median(r) for key, r in rounds.items()}
 
 
@@ -150,7 +166,7 @@ def child(backend: str, stub_so: str, floor_so: str, number: int, repeat: int) -
     cfg = P.config(s)
     buf = P.buffer()
     native_cfg = LaunchConfigABI((1, 1, 1), (1, 1, 1), 0, s._h.address, None, 0)
-    jobs: dict[tuple[str, str], tuple[Callable[[], object], int]] = {}
+    jobs: dict[tuple[str, str], Callable[[int], object]] = {}
     keep: list[Any] = [native_cfg]
     for case, sizes in CASES.items():
         kernel = P.kernel(c_layout(sizes))
@@ -174,16 +190,19 @@ def child(backend: str, stub_so: str, floor_so: str, number: int, repeat: int) -
             if P.params() != b"".join(values):
                 raise AssertionError(f"{case}: the stub received other parameter bytes")
         P.expect_params(())
-        jobs[(case, "C floor")] = (lambda c=cargs: floor.floor_loop(*c, number), 1)
-        jobs[(case, "launch")] = (lambda k=kernel, a=args: launch(s, cfg, k, *a), number)
-        jobs[(case, "prepared")] = (prepared, number)
-    for fn, calls in jobs.values():  # warm up
-        for _ in range(min(calls, 200)):
-            fn()
-    medians = run_rounds(jobs, repeat)
+        names = {f"a{i}": a for i, a in enumerate(args)}
+        call = f"launch(s, cfg, k{''.join(f', {n}' for n in names)})"
+        jobs[(case, "C floor")] = lambda n, c=cargs: floor.floor_loop(*c, n)
+        jobs[(case, "launch")] = loop_of(
+            call, {"launch": launch, "s": s, "cfg": cfg, "k": kernel, **names}
+        )
+        jobs[(case, "prepared")] = loop_of("p()", {"p": prepared})
+    for job in jobs.values():  # warm up
+        job(200)
+    medians = run_rounds(jobs, number, repeat)
     if P.errors:
         raise AssertionError(f"the stub saw {P.errors} misuses")
-    out: dict[str, Any] = {f"{case}|{impl}": t / number for (case, impl), t in medians.items()}
+    out: dict[str, Any] = {f"{case}|{impl}": t for (case, impl), t in medians.items()}
     counters = getattr(P.backend, "launch_counters", None)
     if counters is not None:
         out["counters"] = list(counters())

@@ -59,6 +59,7 @@ from ._errors import NVVMError as NVVMError
 from ._event import Event as Event
 from ._event import EventOptions as EventOptions
 from ._event import IPCEventDescriptor as IPCEventDescriptor
+from ._host_callbacks import host_launch as host_launch
 from ._interop import _graphics as _graphics
 from ._interop import _memoryview as _memoryview
 from ._interop._graphics import GraphicsResource as GraphicsResource
@@ -68,7 +69,6 @@ from ._kernel import KernelAttributes as KernelAttributes
 from ._kernel import KernelOccupancy as KernelOccupancy
 from ._launch_config import LaunchConfig as LaunchConfig
 from ._launcher import PreparedLaunch as PreparedLaunch
-from ._launcher import host_launch as host_launch
 from ._launcher import launch as launch
 from ._memory import Buffer as Buffer
 from ._memory import DeviceMemoryResource as DeviceMemoryResource
