@@ -486,9 +486,10 @@ class NativeBackend(Backend, Protocol):
     @property
     def PreparedLaunchBase(self) -> type[_PreparedBase]: ...
 
-    def launch_counters(self) -> tuple[int, int, int, int]:
-        """(launches made in C, launches handed to Python, prepared calls made in C, prepared
-        calls handed to Python) since the module loaded: tests read which path ran."""
+    def launch_counters(self) -> tuple[int, int, int, int, int, int]:
+        """Since the module loaded: launches made in C, launches handed to Python, and of
+        those the ones whose values C began to pack and refused; then the same three for
+        ``PreparedLaunch`` calls. Tests read which path ran."""
         ...
 
     def entry_point_names(self) -> tuple[str, ...]:

@@ -14,14 +14,13 @@ Everything is written under ``tmp_path``.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.handles.native_stub import stub_build
+from tests.handles.conftest import ASAN_ENV, GCC, libasan
 
 ROOT = Path(__file__).resolve().parents[2]
 STUB_DIR = Path(__file__).resolve().parent / "native_stub"
@@ -46,46 +45,9 @@ CHECKS = (  # in the order drive.py registers them (its checks_* modules, alphab
     "busy_stream_destroyed",
     "stream_ops",
 )
-GCC = shutil.which("gcc")
 pytestmark = pytest.mark.skipif(
     GCC is None, reason="gcc is needed to build the stub driver and the module"
 )
-
-
-def _libasan() -> str | None:
-    if GCC is None:
-        return None
-    path = subprocess.run(
-        [GCC, "-print-file-name=libasan.so"], capture_output=True, text=True
-    ).stdout.strip()
-    return path if os.path.isabs(path) and os.path.exists(path) else None
-
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    assert GCC is not None
-    d = tmp_path_factory.mktemp("native_stub")
-    plain = d / "plain"
-    plain.mkdir()
-    return {"stub": stub_build.build_stub(GCC, d), "plain": stub_build.build_native(GCC, plain)}
-
-
-@pytest.fixture(scope="module")
-def asan_native(artifacts: dict[str, Path]) -> Path:
-    if _libasan() is None:
-        pytest.skip("gcc's libasan.so is not installed: the sanitizer run needs it")
-    assert GCC is not None
-    d = artifacts["stub"].parent / "asan"
-    d.mkdir(exist_ok=True)
-    return stub_build.build_native(
-        GCC,
-        d,
-        [
-            "-fsanitize=address,undefined",
-            "-fno-omit-frame-pointer",
-            "-fno-sanitize-recover=undefined",
-        ],
-    )
 
 
 def _run(
@@ -137,12 +99,7 @@ def test_native_against_stub(artifacts: dict[str, Path], check: str) -> None:
 def test_native_against_stub_sanitized(
     artifacts: dict[str, Path], asan_native: Path, check: str
 ) -> None:
-    env = {
-        "LD_PRELOAD": str(_libasan()),
-        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:exitcode=86",
-        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
-        "PYTHONMALLOC": "malloc",  # Python objects in malloc'ed memory, where ASan sees them
-    }
+    env = {"LD_PRELOAD": str(libasan()), **ASAN_ENV}
     proc = _run(asan_native, artifacts["stub"], check, env)
     assert "AddressSanitizer" not in proc.stderr, proc.stderr
     _assert_passed(proc, check)

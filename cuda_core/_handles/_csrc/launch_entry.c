@@ -5,8 +5,10 @@
 #include "launch.h"
 #include <structmember.h>
 
-/* Launches each entry made (fast) or handed to Python (fallback): launch_counters(). */
-static unsigned long long n_fast_launch, n_slow_launch, n_fast_prepared, n_slow_prepared;
+/* launch_counters(): launches made in C (fast) or handed to Python (slow); of the latter, those
+ * whose values C began to pack and refused (refused). */
+static unsigned long long n_fast_launch, n_slow_launch, n_refused_launch;
+static unsigned long long n_fast_prepared, n_slow_prepared, n_refused_prepared;
 
 /* ------------------------------------------------------------------------------------------
  * LaunchEntry. */
@@ -47,6 +49,7 @@ entry_fast(cc_entry *self, PyObject *const *args, Py_ssize_t n)
         st = cc_plan_launch((cc_plan *)plan, (cc_launch *)cfg, args + 3);
         if (st == -1) {
             PyErr_Clear(); /* the Python path packs again and raises what the user should see */
+            n_refused_launch++;
             st = -2;
         }
     }
@@ -243,6 +246,7 @@ prepared_fast(cc_prepared *self, PyObject *args)
         }
         if (cc_plan_pack(plan, &PyTuple_GET_ITEM(args, 0), bytes) < 0) {
             PyErr_Clear(); /* the Python path binds them again: it raises, and restores the old bytes */
+            n_refused_prepared++;
             goto done;
         }
         if (self->plan != (PyObject *)plan || self->keep != keep) {
@@ -406,13 +410,14 @@ PyTypeObject cc_PreparedLaunchBase_Type = {
 static PyObject *
 launch_counters(PyObject *module, PyObject *unused)
 {
-    return Py_BuildValue("(KKKK)", n_fast_launch, n_slow_launch, n_fast_prepared, n_slow_prepared);
+    return Py_BuildValue("(KKKKKK)", n_fast_launch, n_slow_launch, n_refused_launch, n_fast_prepared,
+                         n_slow_prepared, n_refused_prepared);
 }
 
 PyMethodDef cc_launch_functions[] = {
     {"launch_counters", launch_counters, METH_NOARGS,
-     "launch_counters() -> (launches made in C, launches handed to Python, prepared calls made in C, prepared "
-     "calls handed to Python), since the module loaded"},
+     "launch_counters() -> (launches made in C, handed to Python, of which C refused a value; the same three "
+     "for PreparedLaunch calls), since the module loaded"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,9 +8,11 @@
  * counted (stub_errors) instead of crashing. A stream or event is also dead once its context's
  * id changed (a reset): using one then counts as an error, as it crashes a real driver.
  */
+#define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define OK 0
 #define ERR_INVALID_VALUE 1
@@ -82,6 +84,11 @@ static int expect_n;
 static unsigned expect_sizes[MAX_PARAMS];
 unsigned char stub_params[32768];
 int stub_params_len;
+/* While set (stub_block_launches), cuLaunchKernelEx waits until it is cleared, at most 10 s
+ * (then it fails with status 999); stub_waiting counts the launches waiting now. A caller that
+ * holds the GIL across the call never lets a Python thread clear it. */
+static int block_launches;
+int stub_waiting;
 
 #define MAX_ALLOCS 4096
 static struct {
@@ -163,12 +170,14 @@ void stub_reset(void)
     n_allocs = 0;
     expect_n = 0;
     stub_params_len = 0;
+    block_launches = 0;
 }
 void stub_expect_params(int n, const unsigned *sizes)
 {
     expect_n = n < 0 ? 0 : n > MAX_PARAMS ? MAX_PARAMS : n;
     memcpy(expect_sizes, sizes, (size_t)expect_n * sizeof(unsigned));
 }
+void stub_block_launches(int on) { __atomic_store_n(&block_launches, on, __ATOMIC_SEQ_CST); }
 void *stub_ctx(void) { return &primary; }
 unsigned long long stub_ctx_id(void) { return primary.id; }
 void stub_set_current(void *ctx) { base_current = ctx; }
@@ -442,9 +451,26 @@ typedef struct {
     unsigned int num_attrs;
 } launch_config;
 
+static int wait_while_blocked(void)
+{
+    if (!__atomic_load_n(&block_launches, __ATOMIC_SEQ_CST)) {
+        return OK;
+    }
+    __atomic_add_fetch(&stub_waiting, 1, __ATOMIC_SEQ_CST);
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 10000 && __atomic_load_n(&block_launches, __ATOMIC_SEQ_CST); i++) {
+        nanosleep(&ms, NULL);
+    }
+    __atomic_sub_fetch(&stub_waiting, 1, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&block_launches, __ATOMIC_SEQ_CST) ? 999 : OK;
+}
+
 int cuLaunchKernelEx(const void *config, void *function, void **params, void **extra)
 {
     ENTER(A_LaunchKernelEx);
+    if (wait_while_blocked() != OK) {
+        return 999;
+    }
     const launch_config *c = (const launch_config *)config;
     int st = check_stream(c->stream);
     if (st != OK) {
