@@ -104,3 +104,27 @@ def test_misuse_outcomes_are_the_same_on_both_backends(native_run: str, pure_run
     native, pure = _misuse_outcomes(native_run), _misuse_outcomes(pure_run)
     assert native == pure
     assert len(native) >= 15 and all(case[1][0].endswith("Error") for case in native)
+
+
+def test_stub_benchmark_runs_and_ends_with_a_line_per_case(artifacts: dict[str, Path]) -> None:
+    """``benchmarks/bench_stub_launch.py`` (which CI runs) works; its times are not judged."""
+    bench = ROOT / "benchmarks" / "bench_stub_launch.py"
+    assert f"python {bench.relative_to(ROOT)}" in (ROOT / ".ci" / "run").read_text()
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_CORE_BACKEND", "LD_PRELOAD")}
+    proc = subprocess.run(
+        [sys.executable, str(bench), "--number", "20", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tail = [ln for ln in proc.stdout.splitlines() if ln.startswith("stub-overhead ")]
+    assert tail and proc.stdout.rstrip().endswith(tail[-1])
+    cases = {ln.split()[1] for ln in tail}
+    built = "native backend: n/a" not in proc.stdout  # not built here: only Python's lines
+    for backend in ("python", "native") if built else ("python",):
+        for entry in ("launch", "prepared"):
+            for args in ("0args", "4args", "10mixed", "512doubles"):
+                assert f"{backend}-{entry}-{args}" in cases, sorted(cases)
+    assert all(re.fullmatch(r"stub-overhead \S+ -?\d+", ln) for ln in tail), tail
