@@ -149,11 +149,13 @@ def run_rounds(
     return {key: statistics.median(r) for key, r in rounds.items()}
 
 
-def child(backend: str, stub_so: str, floor_so: str, number: int, repeat: int) -> dict:
+def child(
+    backend: str, stub_so: str, floor_so: str, number: int, repeat: int, native_so: str | None
+) -> dict:
     """Time one backend in this process; the results as a JSON-able dict."""
     from stub_package import StubPackage, c_layout
 
-    P = StubPackage(stub_so)
+    P = StubPackage(stub_so, native_so if backend == "native" else None)
     if P.native != (backend == "native"):
         from cuda_core._handles import _backend
 
@@ -213,12 +215,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--number", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument(
+        "--native-so",
+        help="a build of cuda_core._handles._native to time instead of the one cuda_core finds "
+        "(to compare builds, e.g. one made with CFLAGS=-DCC_LAUNCH_KEEPS_GIL)",
+    )
     ap.add_argument("--child", choices=BACKENDS, help=argparse.SUPPRESS)
     ap.add_argument("--stub", help=argparse.SUPPRESS)
     ap.add_argument("--floor", help=argparse.SUPPRESS)
     opts = ap.parse_args()
     if opts.child:
-        print(json.dumps(child(opts.child, opts.stub, opts.floor, opts.number, opts.repeat)))
+        result = child(opts.child, opts.stub, opts.floor, opts.number, opts.repeat, opts.native_so)
+        print(json.dumps(result))
         return
 
     from stub_build import build_shared, build_stub, compiler
@@ -239,6 +247,8 @@ def main() -> None:
             cmd = [sys.executable, __file__, "--child", backend, "--stub", str(stub)]
             cmd += ["--floor", str(floor), "--number", str(opts.number)]
             cmd += ["--repeat", str(opts.repeat)]
+            if opts.native_so:
+                cmd += ["--native-so", opts.native_so]
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if proc.returncode != 0:
                 sys.stderr.write(proc.stdout + proc.stderr)

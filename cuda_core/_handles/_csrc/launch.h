@@ -52,6 +52,17 @@ typedef struct {
     int busy; /* storage in use by a launch that released the GIL (another takes a fresh one) */
 } cc_plan;
 
+/* The driver call of a launch, with the GIL released like every driver call: a launch waiting
+ * for room in the driver's queue behind a Python host function must let that function (and
+ * every other Python thread) run. Built with -DCC_LAUNCH_KEEPS_GIL it holds the GIL instead:
+ * only to measure what the release costs (tests/handles/native_stub/drive_launch.py's
+ * gil_released_during_the_launch then fails, as it should). */
+#ifdef CC_LAUNCH_KEEPS_GIL
+#define CC_LAUNCH_CALL(status, expr) ((status) = (expr))
+#else
+#define CC_LAUNCH_CALL(status, expr) CC_CALL(status, expr)
+#endif
+
 extern PyTypeObject cc_LaunchPlan_Type;
 extern PyTypeObject cc_LaunchEntry_Type;
 extern PyTypeObject cc_PreparedLaunchBase_Type;

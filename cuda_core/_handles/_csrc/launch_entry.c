@@ -256,7 +256,7 @@ prepared_fast(cc_prepared *self, PyObject *args)
     }
     if (cfg->stream != NULL && !cfg->stream->released) {
         void *function = plan->function;
-        CC_CALL(st, cc_driver.launch_kernel_ex(&cfg->cfg, function, params, NULL));
+        CC_LAUNCH_CALL(st, cc_driver.launch_kernel_ex(&cfg->cfg, function, params, NULL));
     }
 done:
     Py_XDECREF(keep);

@@ -296,7 +296,7 @@ cc_plan_launch(cc_plan *plan, cc_launch *cfg, PyObject *const *args)
             st = -2; /* closed by the code packing ran: the Python path says so */
         } else {
             void *function = plan->function, **p = plan->nargs ? params : NULL;
-            CC_CALL(st, cc_driver.launch_kernel_ex(&cfg->cfg, function, p, NULL));
+            CC_LAUNCH_CALL(st, cc_driver.launch_kernel_ex(&cfg->cfg, function, p, NULL));
         }
     }
     if (own) {

@@ -361,11 +361,12 @@ def gil_released_during_the_launch() -> None:
     for call in (lambda: launch(s, cfg, k, buf, np.int32(1)), p, lambda: p(buf, np.int32(2))):
 
         def release() -> None:
-            while waiting.value == 0:
+            deadline = time.monotonic() + 20
+            while waiting.value == 0 and time.monotonic() < deadline:
                 time.sleep(0.001)
             P.lib.stub_block_launches(0)
 
-        t = threading.Thread(target=release)
+        t = threading.Thread(target=release, daemon=True)
         P.lib.stub_block_launches(1)
         t.start()
         with Ran() as r:
