@@ -246,15 +246,18 @@ def _native_plan(plan: Plan, func: int) -> Any:
     type has no native kind (those launches take the Python path)."""
     if not NATIVE or any(r.kind is None for r in plan.rules):
         return None
-    return cast(NativeBackend, backend).LaunchPlan(
-        func,
-        plan.types,
-        tuple(ARG_KINDS.index(r.kind) for r in plan.rules),  # type: ignore[arg-type]
-        plan.offsets,
-        tuple(r.size for r in plan.rules),
-        tuple(r.getter for r in plan.rules),
-        plan.size,
-    )
+    try:
+        return cast(NativeBackend, backend).LaunchPlan(
+            func,
+            plan.types,
+            tuple(ARG_KINDS.index(r.kind) for r in plan.rules),  # type: ignore[arg-type]
+            plan.offsets,
+            tuple(r.size for r in plan.rules),
+            tuple(r.getter for r in plan.rules),
+            plan.size,
+        )
+    except (TypeError, ValueError):  # a rule C cannot take: the Python path packs it
+        return None
 
 
 MISS = -1

@@ -128,6 +128,14 @@ def test_values_c_refuses_are_left_to_python():
         ptr.native.pack((1,))
 
 
+def test_an_empty_struct_packs_no_bytes():
+    class Empty(ctypes.Structure):
+        _fields_ = ()
+
+    python, native = _both((np.int8(3), Empty(), np.int8(4)))
+    assert native == python == b"\x03\x04"
+
+
 def test_types_without_a_native_kind_have_no_native_plan():
     # A ctypes integer for a wider integer parameter: only Python packs it.
     plan = make_plan((ctypes.c_int16,), (ctypes.c_int16(-3),), ((0, 4),))

@@ -345,8 +345,8 @@ parse_arg(cc_plan *self, Py_ssize_t i, PyObject *type, PyObject *kind, PyObject 
     case CC_ARG_CALL_INDEX:
         size_ok = sz == 8;
         break;
-    default:
-        size_ok = sz >= 1;
+    default: /* the byte kinds: any size (an empty struct too) */
+        size_ok = 1;
         break;
     }
     int calls = k == CC_ARG_CALL_INDEX || k == CC_ARG_CALL_BYTES;
