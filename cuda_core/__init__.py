@@ -61,6 +61,7 @@ from ._event import Event as Event
 from ._event import EventOptions as EventOptions
 from ._event import IPCEventDescriptor as IPCEventDescriptor
 from ._host_callbacks import HOST_COPY_FN as HOST_COPY_FN
+from ._host_callbacks import host_launch as host_launch
 from ._host_callbacks import pack_host_copy_args as pack_host_copy_args
 from ._interop import _graphics as _graphics
 from ._interop import _memoryview as _memoryview
@@ -71,7 +72,6 @@ from ._kernel import KernelAttributes as KernelAttributes
 from ._kernel import KernelOccupancy as KernelOccupancy
 from ._launch_config import LaunchConfig as LaunchConfig
 from ._launcher import PreparedLaunch as PreparedLaunch
-from ._launcher import host_launch as host_launch
 from ._launcher import launch as launch
 from ._memory import Buffer as Buffer
 from ._memory import DeviceMemoryResource as DeviceMemoryResource

@@ -1,6 +1,6 @@
 """Host callbacks: run host code in stream order (``cuLaunchHostFunc``).
 
-``host_launch`` (``cuda.core``'s name, in ``_launcher``), ``GraphBuilder.callback`` and
+``host_launch`` (``cuda.core``'s name), ``GraphBuilder.callback`` and
 ``Stream.launch_host_func`` enqueue host work on a stream. A Python callable goes through one
 ctypes trampoline: the callable and its arguments wait in a table under an integer key that
 travels as the driver's ``userData``. A callback launched on an ordinary stream runs once and
@@ -54,8 +54,8 @@ from ._stream_ops import closed_error, host_address, live_handle
 from ._trampolines import HOST_COPY_FN as HOST_COPY_FN
 from ._utils import arg_error, check_int, handle_return, raise_status
 
-# host_launch (in _launcher), Stream.launch_host_func and GraphBuilder.callback are public too.
-__all__ = ["HOST_COPY_FN", "pack_host_copy_args"]
+# Stream.launch_host_func and GraphBuilder.callback are public too.
+__all__ = ["HOST_COPY_FN", "host_launch", "pack_host_copy_args"]
 
 # CUresult cuLaunchHostFunc(CUstream, CUhostFn, void* userData) (CUDA 12.0 ABI). A CFUNCTYPE
 # function releases the GIL during the call (PYFUNCTYPE would not).
@@ -360,3 +360,61 @@ def pack_host_copy_args(dst: Any, src: Any, nbytes: int) -> bytes:
     if n > _MAX_ADDRESS:
         raise arg_error("nbytes", f"at most {_MAX_ADDRESS:#x}", nbytes)
     return _RECORD.pack(d, s_, n)
+
+
+def host_launch(stream: Any, fn: Any, *, user_data: Any = None) -> None:
+    """Enqueue a host function on ``stream``, to run once the work queued before it is done.
+
+    ``cuda.core``'s ``host_launch``. The function runs on a driver thread; work queued on the
+    stream after this call waits until it returns. This call returns once the function is
+    queued: observe completion with :meth:`Stream.sync` or an :class:`Event` recorded after it.
+    While the stream is captured (a :class:`~cuda_core.graph.GraphBuilder` is passed, or the
+    stream is capturing), the function is recorded into the graph and runs on every replay.
+
+    Parameters
+    ----------
+    stream : Stream or GraphBuilder or IsStreamType
+        The stream that orders the call; a graph builder forwards to
+        :meth:`GraphBuilder.callback <cuda_core.graph.GraphBuilder.callback>`.
+    fn : callable or ctypes function pointer
+        A Python callable taking no arguments (it runs with the GIL; bind state with a closure
+        or ``functools.partial``), or a ctypes function pointer declared
+        ``ctypes.CFUNCTYPE(None, ctypes.c_void_p)``, handed to the driver as is.
+        Either is kept alive until it has run (as long as the graph, when captured). It must
+        not call CUDA; an exception raised by a Python callable is reported through
+        :func:`sys.unraisablehook`.
+    user_data : int or bytes-like object, optional
+        Only for a ctypes function pointer: an ``int`` is passed as the ``void*`` (keep what
+        it points to valid until the function has run); bytes-like data is copied, and the
+        copy lives until the function has run (as long as the graph, when captured).
+
+    Raises
+    ------
+    TypeError
+        ``stream`` is not a stream, ``fn`` is neither callable nor a ctypes function pointer
+        declared as ``CUhostFn``, or ``user_data`` is of another type.
+    ValueError
+        ``user_data`` is given with a Python callable.
+    RuntimeError
+        A graph builder that is not building.
+    CUDAError
+        The driver refused the call.
+
+    Examples
+    --------
+    >>> launch(s, config, kernel, buf)                     # doctest: +SKIP
+    >>> host_launch(s, lambda: print("kernel done"))        # doctest: +SKIP
+    >>> s.sync()                                            # doctest: +SKIP
+    """
+    builder = _links.GraphBuilder
+    if builder is not None and isinstance(stream, builder):
+        stream.callback(fn, user_data=user_data)
+        return
+    if stream is None:
+        raise arg_error(
+            "stream",
+            "a Stream, a GraphBuilder or an object with __cuda_stream__",
+            None,
+            exc=TypeError,
+        )
+    enqueue_host_callback(_links.as_stream(stream, "stream"), fn, user_data)

@@ -341,6 +341,7 @@ class Kernel:
     __slots__ = (
         "__weakref__",
         "_attributes",
+        "_fast",
         "_handle",
         "_launch",
         "_module",
@@ -353,6 +354,9 @@ class Kernel:
     _occupancy: KernelOccupancy | None
     _params: Any
     _launch: Any  # the launcher's _KernelEntry, or None
+    # The native LaunchPlan of the arguments launched last (the native launch entry reads it
+    # from this slot), or None.
+    _fast: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
@@ -370,6 +374,7 @@ class Kernel:
         self._launch = (
             None  # the launcher's per-kernel state (cuda_core._launcher), made at the first launch
         )
+        self._fast = None
         return self
 
     @staticmethod

@@ -13,9 +13,10 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
-from typing import Any
+from typing import Any, cast
 
-from ._handles._backend import backend
+from ._handles._backend import NATIVE, backend
+from ._handles._protocol import ARG_KINDS, NativeBackend
 from ._kernel_arg_rules import (
     _cai_ptr,
     _dlpack_ptr,
@@ -51,6 +52,7 @@ class Plan:
         "fmt",
         "has_slow",
         "nargs",
+        "native",
         "offsets",
         "pack_all",
         "rules",
@@ -88,6 +90,7 @@ class Plan:
         self.has_slow = any(r.fast != r.expr for r in self.rules)
         self._free: list[tuple[Any, ...]] = []
         self.run: Any = None
+        self.native: Any = None  # the LaunchPlan of the native backend (see bind_launch)
         self.setters, self.pack_all = self._generate_packers()
 
     def new_slot(self) -> tuple[Any, int, Any, Any, int]:
@@ -234,6 +237,27 @@ class Plan:
             lines += ["    _r = _cfg.launch(_func, _s[1])", "    _push(_s)", "    return _r", ""]
         exec(compile("\n".join(lines), f"<cuda_core launch plan {self.fmt}>", "exec"), ns)
         self.run = ns["run"]
+        self.native = _native_plan(self, func)
+
+
+def _native_plan(plan: Plan, func: int) -> Any:
+    """The native backend's ``LaunchPlan`` of ``plan`` for kernel ``func``: the same bytes, packed
+    in C by launch() and PreparedLaunch; ``None`` on the pure backend or where an argument's
+    type has no native kind (those launches take the Python path)."""
+    if not NATIVE or any(r.kind is None for r in plan.rules):
+        return None
+    try:
+        return cast(NativeBackend, backend).LaunchPlan(
+            func,
+            plan.types,
+            tuple(ARG_KINDS.index(r.kind) for r in plan.rules),  # type: ignore[arg-type]
+            plan.offsets,
+            tuple(r.size for r in plan.rules),
+            tuple(r.getter for r in plan.rules),
+            plan.size,
+        )
+    except (TypeError, ValueError):  # a rule C cannot take: the Python path packs it
+        return None
 
 
 MISS = -1

@@ -18,6 +18,8 @@ by :mod:`cuda_core._kernel_arg_handler`, whose plan namespace holds the helpers 
 from __future__ import annotations
 
 import ctypes
+import operator
+import types
 from typing import Any
 
 import numpy as np
@@ -25,6 +27,7 @@ import numpy as np
 from . import _links
 from ._compat import driver
 from ._tensor_map import TensorMapDescriptor
+from ._tensor_map_args import tensor_map_bytes
 
 __all__: list[str] = []  # private: the packing plans of _kernel_arg_handler use these
 
@@ -121,15 +124,26 @@ class _Rule:
 
     ``fast`` is the expression a launch tries first; where it differs from ``expr`` (``int``:
     the value as is, a negative one makes ``struct`` fail) a failure falls back to ``expr``.
+    ``kind`` (a name of ``_handles._protocol.ARG_KINDS``) and ``getter`` say how the native
+    launch path packs the same bytes in C; ``kind=None``: it leaves the type to Python.
     """
 
-    __slots__ = ("align", "ctype", "expr", "fast", "fmt", "size")
+    __slots__ = ("align", "ctype", "expr", "fast", "fmt", "getter", "kind", "size")
 
     def __init__(
-        self, size: int, align: int, fmt: str, expr: str, ctype: str, fast: str | None = None
+        self,
+        size: int,
+        align: int,
+        fmt: str,
+        expr: str,
+        ctype: str,
+        fast: str | None = None,
+        kind: str | None = None,
+        getter: Any = None,
     ) -> None:
         self.size, self.align, self.fmt, self.expr, self.ctype = size, align, fmt, expr, ctype
         self.fast = expr if fast is None else fast
+        self.kind, self.getter = kind, getter
 
 
 _NP_FORMATS = {
@@ -146,6 +160,19 @@ _NP_FORMATS = {
     ("f", 4): ("f", "float"),
     ("f", 8): ("d", "double"),
 }
+_NP_KINDS = {"b": "bool", "i": "signed", "u": "unsigned", "f": "float"}
+_cupy_ptr = operator.attrgetter("data.ptr")
+_data_ptr = operator.methodcaller("data_ptr")
+_to_bytes = operator.methodcaller("tobytes")
+
+
+def _slot_getter(cls: type, name: str) -> Any:
+    """What reads attribute ``name`` of ``cls``'s instances for the native path: the slot's
+    member descriptor itself (C reads it without a name look-up), else an ``attrgetter``."""
+    attr = getattr(cls, name, None)
+    return attr if isinstance(attr, types.MemberDescriptorType) else operator.attrgetter(name)
+
+
 _HANDLE_TYPES = (
     driver.CUtexObject,
     driver.CUsurfObject,
@@ -163,13 +190,14 @@ _SUPPORTED = (
 
 # Handle types of the wings above (a graph's GraphCondition, ...) that pass as 8-byte kernel
 # arguments: each wing registers its own here, so the hall imports no wing.
-_REGISTERED: dict[type, tuple[str, str]] = {}
+_REGISTERED: dict[type, tuple[str, str, Any]] = {}
 
 
 def register_handle_argument(cls: type, expr: str, c_name: str) -> None:
     """Pass instances of ``cls`` (and its subclasses) as 8-byte handles: ``expr`` is the value's
     expression with ``{a}`` standing for the argument, ``c_name`` the C type in messages."""
-    _REGISTERED[cls] = (expr, c_name)
+    getter = eval(f"lambda a: {expr.format(a='a')}", {"__builtins__": {"int": int}})
+    _REGISTERED[cls] = (expr, c_name, getter)
 
 
 def _buffer_type() -> Any:
@@ -180,15 +208,21 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
     """The packing rule for ``value`` (argument ``index``), or ``TypeError`` if unsupported."""
     t = type(value)
     if t is bool:
-        return _Rule(1, 1, "?", "{a}", "bool")
+        return _Rule(1, 1, "?", "{a}", "bool", kind="bool")
     if issubclass(t, int):
         return _Rule(
-            8, 8, "Q", "({a} if {a} >= 0 else _neg({a}))", "int64_t/uint64_t/pointer", "{a}"
+            8,
+            8,
+            "Q",
+            "({a} if {a} >= 0 else _neg({a}))",
+            "int64_t/uint64_t/pointer",
+            "{a}",
+            kind="fit",
         )
     if issubclass(t, float):
-        return _Rule(8, 8, "d", "{a}", "double")
+        return _Rule(8, 8, "d", "{a}", "double", kind="float")
     if issubclass(t, complex):
-        return _Rule(16, 8, "dd", "{a}.real, {a}.imag", "complex<double>")
+        return _Rule(16, 8, "dd", "{a}.real, {a}.imag", "complex<double>", kind="complex")
     if issubclass(t, np.generic):
         return _numpy_rule(value, index)
     if issubclass(t, _CTYPES_BASES):
@@ -197,9 +231,8 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
                 f"argument {index} is a {t.__name__}, which has no device equivalent; "
                 "pass a device pointer as ctypes.c_void_p or an int"
             )
-        return _Rule(
-            ctypes.sizeof(t), ctypes.alignment(t), f"{ctypes.sizeof(t)}s", "_bytes({a})", t.__name__
-        )
+        n = ctypes.sizeof(t)
+        return _Rule(n, ctypes.alignment(t), f"{n}s", "_bytes({a})", t.__name__, kind="bytes")
     if issubclass(t, ctypes._Pointer):
         raise TypeError(
             f"argument {index} is a ctypes pointer to host memory ({t.__name__}); pass a device pointer"
@@ -208,33 +241,46 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
     if buffer_type is not None and issubclass(t, buffer_type):
         if _is_closed_buffer(value):
             raise ValueError(f"argument {index} is a closed Buffer")
-        return _Rule(8, 8, "Q", "{a}._ptr", "pointer")
+        # _ptr: the address, None once closed (the Python path says so); read as the type reads it.
+        return _pointer_rule("{a}._ptr", _slot_getter(t, "_ptr"))
     if issubclass(t, _HANDLE_TYPES):
-        return _Rule(8, 8, "Q", "int({a})", t.__name__)
+        return _Rule(8, 8, "Q", "int({a})", t.__name__, kind="call_index", getter=int)
     for base in t.__mro__:
         registered = _REGISTERED.get(base)
         if registered is not None:
-            return _Rule(8, 8, "Q", registered[0], registered[1])
+            expr, c_name, getter = registered
+            return _Rule(8, 8, "Q", expr, c_name, kind="call_index", getter=getter)
     if issubclass(t, TensorMapDescriptor):
-        return _Rule(128, 64, "128s", "{a}._bytes", "CUtensorMap")
+        return _tensor_map_rule("{a}._bytes", _slot_getter(t, "_bytes"))
     if issubclass(t, driver.CUtensorMap):
-        return _Rule(128, 64, "128s", "_tensor_map_bytes({a})", "CUtensorMap")
+        return _tensor_map_rule("_tensor_map_bytes({a})", tensor_map_bytes)
     module = t.__module__ or ""
     if module.startswith("torch") and hasattr(value, "data_ptr"):
         _torch_ptr(value)  # refuse a CPU tensor now, with its message
-        return _Rule(8, 8, "Q", "_torch_ptr({a})", "pointer")
+        return _pointer_rule("_torch_ptr({a})", _torch_ptr)
     if module.startswith("cupy") and hasattr(getattr(value, "data", None), "ptr"):
-        return _Rule(8, 8, "Q", "{a}.data.ptr", "pointer")
+        return _pointer_rule("{a}.data.ptr", _cupy_ptr)
     if hasattr(value, "__cuda_array_interface__"):
-        return _Rule(8, 8, "Q", "_cai_ptr({a})", "pointer")
+        return _pointer_rule("_cai_ptr({a})", _cai_ptr)
     if callable(getattr(value, "data_ptr", None)):
-        return _Rule(8, 8, "Q", "{a}.data_ptr()", "pointer")
+        return _pointer_rule("{a}.data_ptr()", _data_ptr)
     if hasattr(value, "__dlpack__"):
         _dlpack_ptr(value)  # refuse host memory now, with its message
-        return _Rule(8, 8, "Q", "_dlpack_ptr({a})", "pointer")
+        return _pointer_rule("_dlpack_ptr({a})", _dlpack_ptr)
     raise TypeError(
         f"argument {index} has unsupported type {t.__module__}.{t.__qualname__}; supported: {_SUPPORTED}"
     )
+
+
+def _pointer_rule(expr: str, getter: Any) -> _Rule:
+    """A device pointer (8 bytes) that ``expr`` (and ``getter``, for the native path) reads."""
+    return _Rule(
+        8, 8, "Q", expr, "pointer", kind=None if getter is None else "call_index", getter=getter
+    )
+
+
+def _tensor_map_rule(expr: str, getter: Any) -> _Rule:
+    return _Rule(128, 64, "128s", expr, "CUtensorMap", kind="call_bytes", getter=getter)
 
 
 def _numpy_rule(value: Any, index: int) -> _Rule:
@@ -242,16 +288,22 @@ def _numpy_rule(value: Any, index: int) -> _Rule:
     key = (dt.kind, dt.itemsize)
     if key in _NP_FORMATS:
         fmt, ctype = _NP_FORMATS[key]
-        return _Rule(dt.itemsize, dt.alignment, fmt, "{a}", ctype)
+        return _Rule(dt.itemsize, dt.alignment, fmt, "{a}", ctype, kind=_NP_KINDS[dt.kind])
     if dt.kind == "c" and dt.itemsize in (8, 16):
         half = "f" if dt.itemsize == 8 else "d"
         ctype = "complex<float>" if half == "f" else "complex<double>"
-        return _Rule(dt.itemsize, dt.alignment, half * 2, "{a}.real, {a}.imag", ctype)
+        return _Rule(
+            dt.itemsize, dt.alignment, half * 2, "{a}.real, {a}.imag", ctype, kind="complex"
+        )
     if dt.kind == "V":
         n = dt.itemsize
         if type(value) is np.void:  # structured: one Python type for every dtype
-            return _Rule(n, dt.alignment, f"{n}s", f"_void_bytes({{a}}, {n})", f"struct ({dt})")
-        return _Rule(n, dt.alignment, f"{n}s", "{a}.tobytes()", str(dt))  # ml_dtypes: bfloat16, ...
+            expr = f"_void_bytes({{a}}, {n})"
+            return _Rule(n, dt.alignment, f"{n}s", expr, f"struct ({dt})", kind="bytes")
+        # ml_dtypes: bfloat16, ...
+        return _Rule(
+            n, dt.alignment, f"{n}s", "{a}.tobytes()", str(dt), kind="call_bytes", getter=_to_bytes
+        )
     raise TypeError(
         f"argument {index} is a NumPy {type(value).__name__} ({dt}) scalar, which has no fixed-width "
         f"device type; supported: {_SUPPORTED}"
@@ -276,15 +328,16 @@ def _resized_int_rule(value: Any, r: _Rule, size: int) -> _Rule | None:
     t = type(value)
     if fmt is None or t is bool:
         return None
+    kind: str | None = "fit"
     if issubclass(t, int):
         expr = f"_fit({{a}}, {size})"
     elif issubclass(t, np.integer):
         expr = f"_fit(int({{a}}), {size})"
     elif issubclass(t, ctypes._SimpleCData) and getattr(t, "_type_", "") in _CTYPES_INTS:
-        expr = f"_fit({{a}}.value, {size})"
+        expr, kind = f"_fit({{a}}.value, {size})", None
     else:
         return None
-    return _Rule(size, size, fmt, expr, f"{r.ctype} passed as a {size}-byte integer")
+    return _Rule(size, size, fmt, expr, f"{r.ctype} passed as a {size}-byte integer", kind=kind)
 
 
 def _size_message(label: str, i: int, size: int, value: Any, r: _Rule) -> str:

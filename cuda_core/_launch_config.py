@@ -148,10 +148,11 @@ class LaunchConfig:
         self._coop = bool(is_cooperative)
         self._pss = bool(programmatic_stream_serialization)
         # StreamHandle -> LaunchConfigHandle (which holds that StreamHandle, so the key cannot
-        # die and be reused while the entry lives). ``_last`` is the (StreamHandle,
-        # LaunchConfigHandle) pair of the latest stream, which launch() checks first.
+        # die and be reused while the entry lives). ``_last`` is the LaunchConfigHandle of the
+        # latest stream (its ``stream`` is that StreamHandle), which launch() checks first: the
+        # native launch entry reads it from this slot.
         self._native: dict[Any, Any] = {}
-        self._last: tuple[Any, Any] = (None, None)
+        self._last: Any = None
         self._checked: set[int] = set()
         # The PreparedLaunch objects built from this config (told when a field changes).
         self._prepared: weakref.WeakSet[Any] | None = None
@@ -160,7 +161,7 @@ class LaunchConfig:
     def _changed(self) -> None:
         """A field was set: nothing built from the old values may be used again."""
         self._key = (self._grid, self._cluster, self._block, self._shmem, self._coop, self._pss)
-        self._last = (None, None)
+        self._last = None
         self._native = {}
         self._checked = set()
         if self._prepared:
@@ -283,7 +284,7 @@ class LaunchConfig:
             if len(self._native) >= _MAX_NATIVE:
                 self._native.clear()
             self._native[h] = cfg
-        self._last = (h, cfg)
+        self._last = cfg
         return cfg
 
     def _bind_prepared(self, prepared: Any) -> None:

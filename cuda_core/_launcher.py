@@ -1,31 +1,44 @@
 """Kernel launches: :func:`launch` and :class:`PreparedLaunch`.
 
-The hot path does as little as it can per call: the stream is resolved with a type check, the
-``LaunchConfigHandle`` (the native ``CUlaunchConfig``, bound to the stream's handle) comes from
-the config's last-used entry (else a per-stream cache), the packing plan from a per-(kernel,
-argument types) cache, and one generated function writes the values with one
-``struct.pack_into`` and calls the handle's ``launch`` (``cuLaunchKernelEx``). The stream's
-context is not looked up per call: when the driver reports a context mismatch, the launch is
-retried once with the stream's context pushed.
+On the native backend the steady state runs in C: ``launch`` is the backend's ``LaunchEntry``,
+which takes a ``Stream``, a ``LaunchConfig`` whose ``LaunchConfigHandle`` for that stream is its
+last one (``_last``), a ``Kernel`` whose ``LaunchPlan`` (``_fast``: the plan of the argument
+types launched last) matches the argument types, packs the values in C and calls
+``cuLaunchKernelEx``; ``PreparedLaunch`` derives from ``PreparedLaunchBase``, whose calls do the
+same with the bound state. Anything else (a first launch, other argument types, a graph
+builder, a dict config, a device's default stream, a value that does not pack, a closed stream)
+runs the Python path below, which owns every check and message; a status other than success
+comes back to it too (:func:`_fast_failed`).
+
+The Python path does little per call: the ``LaunchConfigHandle`` (the native ``CUlaunchConfig``,
+bound to the stream's handle) comes from the config's last-used entry (else a per-stream
+cache), the packing plan from a per-(kernel, argument types) cache, and one generated function
+writes the values with one ``struct.pack_into`` and calls the handle's ``launch``. When the
+driver reports a context mismatch, the launch is retried once with the stream's context pushed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import _links
 from ._compat import driver
 from ._errors import CUDAError, _CooperativeLaunchTooLargeError
-from ._host_callbacks import enqueue_host_callback
+from ._handles._backend import NATIVE, backend
+from ._handles._protocol import NativeBackend
+from ._kernel import Kernel
 from ._kernel_arg_handler import MISS, Plan, kernel_label, make_plan, set_arg
 from ._launch_config import LaunchConfig
 from ._stream import Stream, _DeviceDefaultStream, as_stream
 from ._utils import arg_error, handle_return, make_error
-from .graph._builder import GraphBuilder
 
-__all__ = ["PreparedLaunch", "host_launch", "launch"]
+__all__ = ["PreparedLaunch", "launch"]
+
+# The native backend's launch fast path (LaunchEntry, LaunchPlan, PreparedLaunchBase), or None.
+_FAST: NativeBackend | None = cast(NativeBackend, backend) if NATIVE else None
 
 _CUresult = driver.CUresult
 # Statuses that can mean "the current context is not the stream's": retried in its context.
@@ -206,10 +219,8 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
         entry = None
     if entry is None:
         entry = _entry(kernel)
-    last = config._last
-    if last[0] is stream._h:  # a closed stream's handle is released: its launch refuses
-        cfg = last[1]
-    else:
+    cfg = config._last
+    if cfg is None or cfg.stream is not stream._h:  # a closed stream's launch refuses
         cfg = config._native_for(stream)
     run = entry.run
     try:
@@ -232,14 +243,23 @@ def _launch_other(
 ) -> None:
     """launch() past its first try: other argument types (find or make their plan), or a failure."""
     if err == MISS:
-        run = entry.plan(kernel, args).run  # checks the arguments against the kernel
-        entry.run = run
+        plan = entry.plan(kernel, args)  # checks the arguments against the kernel
+        run = entry.run = plan.run
+        kernel._fast = plan.native  # what the native entry tries first
         try:
             err = run(cfg, args)
         except _PACK_ERRORS as exc:
             raise _pack_error(entry, kernel, args, exc) from None
         if not err:
             return
+    _launch_failed(err, stream, config, kernel, entry, lambda: run(cfg, args))
+
+
+def _fast_failed(err: int, stream: Any, config: LaunchConfig, kernel: Any, *args: Any) -> None:
+    """The native entry launched and the driver refused with status ``err``: the Python path's
+    retry in the stream's context, and its error."""
+    entry, cfg = kernel._launch, config._last
+    run = entry.run  # the plan whose LaunchPlan the entry used
     _launch_failed(err, stream, config, kernel, entry, lambda: run(cfg, args))
 
 
@@ -267,9 +287,9 @@ def _explain_failure(
 ) -> CUDAError:
     code = int(err)
     label = kernel_label(entry.kernel_name(kernel))
-    dev = _device_of(stream)
     extra = f"launching {label} with {config!r}"
     try:
+        dev = _device_of(stream)
         with dev._scope():
             func = handle_return(driver.cuKernelGetFunction(kernel._handle), "cuKernelGetFunction")
             if code == int(_CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE):
@@ -301,8 +321,8 @@ def _explain_failure(
                         f"memory {label} allows; raise its CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES "
                         "attribute first"
                     )
-    except CUDAError:
-        pass  # the details are a bonus; report the launch failure itself
+    except Exception:  # the details are a bonus; report the launch failure itself
+        pass
     error = make_error(err, "cuLaunchKernelEx", extra)
     if code == int(_CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE):
         error.__class__ = _CooperativeLaunchTooLargeError  # cuda.core raises ValueError for it
@@ -312,8 +332,22 @@ def _explain_failure(
 # ---------------------------------------------------------------------------------------------
 # PreparedLaunch
 
+if TYPE_CHECKING:  # what either base gives PreparedLaunch
+    from ._handles._protocol import PreparedLaunchBase as _PreparedBase
+elif _FAST is not None:
+    _PreparedBase = _FAST.PreparedLaunchBase  # calls launch in C (see the module docstring)
+else:
 
-class PreparedLaunch:
+    class _PreparedBase:
+        """The pure-Python backend's base: the bound arguments; every call runs in Python."""
+
+        __slots__ = ("_args",)
+
+        def _fast_set(self, *state: Any) -> None:
+            pass
+
+
+class PreparedLaunch(_PreparedBase):
     """A launch with kernel, config and stream bound once; calling it launches.
 
     Parameters
@@ -335,10 +369,13 @@ class PreparedLaunch:
 
     Notes
     -----
-    ``p()`` launches with the bound arguments: only ``cuLaunchKernelEx`` is called, so it is
-    the cheapest way to launch from Python. ``p(*args)`` binds new arguments and launches
-    (cheap when their types are the same as before). ``p.set_arg(i, value)`` changes one
-    argument in place. The object keeps references to its arguments, so buffers passed by
+    ``p()`` launches with the bound arguments: only ``cuLaunchKernelEx`` is called (on the
+    native backend straight from C), so it is the cheapest way to launch from Python.
+    ``p(*args)`` binds new arguments and launches (packed in place when their types are those
+    bound before). Either call raises as :func:`launch` does (``TypeError``, ``OverflowError``,
+    ``ValueError``, ``CUDAError``), a call with no arguments before any were bound a
+    ``TypeError`` unless the kernel takes none, and a call once the stream is closed a
+    ``RuntimeError``. ``p.set_arg(i, value)`` changes one argument in place. The object keeps references to its arguments, so buffers passed by
     pointer stay alive while it does. One ``PreparedLaunch`` must not be called from two
     threads at once (it owns one argument buffer); each thread can prepare its own. Setting a
     field of the bound :class:`LaunchConfig` (``config.grid = 64``) takes effect at the next
@@ -353,9 +390,8 @@ class PreparedLaunch:
     >>> step()
     """
 
-    __slots__ = (
+    __slots__ = (  # _args: the base's
         "__weakref__",
-        "_args",
         "_call",
         "_cfg",
         "_config",
@@ -400,7 +436,13 @@ class PreparedLaunch:
             plan.pack(slot, args)
             self._use(plan, slot)
         else:
-            plan.pack(self._slot, args)
+            try:
+                plan.pack(self._slot, args)
+            except BaseException:
+                # Some values were written: the bound bytes go back to the bound arguments.
+                with contextlib.suppress(Exception):
+                    plan.pack(self._slot, self._args)
+                raise
         self._args = args
 
     def _use(self, plan: Plan, slot: tuple[Any, ...]) -> None:
@@ -410,8 +452,13 @@ class PreparedLaunch:
         if cfg is None:  # the config changed since the handle was built
             cfg = self._cfg = self._config._native_for(self._stream)
         call = functools.partial(cfg.launch, self._entry.func, slot[1])
-        if type(self._stream) is _DeviceDefaultStream:  # its token needs its context current
+        default = type(self._stream) is _DeviceDefaultStream
+        if default:  # its token needs its context current
             call = _in_context_of(self._stream, call)
+        if default or plan.native is None:
+            self._fast_set(None, None, None, 0, 0)
+        else:  # the native base launches this in C (slot: the view, void**, storage, ..., bytes)
+            self._fast_set(cfg, plan.native, slot, slot[4], slot[1])
         self._call = call
 
     def _config_changed(self) -> None:
@@ -419,6 +466,7 @@ class PreparedLaunch:
         (here, nothing is checked yet: a config the device cannot run raises at that call)."""
         self._cfg = None
         self._call = self._rebuild_call
+        self._fast_set(None, None, None, 0, 0)
 
     def _rebuild_call(self) -> Any:
         self._cfg = self._config._native_for(self._stream)  # checks the new values on the device
@@ -428,16 +476,9 @@ class PreparedLaunch:
             self._use(self._plan, self._slot)
         return self._call()
 
-    def __call__(self, *kernel_args: Any) -> None:
-        """Launch, with the bound arguments or with ``kernel_args`` (which are then bound).
-
-        Raises
-        ------
-        TypeError, OverflowError, ValueError, CUDAError
-            As for :func:`launch`; calling with no arguments before any were bound is a
-            ``TypeError`` unless the kernel takes none. ``RuntimeError`` if the stream was
-            closed.
-        """
+    def _call_py(self, *kernel_args: Any) -> None:
+        """A call in Python: launch with the bound arguments or with ``kernel_args`` (which are
+        then bound). The native base's calls come here for anything but the steady state."""
         if kernel_args:
             self._bind(kernel_args)
         try:
@@ -447,7 +488,14 @@ class PreparedLaunch:
                 raise RuntimeError("the stream of this PreparedLaunch is closed") from None
             raise
         if err:
-            _launch_failed(err, self._stream, self._config, self._kernel, self._entry, self._call)
+            self._failed(err)
+
+    def _failed(self, err: int) -> None:
+        """The driver refused the launch with status ``err``: retry or explain (as launch())."""
+        _launch_failed(err, self._stream, self._config, self._kernel, self._entry, self._call)
+
+    if TYPE_CHECKING or _FAST is None:
+        __call__ = _call_py  # the native base's call is in C
 
     def set_arg(self, index: int, value: Any) -> None:
         """Replace argument ``index`` in the packed buffer (no repacking of the others).
@@ -507,53 +555,19 @@ class PreparedLaunch:
         return f"PreparedLaunch({self._config!r}, {len(self._args)} args)"
 
 
-def host_launch(stream: Any, fn: Any, *, user_data: Any = None) -> None:
-    """Enqueue a host function on ``stream``, to run once the work queued before it is done.
-
-    ``cuda.core``'s ``host_launch``. The function runs on a driver thread; work queued on the
-    stream after this call waits until it returns. This call returns once the function is
-    queued: observe completion with :meth:`Stream.sync` or an :class:`Event` recorded after it.
-    While the stream is captured (a :class:`~cuda_core.graph.GraphBuilder` is passed, or the
-    stream is capturing), the function is recorded into the graph and runs on every replay.
-
-    Parameters
-    ----------
-    stream : Stream or GraphBuilder or IsStreamType
-        The stream that orders the call; a graph builder forwards to
-        :meth:`GraphBuilder.callback <cuda_core.graph.GraphBuilder.callback>`.
-    fn : callable or ctypes function pointer
-        A Python callable taking no arguments (it runs with the GIL; bind state with a closure
-        or ``functools.partial``), or a ctypes function pointer declared
-        ``ctypes.CFUNCTYPE(None, ctypes.c_void_p)``, handed to the driver as is.
-        Either is kept alive until it has run (as long as the graph, when captured). It must
-        not call CUDA; an exception raised by a Python callable is reported through
-        :func:`sys.unraisablehook`.
-    user_data : int or bytes-like object, optional
-        Only for a ctypes function pointer: an ``int`` is passed as the ``void*`` (keep what
-        it points to valid until the function has run); bytes-like data is copied, and the
-        copy lives until the function has run (as long as the graph, when captured).
-
-    Raises
-    ------
-    TypeError
-        ``stream`` is not a stream, ``fn`` is neither callable nor a ctypes function pointer
-        declared as ``CUhostFn``, or ``user_data`` is of another type.
-    ValueError
-        ``user_data`` is given with a Python callable.
-    RuntimeError
-        A graph builder that is not building.
-    CUDAError
-        The driver refused the call.
-
-    Examples
-    --------
-    >>> launch(s, config, kernel, buf)                     # doctest: +SKIP
-    >>> host_launch(s, lambda: print("kernel done"))        # doctest: +SKIP
-    >>> s.sync()                                            # doctest: +SKIP
-    """
-    if isinstance(stream, GraphBuilder):
-        stream.callback(fn, user_data=user_data)
-        return
-    if stream is None:
-        raise arg_error("stream", _STREAM_RULE, None, exc=TypeError)
-    enqueue_host_callback(as_stream(stream, "stream"), fn, user_data)
+if _FAST is not None and not TYPE_CHECKING:
+    # The native backend: launch() is its C entry, which hands the Python function above
+    # anything but the steady state (``launch.__wrapped__`` is that function).
+    _PreparedBase._handlers(PreparedLaunch._call_py, PreparedLaunch._failed)
+    _launch_py = launch
+    launch = _FAST.LaunchEntry(
+        _launch_py,
+        _fast_failed,
+        Stream,
+        Stream._h,
+        LaunchConfig,
+        LaunchConfig._last,
+        Kernel,
+        Kernel._fast,
+    )
+    functools.update_wrapper(launch, _launch_py)

@@ -48,7 +48,10 @@ class _Recorder:
 
     def plan(self, kernel, args):
         return SimpleNamespace(
-            types=tuple(map(type, args)), new_slot=lambda: (None, 0), pack=lambda slot, a: None
+            types=tuple(map(type, args)),
+            new_slot=lambda: (None, 0),
+            pack=lambda slot, a: None,
+            native=None,  # no native LaunchPlan: calls take the Python path
         )
 
 

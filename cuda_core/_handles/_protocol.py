@@ -29,9 +29,14 @@ from collections.abc import Callable, Mapping
 from types import NotImplementedType
 from typing import Any, Protocol, TypeVar
 
+from ._protocol_launch import ARG_KINDS as ARG_KINDS
+from ._protocol_launch import LaunchEntry as LaunchEntry
+from ._protocol_launch import LaunchPlan as LaunchPlan
+from ._protocol_launch import PreparedLaunchBase as PreparedLaunchBase
+
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 9
+ABI_VERSION = 10
 """The protocol's version. The native module's ``ABI_VERSION`` (``CC_ABI_VERSION`` in
 ``_csrc/native.h``) must equal it, or the native module is not used (a stale build)."""
 
@@ -338,6 +343,9 @@ _Event = EventHandle
 _Alloc = Allocation
 _Launch = LaunchConfigHandle
 _View = ViewInfo
+_Plan = LaunchPlan
+_Entry = LaunchEntry
+_PreparedBase = PreparedLaunchBase
 _V = TypeVar("_V", bound=ViewInfo)
 
 
@@ -470,7 +478,28 @@ class Backend(Protocol):
 
 
 class NativeBackend(Backend, Protocol):
-    """The native module: a :class:`Backend` that also names the entry points it needs."""
+    """The native module: a :class:`Backend` that also names the entry points it needs, and the
+    launch fast path (:class:`LaunchPlan`, :class:`LaunchEntry`, :class:`PreparedLaunchBase`)."""
+
+    @property
+    def ARG_KINDS(self) -> tuple[str, ...]:
+        """Equal to this module's :data:`ARG_KINDS`."""
+        ...
+
+    @property
+    def LaunchPlan(self) -> type[_Plan]: ...
+
+    @property
+    def LaunchEntry(self) -> type[_Entry]: ...
+
+    @property
+    def PreparedLaunchBase(self) -> type[_PreparedBase]: ...
+
+    def launch_counters(self) -> tuple[int, int, int, int, int, int]:
+        """Since the module loaded: launches made in C, launches handed to Python, and of
+        those the ones whose values C began to pack and refused; then the same three for
+        ``PreparedLaunch`` calls. Tests read which path ran."""
+        ...
 
     def entry_point_names(self) -> tuple[str, ...]:
         """The driver symbols :meth:`Backend.bind` needs, every one of them."""

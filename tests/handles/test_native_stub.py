@@ -1,128 +1,53 @@
 """CPU tier: the native handle layer (``cuda_core/_handles/_csrc``) driven against a fake driver.
 
-``tests/handles/native_stub/stub_cuda.c`` fakes the driver entry points the native module binds, with
-injectable failures, a context id the test changes (a reset), counters and busy flags. Each
-check of ``tests/handles/native_stub/drive.py`` runs in a subprocess that loads its own build of the
-native module and binds it to the stub (the test process's module is never bound to it: GPU
-tests share this process). The stub only reaches the code and error paths a CPU can; it never
-stands in for the GPU tier. Every check runs twice: against a plain build, and against an
-AddressSanitizer + UndefinedBehaviorSanitizer build (skipped with the reason where gcc's libasan
-is missing). Everything is written under ``tmp_path``.
+``tests/handles/native_stub/stub_cuda.c`` fakes the driver entry points the native module
+binds, with injectable failures, a context id the test changes (a reset), counters and busy
+flags. Each check of ``tests/handles/native_stub/drive.py`` (the checks are in ``checks_*.py``
+there) runs in a subprocess that loads its own build of the native module and binds it to the
+stub (the test process's module is never bound to it: GPU tests share this process). The stub
+only reaches the code and error paths a CPU can; it never stands in for the GPU tier. Every
+check runs twice: against a plain build, and against an AddressSanitizer +
+UndefinedBehaviorSanitizer build (skipped with the reason where gcc's libasan is missing).
+Everything is written under ``tmp_path``.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 
+from tests.handles.conftest import ASAN_ENV, GCC, libasan
+
 ROOT = Path(__file__).resolve().parents[2]
-CSRC = ROOT / "cuda_core" / "_handles" / "_csrc"
 STUB_DIR = Path(__file__).resolve().parent / "native_stub"
 DRIVE = STUB_DIR / "drive.py"
-CHECKS = (
-    "unbound",
-    "stream_pool",
-    "stream_context",
-    "busy_stream_destroyed",
-    "stream_ops",
+CHECKS = (  # in the order drive.py registers them (its checks_* modules, alphabetically)
     "event_pools",
     "context_changed",
     "primary_context_reset",
     "released_refuse",
     "driver_errors",
+    "dealloc_warns",
+    "launch",
+    "gc_cycles",
+    "types",
     "allocation_freed_once",
     "allocation_refused_while_capturing",
     "allocation_fallbacks",
     "allocation_free_callback",
-    "launch",
-    "dealloc_warns",
-    "gc_cycles",
-    "types",
+    "unbound",
+    "stream_pool",
+    "stream_context",
+    "busy_stream_destroyed",
+    "stream_ops",
 )
-GCC = shutil.which("gcc")
 pytestmark = pytest.mark.skipif(
     GCC is None, reason="gcc is needed to build the stub driver and the module"
 )
-
-
-def _gcc(args: list[str]) -> None:
-    assert GCC is not None
-    proc = subprocess.run([GCC, *args], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-
-
-def _build_native(out_dir: Path, extra: list[str]) -> Path:
-    """The native module from the current sources, built by gcc into out_dir."""
-    include = sysconfig.get_paths()["include"]
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    out = out_dir / f"_native{suffix}"
-    sources = sorted(str(p) for p in CSRC.glob("*.c"))
-    flags = [
-        "-std=c11",
-        "-Wall",
-        "-Werror",
-        "-Wno-missing-field-initializers",
-        "-fPIC",
-        "-shared",
-        "-O1",
-        "-g",
-    ]
-    _gcc([*flags, *extra, f"-I{include}", *sources, "-o", str(out)])
-    return out
-
-
-def _libasan() -> str | None:
-    if GCC is None:
-        return None
-    path = subprocess.run(
-        [GCC, "-print-file-name=libasan.so"], capture_output=True, text=True
-    ).stdout.strip()
-    return path if os.path.isabs(path) and os.path.exists(path) else None
-
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("native_stub")
-    stub = d / "libstub_cuda.so"
-    _gcc(
-        [
-            "-std=c11",
-            "-Wall",
-            "-Werror",
-            "-fPIC",
-            "-shared",
-            "-O1",
-            "-g",
-            str(STUB_DIR / "stub_cuda.c"),
-            "-o",
-            str(stub),
-        ]
-    )
-    plain = d / "plain"
-    plain.mkdir()
-    return {"stub": stub, "plain": _build_native(plain, [])}
-
-
-@pytest.fixture(scope="module")
-def asan_native(artifacts: dict[str, Path]) -> Path:
-    if _libasan() is None:
-        pytest.skip("gcc's libasan.so is not installed: the sanitizer run needs it")
-    d = artifacts["stub"].parent / "asan"
-    d.mkdir(exist_ok=True)
-    return _build_native(
-        d,
-        [
-            "-fsanitize=address,undefined",
-            "-fno-omit-frame-pointer",
-            "-fno-sanitize-recover=undefined",
-        ],
-    )
 
 
 def _run(
@@ -174,12 +99,7 @@ def test_native_against_stub(artifacts: dict[str, Path], check: str) -> None:
 def test_native_against_stub_sanitized(
     artifacts: dict[str, Path], asan_native: Path, check: str
 ) -> None:
-    env = {
-        "LD_PRELOAD": str(_libasan()),
-        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:exitcode=86",
-        "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
-        "PYTHONMALLOC": "malloc",  # Python objects in malloc'ed memory, where ASan sees them
-    }
+    env = {"LD_PRELOAD": str(libasan()), **ASAN_ENV}
     proc = _run(asan_native, artifacts["stub"], check, env)
     assert "AddressSanitizer" not in proc.stderr, proc.stderr
     _assert_passed(proc, check)

@@ -1,5 +1,6 @@
 /* cuda_core._handles._native: module definition, ABI version, and bind() (see native.h). */
 #include "native.h"
+#include "launch.h"
 
 cc_driver_t cc_driver;
 int cc_bound = 0;
@@ -200,10 +201,12 @@ module_exec(PyObject *m)
     if (PyModule_AddIntConstant(m, "ABI_VERSION", CC_ABI_VERSION) < 0) {
         return -1;
     }
-    if (PyModule_AddFunctions(m, cc_handles_functions) < 0 || PyModule_AddFunctions(m, cc_interop_functions) < 0) {
+    if (PyModule_AddFunctions(m, cc_handles_functions) < 0 || PyModule_AddFunctions(m, cc_interop_functions) < 0 ||
+        PyModule_AddFunctions(m, cc_launch_functions) < 0) {
         return -1;
     }
-    if (cc_handles_init(m) < 0 || cc_interop_init(m) < 0 || cc_host_copy_init(m) < 0) {
+    if (cc_handles_init(m) < 0 || cc_interop_init(m) < 0 || cc_host_copy_init(m) < 0 ||
+        cc_launch_init(m) < 0) {
         return -1;
     }
     return 0;

@@ -7,6 +7,8 @@
  *              (handles_stream.c, handles_event.c), Allocation (handles_memory.c), LaunchConfigHandle
  *              (handles_launch.c); handles.h and handles_util.c hold their shared internals
  *   host_copy.c HOST_COPY_FN's compiled body (HOST_COPY_ADDRESS): a host copy run by the driver
+ *   launch*.c  the launch fast path: LaunchPlan, packing arguments in C (launch_plan.c); LaunchEntry,
+ *              the C entry of cuda_core.launch, and PreparedLaunchBase (launch_entry.c); launch.h
  *   interop*.c readers of foreign arrays: DLPack capsules, PyTorch tensors and the stream
  *              ordering they need (interop.c); ViewInfo, the C base of StridedMemoryView
  *              (interop_view.c); interop.h holds what they share
@@ -29,7 +31,7 @@
 
 /* Bumped whenever anything Python relies on changes (names, signatures, semantics). Python
  * checks it at import (cuda_core/_handles/_backend.py) and falls back to pure Python on a mismatch. */
-#define CC_ABI_VERSION 9
+#define CC_ABI_VERSION 10
 
 /* The driver entry points (CUDA 12.0 ABI), resolved by Python through cuGetProcAddress and
  * handed to bind(). NULL until then: every call checks cc_bound first. */

@@ -8,9 +8,11 @@
  * counted (stub_errors) instead of crashing. A stream or event is also dead once its context's
  * id changed (a reset): using one then counts as an error, as it crashes a real driver.
  */
+#define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define OK 0
 #define ERR_INVALID_VALUE 1
@@ -75,6 +77,18 @@ struct {
     size_t n;
     void *stream;
 } stub_memcpy;
+/* The bytes the parameters of the last launch pointed at, one after the other, copied for the
+ * sizes the test declared with stub_expect_params (nothing is copied before it does). */
+#define MAX_PARAMS 1024
+static int expect_n;
+static unsigned expect_sizes[MAX_PARAMS];
+unsigned char stub_params[32768];
+int stub_params_len;
+/* While set (stub_block_launches), cuLaunchKernelEx waits until it is cleared, at most 10 s
+ * (then it fails with status 999); stub_waiting counts the launches waiting now. A caller that
+ * holds the GIL across the call never lets a Python thread clear it. */
+static int block_launches;
+int stub_waiting;
 
 #define MAX_ALLOCS 4096
 static struct {
@@ -154,7 +168,16 @@ void stub_reset(void)
     memset(&stub_launch, 0, sizeof(stub_launch));
     memset(&stub_memcpy, 0, sizeof(stub_memcpy));
     n_allocs = 0;
+    expect_n = 0;
+    stub_params_len = 0;
+    block_launches = 0;
 }
+void stub_expect_params(int n, const unsigned *sizes)
+{
+    expect_n = n < 0 ? 0 : n > MAX_PARAMS ? MAX_PARAMS : n;
+    memcpy(expect_sizes, sizes, (size_t)expect_n * sizeof(unsigned));
+}
+void stub_block_launches(int on) { __atomic_store_n(&block_launches, on, __ATOMIC_SEQ_CST); }
 void *stub_ctx(void) { return &primary; }
 unsigned long long stub_ctx_id(void) { return primary.id; }
 void stub_set_current(void *ctx) { base_current = ctx; }
@@ -428,9 +451,26 @@ typedef struct {
     unsigned int num_attrs;
 } launch_config;
 
+static int wait_while_blocked(void)
+{
+    if (!__atomic_load_n(&block_launches, __ATOMIC_SEQ_CST)) {
+        return OK;
+    }
+    __atomic_add_fetch(&stub_waiting, 1, __ATOMIC_SEQ_CST);
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 10000 && __atomic_load_n(&block_launches, __ATOMIC_SEQ_CST); i++) {
+        nanosleep(&ms, NULL);
+    }
+    __atomic_sub_fetch(&stub_waiting, 1, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&block_launches, __ATOMIC_SEQ_CST) ? 999 : OK;
+}
+
 int cuLaunchKernelEx(const void *config, void *function, void **params, void **extra)
 {
     ENTER(A_LaunchKernelEx);
+    if (wait_while_blocked() != OK) {
+        return 999;
+    }
     const launch_config *c = (const launch_config *)config;
     int st = check_stream(c->stream);
     if (st != OK) {
@@ -451,6 +491,14 @@ int cuLaunchKernelEx(const void *config, void *function, void **params, void **e
     for (unsigned int i = 0; i < c->num_attrs; i++) {
         stub_launch.attr_id[i] = c->attrs[i].id;
         memcpy(stub_launch.attr_value[i], c->attrs[i].value.u, sizeof(stub_launch.attr_value[i]));
+    }
+    stub_params_len = 0;
+    for (int i = 0; i < expect_n; i++) {
+        if (stub_params_len + expect_sizes[i] > sizeof(stub_params)) {
+            return ERR_INVALID_VALUE;
+        }
+        memcpy(stub_params + stub_params_len, params[i], expect_sizes[i]);
+        stub_params_len += (int)expect_sizes[i];
     }
     return OK;
 }

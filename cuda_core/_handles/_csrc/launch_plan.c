@@ -1,0 +1,554 @@
+/* cuda_core._handles._native: LaunchPlan, the packing of one tuple of argument types for one kernel,
+ * done in C (see launch.h). The bytes are those of the Python packing plan it is built from
+ * (cuda_core/_kernel_arg_handler.py), for every value it accepts; a value it refuses is an
+ * exception, and the caller lets the Python path raise the user-facing one. */
+#include "launch.h"
+#include <math.h>
+
+static const char *const kind_names[CC_N_ARG_KINDS] = {
+    "fit", "signed", "unsigned", "float", "complex", "bool", "bytes", "call_index", "call_bytes",
+};
+
+static int
+out_of_range(void)
+{
+    PyErr_SetString(PyExc_OverflowError, "the value does not fit its parameter");
+    return -1;
+}
+
+/* An integer (exact int, or through __index__ as struct does) into size bytes, host order. */
+static int
+pack_int(PyObject *a, int kind, unsigned int size, char *dst)
+{
+    PyObject *v = PyLong_Check(a) ? Py_NewRef(a) : PyNumber_Index(a);
+    if (v == NULL) {
+        return -1;
+    }
+    int overflow = 0, neg = 0;
+    long long s = PyLong_AsLongLongAndOverflow(v, &overflow);
+    unsigned long long u;
+    if (overflow == 0) {
+        if (s == -1 && PyErr_Occurred()) {
+            Py_DECREF(v);
+            return -1;
+        }
+        neg = s < 0;
+        u = (unsigned long long)s;
+    } else if (overflow > 0) {
+        u = PyLong_AsUnsignedLongLong(v); /* above LLONG_MAX */
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+            Py_DECREF(v);
+            return -1;
+        }
+    } else {
+        Py_DECREF(v);
+        return out_of_range();
+    }
+    Py_DECREF(v);
+    unsigned int bits = size * 8;
+    int fits_signed_low = bits == 64 || s >= -(1LL << (bits - 1)); /* for negative values */
+    int ok;
+    switch (kind) {
+    case CC_ARG_FIT:
+        ok = neg ? fits_signed_low : (bits == 64 || u < (1ULL << bits));
+        break;
+    case CC_ARG_SIGNED:
+        ok = neg ? fits_signed_low : u < (1ULL << (bits - 1));
+        break;
+    default: /* CC_ARG_UNSIGNED, CC_ARG_CALL_INDEX */
+        ok = !neg && (bits == 64 || u < (1ULL << bits));
+        break;
+    }
+    if (!ok) {
+        return out_of_range();
+    }
+    switch (size) { /* the low bytes, as the host stores an integer of that width */
+    case 1: {
+        uint8_t x = (uint8_t)u;
+        memcpy(dst, &x, 1);
+        return 0;
+    }
+    case 2: {
+        uint16_t x = (uint16_t)u;
+        memcpy(dst, &x, 2);
+        return 0;
+    }
+    case 4: {
+        uint32_t x = (uint32_t)u;
+        memcpy(dst, &x, 4);
+        return 0;
+    }
+    default:
+        memcpy(dst, &u, 8);
+        return 0;
+    }
+}
+
+_Static_assert(sizeof(double) == 8 && sizeof(float) == 4, "IEEE binary64 and binary32");
+
+/* As struct packs a float in native order: binary64 as it is (PyFloat_Pack8 on an IEEE host),
+ * binary32 rounded with OverflowError for a finite value beyond its range (PyFloat_Pack4's rule),
+ * binary16 by PyFloat_Pack2. */
+static int
+pack_float(double x, unsigned int size, char *dst)
+{
+    switch (size) {
+    case 2:
+        return PyFloat_Pack2(x, dst, PY_LITTLE_ENDIAN);
+    case 4: {
+        float y = (float)x;
+        if (isinf(y) && !isinf(x)) {
+            PyErr_SetString(PyExc_OverflowError, "float too large to pack with f format");
+            return -1;
+        }
+        memcpy(dst, &y, 4);
+        return 0;
+    }
+    default:
+        memcpy(dst, &x, 8);
+        return 0;
+    }
+}
+
+/* A NumPy scalar's own bytes, where they are its value's (a number kind of the same size; a
+ * float that is no NaN, whose payload a conversion would not keep): 1 copied, 0 not (no error). */
+static int
+pack_number_buffer(const cc_arg *d, PyObject *a, char *dst)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(a, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = view.len == (Py_ssize_t)d->size;
+    if (ok && d->kind == CC_ARG_FLOAT) {
+        if (d->size == 4) {
+            float f;
+            memcpy(&f, view.buf, 4);
+            ok = !isnan(f);
+        } else if (d->size == 2) {
+            uint16_t h;
+            memcpy(&h, view.buf, 2);
+            ok = (h & 0x7c00) != 0x7c00 || (h & 0x03ff) == 0; /* not a binary16 NaN */
+        } else {
+            double x;
+            memcpy(&x, view.buf, 8);
+            ok = !isnan(x);
+        }
+    } else if (ok && d->kind == CC_ARG_BOOL) {
+        ok = *(const unsigned char *)view.buf <= 1;
+    }
+    if (ok) {
+        memcpy(dst, view.buf, d->size);
+    }
+    PyBuffer_Release(&view);
+    return ok;
+}
+
+/* The value the getter names: its call, or the slot its member descriptor reads. */
+static PyObject *
+get(const cc_arg *d, PyObject *a)
+{
+    if (d->slot) {
+        return Py_TYPE(d->getter)->tp_descr_get(d->getter, a, (PyObject *)Py_TYPE(a));
+    }
+    return PyObject_CallOneArg(d->getter, a);
+}
+
+/* Exactly size bytes from an object with the buffer protocol (only bytes or bytearray when
+ * strict, as struct's "s" format takes). */
+static int
+pack_buffer(PyObject *a, unsigned int size, char *dst, int strict)
+{
+    if (strict && !PyBytes_Check(a) && !PyByteArray_Check(a)) {
+        PyErr_SetString(PyExc_TypeError, "the getter must return bytes");
+        return -1;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(a, &view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    int ok = view.len == (Py_ssize_t)size;
+    if (ok) {
+        memcpy(dst, view.buf, size);
+    }
+    PyBuffer_Release(&view);
+    if (!ok) {
+        PyErr_SetString(PyExc_TypeError, "the value has another size than its parameter");
+        return -1;
+    }
+    return 0;
+}
+
+static int
+pack_one(const cc_arg *d, PyObject *a, char *dst)
+{
+    if (d->buffer && pack_number_buffer(d, a, dst)) {
+        return 0;
+    }
+    switch (d->kind) {
+    case CC_ARG_FIT:
+    case CC_ARG_SIGNED:
+    case CC_ARG_UNSIGNED:
+        return pack_int(a, d->kind, d->size, dst);
+    case CC_ARG_FLOAT: {
+        double x = PyFloat_CheckExact(a) ? PyFloat_AS_DOUBLE(a) : PyFloat_AsDouble(a);
+        if (x == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        return pack_float(x, d->size, dst);
+    }
+    case CC_ARG_COMPLEX: {
+        Py_complex c = PyComplex_AsCComplex(a);
+        if (c.real == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        unsigned int half = d->size / 2;
+        return pack_float(c.real, half, dst) < 0 ? -1 : pack_float(c.imag, half, dst + half);
+    }
+    case CC_ARG_BOOL: {
+        int t = a == Py_True ? 1 : a == Py_False ? 0 : PyObject_IsTrue(a);
+        if (t < 0) {
+            return -1;
+        }
+        *dst = (char)t;
+        return 0;
+    }
+    case CC_ARG_BYTES:
+        return pack_buffer(a, d->size, dst, 0);
+    default: { /* the call kinds */
+        PyObject *r = get(d, a);
+        if (r == NULL) {
+            return -1;
+        }
+        int err = d->kind == CC_ARG_CALL_INDEX ? pack_int(r, CC_ARG_UNSIGNED, 8, dst) : pack_buffer(r, d->size, dst, 1);
+        Py_DECREF(r);
+        return err;
+    }
+    }
+}
+
+int
+cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
+{
+    if (n != plan->nargs) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (Py_TYPE(args[i]) != plan->args[i].type) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int
+cc_plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes)
+{
+    for (Py_ssize_t i = 0; i < plan->nargs; i++) {
+        const cc_arg *d = &plan->args[i];
+        if (pack_one(d, args[i], bytes + d->offset) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A parameter buffer: the bytes (64-byte aligned, for CUtensorMap; zeroed) and the void* array
+ * pointing at each parameter. NULL with MemoryError set. */
+static char *
+new_storage(const cc_plan *plan, char **bytes, void ***params)
+{
+    size_t n = (size_t)plan->nargs;
+    size_t at = (plan->size + 7) & ~(size_t)7;
+    char *raw = PyMem_Calloc(1, 64 + at + n * sizeof(void *) + 8);
+    if (raw == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    char *b = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    void **p = (void **)(b + at);
+    for (size_t i = 0; i < n; i++) {
+        p[i] = b + plan->args[i].offset;
+    }
+    *bytes = b;
+    *params = p;
+    return raw;
+}
+
+int
+cc_plan_launch(cc_plan *plan, cc_launch *cfg, PyObject *const *args)
+{
+    char *bytes = plan->bytes, *fresh = NULL;
+    void **params = plan->params;
+    int own = !plan->busy;
+    if (own) {
+        plan->busy = 1;
+    } else if ((fresh = new_storage(plan, &bytes, &params)) == NULL) { /* another launch uses ours */
+        return -1;
+    }
+    int st = -1;
+    /* Strong references across the Python code packing may run and the driver call. */
+    Py_INCREF(plan);
+    Py_INCREF(cfg);
+    if (cc_plan_pack(plan, args, bytes) == 0) {
+        if (cfg->stream == NULL || cfg->stream->released) {
+            st = -2; /* closed by the code packing ran: the Python path says so */
+        } else {
+            void *function = plan->function, **p = plan->nargs ? params : NULL;
+            CC_LAUNCH_CALL(st, cc_driver.launch_kernel_ex(&cfg->cfg, function, p, NULL));
+        }
+    }
+    if (own) {
+        plan->busy = 0;
+    }
+    PyMem_Free(fresh);
+    Py_DECREF(cfg);
+    Py_DECREF(plan);
+    return st;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * The type. */
+
+static int
+parse_arg(cc_plan *self, Py_ssize_t i, PyObject *type, PyObject *kind, PyObject *offset, PyObject *size,
+          PyObject *getter)
+{
+    cc_arg *d = &self->args[i];
+    long k = PyLong_AsLong(kind);
+    size_t off = PyLong_AsSize_t(offset);
+    unsigned long sz = PyLong_AsUnsignedLong(size);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    if (!PyType_Check(type) || k < 0 || k >= CC_N_ARG_KINDS) {
+        PyErr_Format(PyExc_ValueError, "LaunchPlan: argument %zd has no type or an unknown kind", i);
+        return -1;
+    }
+    int size_ok;
+    switch (k) {
+    case CC_ARG_FIT:
+    case CC_ARG_SIGNED:
+    case CC_ARG_UNSIGNED:
+        size_ok = sz == 1 || sz == 2 || sz == 4 || sz == 8;
+        break;
+    case CC_ARG_FLOAT:
+        size_ok = sz == 2 || sz == 4 || sz == 8;
+        break;
+    case CC_ARG_COMPLEX:
+        size_ok = sz == 8 || sz == 16;
+        break;
+    case CC_ARG_BOOL:
+        size_ok = sz == 1;
+        break;
+    case CC_ARG_CALL_INDEX:
+        size_ok = sz == 8;
+        break;
+    default: /* the byte kinds: any size (an empty struct too) */
+        size_ok = 1;
+        break;
+    }
+    int calls = k == CC_ARG_CALL_INDEX || k == CC_ARG_CALL_BYTES;
+    int slot = calls && PyObject_TypeCheck(getter, &PyMemberDescr_Type);
+    if (!size_ok || off > self->size || sz > self->size - off || calls != (getter != Py_None) ||
+        (calls && !slot && !PyCallable_Check(getter))) {
+        PyErr_Format(PyExc_ValueError, "LaunchPlan: argument %zd (%s, %lu bytes at %zu) does not fit the plan", i,
+                     kind_names[k], sz, off);
+        return -1;
+    }
+    d->type = (PyTypeObject *)type;
+    d->getter = calls ? Py_NewRef(getter) : NULL;
+    d->offset = off;
+    d->size = (unsigned int)sz;
+    d->kind = (int)k;
+    d->slot = (char)slot;
+    PyBufferProcs *bp = ((PyTypeObject *)type)->tp_as_buffer;
+    d->buffer = (char)((k == CC_ARG_SIGNED || k == CC_ARG_UNSIGNED || k == CC_ARG_BOOL ||
+                        (k == CC_ARG_FLOAT && !PyType_IsSubtype((PyTypeObject *)type, &PyFloat_Type))) &&
+                       bp != NULL && bp->bf_getbuffer != NULL);
+    return 0;
+}
+
+/* LaunchPlan(function, types, kinds, offsets, sizes, getters, size) */
+static PyObject *
+plan_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"function", "types", "kinds", "offsets", "sizes", "getters", "size", NULL};
+    PyObject *function, *types, *kinds, *offsets, *sizes, *getters, *size;
+    unsigned long long f;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!O!O!O!O:LaunchPlan", kwlist, &function, &PyTuple_Type, &types,
+                                     &PyTuple_Type, &kinds, &PyTuple_Type, &offsets, &PyTuple_Type, &sizes,
+                                     &PyTuple_Type, &getters, &size) ||
+        cc_int_address(function, &f)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(types);
+    if (PyTuple_GET_SIZE(kinds) != n || PyTuple_GET_SIZE(offsets) != n || PyTuple_GET_SIZE(sizes) != n ||
+        PyTuple_GET_SIZE(getters) != n) {
+        PyErr_SetString(PyExc_ValueError, "LaunchPlan: types, kinds, offsets, sizes and getters differ in length");
+        return NULL;
+    }
+    size_t total = PyLong_AsSize_t(size);
+    if (total == (size_t)-1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    cc_plan *self = PyObject_GC_New(cc_plan, cls);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->function = (void *)(uintptr_t)f;
+    self->types = Py_NewRef(types);
+    self->nargs = n;
+    self->size = total;
+    self->storage = NULL;
+    self->busy = 0;
+    self->args = PyMem_Calloc((size_t)(n ? n : 1), sizeof(cc_arg));
+    if (self->args == NULL) {
+        self->nargs = 0;
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (parse_arg(self, i, PyTuple_GET_ITEM(types, i), PyTuple_GET_ITEM(kinds, i), PyTuple_GET_ITEM(offsets, i),
+                      PyTuple_GET_ITEM(sizes, i), PyTuple_GET_ITEM(getters, i)) < 0) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    self->storage = new_storage(self, &self->bytes, &self->params);
+    if (self->storage == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+static int
+plan_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    cc_plan *self = (cc_plan *)op;
+    Py_VISIT(self->types);
+    for (Py_ssize_t i = 0; self->args != NULL && i < self->nargs; i++) {
+        Py_VISIT(self->args[i].getter);
+    }
+    return 0;
+}
+
+static int
+plan_clear(PyObject *op)
+{
+    cc_plan *self = (cc_plan *)op;
+    for (Py_ssize_t i = 0; self->args != NULL && i < self->nargs; i++) {
+        Py_CLEAR(self->args[i].getter);
+    }
+    Py_CLEAR(self->types);
+    return 0;
+}
+
+static void
+plan_dealloc(PyObject *op)
+{
+    cc_plan *self = (cc_plan *)op;
+    PyObject_GC_UnTrack(op);
+    plan_clear(op);
+    PyMem_Free(self->args);
+    PyMem_Free(self->storage);
+    PyObject_GC_Del(op);
+}
+
+/* pack(args) -> bytes: the parameter bytes a launch with args hands the driver (a check of the
+ * packing that needs no driver). */
+static PyObject *
+plan_pack(PyObject *op, PyObject *args)
+{
+    cc_plan *self = (cc_plan *)op;
+    if (!PyTuple_Check(args)) {
+        PyErr_SetString(PyExc_TypeError, "pack(args): args must be a tuple");
+        return NULL;
+    }
+    Py_INCREF(args); /* its items stay alive while packing runs Python code */
+    PyObject *out = NULL;
+    if (!cc_plan_matches(self, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args))) {
+        PyErr_SetString(PyExc_TypeError, "pack(args): the arguments are not of the plan's types");
+    } else {
+        char *bytes;
+        void **params;
+        char *raw = new_storage(self, &bytes, &params);
+        if (raw != NULL && cc_plan_pack(self, &PyTuple_GET_ITEM(args, 0), bytes) == 0) {
+            out = PyBytes_FromStringAndSize(bytes, (Py_ssize_t)self->size);
+        }
+        PyMem_Free(raw);
+    }
+    Py_DECREF(args);
+    return out;
+}
+
+static PyObject *
+plan_repr(PyObject *op)
+{
+    cc_plan *self = (cc_plan *)op;
+    return PyUnicode_FromFormat("<LaunchPlan function=%p %zd args, %zu bytes>", self->function, self->nargs,
+                                self->size);
+}
+
+static PyObject *
+plan_get_function(PyObject *op, void *closure)
+{
+    return PyLong_FromVoidPtr(((cc_plan *)op)->function);
+}
+
+static PyObject *
+plan_get_types(PyObject *op, void *closure)
+{
+    return Py_NewRef(((cc_plan *)op)->types);
+}
+
+static PyObject *
+plan_get_size(PyObject *op, void *closure)
+{
+    return PyLong_FromSize_t(((cc_plan *)op)->size);
+}
+
+static PyMethodDef plan_methods[] = {
+    {"pack", plan_pack, METH_O, "pack(args) -> the parameter bytes a launch with args hands the driver"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef plan_getset[] = {
+    {"function", plan_get_function, NULL, "the CUfunction address launches call", NULL},
+    {"types", plan_get_types, NULL, "the exact type of each argument", NULL},
+    {"size", plan_get_size, NULL, "bytes of the packed parameters", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject cc_LaunchPlan_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.LaunchPlan",
+    .tp_basicsize = sizeof(cc_plan),
+    .tp_dealloc = plan_dealloc,
+    .tp_repr = plan_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "LaunchPlan(function, types, kinds, offsets, sizes, getters, size): how arguments of these exact "
+              "types pack, in C, for one kernel (kinds: indices into ARG_KINDS)",
+    .tp_traverse = plan_traverse,
+    .tp_clear = plan_clear,
+    .tp_methods = plan_methods,
+    .tp_getset = plan_getset,
+    .tp_new = plan_new,
+};
+
+PyObject *
+cc_arg_kind_names(void)
+{
+    PyObject *out = PyTuple_New(CC_N_ARG_KINDS);
+    for (int i = 0; out != NULL && i < CC_N_ARG_KINDS; i++) {
+        PyObject *s = PyUnicode_FromString(kind_names[i]);
+        if (s == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(out, i, s);
+    }
+    return out;
+}
