@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import struct
+import warnings
 from typing import TYPE_CHECKING, Any, cast
 
 from . import _links
@@ -61,6 +62,28 @@ def _as_stream(obj: Any) -> Any:
     if obj is None:
         raise arg_error("stream", _STREAM_RULE, obj, exc=TypeError)
     return as_stream(obj, "stream")
+
+
+# cuda.core 1.2's words (code and tests written for it match on them), then ours.
+_FOREIGN_STREAM_WARNING = (
+    "Passing foreign stream objects to this function via the stream protocol is deprecated. "
+    "Convert the object explicitly using Stream(obj) instead. (stream type: {}; Stream(obj) or "
+    "Device.create_stream(obj) wraps it once, for every launch.)"
+)
+
+
+def _launch_stream(obj: Any) -> Any:
+    """launch()'s stream: a foreign one (PyTorch, CuPy, any ``__cuda_stream__`` object) is
+    accepted with the ``DeprecationWarning`` ``cuda.core`` 1.2's ``launch`` gives for it."""
+    stream = _as_stream(obj)
+    if stream is not obj and stream is not getattr(obj, "_cuda_core_stream", None):
+        tp = type(obj)
+        warnings.warn(
+            _FOREIGN_STREAM_WARNING.format(f"{tp.__module__}.{tp.__qualname__}"),
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    return stream
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,8 +191,9 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     ----------
     stream : Stream, GraphBuilder or IsStreamType
         Where the launch is ordered. A graph builder records the launch as a kernel node. A
-        foreign stream (PyTorch, CuPy, any object with ``__cuda_stream__``) is taken as it is,
-        silently, as ``cuda.core`` 1.2 takes it; ``Stream(obj)`` wraps it once for many launches.
+        foreign stream (PyTorch, CuPy, any object with ``__cuda_stream__``) still works but is
+        deprecated, as in ``cuda.core`` 1.2 (``DeprecationWarning``): wrap it once with
+        ``Stream(obj)``.
     config : LaunchConfig or dict
         Grid, cluster, block, dynamic shared memory and cooperation; a dict of
         :class:`LaunchConfig`'s arguments is turned into one per call (as in ``cuda.core``).
@@ -204,7 +228,7 @@ def launch(stream: Any, config: LaunchConfig, kernel: Any, *kernel_args: Any) ->
     >>> launch(s, LaunchConfig(grid=(n + 255) // 256, block=256), ker, a, b, c, np.uint64(n))
     """
     if type(stream) is not Stream:
-        stream = _as_stream(stream)
+        stream = _launch_stream(stream)
         if type(stream) is _DeviceDefaultStream:
             # A device's default stream: its token means "the current context's", so the launch
             # runs (on the plain twin) with the device's context current.

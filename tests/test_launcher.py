@@ -241,12 +241,11 @@ def test_pointer_from_cupy(dev, stream, iota):
     launch(stream, _iota_cfg(), iota, a, np.int32(N))
     stream.sync()
     assert a.get().tolist() == EXPECTED_IOTA
-    # a CuPy stream works as the stream argument, silently as in cuda.core 1.2
+    # a CuPy stream works as the stream argument (deprecated, as in cuda.core 1.2)
     b = cp.zeros(N, dtype=cp.int32)
     cs = cp.cuda.Stream(non_blocking=True)
     cp.cuda.Device().synchronize()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with pytest.warns(DeprecationWarning, match="foreign stream objects"):
         launch(cs, _iota_cfg(), iota, b, np.int32(N))
     cs.synchronize()
     assert b.get().tolist() == EXPECTED_IOTA
@@ -264,6 +263,12 @@ def test_pointer_from_torch(dev, stream, iota):
         launch(stream, _iota_cfg(), iota, torch.zeros(N, dtype=torch.int32), np.int32(N))
 
 
+FOREIGN_STREAM_DEPRECATION = (  # the words of cuda.core 1.2's warning, which its tests match
+    r"Passing foreign stream objects to this function via the stream protocol is deprecated\. "
+    r"Convert the object explicitly using Stream\(obj\) instead\."
+)
+
+
 class _ForeignStream:
     """A stream of another library: only the ``__cuda_stream__`` protocol."""
 
@@ -275,16 +280,26 @@ class _ForeignStream:
 
 
 @pytest.mark.gpu
-def test_foreign_stream_launch_is_silent(dev, stream, iota):
-    # cuda.core 1.2.x takes a foreign __cuda_stream__ object in launch() without a warning (its
-    # wheels carry none), so code run with -W error works on both.
+def test_foreign_stream_launch_is_deprecated_but_works(dev, stream, iota):
     from cuda_core import Stream
 
     buf = dev.allocate(4 * N, stream=stream)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with pytest.warns(DeprecationWarning, match=FOREIGN_STREAM_DEPRECATION) as record:
         launch(_ForeignStream(stream), _iota_cfg(), iota, buf, np.int32(N))
-        assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA
+    ours = [
+        w
+        for w in record
+        if issubclass(w.category, DeprecationWarning) and "foreign stream" in str(w.message)
+    ]
+    assert len(ours) == 1
+    assert ours[0].filename == __file__  # attributed to the caller of launch()
+    assert np.frombuffer(_read(buf, 4 * N, stream), np.int32).tolist() == EXPECTED_IOTA
+    # No warning for what cuda.core takes silently (a Stream, a graph builder) nor for the
+    # converted object, nor for calls cuda.core has no foreign-stream warning for.
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "error", message="Passing foreign stream", category=DeprecationWarning
+        )
         launch(stream, _iota_cfg(), iota, buf, np.int32(N))
         launch(Stream(_ForeignStream(stream)), _iota_cfg(), iota, buf, np.int32(N))
         launch(dev.create_stream(_ForeignStream(stream)), _iota_cfg(), iota, buf, np.int32(N))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -87,8 +85,9 @@ def test_foreign_streams_in_every_stream_taking_call(env):
         wrapped = dev.create_stream(fs)
         assert int(wrapped.handle) == ptr_of(fs), name
         buf = dev.allocate(N * 4, stream=fs)  # allocate on a foreign stream
-        with warnings.catch_warnings():  # silently, as in cuda.core 1.2
-            warnings.simplefilter("error", DeprecationWarning)
+        with pytest.warns(
+            DeprecationWarning, match="foreign stream objects"
+        ):  # as in cuda.core 1.2
             launch(fs, _cfg(), fill, buf, np.int32(N), np.int32(5), np.uint64(0))
         dst = buf.copy_to(stream=fs)  # copy on a foreign stream
         host = np.zeros(N, dtype=np.int32)
