@@ -175,3 +175,22 @@ def test_failures_read_as_cuda_cores(peer, result, cls, start):
 def test_sequence_answers_are_cuda_cores(peer, obj):
     assert cu.is_sequence(obj) == peer.is_sequence(obj)
     assert cu.is_nested_sequence(obj) == peer.is_nested_sequence(obj)
+
+
+def test_version_triples_at_cuda_core_s_path():
+    import cuda.bindings
+
+    from cuda_core._utils.version import binding_version, driver_version
+
+    major, minor, patch = binding_version()
+    assert cuda.bindings.__version__.startswith(f"{major}.{minor}.{patch}")
+    try:
+        drv = driver_version()
+    except Exception as exc:  # no driver on this machine: the error says so
+        from cuda_core import CUDADriverNotFoundError
+
+        assert isinstance(exc, CUDADriverNotFoundError)
+    else:
+        from cuda_core import system
+
+        assert drv[:2] == tuple(system.get_driver_version()[:2]) and drv[2] == 0
