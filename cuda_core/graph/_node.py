@@ -28,6 +28,7 @@ from ._params import (
     check_event,
     device_id,
     kernel_params,
+    retain_library,
     memcpy_params,
     memset_params,
 )
@@ -224,6 +225,7 @@ class GraphNode:
         p, holder = kernel_params(config, kernel, args)
         h = self._add_legacy(driver.cuGraphAddKernelNode, "cuGraphAddKernelNode", p)
         self._def._state.keep.append(holder.args)
+        retain_library(self._graph_handle(), self._def._state, kernel)
         return self._new(
             driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL,
             h,

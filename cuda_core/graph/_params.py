@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _trampolines as _table
 from .._compat import driver
+from .._errors import CUDAError
 from .._event import Event
 from .._kernel import Kernel
 from .._kernel_arg_handler import ParamHolder
@@ -61,6 +63,28 @@ def kernel_params(config: Any, kernel: Any, args: Any) -> tuple[Any, ParamHolder
     p.kernelParams = holder.ptr
     p.ctx = current_context("cuGraphAddKernelNode")
     return p, holder
+
+
+def _keeps_only(*_: Any) -> None:
+    """The function of a library-keeping user object's entry: never run; its arguments are
+    what the entry keeps alive."""
+
+
+def retain_library(graph: Any, state: Any, kernel: Kernel) -> None:
+    """Make ``graph`` hold a CUDA user object that keeps ``kernel``'s module (and so its
+    loaded library) alive, once per graph and module. The driver copies user objects into a
+    clone (``cuGraphClone``) and an executable graph, so those run after every Python reference
+    is gone, as in ``cuda.core``. A graph that refuses user objects keeps the Python references
+    only."""
+    module = kernel._module
+    key = (int(graph), id(module))
+    if key in state.libraries:
+        return
+    try:
+        _table.keep_in_graph(graph, _keeps_only, (module,))
+    except CUDAError:
+        return
+    state.libraries.add(key)
 
 
 def address(value: Any, name: str, owner: Any = None) -> tuple[int, Any]:

@@ -36,6 +36,7 @@ class GraphState:
         "destroyed",
         "keep",
         "key",
+        "libraries",
         "meta",
         "nodes",
         "owner",
@@ -48,6 +49,7 @@ class GraphState:
         self.keep: list[Any] = []  # operands the nodes use
         self.meta: dict[int, Any] = {}  # int(node) -> what the driver cannot tell us
         self.user_objects: list[Any] = []  # CUuserObjects of Python host callbacks
+        self.libraries: set[tuple[int, int]] = set()  # (graph, module) pairs a user object keeps
         self.destroyed: set[int] = set()
         # int(node) -> its live wrapper: one Python object per node while any reference to it
         # lives, so ``node is other`` holds as in cuda.core (whose tests and users rely on it)
