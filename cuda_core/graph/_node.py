@@ -27,10 +27,11 @@ from ._driver import current_context
 from ._params import (
     check_event,
     device_id,
+    hold,
     kernel_params,
-    retain_library,
     memcpy_params,
     memset_params,
+    retain_library,
 )
 from ._state import KINDS, AdjacencySetProxy, register_node
 
@@ -224,7 +225,7 @@ class GraphNode:
         """
         p, holder = kernel_params(config, kernel, args)
         h = self._add_legacy(driver.cuGraphAddKernelNode, "cuGraphAddKernelNode", p)
-        self._def._state.keep.append(holder.args)
+        hold(self._def._state, self._graph_handle(), holder.args)
         retain_library(self._graph_handle(), self._def._state, kernel)
         return self._new(
             driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL,
@@ -381,7 +382,7 @@ class GraphNode:
         p, keep = memset_params(dst, value, width, height, pitch, dst_owner)
         ctx = current_context("cuGraphAddMemsetNode")
         h = self._add_legacy(driver.cuGraphAddMemsetNode, "cuGraphAddMemsetNode", p, ctx)
-        self._def._state.keep.append(keep)
+        hold(self._def._state, self._graph_handle(), keep)
         return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMSET, h)
 
     def memcpy(
@@ -405,7 +406,7 @@ class GraphNode:
         p, keep = memcpy_params(dst, src, size, dst_owner, src_owner)
         ctx = current_context("cuGraphAddMemcpyNode")
         h = self._add_legacy(driver.cuGraphAddMemcpyNode, "cuGraphAddMemcpyNode", p, ctx)
-        self._def._state.keep.append(keep)
+        hold(self._def._state, self._graph_handle(), keep)
         return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMCPY, h)
 
     def embed(self, child: Any) -> Any:
@@ -449,7 +450,7 @@ class GraphNode:
         h = self._add_legacy(
             driver.cuGraphAddEventRecordNode, "cuGraphAddEventRecordNode", ev.handle
         )
-        self._def._state.keep.append(ev)
+        hold(self._def._state, self._graph_handle(), ev)
         return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_EVENT_RECORD, h, {"event": ev})
 
     def wait(self, event: Any) -> Any:
@@ -461,7 +462,7 @@ class GraphNode:
         """
         ev = check_event(event)
         h = self._add_legacy(driver.cuGraphAddEventWaitNode, "cuGraphAddEventWaitNode", ev.handle)
-        self._def._state.keep.append(ev)
+        hold(self._def._state, self._graph_handle(), ev)
         return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_WAIT_EVENT, h, {"event": ev})
 
     def callback(self, fn: Any, *, user_data: Any = None) -> Any:
@@ -489,7 +490,7 @@ class GraphNode:
         p, py_fn, keep = self._host_params(fn, user_data)
         h = self._add_legacy(driver.cuGraphAddHostNode, "cuGraphAddHostNode", p)
         if keep is not None:
-            self._def._state.keep.append(keep)
+            hold(self._def._state, self._graph_handle(), keep)
         return self._new(driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_HOST, h, {"callback": py_fn})
 
     def _host_params(self, fn: Any, user_data: Any, graph: Any = None) -> tuple[Any, Any, Any]:

@@ -16,7 +16,7 @@ from .._launch_config import LaunchConfig
 from .._utils import arg_error, handle_return
 from .._utils._renamed import renamed_property
 from ._node import GraphNode
-from ._params import check_event, kernel_params, memcpy_params, memset_params
+from ._params import check_event, hold, kernel_params, memcpy_params, memset_params
 from ._state import KINDS
 
 __all__: list[str] = []  # public through cuda_core.graph
@@ -117,7 +117,7 @@ class KernelNode(GraphNode):
         handle_return(
             driver.cuGraphKernelNodeSetParams(self._handle, p), "cuGraphKernelNodeSetParams"
         )
-        self._def._state.keep.append(holder.args)
+        hold(self._def._state, self._graph_handle(), holder.args)
         _set_meta(self, kernel=kernel if kernel is not None else self.kernel, args=holder.args)
 
     def __repr__(self) -> str:
@@ -270,7 +270,7 @@ class MemsetNode(GraphNode):
         handle_return(
             driver.cuGraphMemsetNodeSetParams(self._handle, p), "cuGraphMemsetNodeSetParams"
         )
-        self._def._state.keep.append(keep)
+        hold(self._def._state, self._graph_handle(), keep)
 
 
 class MemcpyNode(GraphNode):
@@ -325,7 +325,7 @@ class MemcpyNode(GraphNode):
         handle_return(
             driver.cuGraphMemcpyNodeSetParams(self._handle, p), "cuGraphMemcpyNodeSetParams"
         )
-        self._def._state.keep.append(keep)
+        hold(self._def._state, self._graph_handle(), keep)
 
 
 class ChildGraphNode(GraphNode):
@@ -355,7 +355,7 @@ class ChildGraphNode(GraphNode):
         params.type = _T.CU_GRAPH_NODE_TYPE_GRAPH
         params.graph.graph = child._live()
         handle_return(driver.cuGraphNodeSetParams(self._live(), params), "cuGraphNodeSetParams")
-        self._def._state.keep.append(child._state.keep)
+        hold(self._def._state, self._graph_handle(), child._state.keep)
 
 
 class _EventNode(GraphNode):
@@ -373,7 +373,7 @@ class _EventNode(GraphNode):
         ev = check_event(event)
         fn = self._set
         handle_return(fn(self._live(), ev.handle), fn.__name__)
-        self._def._state.keep.append(ev)
+        hold(self._def._state, self._graph_handle(), ev)
         _set_meta(self, event=ev)
 
 
@@ -408,7 +408,7 @@ class HostCallbackNode(GraphNode):
         p, py_fn, keep = self._host_params(fn, user_data)
         handle_return(driver.cuGraphHostNodeSetParams(self._live(), p), "cuGraphHostNodeSetParams")
         if keep is not None:
-            self._def._state.keep.append(keep)
+            hold(self._def._state, self._graph_handle(), keep)
         _set_meta(self, callback=py_fn)
 
 

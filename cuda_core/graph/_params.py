@@ -87,6 +87,18 @@ def retain_library(graph: Any, state: Any, kernel: Kernel) -> None:
     state.libraries.add(key)
 
 
+def hold(state: Any, graph: Any, keep: Any) -> None:
+    """Keep ``keep`` (a node's operands: kernel arguments, buffers, events) alive as long as
+    ``graph``: in the graph's Python state, and in a CUDA user object the graph holds, which
+    the driver copies into a clone and an executable graph. A graph that refuses user objects
+    keeps the Python reference only."""
+    state.keep.append(keep)
+    try:
+        _table.keep_in_graph(graph, _keeps_only, (keep,))
+    except CUDAError:
+        pass
+
+
 def address(value: Any, name: str, owner: Any = None) -> tuple[int, Any]:
     """``(address, object to retain)`` for a ``Buffer`` or a raw pointer (``int``)."""
     if isinstance(value, Buffer):
