@@ -60,3 +60,33 @@ def test_a_driver_clone_runs_after_the_kernel_and_its_module_are_gone(dev):
     assert module_gone() is None, "the module outlived every graph that used it"
     out.close()
     s.close()
+
+
+@pytest.mark.gpu
+def test_a_driver_clone_keeps_the_buffers_its_nodes_use(dev):
+    s = dev.create_stream()
+    obj, kernel = _kernel(dev)
+    buf = dev.allocate(4 * 32, stream=s)
+    gone = weakref.ref(buf)
+    g = G.GraphDefinition()
+    g.launch(LaunchConfig(grid=1, block=32), kernel, buf, np.int32(5))
+    clone = handle_return(driver.cuGraphClone(driver.CUgraph(int(g.handle))), "cuGraphClone")
+    dptr = int(buf.handle)
+    del buf, g
+    gc.collect()
+    assert gone() is not None  # the clone's user object holds the kernel's arguments
+    exe = handle_return(driver.cuGraphInstantiate(clone, 0), "cuGraphInstantiate")
+    handle_return(driver.cuGraphLaunch(exe, driver.CUstream(int(s.handle))), "cuGraphLaunch")
+    s.sync()
+    out = np.zeros(32, dtype=np.int32)
+    handle_return(driver.cuMemcpyDtoH(out.ctypes.data, dptr, out.nbytes), "cuMemcpyDtoH")
+    assert (out == 5).all()
+    handle_return(driver.cuGraphExecDestroy(exe), "cuGraphExecDestroy")
+    handle_return(driver.cuGraphDestroy(clone), "cuGraphDestroy")
+    for _ in range(50):  # released on a driver thread
+        gc.collect()
+        if gone() is None:
+            break
+        time.sleep(0.02)
+    assert gone() is None, "the buffer outlived every graph that used it"
+    s.close()
