@@ -65,7 +65,7 @@ def test_a_driver_clone_runs_after_the_kernel_and_its_module_are_gone(dev):
 @pytest.mark.gpu
 def test_a_driver_clone_keeps_the_buffers_its_nodes_use(dev):
     s = dev.create_stream()
-    obj, kernel = _kernel(dev)
+    _obj, kernel = _kernel(dev)
     buf = dev.allocate(4 * 32, stream=s)
     gone = weakref.ref(buf)
     g = G.GraphDefinition()
