@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 import uuid as uuid_mod
 import weakref
 from typing import Any
@@ -15,7 +16,7 @@ from .._errors import CUDAError
 from .._handles._contexts import in_context
 from .._handles._driver import ensure_driver
 from .._handles._owned import OwnedHandle
-from .._stream_ops import closed_error, stream_context
+from .._stream_ops import _LAST_TOKEN, closed_error, stream_context
 from .._utils import arg_error, handle_return
 from . import _ipc_registry as registry
 from ._buffer import Buffer
@@ -293,6 +294,39 @@ def export_buffer(buf: Buffer) -> IPCBufferDescriptor:
     return IPCBufferDescriptor(ctypes.string_at(data.getPtr(), _EXPORT_BYTES), buf._size)
 
 
+class _SharedImport:
+    """The free function of the buffers that map one imported pointer: the pointer is freed
+    (``cuMemFreeAsync``, on the closing buffer's stream) when the last of them closes. The
+    driver maps a pointer once per process (a second ``cuMemPoolImportPointer`` of it fails or
+    returns the same address), so importing one descriptor twice shares the mapping, as in
+    ``cuda.core``."""
+
+    __slots__ = ("__weakref__", "count", "ctx", "key", "payload")
+
+    def __init__(self, key: tuple[int, int], ctx: Any, payload: bytes) -> None:
+        self.key = key
+        self.ctx = ctx  # the context it was imported in
+        self.count = 1
+        self.payload = payload  # the export data of the descriptor it was imported from
+
+    def __call__(self, ptr: int, size: int, stream: Any) -> None:
+        with _imports_lock:
+            self.count -= 1
+            if self.count:
+                return
+            if _imports.get(self.key) is self:
+                del _imports[self.key]
+        # A default-stream token means "the current context's": the import's context then.
+        token = stream is None or stream._h.address <= _LAST_TOKEN
+        ctx = self.ctx if token else stream_context(stream)
+        h = driver.CUstream(0) if stream is None else stream.handle
+        handle_return(in_context(ctx, driver.cuMemFreeAsync, ptr, h), "cuMemFreeAsync")
+
+
+_imports: dict[tuple[int, int], _SharedImport] = {}  # (pool, pointer) -> its live mapping
+_imports_lock = threading.Lock()
+
+
 def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     """``Buffer.from_ipc_descriptor``: map the buffer, owned by the returned Buffer."""
     if not isinstance(
@@ -314,12 +348,24 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     data = driver.CUmemPoolPtrExportData()
     ctypes.memmove(data.getPtr(), desc.payload, _EXPORT_BYTES)
     ctx = stream_context(s)
+    with _imports_lock:
+        shared = next(
+            (i for (p, _), i in _imports.items() if p == int(pool) and i.payload == desc.payload),
+            None,
+        )
+        if shared is not None:
+            shared.count += 1
+    if shared is not None:
+        return Buffer._owned(shared.key[1], desc.size, mr, s, shared)
     ptr = int(
         handle_return(
             in_context(ctx, driver.cuMemPoolImportPointer, pool, data), "cuMemPoolImportPointer"
         )
     )
-    buf = Buffer._owned(ptr, desc.size, mr, s, None)
+    shared = _SharedImport((int(pool), ptr), ctx, desc.payload)
+    with _imports_lock:
+        _imports[shared.key] = shared
+    buf = Buffer._owned(ptr, desc.size, mr, s, shared)
     try:
         available = _extent(ptr, ctx)
         if available is not None and desc.size > available:
