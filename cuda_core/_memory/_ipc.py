@@ -427,15 +427,15 @@ def reduce_resource_for_process(mr: Any) -> Any:
 
 def rebuild_resource(cls: Any, key: uuid_mod.UUID, handle: IPCAllocationHandle, dev_id: int) -> Any:
     """Unpickle a resource sent through multiprocessing: the one registered under ``key``, or a
-    new mapping of the pool behind ``handle`` (on device ``dev_id``; ``-1``: a host pool)."""
-    try:
-        if registry.find(key) is not None:
-            return registry.find_registered(cls, key)
-        Device = _links.Device
+    new mapping of the pool behind ``handle`` (on device ``dev_id``; ``-1``: a host pool).
 
-        return import_pool(cls, Device(dev_id) if dev_id >= 0 else None, handle)
-    finally:
-        handle.close()  # the pool is mapped (or was already); the mapping keeps its own duplicate
+    ``handle`` is not closed here: pickle hands the same object to every argument that named
+    it (``Process(args=(mr.allocation_handle, mr))``), so the receiver may still use it; its
+    descriptor is closed when it is collected (the mapping keeps its own duplicate)."""
+    if registry.find(key) is not None:
+        return registry.find_registered(cls, key)
+    Device = _links.Device
+    return import_pool(cls, Device(dev_id) if dev_id >= 0 else None, handle)
 
 
 def reduce_buffer(buf: Buffer) -> Any:

@@ -57,3 +57,31 @@ def test_a_descriptor_imported_twice_shares_one_mapping(dev, ipc_mr):  # noqa: F
     buf.close(stream=s)
     s.sync()
     s.close()
+
+
+def _handle_and_resource_child(handle: Any, mr: Any, q_out: Any) -> None:
+    def run() -> Any:
+        from cuda_core import Device, DeviceMemoryResource
+
+        dev = Device(0)
+        dev.set_current()
+        # Pickle gave both arguments the same handle object: rebuilding the resource must not
+        # have closed it under the code that holds it.
+        again = DeviceMemoryResource.from_allocation_handle(dev, handle)
+        return handle.is_closed, again is mr
+
+    _report(q_out, run)
+
+
+@pytest.mark.gpu
+def test_a_handle_sent_beside_its_resource_stays_open(dev, ipc_mr):  # noqa: F811
+    q_out = SPAWN.Queue()
+    proc = SPAWN.Process(
+        target=_handle_and_resource_child, args=(ipc_mr.allocation_handle, ipc_mr, q_out)
+    )
+    proc.start()
+    try:
+        closed, same = _get(q_out, proc)
+    finally:
+        _finish(proc)
+    assert not closed and same
