@@ -168,7 +168,8 @@ class Graph:
         TypeError
             ``source`` is neither.
         ValueError
-            ``source`` is a builder that has not finished building (also a ``RuntimeError``).
+            ``source`` is a builder that has not finished building or has been closed (also a
+            ``RuntimeError``).
         CUDAError
             ``CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`` when the driver cannot apply the update;
             the message says why, as ``cuda.core``'s does (``"Graph update failed: ...
@@ -180,6 +181,11 @@ class Graph:
             graph = source._live()
             keep: Any = source._state
         elif isinstance(source, CaptureOps):  # a GraphBuilder (CaptureOps is its mixin)
+            if source._closed:
+                raise ValueRuntimeError(
+                    "Source graph builder has been closed. update() needs a builder that "
+                    "finished building and is still open"
+                )
             graph = source.handle
             keep = source._graph
             if graph is None or source._building:
