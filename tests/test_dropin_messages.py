@@ -12,7 +12,17 @@ from __future__ import annotations
 
 import pytest
 
-from cuda_core import LEGACY_DEFAULT_STREAM
+from cuda_core import (
+    LEGACY_DEFAULT_STREAM,
+    CUDAError,
+    Linker,
+    LinkerOptions,
+    NVRTCError,
+    ObjectCode,
+    Program,
+    ProgramOptions,
+)
+from cuda_core._errors import LinkerError, NVVMError
 from cuda_core.graph import GraphBuilder
 
 
@@ -117,3 +127,148 @@ def test_host_callbacks():
     assert "functools.partial" in str(info.value)
     with pytest.raises(TypeError, match=r"^callback must be callable, got int"):
         _builder(building=True).callback(3)
+
+
+# ------------------------------------------------------------------------------------------------
+# compiling: Program, ProgramOptions, Linker (no GPU: arch is given)
+
+_K = 'extern "C" __global__ void k() {}'
+_PTX = ".version 7.0\n.target sm_70\n.address_size 64\n"
+
+
+def test_program_unknown_code_type_is_cuda_cores_whole_message():
+    msg = r"^Unsupported code_type='fortran' \(supported_code_types=\('c\+\+', 'ptx', 'nvvm'\)\)$"
+    with pytest.raises(RuntimeError, match=msg):
+        Program("goto 100", "FORTRAN")
+
+
+def test_program_code_of_the_wrong_type():
+    with pytest.raises(
+        TypeError, match="NVVM IR code must be provided as str, bytes, or bytearray"
+    ):
+        Program(42, "nvvm")
+    with pytest.raises(TypeError, match=r"^Expected type str, but got int"):
+        Program(12345, "c++")
+
+
+def test_a_closed_program():
+    p = Program(_K, "c++", ProgramOptions(arch="sm_90"))
+    p.close()
+    with pytest.raises(RuntimeError, match=r"^Program has been closed"):
+        p.compile("ptx")
+
+
+def test_target_types_a_backend_cannot_make():
+    p = Program("x", "nvvm", ProgramOptions(arch="sm_90"))
+    with pytest.raises(ValueError, match=r'^Unsupported target_type="cubin" for NVVM'):
+        p.compile("cubin")
+    with pytest.raises(ValueError):
+        Program(_K, "c++", ProgramOptions(arch="sm_90")).compile("invalid_target")
+
+
+def test_extra_sources_outside_nvvm():
+    opts = ProgramOptions(arch="sm_90", extra_sources=[("helper", _K)])
+    with pytest.raises(ValueError, match=r"^extra_sources is not supported by the NVRTC backend"):
+        Program(_K, "c++", opts)
+    with pytest.raises(ValueError, match=r"^extra_sources is not supported by the PTX backend"):
+        Program(_PTX, "ptx", opts)
+
+
+def test_numba_debug_is_ignored_for_ptx_with_a_warning():
+    with pytest.warns(UserWarning, match=r"^numba_debug is ignored for code_type='ptx'"):
+        Program(_PTX, "ptx", ProgramOptions(arch="sm_90", numba_debug=True))
+
+
+@pytest.mark.parametrize(
+    ("extra_sources", "exc", "pattern"),
+    [
+        (42, TypeError, r"^extra_sources must be a sequence of 2-tuples"),
+        (["not_a_tuple"], TypeError, "^Each extra module must be a 2-tuple"),
+        ([(42, b"source")], TypeError, "^Module name at index 0 must be a string"),
+        ([("mod", 42)], TypeError, "^Module source at index 0 must be str"),
+        ([("mod", b"")], ValueError, "^Module source for 'mod'.*cannot be empty"),
+    ],
+)
+def test_extra_sources_checks(extra_sources, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        ProgramOptions(name="test", arch="sm_80", extra_sources=extra_sources)
+
+
+@pytest.mark.parametrize(
+    ("define_macro", "pattern"),
+    [
+        (("ONLY_NAME",), r"^Expected define_macro tuple\[str, str\], got \('ONLY_NAME',\)"),
+        (("MY_MACRO", 99), r"^Expected define_macro tuple"),
+        ([42], r"^Expected define_macro .*got \[42\]"),
+        ([("ONLY_NAME",)], r"^Expected define_macro tuple"),
+        ([("MACRO", "1"), 42], r"^Expected define_macro.*got 42"),
+    ],
+)
+def test_malformed_define_macro(define_macro, pattern):
+    # cuda.core's RuntimeError (ours is a TypeError too), raised when the options are made
+    with pytest.raises(RuntimeError, match=pattern) as info:
+        ProgramOptions(name="test", arch="sm_80", define_macro=define_macro).as_bytes("nvrtc")
+    assert isinstance(info.value, TypeError)
+    assert "define_macro must be a str, a (name, value) tuple" in str(info.value)
+
+
+def test_options_as_bytes_for_an_unknown_backend():
+    with pytest.raises(ValueError, match=r"^Unknown backend 'invalid'"):
+        ProgramOptions(arch="sm_80").as_bytes("invalid")
+    with pytest.raises(ValueError, match=r"^as_bytes\(\) only supports 'nvjitlink' backend"):
+        LinkerOptions(arch="sm_80").as_bytes("driver")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"relocatable_device_code": True},
+        {"std": "c++17"},
+        {"time": "timing.csv"},
+        {"split_compile": 2},
+        {"builtin_move_forward": False},
+        {"define_macro": "M"},
+    ],
+    ids=lambda kw: next(iter(kw)),
+)
+def test_options_nvvm_cannot_take(kwargs):
+    name = next(iter(kwargs))
+    msg = rf"^The following options are not supported by NVVM backend: {name}$"
+    with pytest.raises(CUDAError, match=msg):
+        ProgramOptions(arch="sm_80", **kwargs).as_bytes("nvvm")
+
+
+def test_program_options_name_none_is_the_default_name():
+    assert ProgramOptions(name=None, arch="sm_90").name == "default_program"
+
+
+def test_options_cuda_core_takes_for_ptx_input():
+    opts = ProgramOptions(arch="sm_90", time=True, split_compile=True)
+    assert b"-time" in opts.as_bytes("nvjitlink")
+
+
+def test_linker_needs_object_codes_and_refuses_when_closed():
+    with pytest.raises(ValueError, match=r"^At least one ObjectCode object must be provided"):
+        Linker()
+    obj = ObjectCode.from_ptx(_PTX.encode())
+    linker = Linker(obj, options=LinkerOptions(arch="sm_90"))
+    with pytest.raises(ValueError, match=r"^Unsupported target type: exe"):
+        linker.link("exe")
+    linker.close()
+    with pytest.raises(RuntimeError, match=r"^Linker has been closed"):
+        linker.link("cubin")
+
+
+def test_compile_errors_are_the_bindings_errors_cuda_core_raises():
+    nvvm = pytest.importorskip("cuda.bindings.nvvm")
+    nvjitlink = pytest.importorskip("cuda.bindings.nvjitlink")
+    assert issubclass(NVVMError, nvvm.nvvmError)
+    assert issubclass(LinkerError, nvjitlink.nvJitLinkError)
+
+
+def test_a_failed_nvrtc_compile_has_cuda_cores_compilation_log():
+    bad = 'extern "C" __global__ void k() { undefined_symbol(); }'
+    with Program(bad, "c++", ProgramOptions(arch="sm_90")) as p:
+        with pytest.raises(NVRTCError, match="compilation log") as info:
+            p.compile("ptx", cache=False)
+    assert "undefined_symbol" in str(info.value)
