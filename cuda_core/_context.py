@@ -131,7 +131,7 @@ class Context:
 
     def _live(self) -> driver.CUcontext:
         if self._handle is None:
-            raise RuntimeError("the context is closed")
+            raise RuntimeError("Context has been closed")
         return self._handle
 
     def _context_handle(self) -> Any:

@@ -114,7 +114,7 @@ class Plan:
         scratch = memoryview(bytearray(self.size))
         for i, a in enumerate(args):
             if i < self.nargs and self.rules[i].expr == "{a}._ptr" and _is_closed_buffer(a):
-                return ValueError(f"argument {i} is a closed Buffer")
+                return ValueError(f"Buffer has been closed: argument {i} is a closed Buffer")
             try:
                 self.setters[i](scratch, a)
             except struct.error:

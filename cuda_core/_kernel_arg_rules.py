@@ -207,7 +207,7 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
     buffer_type = _buffer_type()
     if buffer_type is not None and issubclass(t, buffer_type):
         if _is_closed_buffer(value):
-            raise ValueError(f"argument {index} is a closed Buffer")
+            raise ValueError(f"Buffer has been closed: argument {index} is a closed Buffer")
         return _Rule(8, 8, "Q", "{a}._ptr", "pointer")
     if issubclass(t, _HANDLE_TYPES):
         return _Rule(8, 8, "Q", "int({a})", t.__name__)

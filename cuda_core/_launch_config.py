@@ -265,7 +265,7 @@ class LaunchConfig:
         checked) on first use."""
         h = stream._h
         if h.is_released:
-            raise RuntimeError("the stream is closed")
+            raise RuntimeError("Stream has been closed")
         cfg = self._native.get(h)
         if cfg is None:
             ordinal = stream._device_id

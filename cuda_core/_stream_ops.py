@@ -48,7 +48,7 @@ def live_handle(s: Any) -> Any:
     """The driver handle (a ``CUstream``) of stream ``s``; ``RuntimeError`` when it is closed."""
     h = s._h
     if h.is_released:
-        raise RuntimeError("the stream is closed; stream-ordered work cannot be queued on it")
+        raise RuntimeError("Stream has been closed; stream-ordered work cannot be queued on it")
     return _CUstream(h.address)
 
 
@@ -114,7 +114,7 @@ def _call_deallocate(mr: Any, ptr: int, size: int, stream: Any) -> tuple[int]:
 
 
 def closed_error() -> RuntimeError:
-    return RuntimeError("the Buffer is closed; it cannot be used after close()")
+    return RuntimeError("Buffer has been closed; it cannot be used after close()")
 
 
 def host_address(obj: Any, name: str, writable: bool) -> tuple[int, int, Any]:

@@ -155,7 +155,7 @@ def unbound() -> None:
     raises(RuntimeError, N.StreamHandle.borrow(1).context, "status 3")
     s.release()
     assert s.is_released
-    raises(RuntimeError, s.context, "the stream is closed")
+    raises(RuntimeError, s.context, "Stream has been closed")
 
 
 @check
@@ -218,7 +218,7 @@ def stream_context() -> None:
     # Released before it was found: refused, no driver call.
     c = N.StreamHandle.borrow(s.address)
     c.release()
-    raises(RuntimeError, c.context, "the stream is closed")
+    raises(RuntimeError, c.context, "Stream has been closed")
     assert count("cuStreamGetCtx") == 1
     # A failed cuStreamGetCtx goes through the funnel; nothing is kept, the registry not asked.
     d = N.StreamHandle.borrow(s.address)
@@ -432,7 +432,7 @@ def released_refuse() -> None:
         lambda: N.pool_allocate(0x9000, 8, s, ctx),
         lambda: N.LaunchConfigHandle(s, (1, 1, 1), (1, 1, 1), 0, None, False, False),
     ):
-        raises(RuntimeError, fn, "the stream is closed")
+        raises(RuntimeError, fn, "Stream has been closed")
     ev.release()
     for fn in (
         ev.sync,
@@ -441,7 +441,7 @@ def released_refuse() -> None:
         lambda: s2.wait(ev),
         lambda: s2.record(ev),
     ):
-        raises(RuntimeError, fn, "the event is closed")
+        raises(RuntimeError, fn, "Event has been closed")
     assert (
         count("cuStreamSynchronize") == 0
         and count("cuEventRecord") == 0
@@ -655,7 +655,7 @@ def launch() -> None:
         lambda: N.LaunchConfigHandle(object(), (1, 1, 1), (1, 1, 1), 0, None, False, False),
     )
     s.release()
-    raises(RuntimeError, lambda: cfg.launch(0xF00, 0), "the stream is closed")
+    raises(RuntimeError, lambda: cfg.launch(0xF00, 0), "Stream has been closed")
     assert count("cuLaunchKernelEx") == 3
 
 
