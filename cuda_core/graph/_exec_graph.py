@@ -106,7 +106,7 @@ class Graph:
     def _live(self) -> Any:
         h = self._handle
         if h is None:
-            raise RuntimeError("this Graph is closed")
+            raise RuntimeError("Graph has been closed")
         return h
 
     def launch(self, stream: Any) -> None:
@@ -124,7 +124,7 @@ class Graph:
         """
         h = self._handle
         if h is None:
-            raise RuntimeError("this Graph is closed")
+            raise RuntimeError("Graph has been closed")
         s = _links.as_stream(stream)
         err = driver.cuGraphLaunch(h, s.handle)[0]
         if err:
