@@ -10,11 +10,16 @@ pattern. This file holds the situations reached without a GPU; those that need o
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from cuda_core import (
     LEGACY_DEFAULT_STREAM,
+    PER_THREAD_DEFAULT_STREAM,
+    Buffer,
     CUDAError,
+    Host,
     Linker,
     LinkerOptions,
     NVRTCError,
@@ -24,6 +29,8 @@ from cuda_core import (
 )
 from cuda_core._errors import LinkerError, NVVMError
 from cuda_core.graph import GraphBuilder
+from cuda_core.utils import CopyOptions, copy_batch
+from tests.memory.test_memory import HostIntResource
 
 
 def _builder(kind: str = "primary", *, building: bool = False, ended: bool = False) -> GraphBuilder:
@@ -272,3 +279,82 @@ def test_a_failed_nvrtc_compile_has_cuda_cores_compilation_log():
         with pytest.raises(NVRTCError, match="compilation log") as info:
             p.compile("ptx", cache=False)
     assert "undefined_symbol" in str(info.value)
+
+
+# ------------------------------------------------------------------------------------------------
+# memory: hosts, copy options, batched copies, buffers (host-only buffers need no driver)
+
+
+def test_host_numa_id():
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match=r"^numa_id must be a non-negative int"):
+            Host(numa_id=bad)
+    with pytest.raises(ValueError, match="mutually exclusive"):
+        Host(numa_id=0, is_numa_current=True)
+
+
+def test_copy_options_enums():
+    with pytest.raises(ValueError, match=r"^invalid src_access_order: 'invalid_order'"):
+        CopyOptions(src_access_order="invalid_order")
+    with pytest.raises(ValueError, match=r"^invalid overlap_mode: 'invalid_mode'"):
+        CopyOptions(overlap_mode="invalid_mode")
+
+
+def test_copy_batch_arguments():
+    mr = HostIntResource()
+    a, b, c = mr.allocate(8), mr.allocate(8), mr.allocate(16)
+    s = LEGACY_DEFAULT_STREAM
+    cases = [
+        ((s, a, [b]), {}, TypeError, "sequence of Buffers"),
+        ((s, 42, [b]), {}, TypeError, "must be a sequence of Buffer"),
+        ((s, [], []), {}, ValueError, "empty buffers sequence"),
+        ((s, [a, 42], [b, c]), {}, TypeError, "expected Buffer, got int"),
+        ((s, [a, b], [c, None]), {}, TypeError, "expected Buffer, got NoneType"),
+        ((s, [a, b], [c]), {}, ValueError, "does not match dsts length"),
+        ((s, [a], [b]), {"options": [CopyOptions()] * 3}, ValueError, "options length"),
+        ((s, [a], [b]), {"options": 42}, TypeError, "options must be CopyOptions"),
+        ((s, [a], [b]), {"options": ["nope"]}, TypeError, "each options element must be"),
+        ((s, [a], [b]), {}, TypeError, "^copy_batch does not accept LEGACY_DEFAULT_STREAM"),
+    ]
+    for args, kwargs, exc, pattern in cases:
+        with pytest.raises(exc, match=pattern):
+            copy_batch(*args, **kwargs)
+
+
+def test_buffer_copies_and_fills():
+    mr = HostIntResource()
+    a = mr.allocate(8)
+    with pytest.raises(ValueError, match=r"^owner and memory resource cannot be both specified"):
+        Buffer.from_handle(0x1000, 8, mr=mr, owner=object())
+    with pytest.raises(TypeError, match=r"^Buffer.copy_to: options must be CopyOptions, got int"):
+        a.copy_to(mr.allocate(8), stream=PER_THREAD_DEFAULT_STREAM, options=42)
+    with pytest.raises(TypeError, match=r"^value must be an int or support the buffer protocol"):
+        a.fill(object(), stream=PER_THREAD_DEFAULT_STREAM)
+    with pytest.raises(ValueError, match=r"^value must be 1, 2, or 4 bytes, got 3"):
+        a.fill(b"abc", stream=PER_THREAD_DEFAULT_STREAM)
+    with pytest.raises(OverflowError):  # cuda.core converts to uint8 (ours: also a ValueError)
+        a.fill(256, stream=PER_THREAD_DEFAULT_STREAM)
+    with pytest.raises(ValueError, match=r"^buffer size \(6\) must be divisible by 4"):
+        mr.allocate(6).fill(b"abcd", stream=PER_THREAD_DEFAULT_STREAM)
+
+
+# ------------------------------------------------------------------------------------------------
+# objects only a factory makes
+
+
+@pytest.mark.parametrize(
+    ("qualname", "pattern"),
+    [
+        ("cuda_core._device_properties.DeviceProperties", r"^DeviceProperties cannot be instantiated directly\."),
+        ("cuda_core.DeviceResources", r"^DeviceResources cannot be instantiated directly\."),
+        ("cuda_core.SMResource", r"^SMResource cannot be instantiated directly\."),
+        ("cuda_core.WorkqueueResource", r"^WorkqueueResource cannot be instantiated directly\."),
+        ("cuda_core.GraphicsResource", r"cannot be instantiated directly"),
+        ("cuda_core.graph.Graph", r"^directly constructing a Graph instance is not supported"),
+    ],
+)  # fmt: skip
+def test_factory_only_classes(qualname, pattern):
+    module, _, name = qualname.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    with pytest.raises(RuntimeError, match=pattern):
+        cls()

@@ -233,7 +233,7 @@ class ObjectCode:
         if holder is not None:
             return holder.value
         if self._kernels is None:
-            raise RuntimeError("this ObjectCode is closed")
+            raise RuntimeError("ObjectCode has been closed")
         ensure_driver()
         code = self._code
         if isinstance(code, str):

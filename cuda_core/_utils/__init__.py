@@ -153,6 +153,13 @@ def arg_error(
     return exc(msg)
 
 
+def ordinal_lead(ordinal: int, count: int) -> str:
+    """``cuda.core``'s words for a device ordinal out of range (``Device(-1)``)."""
+    if ordinal < 0:
+        return f"device_id must be >= 0, got {ordinal}"
+    return f"device_id must be within [0, {count}), got {ordinal}"
+
+
 def as_flag(value: Any) -> bool | None:
     """An optional on/off option read as ``cuda.core`` reads it: ``None`` stays ``None`` (unset),
     anything else by its truth value (``1``, ``numpy.True_`` -> ``True``)."""
