@@ -218,7 +218,7 @@ class SMResource:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "SMResource cannot be constructed directly; use Device.resources.sm or SMResource.split()"
+            "SMResource cannot be instantiated directly. Use dev.resources.sm or SMResource.split()"
         )
 
     @classmethod
@@ -391,7 +391,7 @@ class WorkqueueResource:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "WorkqueueResource cannot be constructed directly; use Device.resources.workqueue"
+            "WorkqueueResource cannot be instantiated directly. Use dev.resources.workqueue"
         )
 
     @classmethod
@@ -472,7 +472,9 @@ class DeviceResources:
     _device_id: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("DeviceResources cannot be constructed directly; use Device.resources")
+        raise RuntimeError(
+            "DeviceResources cannot be instantiated directly. Use dev.resources or ctx.resources"
+        )
 
     @classmethod
     def _of(cls, device_id: int, kind: str = "device", handle: Any = None) -> DeviceResources:

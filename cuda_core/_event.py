@@ -157,8 +157,8 @@ class Event:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "Event objects cannot be instantiated directly. Please use Stream APIs (record), or "
-            "Device.create_event()"
+            "Event objects cannot be instantiated directly. Please use Stream APIs (record): "
+            "Stream.record() or Device.create_event()"
         )
 
     @classmethod

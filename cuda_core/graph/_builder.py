@@ -105,8 +105,8 @@ class GraphBuilder(CaptureOps):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # NotImplementedError (a RuntimeError) is what cuda.core raises here
         raise NotImplementedError(
-            "GraphBuilder objects cannot be instantiated directly. Use Stream.create_graph_builder() "
-            "or Device.create_graph_builder()"
+            "directly creating a GraphBuilder object can be ambiguous. Please either call "
+            "Device.create_graph_builder() or stream.create_graph_builder()"
         )
 
     @classmethod

@@ -59,7 +59,8 @@ class Graph:
 
     def __init__(self) -> None:
         raise RuntimeError(
-            "use GraphBuilder.complete() or GraphDefinition.instantiate() to make a Graph"
+            "directly constructing a Graph instance is not supported; use "
+            "GraphBuilder.complete() or GraphDefinition.instantiate() to make a Graph"
         )
 
     @classmethod

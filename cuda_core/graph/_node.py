@@ -57,7 +57,7 @@ class GraphNode:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "GraphNode cannot be constructed directly; use the builder methods of GraphDefinition"
+            "GraphNode cannot be instantiated directly. Use the builder methods of GraphDefinition"
         )
 
     # ------------------------------------------------------------------ identity
