@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
 import pytest
 
 from cuda_core import (
@@ -29,7 +30,7 @@ from cuda_core import (
 )
 from cuda_core._errors import LinkerError, NVVMError
 from cuda_core.graph import GraphBuilder
-from cuda_core.utils import CopyOptions, copy_batch
+from cuda_core.utils import CopyOptions, StridedMemoryView, copy_batch
 from tests.memory.test_memory import HostIntResource
 
 
@@ -358,3 +359,52 @@ def test_factory_only_classes(qualname, pattern):
     cls = getattr(importlib.import_module(module), name)
     with pytest.raises(RuntimeError, match=pattern):
         cls()
+
+
+# ------------------------------------------------------------------------------------------------
+# views
+
+
+def test_views_of_objects_without_the_protocol():
+    with pytest.raises(
+        AttributeError, match=r"^'int' object has no attribute '__array_interface__'"
+    ):
+        StridedMemoryView.from_array_interface(3)
+    with pytest.raises(AttributeError, match=r"^'int' object has no attribute '__dlpack_device__'"):
+        StridedMemoryView.from_dlpack(3, stream_ptr=-1)
+    with pytest.raises(
+        AttributeError, match=r"^'int' object has no attribute '__cuda_array_interface__'"
+    ):
+        StridedMemoryView.from_cuda_array_interface(3, stream_ptr=-1)
+    with pytest.raises(
+        BufferError, match=r"^the input object does not support any data exchange protocol"
+    ):
+        StridedMemoryView.from_any_interface(3, stream_ptr=-1)
+    with pytest.raises(TypeError, match=r"^Argument 'stream_ptr' has incorrect type"):
+        StridedMemoryView.from_dlpack(np.arange(3), stream_ptr="x")
+
+
+def test_array_interface_strides_that_are_not_whole_items():
+    x = np.array([(1, 2.0), (3, 4.0)], dtype=[("a", "i4"), ("b", "f8")])
+    with pytest.raises(ValueError, match=r"^strides must be divisible by itemsize"):
+        StridedMemoryView.from_array_interface(x["b"]).strides  # noqa: B018
+
+
+def test_from_buffer_checks():
+    mr = HostIntResource()
+    with pytest.raises(ValueError, match=r"^itemsize .+ does not match dtype.itemsize .+"):
+        StridedMemoryView.from_buffer(mr.allocate(10), (5,), dtype=np.int16, itemsize=1)
+    with pytest.raises(ValueError, match="itemsize or dtype must be specified"):
+        StridedMemoryView.from_buffer(mr.allocate(10), (5,))
+    with pytest.raises(ValueError, match=r"Expected at least 40 bytes, got 20 bytes\."):
+        StridedMemoryView.from_buffer(mr.allocate(20), (5, 4), strides=(4, 1), dtype=np.int16)
+    with pytest.raises(ValueError, match="negative memory offsets"):
+        StridedMemoryView.from_buffer(mr.allocate(20), (5, 4), strides=(-4, 1), dtype=np.uint8)
+    view = StridedMemoryView.from_buffer(mr.allocate(16), (16,), itemsize=1, dtype=None)
+    with pytest.raises(BufferError, match="dtype"):
+        view.__dlpack__()
+
+
+def test_a_host_view_is_dlpack_cpu_device_zero():
+    view = StridedMemoryView.from_array_interface(np.arange(3))
+    assert view.__dlpack_device__() == (1, 0)  # kDLCPU, 0: whatever device_id says

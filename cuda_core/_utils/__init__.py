@@ -143,13 +143,14 @@ def arg_error(
     """Build the house-style argument error ``"<name> must be <rule> (got <value!r>)"``.
 
     ``lead`` is ``cuda.core``'s wording for the same refusal, put first (``"<lead>: <name> must
-    be ..."``) so that code matching the start of ``cuda.core``'s message keeps working.
+    be ..."``; after a lead that ends a sentence, a space) so that code matching the start of
+    ``cuda.core``'s message keeps working.
     """
     msg = f"{name} must be {rule} (got {value!r})"
     if hint:
         msg += f"; {hint}"
     if lead:
-        msg = f"{lead}: {msg}"
+        msg = f"{lead} {msg}" if lead.endswith(".") else f"{lead}: {msg}"
     return exc(msg)
 
 
