@@ -226,8 +226,9 @@ class Context:
                 opts = check_or_create_options(StreamOptions, options, "options")
                 if not opts.nonblocking:
                     raise ValueError(
-                        "streams of a green context must be non-blocking (got StreamOptions(nonblocking="
-                        f"{opts.nonblocking!r})); leave nonblocking at its default, True"
+                        "Green context streams must be non-blocking. Use "
+                        "StreamOptions(nonblocking=True) or omit the option (True is the "
+                        f"default): got StreamOptions(nonblocking={opts.nonblocking!r})"
                     )
                 options = opts
             stream = Stream._create(dev, options, ctxh=owned.ctxh)

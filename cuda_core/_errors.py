@@ -114,11 +114,13 @@ def _rebuild_error(cls: type[CUDAError], args: tuple[Any, ...], state: dict[str,
     return err
 
 
-class CUDADriverNotFoundError(CUDAError):
+class CUDADriverNotFoundError(CUDAError, _DynamicLibNotFoundError):
     """The NVIDIA driver library (libcuda) could not be loaded.
 
     Compilation (NVRTC, nvJitLink, libNVVM) keeps working without a driver; only operations
-    that need a GPU raise this error.
+    that need a GPU raise this error. It derives from ``cuda.pathfinder``'s
+    ``DynamicLibNotFoundError`` (a ``RuntimeError``), what ``cuda.core`` raises there, so
+    handlers written for it catch this one too.
     """
 
     def __init__(self, detail: str = "") -> None:

@@ -27,6 +27,7 @@ from cuda_core import (
     ObjectCode,
     Program,
     ProgramOptions,
+    SMResourceOptions,
 )
 from cuda_core._errors import LinkerError, NVVMError
 from cuda_core.graph import GraphBuilder
@@ -408,3 +409,52 @@ def test_from_buffer_checks():
 def test_a_host_view_is_dlpack_cpu_device_zero():
     view = StridedMemoryView.from_array_interface(np.arange(3))
     assert view.__dlpack_device__() == (1, 0)  # kDLCPU, 0: whatever device_id says
+
+
+# ------------------------------------------------------------------------------------------------
+# system, checkpoint, device resources, the missing driver
+
+
+def test_system_device_needs_exactly_one_selector():
+    from cuda_core import system
+
+    with pytest.raises(ValueError, match=r"^Handle requires only one of"):
+        system.Device(index=0, uuid="ignored")
+    with pytest.raises(ValueError, match=r"^Handle requires either a device"):
+        system.Device()
+
+
+def test_checkpoint_process_pid():
+    import cuda_core
+
+    for bad, exc, pattern in (
+        ("abc", TypeError, "pid must be an int"),
+        (True, TypeError, "pid must be an int"),
+        (0, ValueError, "pid must be a positive int"),
+        (-1, ValueError, "pid must be a positive int"),
+    ):
+        with pytest.raises(exc, match=pattern):
+            cuda_core.checkpoint.Process(bad)  # an attribute of the package, as in cuda.core
+
+
+def test_sm_resource_options_groups():
+    def groups(**kw):
+        return SMResourceOptions(**kw)._groups()
+
+    with pytest.raises(ValueError, match="count is scalar"):
+        groups(count=8, coscheduled_sm_count=(8, 8))
+    with pytest.raises(ValueError, match="expected 2"):
+        groups(count=(8, 8), coscheduled_sm_count=(8, 8, 8))
+    with pytest.raises(ValueError, match=r"^count must be non-negative"):
+        groups(count=-1)
+    with pytest.raises(ValueError, match=r"^count sequence must not be empty"):
+        groups(count=())
+
+
+def test_a_missing_driver_is_the_loader_error_cuda_core_lets_through():
+    from cuda.pathfinder import DynamicLibNotFoundError
+
+    from cuda_core import CUDADriverNotFoundError
+
+    assert issubclass(CUDADriverNotFoundError, DynamicLibNotFoundError)
+    assert issubclass(CUDADriverNotFoundError, CUDAError)

@@ -74,7 +74,9 @@ def buffer_view(
     dt = None if dtype is None else numpy.dtype(dtype)
     if itemsize is not None:
         if isinstance(itemsize, bool) or not isinstance(itemsize, int) or itemsize <= 0:
-            raise arg_error("itemsize", "a positive int", itemsize, lead="itemsize must be positive")
+            raise arg_error(
+                "itemsize", "a positive int", itemsize, lead="itemsize must be positive"
+            )
         if dt is not None and dt.itemsize != itemsize:
             raise arg_error(
                 "itemsize",
@@ -96,9 +98,7 @@ def buffer_view(
                 if len(strides) != len(shape)
                 else ""
             )
-            raise arg_error(
-                "strides", f"None or a tuple of {len(shape)} ints", strides, lead=lead
-            )
+            raise arg_error("strides", f"None or a tuple of {len(shape)} ints", strides, lead=lead)
     count = 1
     for n in shape:
         count *= n
