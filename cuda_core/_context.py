@@ -187,8 +187,9 @@ class Context:
         err, cur = driver.cuCtxGetCurrent()
         if not err and int(cur) == self._int:
             raise RuntimeError(
-                "cannot close a context while it is current on this thread; make another context current "
-                "first (e.g. Device.set_current(), or the context set_current() returned)"
+                "Cannot close a CUDA context while it is current. Restore a previous context "
+                "before closing this context: make another context current on this thread first "
+                "(e.g. Device.set_current(), or the context set_current() returned)"
             )
         self._handle = None
         owned.destroy()

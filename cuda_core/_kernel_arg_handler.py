@@ -17,6 +17,7 @@ from typing import Any
 
 from ._handles._backend import backend
 from ._kernel_arg_rules import (
+    UNSUPPORTED_LEAD,
     _cai_ptr,
     _dlpack_ptr,
     _fit,
@@ -276,7 +277,10 @@ def make_plan(
         try:
             r = rule_for(a, i)
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{label}: {exc}") from None
+            msg = str(exc)
+            if msg.startswith(UNSUPPORTED_LEAD):  # cuda.core's words stay first
+                raise type(exc)(f"{msg} (in {label})") from None
+            raise type(exc)(f"{label}: {msg}") from None
         if layout is not None:
             off, size = layout[i]
             if r.size != size:

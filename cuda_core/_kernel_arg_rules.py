@@ -154,6 +154,7 @@ _HANDLE_TYPES = (
 )
 _CTYPES_BASES = (ctypes._SimpleCData, ctypes.Structure, ctypes.Union, ctypes.Array)
 _CTYPES_REJECT = (ctypes.c_char_p, ctypes.c_wchar_p, ctypes.c_longdouble)
+UNSUPPORTED_LEAD = "the argument is of unsupported type: "  # cuda.core's words, then ours
 _SUPPORTED = (
     "bool, int, float, complex, NumPy and ctypes scalars, NumPy structured scalars, "
     "ctypes.Structure, Buffer, objects with __cuda_array_interface__, __dlpack__ or "
@@ -233,7 +234,8 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
         _dlpack_ptr(value)  # refuse host memory now, with its message
         return _Rule(8, 8, "Q", "_dlpack_ptr({a})", "pointer")
     raise TypeError(
-        f"argument {index} has unsupported type {t.__module__}.{t.__qualname__}; supported: {_SUPPORTED}"
+        f"{UNSUPPORTED_LEAD}{t}: argument {index} has unsupported type "
+        f"{t.__module__}.{t.__qualname__}; supported: {_SUPPORTED}"
     )
 
 

@@ -458,3 +458,10 @@ def test_a_missing_driver_is_the_loader_error_cuda_core_lets_through():
 
     assert issubclass(CUDADriverNotFoundError, DynamicLibNotFoundError)
     assert issubclass(CUDADriverNotFoundError, CUDAError)
+
+
+def test_kernel_arguments_of_an_unsupported_type():
+    from cuda_core._kernel_arg_handler import ParamHolder
+
+    with pytest.raises(TypeError, match=r"^the argument is of unsupported type: <class 'str'>"):
+        ParamHolder(["not_a_valid_kernel_arg"])
