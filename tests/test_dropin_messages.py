@@ -465,3 +465,15 @@ def test_kernel_arguments_of_an_unsupported_type():
 
     with pytest.raises(TypeError, match=r"^the argument is of unsupported type: <class 'str'>"):
         ParamHolder(["not_a_valid_kernel_arg"])
+
+
+def test_kernel_helpers_only_a_kernel_makes_and_unloadable_code():
+    from cuda_core._kernel import KernelOccupancy
+    from cuda_core._kernel_attributes import KernelAttributes
+
+    with pytest.raises(RuntimeError, match=r"^KernelAttributes cannot be instantiated directly\."):
+        KernelAttributes()
+    with pytest.raises(RuntimeError, match=r"^KernelOccupancy cannot be instantiated directly\."):
+        KernelOccupancy()
+    with pytest.raises(RuntimeError, match=r'^Unsupported code type "ltoir"'):
+        ObjectCode.from_ltoir(b"x").get_kernel("k")

@@ -295,8 +295,9 @@ class ObjectCode:
                 return k
         if self._code_type not in _LOADABLE:
             raise RuntimeError(
-                f"kernels cannot be loaded from {self._code_type!r} code; link it with Linker into "
-                f"one of {', '.join(_LOADABLE)} first"
+                f'Unsupported code type "{self._code_type}" (supported_code_types={_LOADABLE}): '
+                f"kernels cannot be loaded from {self._code_type!r} code; link it with Linker "
+                f"into one of {', '.join(_LOADABLE)} first"
             )
         lib = self._load()
         sym = self._sym_map.get(name, name)
