@@ -131,7 +131,7 @@ class Context:
 
     def _live(self) -> driver.CUcontext:
         if self._handle is None:
-            raise RuntimeError("the context is closed")
+            raise RuntimeError("Context has been closed")
         return self._handle
 
     def _context_handle(self) -> Any:
@@ -187,8 +187,9 @@ class Context:
         err, cur = driver.cuCtxGetCurrent()
         if not err and int(cur) == self._int:
             raise RuntimeError(
-                "cannot close a context while it is current on this thread; make another context current "
-                "first (e.g. Device.set_current(), or the context set_current() returned)"
+                "Cannot close a CUDA context while it is current. Restore a previous context "
+                "before closing this context: make another context current on this thread first "
+                "(e.g. Device.set_current(), or the context set_current() returned)"
             )
         self._handle = None
         owned.destroy()
@@ -226,8 +227,9 @@ class Context:
                 opts = check_or_create_options(StreamOptions, options, "options")
                 if not opts.nonblocking:
                     raise ValueError(
-                        "streams of a green context must be non-blocking (got StreamOptions(nonblocking="
-                        f"{opts.nonblocking!r})); leave nonblocking at its default, True"
+                        "Green context streams must be non-blocking. Use "
+                        "StreamOptions(nonblocking=True) or omit the option (True is the "
+                        f"default): got StreamOptions(nonblocking={opts.nonblocking!r})"
                     )
                 options = opts
             stream = Stream._create(dev, options, ctxh=owned.ctxh)

@@ -17,7 +17,7 @@ from ._handles._contexts import CtxScope, context_handle
 from ._handles._driver import ensure_driver
 from ._links import device_count
 from ._stream import Stream, _borrow, _foreign_handle_attrs
-from ._utils import SET_CURRENT_HINT, arg_error, handle_return
+from ._utils import SET_CURRENT_HINT, arg_error, handle_return, ordinal_lead
 from ._utils import ComputeCapability as ComputeCapability
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class Device:
                 if count
                 else "a valid ordinal, but no CUDA device was found"
             )
-            raise arg_error("device_id", rule, device_id)
+            raise arg_error("device_id", rule, device_id, lead=ordinal_lead(device_id, count))
         devices = getattr(_tls, "devices", None)
         if devices is None:
             devices = _tls.devices = {}
@@ -463,7 +463,8 @@ class Device:
         if obj is not None:
             if options is not None:
                 raise ValueError(
-                    "options must be None when obj is given (a borrowed stream keeps its own)"
+                    "obj and options cannot be both specified: options must be None when obj "
+                    "is given (a borrowed stream keeps its own)"
                 )
             attr = _foreign_handle_attrs.get(obj.__class__)
             if attr:  # a PyTorch/CuPy stream class seen before (Stream._from_foreign, inlined)

@@ -53,7 +53,9 @@ class DeviceProperties:
     _dev: driver.CUdevice
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("DeviceProperties cannot be constructed directly; use Device.properties")
+        raise RuntimeError(
+            "DeviceProperties cannot be instantiated directly. Please use Device APIs (Device.properties)"
+        )
 
     @classmethod
     def _for(cls, cu_device: driver.CUdevice) -> DeviceProperties:

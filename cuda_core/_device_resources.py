@@ -114,9 +114,20 @@ class SMResourceOptions:
         elif _is_sequence(count):
             n, scalar = len(count), False
             if n == 0:
-                raise arg_error("count", "a non-empty sequence, an int or None", count)
+                raise arg_error(
+                    "count",
+                    "a non-empty sequence, an int or None",
+                    count,
+                    lead="count sequence must not be empty",
+                )
         else:
-            raise arg_error("count", "an int, a sequence of ints or None", count, exc=TypeError)
+            raise arg_error(
+                "count",
+                "an int, a sequence of ints or None",
+                count,
+                exc=TypeError,
+                lead=f"count must be int, Sequence, or None, got {type(count).__name__}",
+            )
         fields = {}
         for name in ("count", "coscheduled_sm_count", "preferred_coscheduled_sm_count", "backfill"):
             value: Any = getattr(self, name)
@@ -126,12 +137,15 @@ class SMResourceOptions:
                         name,
                         "a scalar, as count is scalar (make count a sequence for several groups)",
                         value,
+                        lead=f"{name} is a Sequence but count is scalar; count must be a "
+                        "Sequence to specify multiple groups",
                     )
                 if len(value) != n:
                     raise arg_error(
                         name,
                         f"a sequence as long as count: expected {n} entries, one per group",
                         value,
+                        lead=f"{name} has length {len(value)}, expected {n} (must match count)",
                     )
                 items = list(value)
             else:
@@ -153,7 +167,9 @@ def _check_field(name: str, value: Any) -> int | bool:
             name, "None, a non-negative int or a sequence of them", value, exc=TypeError
         )
     if value < 0:
-        raise arg_error(name, "non-negative", value)
+        raise arg_error(
+            name, "non-negative", value, lead=f"{name} must be non-negative, got {value}"
+        )
     return value
 
 
@@ -218,7 +234,7 @@ class SMResource:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "SMResource cannot be constructed directly; use Device.resources.sm or SMResource.split()"
+            "SMResource cannot be instantiated directly. Use dev.resources.sm or SMResource.split()"
         )
 
     @classmethod
@@ -391,7 +407,7 @@ class WorkqueueResource:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "WorkqueueResource cannot be constructed directly; use Device.resources.workqueue"
+            "WorkqueueResource cannot be instantiated directly. Use dev.resources.workqueue"
         )
 
     @classmethod
@@ -472,7 +488,9 @@ class DeviceResources:
     _device_id: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("DeviceResources cannot be constructed directly; use Device.resources")
+        raise RuntimeError(
+            "DeviceResources cannot be instantiated directly. Use dev.resources or ctx.resources"
+        )
 
     @classmethod
     def _of(cls, device_id: int, kind: str = "device", handle: Any = None) -> DeviceResources:

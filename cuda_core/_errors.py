@@ -17,6 +17,18 @@ import sys
 import warnings
 from typing import Any
 
+try:  # what cuda.core raises for a failed libNVVM or nvJitLink call (the bindings' errors)
+    from cuda.bindings.nvjitlink import nvJitLinkError as _nvJitLinkError
+    from cuda.bindings.nvvm import nvvmError as _nvvmError
+except ImportError:  # pragma: no cover - cuda-bindings without them
+
+    class _nvvmError(Exception):  # type: ignore[no-redef]
+        """Stand-in where cuda.bindings has no nvvm module."""
+
+    class _nvJitLinkError(Exception):  # type: ignore[no-redef]
+        """Stand-in where cuda.bindings has no nvjitlink module."""
+
+
 try:  # what cuda.bindings raised for a missing library before cuda_core named it
     from cuda.pathfinder import DynamicLibNotFoundError as _DynamicLibNotFoundError
 except ImportError:  # pragma: no cover - an old cuda-pathfinder
@@ -69,7 +81,8 @@ class CUDAError(Exception):
         self.error_name = name
         self.explanation = explanation
         self.code = code
-        super().__init__(self._format())
+        # Exception's own: a base beside this one (nvvmError, ...) builds its message otherwise
+        Exception.__init__(self, self._format())
 
     def _format(self) -> str:
         parts = [p for p in (self.api, self.error_name, self.explanation) if p]
@@ -159,11 +172,13 @@ def _rebuild_error(cls: type[CUDAError], args: tuple[Any, ...], state: dict[str,
     return err
 
 
-class CUDADriverNotFoundError(CUDAError):
+class CUDADriverNotFoundError(CUDAError, _DynamicLibNotFoundError):
     """The NVIDIA driver library (libcuda) could not be loaded.
 
     Compilation (NVRTC, nvJitLink, libNVVM) keeps working without a driver; only operations
-    that need a GPU raise this error.
+    that need a GPU raise this error. It derives from ``cuda.pathfinder``'s
+    ``DynamicLibNotFoundError`` (a ``RuntimeError``), what ``cuda.core`` raises there, so
+    handlers written for it catch this one too.
     """
 
     def __init__(self, detail: str = "") -> None:
@@ -247,12 +262,15 @@ class CompileError(CUDAError):
         self.options = tuple(options)
         super().__init__(api, name, explanation, code)
 
+    # What the log is headed with, as cuda.core heads it ("..., compilation log:" for NVRTC).
+    _log_label = "log:"
+
     def _format(self) -> str:
         head = super()._format()
         if self.options:
             head += "\noptions: " + " ".join(self.options)
         if self.log:
-            head += "\n" + self.log.rstrip()
+            head += f"\n{self._log_label}\n" + self.log.rstrip()
         return head
 
 
@@ -263,6 +281,8 @@ class NVRTCError(CompileError):
     :attr:`~CompileError.log` the compiler log, :attr:`~CompileError.options` the options passed
     to NVRTC and :attr:`~CUDAError.error_name` the NVRTC status name.
     """
+
+    _log_label = "compilation log:"
 
     def __init__(
         self,
@@ -288,9 +308,31 @@ class NVRTCError(CompileError):
         return text
 
 
-class NVVMError(CompileError):
-    """libNVVM failed to compile NVVM IR; the message holds the whole log."""
+class NVVMError(CompileError, _nvvmError):
+    """libNVVM failed to compile NVVM IR; the message holds the whole log.
+
+    Also a ``cuda.bindings.nvvm.nvvmError``, what ``cuda.core`` raises here; ``status`` is the
+    ``nvvmResult`` (as :attr:`~CUDAError.code`).
+    """
+
+    _log_label = "NVVM program log:"
+
+    @property
+    def status(self) -> int | None:
+        """The library's status code, as the ``cuda.bindings`` error has it."""
+        return self.code
 
 
-class LinkerError(CompileError):
-    """nvJitLink (or the driver's linker) failed; the message holds the linker's error log."""
+class LinkerError(CompileError, _nvJitLinkError):
+    """nvJitLink (or the driver's linker) failed; the message holds the linker's error log.
+
+    Also a ``cuda.bindings.nvjitlink.nvJitLinkError``, what ``cuda.core`` raises when nvJitLink
+    fails; ``status`` is the status code (as :attr:`~CUDAError.code`).
+    """
+
+    _log_label = "Linker error log:"
+
+    @property
+    def status(self) -> int | None:
+        """The library's status code, as the ``cuda.bindings`` error has it."""
+        return self.code

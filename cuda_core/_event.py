@@ -74,7 +74,13 @@ class EventOptions:
             value = getattr(self, field)
             # Exactly a bool or None (unset), as in cuda.core, which refuses 1 and numpy.True_ here.
             if value is not None and not isinstance(value, bool):
-                raise arg_error(field, "True, False or None", value, exc=TypeError)
+                raise arg_error(
+                    field,
+                    "True, False or None",
+                    value,
+                    exc=TypeError,
+                    lead=f"Expected bool, got {type(value).__name__}",  # cuda.core's (Cython's)
+                )
 
     def _flags(self) -> int:
         # Checked when an event is made, as in cuda.core (which raises TypeError there).
@@ -85,6 +91,7 @@ class EventOptions:
                 True,
                 "CUDA IPC events cannot record timing",
                 exc=TypeValueError,
+                lead="IPC-enabled events cannot use timing.",
             )
         flags = 0 if self.timing_enabled else _DISABLE_TIMING
         if self.blocking_sync:
@@ -150,7 +157,8 @@ class Event:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "Event objects cannot be instantiated directly. Use Device.create_event() or Stream.record()"
+            "Event objects cannot be instantiated directly. Please use Stream APIs (record): "
+            "Stream.record() or Device.create_event()"
         )
 
     @classmethod
@@ -173,7 +181,8 @@ class Event:
         )
         if flags & _INTERPROCESS:
             raise TypeError(
-                "an IPC-enabled event must be recorded when it is made (as in cuda.core): use "
+                "IPC-enabled events must be bound; use Stream.record for creation: an IPC-enabled "
+                "event is recorded when it is made, with "
                 "stream.record(options=EventOptions(ipc_enabled=True)), not Device.create_event()"
             )
         if ctx is None:
@@ -183,7 +192,7 @@ class Event:
 
     def _check_open(self) -> None:
         if self._h.is_released:
-            raise RuntimeError("the event is closed")
+            raise RuntimeError("Event has been closed")
 
     @property
     def handle(self) -> driver.CUevent:
@@ -253,13 +262,13 @@ class Event:
     def is_done(self) -> bool:
         """Whether all work recorded before the event has completed (never blocks)."""
         if self._h.is_released:
-            raise RuntimeError("the event is closed")
+            raise RuntimeError("Event has been closed")
         return bool(self._h.query())
 
     def sync(self) -> None:
         """Block the calling thread until the event has completed."""
         if self._h.is_released:  # not .handle: waiting records nothing (see _recorded)
-            raise RuntimeError("the event is closed")
+            raise RuntimeError("Event has been closed")
         self._h.sync()
 
     def __sub__(self, other: Event) -> float:
@@ -268,22 +277,24 @@ class Event:
             return NotImplemented
         for ev, role in ((other, "start"), (self, "end")):
             if ev._h.is_released:
-                raise RuntimeError(f"cannot time events: the {role} event is closed")
+                raise RuntimeError(f"Event has been closed: the {role} event cannot be timed")
             if ev._flags & _DISABLE_TIMING:
                 raise RuntimeError(
-                    f"cannot time events: the {role} event was created without timing; "
-                    "create both with EventOptions(timing_enabled=True)"
+                    f"Both Events must be created with timing enabled: the {role} event was "
+                    "created without timing; create both with EventOptions(timing_enabled=True)"
                 )
             if not ev._recorded:
                 raise RuntimeError(
-                    f"cannot time events: the {role} event was never recorded on a stream"
+                    f"Both Events must be recorded before they can be subtracted: the {role} "
+                    "event was never recorded on a stream; record both with Stream.record()"
                 )
         err, ms = driver.cuEventElapsedTime(
             driver.CUevent(other._h.address), driver.CUevent(self._h.address)
         )
         if err == _NOT_READY:
             raise RuntimeError(
-                "cannot time events: an event has not completed yet; call sync() on the end event first"
+                "One or both events have not completed: call sync() on the end event first (or "
+                "Stream.sync(), Device.sync()) before subtracting them"
             )
         return float(handle_return((err, ms), "cuEventElapsedTime"))
 
@@ -306,7 +317,7 @@ class Event:
         if desc is None:
             if not self._flags & _INTERPROCESS:
                 raise RuntimeError(
-                    "the event is not IPC-enabled; record one with "
+                    "Event is not IPC-enabled; record one with "
                     "stream.record(options=EventOptions(ipc_enabled=True))"
                 )
             ipc = handle_return(

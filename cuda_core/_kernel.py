@@ -149,7 +149,10 @@ class KernelOccupancy:
     _module: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("KernelOccupancy cannot be created directly; use Kernel.occupancy")
+        raise RuntimeError(
+            "KernelOccupancy cannot be instantiated directly. Please use Kernel APIs "
+            "(Kernel.occupancy)"
+        )
 
     @classmethod
     def _init(cls, kernel: Kernel) -> KernelOccupancy:

@@ -18,6 +18,7 @@ from typing import Any, cast
 from ._handles._backend import NATIVE, backend
 from ._handles._protocol import ARG_KINDS, NativeBackend
 from ._kernel_arg_rules import (
+    UNSUPPORTED_LEAD,
     _cai_ptr,
     _dlpack_ptr,
     _fit,
@@ -117,7 +118,7 @@ class Plan:
         scratch = memoryview(bytearray(self.size))
         for i, a in enumerate(args):
             if i < self.nargs and self.rules[i].expr == "{a}._ptr" and _is_closed_buffer(a):
-                return ValueError(f"argument {i} is a closed Buffer")
+                return ValueError(f"Buffer has been closed: argument {i} is a closed Buffer")
             try:
                 self.setters[i](scratch, a)
             except struct.error:
@@ -300,7 +301,10 @@ def make_plan(
         try:
             r = rule_for(a, i)
         except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{label}: {exc}") from None
+            msg = str(exc)
+            if msg.startswith(UNSUPPORTED_LEAD):  # cuda.core's words stay first
+                raise type(exc)(f"{msg} (in {label})") from None
+            raise type(exc)(f"{label}: {msg}") from None
         if layout is not None:
             off, size = layout[i]
             if r.size != size:

@@ -181,6 +181,7 @@ _HANDLE_TYPES = (
 )
 _CTYPES_BASES = (ctypes._SimpleCData, ctypes.Structure, ctypes.Union, ctypes.Array)
 _CTYPES_REJECT = (ctypes.c_char_p, ctypes.c_wchar_p, ctypes.c_longdouble)
+UNSUPPORTED_LEAD = "the argument is of unsupported type: "  # cuda.core's words, then ours
 _SUPPORTED = (
     "bool, int, float, complex, NumPy and ctypes scalars, NumPy structured scalars, "
     "ctypes.Structure, Buffer, objects with __cuda_array_interface__, __dlpack__ or "
@@ -240,7 +241,7 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
     buffer_type = _buffer_type()
     if buffer_type is not None and issubclass(t, buffer_type):
         if _is_closed_buffer(value):
-            raise ValueError(f"argument {index} is a closed Buffer")
+            raise ValueError(f"Buffer has been closed: argument {index} is a closed Buffer")
         # _ptr: the address, None once closed (the Python path says so); read as the type reads it.
         return _pointer_rule("{a}._ptr", _slot_getter(t, "_ptr"))
     if issubclass(t, _HANDLE_TYPES):
@@ -268,7 +269,8 @@ def rule_for(value: Any, index: int = 0) -> _Rule:
         _dlpack_ptr(value)  # refuse host memory now, with its message
         return _pointer_rule("_dlpack_ptr({a})", _dlpack_ptr)
     raise TypeError(
-        f"argument {index} has unsupported type {t.__module__}.{t.__qualname__}; supported: {_SUPPORTED}"
+        f"{UNSUPPORTED_LEAD}{t}: argument {index} has unsupported type "
+        f"{t.__module__}.{t.__qualname__}; supported: {_SUPPORTED}"
     )
 
 

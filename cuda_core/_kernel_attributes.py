@@ -121,7 +121,10 @@ class KernelAttributes:
     _kernel: Any
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("KernelAttributes cannot be created directly; use Kernel.attributes")
+        raise RuntimeError(
+            "KernelAttributes cannot be instantiated directly. Please use Kernel APIs "
+            "(Kernel.attributes)"
+        )
 
     @classmethod
     def _init(

@@ -16,14 +16,13 @@ from typing import Any
 
 from . import _links
 from ._handles._backend import backend
-from ._utils import TypeValueError, ValueOverflowError, arg_error, cast_to_3_tuple
+from ._utils import ValueOverflowError, arg_error, cast_to_3_tuple
 from ._utils._renamed import renamed_property, warn_renamed
 
 __all__ = ["LaunchConfig"]
 
 _LaunchConfigHandle = backend.LaunchConfigHandle
 
-_DIM3_RULE = "an int or a tuple of 1 to 3 ints, each >= 1"
 _SHMEM_RULE = "a whole number of bytes >= 0"
 _AXES = ("x", "y", "z")
 # Streams whose native configs one LaunchConfig keeps; past this the cache starts over. An
@@ -32,8 +31,6 @@ _MAX_NATIVE = 8
 
 
 def _dim3(name: str, value: Any) -> tuple[int, int, int]:
-    if value is None:
-        raise arg_error(name, _DIM3_RULE, value, exc=TypeValueError)  # cuda.core: ValueError
     return cast_to_3_tuple(name, value)
 
 
@@ -269,7 +266,7 @@ class LaunchConfig:
         checked) on first use."""
         h = stream._h
         if h.is_released:
-            raise RuntimeError("the stream is closed")
+            raise RuntimeError("Stream has been closed")
         cfg = self._native.get(h)
         if cfg is None:
             ordinal = stream._device_id

@@ -98,9 +98,7 @@ class _KernelEntry:
     def __init__(self, kernel: Any) -> None:
         handle = getattr(kernel, "_handle", None)
         if handle is None or not hasattr(kernel, "_param_layout"):
-            raise arg_error(
-                "kernel", "a Kernel (from ObjectCode.get_kernel())", kernel, exc=TypeError
-            )
+            raise _kernel_error(kernel)
         self.func = int(handle)
         try:
             self.layout = kernel._param_layout()
@@ -144,9 +142,7 @@ def _entry(kernel: Any) -> _KernelEntry:
     try:
         entry = kernel._launch
     except AttributeError:
-        raise arg_error(
-            "kernel", "a Kernel (from ObjectCode.get_kernel())", kernel, exc=TypeError
-        ) from None
+        raise _kernel_error(kernel) from None
     if entry is None:
         entry = kernel._launch = _KernelEntry(kernel)
     return entry  # type: ignore[no-any-return]
@@ -177,7 +173,28 @@ def _check_config(config: Any) -> LaunchConfig:
         return LaunchConfig(**config)
     if config is None:
         return LaunchConfig()
-    raise arg_error("config", "a LaunchConfig or a dict of its arguments", config, exc=TypeError)
+    raise arg_error(
+        "config",
+        "a LaunchConfig or a dict of its arguments",
+        config,
+        exc=TypeError,
+        lead=_typed_lead("config", "LaunchConfig", config),
+    )
+
+
+def _typed_lead(name: str, expected: str, value: Any) -> str:
+    """What ``cuda.core`` (Cython) says of an argument of the wrong type."""
+    return f"Argument '{name}' has incorrect type (expected {expected}, got {type(value).__name__})"
+
+
+def _kernel_error(kernel: Any) -> Exception:
+    return arg_error(
+        "kernel",
+        "a Kernel (from ObjectCode.get_kernel())",
+        kernel,
+        exc=TypeError,
+        lead=_typed_lead("kernel", "Kernel", kernel),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -509,7 +526,9 @@ class PreparedLaunch(_PreparedBase):
             err = self._call()
         except RuntimeError:
             if self._stream._h.is_released:
-                raise RuntimeError("the stream of this PreparedLaunch is closed") from None
+                raise RuntimeError(
+                    "Stream has been closed: the stream this PreparedLaunch was made for"
+                ) from None
             raise
         if err:
             self._failed(err)

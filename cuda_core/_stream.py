@@ -57,7 +57,13 @@ class StreamOptions:
         if self.priority is not None and (
             isinstance(self.priority, bool) or not isinstance(self.priority, int)
         ):
-            raise arg_error("priority", "None or an int", self.priority, exc=TypeError)
+            raise arg_error(
+                "priority",
+                "None or an int",
+                self.priority,
+                exc=TypeError,
+                lead=f"Expected int, got {type(self.priority).__name__}",  # cuda.core's (Cython's)
+            )
 
 
 class Stream:
@@ -93,7 +99,8 @@ class Stream:
         if obj is not None:
             if options is not None:
                 raise ValueError(
-                    "options must be None when obj is given (a borrowed stream keeps its own)"
+                    "obj and options cannot be both specified: options must be None when obj is "
+                    "given (a borrowed stream keeps its own)"
                 )
             return cls._from_foreign(obj)
         ensure_driver()
@@ -186,14 +193,33 @@ class Stream:
             if isinstance(raw, int):
                 ensure_driver()
                 return _borrow(cls, raw, obj)
-            raise arg_error("obj", "an object with __cuda_stream__", obj, exc=TypeError)
+            raise arg_error(
+                "obj",
+                "an object with __cuda_stream__",
+                obj,
+                exc=TypeError,
+                lead=f"{type(obj)} object does not have a '__cuda_stream__' attribute",
+            )
         info = proto() if callable(proto) else proto
         if not (isinstance(info, tuple) and len(info) == 2):
+            got = (
+                f"{len(info)} elements" if isinstance(info, (tuple, list)) else type(info).__name__
+            )
             raise arg_error(
-                "obj.__cuda_stream__()", "a (version, handle) tuple", info, exc=TypeError
+                "obj.__cuda_stream__()",
+                "a (version, handle) tuple",
+                info,
+                exc=TypeError,
+                lead=f"obj.__cuda_stream__ must return a sequence with 2 elements, got {got}",
             )
         if info[0] != 0:
-            raise arg_error("obj.__cuda_stream__() version", "0", info[0])
+            raise arg_error(
+                "obj.__cuda_stream__() version",
+                "0",
+                info[0],
+                lead="The first element of the sequence returned by obj.__cuda_stream__ must "
+                f"be 0, got {info[0]!r}",
+            )
         ensure_driver()
         return _borrow(cls, int(info[1]), obj)
 
@@ -233,7 +259,7 @@ class Stream:
         """The stream's address; ``RuntimeError`` once closed."""
         h = self._h
         if h.is_released:
-            raise RuntimeError("the stream is closed")
+            raise RuntimeError("Stream has been closed")
         return h.address  # type: ignore[no-any-return]
 
     @property
@@ -333,7 +359,7 @@ class Stream:
 
     def sync(self) -> None:
         """Block the calling thread until all work queued on the stream is done."""
-        self._h.sync()  # a released handle refuses: RuntimeError("the stream is closed")
+        self._h.sync()  # a released handle refuses: RuntimeError("Stream has been closed")
 
     def record(
         self, event: Event | None = None, options: EventOptions | dict | None = None
@@ -354,7 +380,7 @@ class Stream:
         if event is None:
             h = self._h
             if h.is_released:
-                raise RuntimeError("cannot record: the stream is closed")
+                raise RuntimeError("Stream has been closed: nothing can be recorded on it")
             if options is None:
                 flags = _DISABLE_TIMING
             else:
@@ -382,15 +408,23 @@ class Stream:
                     raise
             return ev  # type: ignore[no-any-return]
         if type(event) is not Event and not isinstance(event, Event):
-            raise arg_error("event", "an Event or None", event, exc=TypeError)
+            raise arg_error(
+                "event",
+                "an Event or None",
+                event,
+                exc=TypeError,
+                lead=f"Event expected, got {type(event).__name__}",
+            )
         if options is not None:
             raise ValueError("options must be None when an event is given")
         if event._flags & _INTERPROCESS:
             raise TypeError(
-                "an IPC-enabled event is recorded once, when it is made (another process may be "
-                "waiting on that record); record a new one with options=EventOptions(ipc_enabled=True)"
+                "IPC-enabled events should not be re-recorded, instead create a new event by "
+                "supplying options: an IPC-enabled event is recorded once, when it is made "
+                "(another process may be waiting on that record); record a new one with "
+                "options=EventOptions(ipc_enabled=True)"
             )
-        # A closed stream or event has released its handle, which refuses: "the ... is closed".
+        # A closed stream or event has released its handle, which refuses: "... has been closed".
         event._h.record(self._h)
         return event
 
@@ -415,7 +449,7 @@ class Stream:
         """
         if isinstance(event_or_stream, Event):
             if event_or_stream._h.is_released:  # not .handle: waiting records nothing
-                raise RuntimeError("the event is closed")
+                raise RuntimeError("Event has been closed")
             self._live()
             self._h.wait(event_or_stream._h)
             return
@@ -426,7 +460,10 @@ class Stream:
             if isinstance(exc, ValueError):
                 raise
             # cuda.core raises ValueError for what it cannot wait on: ours is both classes.
-            raise TypeValueError(str(exc)) from exc
+            raise TypeValueError(
+                "only an Event, Stream, or object supporting __cuda_stream__ can be waited, got "
+                f"{type(event_or_stream)}: {exc}"
+            ) from exc
         a, b = self._h, other._h
         if a.address == b.address and (a.address > _LAST_TOKEN or a.ctx is b.ctx):
             return

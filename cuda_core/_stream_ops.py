@@ -13,7 +13,7 @@ from ._compat import driver
 from ._errors import CUDAError
 from ._handles._backend import backend
 from ._handles._contexts import in_context
-from ._utils import arg_error, handle_return, raise_status
+from ._utils import ValueOverflowError, arg_error, handle_return, raise_status
 
 __all__: list[str] = []  # private module
 
@@ -48,7 +48,7 @@ def live_handle(s: Any) -> Any:
     """The driver handle (a ``CUstream``) of stream ``s``; ``RuntimeError`` when it is closed."""
     h = s._h
     if h.is_released:
-        raise RuntimeError("the stream is closed; stream-ordered work cannot be queued on it")
+        raise RuntimeError("Stream has been closed; stream-ordered work cannot be queued on it")
     return _CUstream(h.address)
 
 
@@ -114,7 +114,7 @@ def _call_deallocate(mr: Any, ptr: int, size: int, stream: Any) -> tuple[int]:
 
 
 def closed_error() -> RuntimeError:
-    return RuntimeError("the Buffer is closed; it cannot be used after close()")
+    return RuntimeError("Buffer has been closed; it cannot be used after close()")
 
 
 def host_address(obj: Any, name: str, writable: bool) -> tuple[int, int, Any]:
@@ -203,6 +203,7 @@ def copy_between(dst: Any, src: Any, s: Any, tried: bool = False) -> Any:
     n = src._size
     if dst._size != n:
         raise ValueError(
+            f"buffer sizes mismatch between src and dst (sizes are: src={n}, dst={dst._size}): "
             f"dst must have the size of the source ({n} bytes) (got {dst._size} bytes)"
         )
     if not n:
@@ -304,21 +305,31 @@ _MEMSET = {
 def fill(ptr: int, size: int, value: Any, s: Any) -> None:
     """Queue a fill of ``size`` bytes at ``ptr`` with the 1-, 2- or 4-byte pattern ``value``."""
     if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
-        if not 0 <= value < 256:
-            raise arg_error("value", _PATTERN_RULE, value)
+        if not 0 <= value < 256:  # cuda.core: OverflowError (a uint8 conversion)
+            raise arg_error("value", _PATTERN_RULE, value, exc=ValueOverflowError)
         width, pattern = 1, int(value)
     else:
         try:
             raw = memoryview(value).tobytes()
         except TypeError:
-            raise arg_error("value", _PATTERN_RULE, value, exc=TypeError) from None
+            raise arg_error(
+                "value",
+                _PATTERN_RULE,
+                value,
+                exc=TypeError,
+                lead="value must be an int or support the buffer protocol, got "
+                f"{type(value).__name__}",
+            ) from None
         width = len(raw)
         if width not in _MEMSET:
-            raise arg_error("value", _PATTERN_RULE, value)
+            raise arg_error(
+                "value", _PATTERN_RULE, value, lead=f"value must be 1, 2, or 4 bytes, got {width}"
+            )
         pattern = int.from_bytes(raw, sys.byteorder)
     if size % width:
         raise ValueError(
-            f"the buffer size ({size} bytes) must be a multiple of the {width}-byte fill pattern"
+            f"buffer size ({size}) must be divisible by {width}: the buffer size must be a "
+            f"multiple of the {width}-byte fill pattern"
         )
     if not size:
         return

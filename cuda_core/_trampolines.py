@@ -219,12 +219,19 @@ def host_callback(fn: Any, user_data: Any) -> tuple[Callable[[], Any] | None, in
         copy = ctypes.create_string_buffer(data, max(len(data), 1))
         return None, addr, ctypes.addressof(copy), (fn, copy)
     if not callable(fn):
-        raise arg_error("fn", "a callable or a ctypes CUhostFn function pointer", fn, exc=TypeError)
+        raise arg_error(
+            "fn",
+            "a callable or a ctypes CUhostFn function pointer",
+            fn,
+            exc=TypeError,
+            lead=f"callback must be callable, got {type(fn).__name__}",
+        )
     if user_data is not None:
         raise arg_error(
             "user_data",
             "None for a Python callable",
             user_data,
             "bind state with a closure or functools.partial",
+            lead="host callback user_data is only supported with ctypes function pointers",
         )
     return fn, 0, 0, None

@@ -121,6 +121,8 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int (got {value!r})")
     if value < minimum:
+        if minimum == 1:  # cuda.core's words first
+            raise ValueError(f"{name} must be a positive int: {name} must be >= 1 (got {value!r})")
         raise ValueError(f"{name} must be >= {minimum} (got {value!r})")
     return value
 

@@ -168,7 +168,7 @@ def test_a_set_value_is_checked_against_the_device_at_the_next_launch():
 def test_set_values_are_checked_as_at_construction(field, value, exc):
     cfg = LaunchConfig(grid=4, block=32)
     before = repr(cfg)
-    with pytest.raises(exc, match=f"LaunchConfig.{field} must be"):
+    with pytest.raises(exc, match=f"^LaunchConfig.{field} (values? )?must be"):
         setattr(cfg, field, value)
     assert repr(cfg) == before  # a refused value changes nothing
     if value is not None:

@@ -43,7 +43,7 @@ def test_config_dict_and_none_read_as_cuda_core_reads_them():
     # which refuses the missing grid (ValueError there; ours is a TypeError and a ValueError).
     with pytest.raises(TypeError, match="kernel must be a Kernel"):  # the dict was accepted
         launch(LEGACY_DEFAULT_STREAM, {"grid": 1, "block": 1}, object())
-    with pytest.raises(ValueError, match=r"LaunchConfig\.block must be"):  # and checked
+    with pytest.raises(ValueError, match=r"^LaunchConfig\.block value must be >= 1"):  # checked
         launch(LEGACY_DEFAULT_STREAM, {"grid": 1, "block": 0}, object())
     with pytest.raises(TypeError, match="unexpected keyword"):
         launch(LEGACY_DEFAULT_STREAM, {"grid": 1, "block": 1, "grid_dim": 2}, object())

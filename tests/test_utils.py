@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 
 import pytest
@@ -98,18 +99,44 @@ def test_cast_to_3_tuple(value, expected):
     assert cast_to_3_tuple("grid", value) == expected
 
 
-@pytest.mark.parametrize("value", [0, -1, (1, 0), (), (1, 1, 1, 1)])
-def test_cast_to_3_tuple_value_errors(value):
+@pytest.mark.parametrize(
+    ("value", "lead"),
+    [
+        (0, "grid value must be >= 1 (got 0)"),
+        (-1, "grid value must be >= 1 (got -1)"),
+        ((0,), "grid value must be >= 1 (got (0,))"),
+        ((1, 0), "grid values must be >= 1 (got (1, 0))"),
+    ],
+)
+def test_cast_to_3_tuple_value_errors(value, lead):
+    # cuda.core's message first, then the rule and the value
     with pytest.raises(ValueError) as info:
         cast_to_3_tuple("grid", value)
-    assert str(info.value).startswith("grid must be an int or a tuple of 1 to 3 ints, each >= 1")
-    assert f"(got {value!r})" in str(info.value)
+    assert str(info.value).startswith(lead + "; grid takes an int or a tuple of 1 to 3 ints")
+    assert str(info.value).endswith(f"(got {value!r})")
 
 
-@pytest.mark.parametrize("value", [1.0, "2", True, (1, 2.0), [1, 2], None])
-def test_cast_to_3_tuple_type_errors(value):
-    with pytest.raises(TypeError, match=r"^block must be an int or a tuple of 1 to 3 ints"):
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [
+        (1.0, "<class 'float'>"),
+        ("2", "<class 'str'>"),
+        (True, "<class 'bool'>"),
+        ((1, 2.0), "(1, 2.0)"),
+        ((1, True), "(1, True)"),
+        ([1, 2], "<class 'list'>"),
+        (None, "<class 'NoneType'>"),
+        ((1, 1, 1, 1), "tuple with length 4"),
+    ],
+)
+def test_cast_to_3_tuple_type_errors(value, got):
+    lead = f"block must be an int, or a tuple with up to 3 ints (got {got})"
+    with pytest.raises(TypeError, match=r"^" + re.escape(lead) + "; block takes an int or a"):
         cast_to_3_tuple("block", value)
+
+
+def test_cast_to_3_tuple_takes_an_empty_tuple_as_cuda_core_does():
+    assert cast_to_3_tuple("grid", ()) == (1, 1, 1)
 
 
 @given(st.lists(st.integers(min_value=1, max_value=2**31), min_size=1, max_size=3))

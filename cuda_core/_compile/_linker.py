@@ -173,7 +173,12 @@ class LinkerOptions:
             An unknown backend, or ``arch`` not set and no GPU present.
         """
         if backend.lower() != "nvjitlink":
-            raise arg_error("backend", '"nvjitlink"', backend)
+            raise arg_error(
+                "backend",
+                '"nvjitlink"',
+                backend,
+                lead=f"as_bytes() only supports 'nvjitlink' backend, got {backend!r}",
+            )
         out = [f"-arch={self.arch if self.arch is not None else device_arch('LinkerOptions')}"]
         add = out.append
         if self.max_register_count is not None:
@@ -486,7 +491,10 @@ class Linker:
         self, *object_codes: ObjectCode, options: LinkerOptions | dict | None = None
     ) -> None:
         if not object_codes:
-            raise ValueError("Linker needs at least one ObjectCode to link")
+            raise ValueError(
+                "At least one ObjectCode object must be provided: Linker needs at least one "
+                "ObjectCode to link"
+            )
         for i, oc in enumerate(object_codes):
             if not isinstance(oc, ObjectCode):
                 raise arg_error(f"object_codes[{i}]", "an ObjectCode", oc, exc=TypeError)
@@ -569,9 +577,14 @@ class Linker:
             The linker is closed (the exception is also a ``ValueError``).
         """
         if self._closed:
-            raise _ClosedLinkerError("this Linker is closed")
+            raise _ClosedLinkerError("Linker has been closed. Make a new Linker to link again")
         if target_type not in ("cubin", "ptx", "ltoir"):
-            raise arg_error("target_type", '"cubin", "ptx" or "ltoir"', target_type)
+            raise arg_error(
+                "target_type",
+                '"cubin", "ptx" or "ltoir"',
+                target_type,
+                lead=f"Unsupported target type: {target_type}",
+            )
         if target_type == "ltoir":
             self._check_ltoir_output()
         name = self._options.name or "<default linker>"
@@ -640,6 +653,8 @@ class Linker:
     def _log(self, log: str | None) -> str:
         if log is None:
             if self._closed:
-                raise _ClosedLinkerError("this Linker is closed and never linked: it has no log")
+                raise _ClosedLinkerError(
+                    "Linker has been closed. It never linked, so it has no log"
+                )
             return ""
         return log

@@ -233,7 +233,7 @@ class ObjectCode:
         if holder is not None:
             return holder.value
         if self._kernels is None:
-            raise RuntimeError("this ObjectCode is closed")
+            raise RuntimeError("ObjectCode has been closed")
         ensure_driver()
         code = self._code
         if isinstance(code, str):
@@ -295,8 +295,9 @@ class ObjectCode:
                 return k
         if self._code_type not in _LOADABLE:
             raise RuntimeError(
-                f"kernels cannot be loaded from {self._code_type!r} code; link it with Linker into "
-                f"one of {', '.join(_LOADABLE)} first"
+                f'Unsupported code type "{self._code_type}" (supported_code_types={_LOADABLE}): '
+                f"kernels cannot be loaded from {self._code_type!r} code; link it with Linker "
+                f"into one of {', '.join(_LOADABLE)} first"
             )
         lib = self._load()
         sym = self._sym_map.get(name, name)

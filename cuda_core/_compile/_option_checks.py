@@ -93,46 +93,85 @@ def device_arch(owner: str = "ProgramOptions") -> str:
 
 
 def _extra_sources(value: Any) -> list[tuple[str, bytes]]:
-    """``extra_sources`` as ``[(name, bytes), ...]`` (checked)."""
+    """``extra_sources`` as ``[(name, bytes), ...]`` (checked; the messages are ``cuda.core``'s,
+    then ours)."""
     if value is None:
         return []
     rule = "a sequence of (name, source) pairs, source being str, bytes or bytearray"
     if not isinstance(value, (list, tuple)):
-        raise arg_error("extra_sources", rule, value, exc=TypeError)
+        raise arg_error(
+            "extra_sources",
+            rule,
+            value,
+            exc=TypeError,
+            lead="extra_sources must be a sequence of 2-tuples: ((name1, source1), (name2, "
+            "source2), ...)",
+        )
     out = []
-    for item in value:
-        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)):
-            raise arg_error("extra_sources", rule, value, exc=TypeError)
+    for i, item in enumerate(value):
+        if not (isinstance(item, tuple) and len(item) == 2):
+            lead = (
+                f"Each extra module must be a 2-tuple (name, source), got "
+                f"{type(item).__name__} at index {i}"
+            )
+            raise arg_error("extra_sources", rule, value, exc=TypeError, lead=lead)
         name, src = item
+        if not isinstance(name, str):
+            lead = f"Module name at index {i} must be a string, got {type(name).__name__}"
+            raise arg_error("extra_sources", rule, value, exc=TypeError, lead=lead)
         if isinstance(src, str):
             src = src.encode()
         elif isinstance(src, (bytes, bytearray)):
             src = bytes(src)
         else:
-            raise arg_error("extra_sources", rule, value, exc=TypeError)
+            lead = (
+                f"Module source at index {i} must be str (textual LLVM IR), bytes (textual LLVM "
+                f"IR or bitcode), or bytearray, got {type(src).__name__}"
+            )
+            raise arg_error("extra_sources", rule, value, exc=TypeError, lead=lead)
+        if not src:
+            raise ValueError(
+                f"Module source for {name!r} (index {i}) cannot be empty: libNVVM has nothing "
+                "to compile in it"
+            )
         out.append((name, src))
     return out
 
 
+class DefineMacroError(TypeError, RuntimeError):
+    """A malformed ``define_macro``: a TypeError here, a RuntimeError in cuda.core, so both."""
+
+
+_MACRO_RULE = "a str, a (name, value) tuple or a list of them"
+_ONE = "Union[str, tuple[str, str]]"
+
+
+def _macro_error(lead: str, value: Any) -> DefineMacroError:
+    return DefineMacroError(f"{lead}; define_macro must be {_MACRO_RULE} (got {value!r})")
+
+
 def _macros(value: Any) -> list[str]:
+    """``define_macro`` as ``NAME`` / ``NAME=VALUE`` strings; refusals worded as
+    ``cuda.core``'s ("Expected define_macro tuple[str, str], got ...")."""
     if value is None:
         return []
-    items = [value] if isinstance(value, (str, tuple)) else value
-    if not isinstance(items, list) and not isinstance(items, tuple):
-        raise arg_error(
-            "define_macro", "a str, a (name, value) tuple or a list of them", value, exc=TypeError
-        )
-    out = []
-    for m in items:
+
+    def one(m: Any, lead_any: str) -> str:
         if isinstance(m, str):
-            out.append(m)
-        elif isinstance(m, tuple) and len(m) == 2 and all(isinstance(x, str) for x in m):
-            out.append(f"{m[0]}={m[1]}")
-        else:
-            raise arg_error(
-                "define_macro",
-                "a str, a (name, value) tuple or a list of them",
-                value,
-                exc=TypeError,
-            )
-    return out
+            return m
+        if isinstance(m, tuple):
+            if len(m) == 2 and all(isinstance(x, str) for x in m):
+                return f"{m[0]}={m[1]}"
+            raise _macro_error(f"Expected define_macro tuple[str, str], got {m}", value)
+        raise _macro_error(f"Expected define_macro {lead_any}, got {m}", value)
+
+    whole = f"{_ONE}, list[{_ONE}]"
+    if isinstance(value, (str, tuple)):
+        return [one(value, whole)]
+    if not isinstance(value, list):
+        raise _macro_error(f"Expected define_macro {whole}, got {value}", value)
+    if any(isinstance(m, (list, tuple)) for m in value):  # a nested list: item by item
+        return [one(m, _ONE) for m in value]
+    if not all(isinstance(m, str) for m in value):
+        raise _macro_error(f"Expected define_macro {whole}, got {value}", value)
+    return list(value)

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .._errors import CUDAError
 from .._utils import arg_error, as_flag, options_repr, suggest_fields
 from ._libraries import nvrtc_version_cached
 from ._option_checks import _as_list as _as_list
@@ -39,7 +40,9 @@ class ProgramOptions:
     compiler's default). Boolean switches emit their flag when ``True``; ``true/false`` flags
     (``ftz``, ``prec_div``, ...) emit the value given. An option the backend cannot take (for
     example ``extra_sources`` with NVRTC, or an option newer than the installed NVRTC) raises a
-    ``ValueError`` naming it; a switch left at ``False`` is ignored by every backend.
+    ``ValueError`` naming it (for NVVM, also the ``CUDAError`` ``cuda.core`` raises, worded as
+    its: ``"The following options are not supported by NVVM backend: std"``); a switch left at
+    ``False`` is ignored by every backend.
 
     Parameters
     ----------
@@ -90,10 +93,12 @@ class ProgramOptions:
         Diagnostic formatting.
     diag_error, diag_suppress, diag_warn : int or sequence of int, optional
         Diagnostic numbers to promote, suppress or warn about.
-    time : str, optional
-        Write compile timings to this file (``--time``).
+    time : str or bool, optional
+        Write compile timings to this file (``--time``). For a PTX program (nvJitLink), any
+        value, ``True`` too, asks for ``-time``.
     split_compile : int, optional
-        Threads for split compilation (``--split-compile``).
+        Threads for split compilation (``--split-compile``); a ``bool`` is read as ``0``/``1``,
+        as ``cuda.core`` takes it.
     fdevice_syntax_only, minimal : bool, optional
         Syntax check only; minimal header set.
     no_cache : bool, optional
@@ -192,6 +197,8 @@ class ProgramOptions:
     numba_debug: bool | None = None
 
     def __post_init__(self) -> None:
+        if self.name is None:
+            self.name = "default_program"  # as cuda.core reads None
         if self.arch is not None:
             self.arch = normalize_arch(self.arch)
         # On/off options take any truth value, as in cuda.core (``debug=1``, ``numpy.True_``).
@@ -200,6 +207,10 @@ class ProgramOptions:
         if self.use_bundled_headers:
             # cuda.core refuses it when the options are made (not at compile): so do we.
             _check_nvrtc_version(["use_bundled_headers"])
+        if self.time is False:
+            self.time = None
+        if isinstance(self.split_compile, bool):
+            self.split_compile = int(self.split_compile)  # as cuda.core passes it on
         for f in (
             "name",
             "std",
@@ -212,6 +223,8 @@ class ProgramOptions:
             "frandom_seed",
         ):
             v = getattr(self, f)
+            if f == "time" and v is True:
+                continue  # a PTX program's switch (nvJitLink's -time), as cuda.core takes it
             if v is not None and not isinstance(v, (str, os.PathLike)):
                 raise arg_error(f, "a string or None", v, exc=TypeError)
         check_counts(self, ("max_register_count", "split_compile"))
@@ -280,7 +293,13 @@ class ProgramOptions:
         elif backend == "nvvm":
             flags = self._nvvm_flags(target_type)
         else:
-            raise arg_error("backend", f"one of {', '.join(_BACKENDS)}", backend)
+            raise arg_error(
+                "backend",
+                f"one of {', '.join(_BACKENDS)}",
+                backend,
+                lead=f"Unknown backend {backend!r}. Must be one of: 'nvrtc', 'nvvm' (or "
+                "'nvjitlink', for PTX input)",
+            )
         return [f.encode() for f in flags]
 
     def _nvrtc_flags(self, target_type: str | None) -> list[str]:
@@ -351,6 +370,12 @@ class ProgramOptions:
             out.extend(f"{flag}={n}" for n in self._diag[f])
         if self.brief_diagnostics is not None:
             add(f"--brief-diagnostics={_tf(self.brief_diagnostics)}")
+        if self.time is True:
+            raise arg_error(
+                "time",
+                "a file name for NVRTC's timing table (True is nvJitLink's switch, for PTX)",
+                self.time,
+            )
         if self.time is not None:
             add(f"--time={os.fspath(self.time)}")
         if self.split_compile is not None:
@@ -394,20 +419,29 @@ class ProgramOptions:
         return out
 
     def _reject(self, backend: str, allowed: frozenset[str]) -> None:
-        # A switch left at False asks for nothing, so any backend may ignore it.
+        # A switch left at False asks for nothing, so any backend may ignore it; a true/false
+        # option's False asks for its flag (--builtin-move-forward=false), as any value.
         bad = [
             f
             for f in self._set_fields(_ALL_FIELDS)
-            if f not in allowed and getattr(self, f) is not False
+            if f not in allowed and (getattr(self, f) is not False or f in _TRUE_FALSE)
         ]
-        if bad:
-            takes = f" (it takes only {', '.join(sorted(allowed))})" if len(allowed) < 20 else ""
-            raise ValueError(
-                f"option(s) {', '.join(bad)} cannot be used with the {backend} backend{takes}"
+        if not bad:
+            return
+        if backend == "NVVM":
+            # cuda.core's message, all of it: code matches it whole (a note would break that,
+            # pytest matches notes too), and it names the options
+            raise UnsupportedOptionError(
+                f"The following options are not supported by NVVM backend: {', '.join(bad)}"
             )
+        takes = f" (it takes only {', '.join(sorted(allowed))})" if len(allowed) < 20 else ""
+        raise ValueError(
+            f"option(s) {', '.join(bad)} cannot be used with the {backend} backend{takes}"
+        )
 
     def _nvjitlink_flags(self, target_type: str | None) -> list[str]:
-        self._reject("nvJitLink (PTX input)", _NVJITLINK_OK)
+        # numba_debug: the linker cannot honour it; Program warns (as cuda.core) and drops it
+        self._reject("nvJitLink (PTX input)", _NVJITLINK_OK | {"numba_debug"})
         out = [f"-arch={self._arch_or_device()}"]
         add = out.append
         if self.max_register_count is not None:
@@ -468,6 +502,11 @@ class ProgramOptions:
         return self._incs, self._pre
 
 
+class UnsupportedOptionError(CUDAError, ValueError):
+    """An option the NVVM backend cannot take: the ``CUDAError`` cuda.core raises, and the
+    ``ValueError`` cuda_core raised before."""
+
+
 class NVRTCTooOldError(ValueError, RuntimeError):
     """An option this NVRTC is too old for: a ValueError here; cuda.core raises RuntimeError
     (for ``use_bundled_headers``, already when the options are made), so it is both."""
@@ -502,6 +541,22 @@ def bundled_headers_dir() -> str:
 _ALL_FIELDS = tuple(f.name for f in dataclasses.fields(ProgramOptions))
 _BOOL_FIELDS = tuple(
     f.name for f in dataclasses.fields(ProgramOptions) if str(f.type).startswith("bool")
+)
+# Options given to NVRTC as --name=true/false: False is a request too.
+_TRUE_FALSE = frozenset(
+    {
+        "relocatable_device_code",
+        "ftz",
+        "prec_sqrt",
+        "prec_div",
+        "fma",
+        "builtin_move_forward",
+        "builtin_initializer_list",
+        "brief_diagnostics",
+        "pch_verbose",
+        "pch_messages",
+        "instantiate_templates_in_pch",
+    }
 )
 _OFAST_LEVELS = ("0", "min", "mid", "max")
 # The first NVRTC release that takes each option (an older one gets a ValueError naming it).

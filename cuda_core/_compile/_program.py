@@ -6,6 +6,7 @@ NVRTC program and loads no compiler library.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,8 +90,18 @@ class Program:
 
     Raises
     ------
-    TypeError, ValueError
-        ``code`` is not str/bytes, or ``code_type`` is unknown.
+    TypeError
+        ``code`` is not str/bytes.
+    RuntimeError
+        ``code_type`` is unknown (``"Unsupported code_type='fortran' (supported_code_types=
+        ('c++', 'ptx', 'nvvm'))"``, as in ``cuda.core``; also a ``ValueError``).
+    ValueError
+        ``extra_sources`` given for C++ or PTX code (only NVVM takes it).
+
+    Warns
+    -----
+    UserWarning
+        ``numba_debug`` asked of PTX code, which the linker compiles: it is ignored.
 
     Examples
     --------
@@ -117,18 +128,37 @@ class Program:
     ) -> None:
         ct = code_type.lower() if isinstance(code_type, str) else code_type
         if ct not in _CODE_TYPES:
-            raise arg_error(
-                "code_type", 'one of "c++", "ptx", "nvvm"', code_type, exc=ValueRuntimeError
+            # cuda.core's message, all of it (code matches it whole); it names the choices
+            raise ValueRuntimeError(
+                f"Unsupported code_type={ct!r} (supported_code_types={tuple(_CODE_TYPES)})"
             )
         if isinstance(code, (bytearray, memoryview)):
             code = bytes(code)
         if not isinstance(code, (str, bytes)):
-            raise arg_error("code", "a str or bytes", type(code).__name__, exc=TypeError)
+            lead = (
+                "NVVM IR code must be provided as str, bytes, or bytearray"
+                if ct == "nvvm"
+                else f"Expected type str, but got {type(code).__name__}"
+            )
+            raise arg_error("code", "a str or bytes", type(code).__name__, exc=TypeError, lead=lead)
         if ct != "nvvm" and isinstance(code, bytes):
             code = code.decode()
         self._code: str | bytes = code
         self._code_type: str = ct
         self._options: ProgramOptions = check_or_create_options(ProgramOptions, options, "options")
+        if ct != "nvvm" and self._options.extra_sources is not None:
+            which = "NVRTC backend (C++ code_type)" if ct == "c++" else "PTX backend."
+            raise ValueError(
+                f"extra_sources is not supported by the {which}: only NVVM IR programs "
+                "(code_type='nvvm') compile extra modules"
+            )
+        if ct == "ptx" and self._options.numba_debug:
+            warnings.warn(
+                "numba_debug is ignored for code_type='ptx', which is processed by the linker; "
+                "it applies only to the NVVM and NVRTC compilation backends.",
+                UserWarning,
+                stacklevel=2,
+            )
         # owns the nvrtcProgram, made on first use
         self._holder = OwnedHandle("nvrtc program", None, nvrtc.nvrtcDestroyProgram)
         self._pch_status: str | None = None
@@ -209,7 +239,7 @@ class Program:
 
     def _check_open(self) -> None:
         if self._holder is None:
-            raise RuntimeError("this Program is closed")
+            raise RuntimeError("Program has been closed. Make a new Program to compile again")
 
     def _name(self) -> str:
         return self._options.name or "default_program"
@@ -260,10 +290,12 @@ class Program:
         self._check_open()
         targets = _TARGETS[self._code_type]
         if target_type not in targets:
+            backend = {"c++": "NVRTC", "ptx": "PTX", "nvvm": "NVVM"}[self._code_type]
             raise arg_error(
                 "target_type",
                 f"one of {', '.join(map(repr, targets))} for {self._code_type!r} code",
                 target_type,
+                lead=f'Unsupported target_type="{target_type}" for {backend}',
             )
         # A lone string is one expression, not a sequence of one-character names.
         names = (

@@ -80,4 +80,4 @@ class _Current:
 
 
 def _closed(what: str) -> RuntimeError:
-    return RuntimeError(f"the {what} is closed")
+    return RuntimeError(f"{what} has been closed")  # cuda.core's wording

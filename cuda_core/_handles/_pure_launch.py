@@ -96,7 +96,7 @@ class LaunchConfigHandle:
     def launch(self, function: int, params: int) -> int:
         """``cuLaunchKernelEx(config, function, params, NULL)``: the status (0: success)."""
         if self.stream.is_released:
-            raise _closed("stream")
+            raise _closed("Stream")
         fn = _launch_fn
         if fn is not None:
             return fn(self._address, function, params, None)  # type: ignore[no-any-return]

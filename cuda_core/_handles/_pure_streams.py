@@ -216,7 +216,7 @@ class StreamHandle:
 
     def _live(self) -> Any:
         if self.is_released:
-            raise _closed("stream")
+            raise _closed("Stream")
         return _CUstream(self.address)
 
     def sync(self) -> None:
@@ -359,7 +359,7 @@ class EventHandle:
 
     def _live(self) -> Any:
         if self._released:
-            raise _closed("event")
+            raise _closed("Event")
         return _CUevent(self.address)
 
     def record(self, stream: StreamHandle) -> None:

@@ -16,6 +16,7 @@ import numpy
 
 from .._compat import driver
 from .._handles._contexts import CtxScope
+from .._handles._driver import driver_available
 from .._utils import BufferAttributeError, BufferValueError, check_cleanup, handle_return
 from . import _dlpack as _dl
 from ._fast_arrays import AMBIGUOUS
@@ -36,7 +37,7 @@ def read_cuda_array_interface(obj: Any, stream_ptr: int | None) -> Fields:
         iface = obj.__cuda_array_interface__
     except AttributeError:
         raise BufferAttributeError(
-            f"{type(obj).__name__} has no __cuda_array_interface__"
+            f"'{type(obj).__name__}' object has no attribute '__cuda_array_interface__'"
         ) from None
     if stream_ptr is None:
         raise BufferError(AMBIGUOUS)
@@ -49,12 +50,26 @@ def read_cuda_array_interface(obj: Any, stream_ptr: int | None) -> Fields:
 
 
 def read_array_interface(obj: Any) -> Fields:
-    """The view fields of ``obj.__array_interface__`` (host memory)."""
+    """The view fields of ``obj.__array_interface__`` (host memory).
+
+    ``device_id`` is what ``cuda.core`` gives such a view: the current context's device
+    (-1 where there is none, or no driver: ``cuda.core`` raises there).
+    """
     try:
         iface = obj.__array_interface__
     except AttributeError:
-        raise BufferAttributeError(f"{type(obj).__name__} has no __array_interface__") from None
-    return _read_interface_dict(iface, -1, False, _KDLCPU)
+        raise BufferAttributeError(
+            f"'{type(obj).__name__}' object has no attribute '__array_interface__'"
+        ) from None
+    return _read_interface_dict(iface, _current_device(), False, _KDLCPU)
+
+
+def _current_device() -> int:
+    """The current context's device ordinal; -1 without one (or without a driver)."""
+    if not driver_available():
+        return -1
+    err, dev = driver.cuCtxGetDevice()
+    return int(dev) if err == driver.CUresult.CUDA_SUCCESS else -1
 
 
 def _typestr_dtype(typestr: str) -> numpy.dtype[Any]:
@@ -89,7 +104,8 @@ def _read_interface_dict(
         item = dt.itemsize
         if any(map(item.__rmod__, byte_strides)):
             raise BufferValueError(
-                f"strides {tuple(byte_strides)} (bytes) are not multiples of the item size {item}"
+                f"strides must be divisible by itemsize: the strides {tuple(byte_strides)} "
+                f"(bytes) are not multiples of the item size {item}"
             )
         strides = tuple(map(item.__rfloordiv__, byte_strides))
     return ((ptr or 0) + offset, shape, strides, dt, device_id, accessible, bool(ro), dev_type)

@@ -107,7 +107,7 @@ class GraphicsResource:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "GraphicsResource cannot be constructed directly; use GraphicsResource.from_gl_buffer() "
+            "GraphicsResource cannot be instantiated directly. Use GraphicsResource.from_gl_buffer() "
             "or GraphicsResource.from_gl_image()"
         )
 
@@ -190,7 +190,7 @@ class GraphicsResource:
 
     def _check_open(self) -> None:
         if self._reg.is_released:
-            raise RuntimeError("the GraphicsResource is closed")
+            raise RuntimeError("GraphicsResource has been closed")
 
     def _get_mapped_buffer(self) -> Buffer | None:
         buf = self._buf

@@ -162,8 +162,10 @@ class StridedMemoryView(_ViewBase):
         kind = _kinds.get(tp)
         if kind is None:
             if not (hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__")):
+                missing = "__dlpack__" if hasattr(obj, "__dlpack_device__") else "__dlpack_device__"
                 raise BufferAttributeError(
-                    f"{tp.__name__} does not support DLPack (no __dlpack__/__dlpack_device__)"
+                    f"'{tp.__name__}' object has no attribute '{missing}': it does not support "
+                    "DLPack (no __dlpack__/__dlpack_device__)"
                 )
             kind = _classify(tp)
         if kind == _KIND_DLPACK:
@@ -223,7 +225,9 @@ class StridedMemoryView(_ViewBase):
         Returns
         -------
         StridedMemoryView
-            A host view (``device_id == -1``, ``is_device_accessible`` False).
+            A host view (``is_device_accessible`` False). Its ``device_id`` is the current
+            context's device, as ``cuda.core`` gives it, or -1 where no context is current
+            (``cuda.core`` raises there).
 
         Raises
         ------
@@ -262,7 +266,9 @@ class StridedMemoryView(_ViewBase):
         if hasattr(obj, "__array_interface__"):
             return cls.from_array_interface(obj)
         raise BufferError(
-            f"{type(obj).__name__} supports no array protocol (DLPack, CUDA or NumPy array interface)"
+            "the input object does not support any data exchange protocol: "
+            f"{type(obj).__name__} supports no array protocol (DLPack, CUDA or NumPy array "
+            "interface)"
         )
 
     @classmethod
@@ -465,7 +471,8 @@ class StridedMemoryView(_ViewBase):
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack ``(device_type, device_id)`` of the viewed memory."""
-        return (self._dl_device_type, 0 if self.device_id < 0 else self.device_id)
+        host = self._dl_device_type == _dl.kDLCPU or self.device_id < 0  # host memory: device 0
+        return (self._dl_device_type, 0 if host else self.device_id)
 
     def __dlpack__(
         self,
@@ -504,7 +511,8 @@ class StridedMemoryView(_ViewBase):
         dt = self.dtype
         if dt is None:
             raise BufferError(
-                "this view has no dtype (from_buffer with only itemsize): create it with dtype= to export it"
+                "Cannot export StridedMemoryView via DLPack without dtype information; create the "
+                "view with dtype specified: this view has no dtype (from_buffer with only itemsize)"
             )
         return _dl.make_capsule(
             self.ptr,

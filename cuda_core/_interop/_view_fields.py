@@ -54,6 +54,7 @@ def _stream_ptr(stream_ptr: Any) -> int | None:
         "a stream address (an int or a CUstream such as stream.handle), -1 or None",
         stream_ptr,
         exc=TypeError,
+        lead=f"Argument 'stream_ptr' has incorrect type (expected int, got {tp.__name__})",
     )
 
 
@@ -69,14 +70,19 @@ def buffer_view(
     """A ``cls`` view of ``buffer`` with ``shape`` and ``strides`` (see
     :meth:`StridedMemoryView.from_buffer`, whose arguments these are, checked here)."""
     if itemsize is None and dtype is None:
-        raise ValueError("itemsize or dtype must be given (got neither)")
+        raise ValueError("Either itemsize or dtype must be specified: neither was given")
     dt = None if dtype is None else numpy.dtype(dtype)
     if itemsize is not None:
         if isinstance(itemsize, bool) or not isinstance(itemsize, int) or itemsize <= 0:
-            raise arg_error("itemsize", "a positive int", itemsize)
+            raise arg_error(
+                "itemsize", "a positive int", itemsize, lead="itemsize must be positive"
+            )
         if dt is not None and dt.itemsize != itemsize:
             raise arg_error(
-                "itemsize", f"dtype.itemsize ({dt.itemsize}) when both are given", itemsize
+                "itemsize",
+                f"dtype.itemsize ({dt.itemsize}) when both are given",
+                itemsize,
+                lead=f"itemsize ({itemsize}) does not match dtype.itemsize ({dt.itemsize})",
             )
     item = dt.itemsize if dt is not None else int(itemsize or 0)
     shape = tuple(shape)
@@ -86,7 +92,13 @@ def buffer_view(
     if strides is not None:
         strides = tuple(strides)
         if len(strides) != len(shape) or not all(isinstance(s, int) for s in strides):
-            raise arg_error("strides", f"None or a tuple of {len(shape)} ints", strides)
+            lead = (
+                "Strides, if provided, must have the same length as shape. Shape has "
+                f"{len(shape)} dimensions, but strides has {len(strides)} dimensions"
+                if len(strides) != len(shape)
+                else ""
+            )
+            raise arg_error("strides", f"None or a tuple of {len(shape)} ints", strides, lead=lead)
     count = 1
     for n in shape:
         count *= n
@@ -98,7 +110,11 @@ def buffer_view(
         hi = sum(s * (n - 1) for n, s in zip(shape, st) if s > 0)
         if lo < 0:
             raise arg_error(
-                "strides", "non-negative for a view starting at the buffer's start", strides
+                "strides",
+                "non-negative for a view starting at the buffer's start",
+                strides,
+                lead="Allocation size for a layout that maps elements to negative memory "
+                f"offsets is ambiguous. The layout's min_offset is {lo}",
             )
         need = (hi + 1) * item
         if need > buffer.size:
@@ -106,6 +122,8 @@ def buffer_view(
                 "shape",
                 f"within the buffer's {buffer.size} bytes (this view needs {need})",
                 shape,
+                lead="Buffer size is too small for the layout. Expected at least "
+                f"{need} bytes, got {buffer.size} bytes.",
             )
     view = _new_view(cls)
     view.ptr = int(buffer.handle)

@@ -131,7 +131,8 @@ class Buffer(BufferExport):
         """
         if mr is not None and owner is not None:
             raise TypeValueError(  # a TypeError in cuda.core
-                "mr and owner cannot both be given: mr frees the memory, owner only keeps an object alive"
+                "owner and memory resource cannot be both specified together: mr frees the "
+                "memory, owner only keeps an object alive"
             )
         ptr = check_ptr(ptr)
         size = check_size(size)
@@ -385,7 +386,9 @@ class Buffer(BufferExport):
         if dst is None:
             if self._mr is None:
                 raise ValueError(
-                    "dst must be given: this buffer has no memory resource to allocate a copy from"
+                    "a destination buffer must be provided (this buffer does not have a "
+                    "memory_resource): dst must be given, there is no memory resource to "
+                    "allocate a copy from"
                 )
             dst = self._mr.allocate(self._size, stream=s)
         if options is not None:

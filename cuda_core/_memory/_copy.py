@@ -53,9 +53,13 @@ class Host:
         if numa_id is not None and (
             isinstance(numa_id, bool) or not isinstance(numa_id, int) or numa_id < 0
         ):
-            raise arg_error(
-                "numa_id", "None or a non-negative int", numa_id, exc=TypeValueError
-            )  # cuda.core: ValueError
+            raise arg_error(  # cuda.core: ValueError
+                "numa_id",
+                "None or a non-negative int",
+                numa_id,
+                exc=TypeValueError,
+                lead=f"numa_id must be a non-negative int, got {numa_id!r}",
+            )
         is_numa_current = bool(is_numa_current)  # any truth value, as in cuda.core
         if numa_id is not None and is_numa_current:
             raise ValueError("numa_id and is_numa_current are mutually exclusive: give one of them")
@@ -131,7 +135,12 @@ def _enum_value(enum_cls: Any, value: Any, field: str) -> Any:
         return enum_cls(value)
     except ValueError:
         choices = ", ".join(repr(m.value) for m in enum_cls)
-        raise arg_error(field, f"a {enum_cls.__name__} or one of {choices}", value) from None
+        raise arg_error(
+            field,
+            f"a {enum_cls.__name__} or one of {choices}",
+            value,
+            lead=f"invalid {field}: {value!r}",
+        ) from None
 
 
 @dataclasses.dataclass
@@ -204,17 +213,22 @@ def _batch_stream(stream: Any, api: str, capture: bool = False) -> Any:
         )
     s = _links.as_stream(stream)
     if s._h.is_released:
-        raise RuntimeError("the stream is closed; stream-ordered work cannot be queued on it")
+        raise RuntimeError("Stream has been closed; stream-ordered work cannot be queued on it")
     if s._h.address in (0, _LEGACY):
+        with_options = "" if api.endswith("_batch") else " with options"
         raise TypeError(
-            f"{api}: the legacy default stream cannot take batched operations (the driver refuses "
-            "it); use PER_THREAD_DEFAULT_STREAM or a created stream"
+            f"{api} does not accept LEGACY_DEFAULT_STREAM{with_options}: the legacy default "
+            "stream cannot take batched operations (the driver refuses it); use "
+            "PER_THREAD_DEFAULT_STREAM or a created stream"
         )
     if capture:
         return s
     if capture_status(s) != _CAPTURE_NONE:
+        with_options = "" if api.endswith("_batch") else " with options"
         raise TypeError(
-            f"{api}: the stream is capturing a graph, which cannot take attributed or batched copies"
+            f"{api} does not support graph capture{with_options}: the stream is capturing a "
+            "graph, which cannot take attributed or batched copies; use GraphNode.memcpy or "
+            "Buffer.copy_to without options instead"
         )
     return s
 
@@ -223,8 +237,15 @@ def _open_pair(dst: Any, src: Any, index: str) -> tuple[int, int, int]:
     if dst._ptr is None or src._ptr is None:
         raise closed_error()
     if dst._size != src._size:
+        lead = (
+            f"copy_batch: buffer size mismatch at index {index} (src={src._size}, dst={dst._size})"
+            if index
+            else f"buffer sizes mismatch between src and dst (sizes are: src={src._size}, "
+            f"dst={dst._size})"
+        )
         raise ValueError(
-            f"copy {index}: the destination has {dst._size} bytes, the source {src._size}"
+            f"{lead}: the destination has {dst._size} bytes, the source {src._size}; copies "
+            "with options need buffers of equal size"
         )
     return dst._ptr, src._ptr, src._size
 
@@ -304,33 +325,58 @@ def copy_batch(
                 seq,
                 "for one buffer use Buffer.copy_to",
                 exc=TypeError,
+                lead=f"copy_batch: {name} must be a sequence of Buffer, got {type(seq).__name__}",
             )
         if not seq:
             raise arg_error(
                 name,
                 "a non-empty sequence of Buffers (an empty batch is refused, as in cuda.core)",
                 seq,
+                lead="copy_batch: empty buffers sequence",
             )
         for i, b in enumerate(seq):
             if not isinstance(b, Buffer):
-                raise arg_error(f"{name}[{i}]", "a Buffer", b, exc=TypeError)
+                raise arg_error(
+                    f"{name}[{i}]",
+                    "a Buffer",
+                    b,
+                    exc=TypeError,
+                    lead=f"copy_batch: expected Buffer, got {type(b).__name__}",
+                )
     if len(srcs) != len(dsts):
         raise ValueError(
-            f"srcs and dsts must have the same length (got {len(srcs)} and {len(dsts)})"
+            f"copy_batch: srcs length {len(srcs)} does not match dsts length {len(dsts)}: srcs "
+            "and dsts must have the same length (they are paired by index)"
         )
     if options is None:
         opts = [CopyOptions()]
     elif isinstance(options, CopyOptions):
         opts = [options]
-    elif isinstance(options, Sequence) and all(isinstance(o, CopyOptions) for o in options):
+    elif isinstance(options, Sequence) and not isinstance(options, (str, bytes)):
+        for o in options:
+            if not isinstance(o, CopyOptions):
+                raise arg_error(
+                    "options",
+                    "a CopyOptions, a sequence of them, or None",
+                    options,
+                    exc=TypeError,
+                    lead="copy_batch: each options element must be CopyOptions, got "
+                    f"{type(o).__name__}",
+                )
         if len(options) != len(srcs):
             raise ValueError(
-                f"options must have one CopyOptions per copy ({len(srcs)}) (got {len(options)})"
+                f"copy_batch: options length {len(options)} does not match buffers length "
+                f"{len(srcs)}: options must have one CopyOptions per copy"
             )
         opts = list(options)
     else:
         raise arg_error(
-            "options", "a CopyOptions, a sequence of them, or None", options, exc=TypeError
+            "options",
+            "a CopyOptions, a sequence of them, or None",
+            options,
+            exc=TypeError,
+            lead="copy_batch: options must be CopyOptions or a sequence of CopyOptions, got "
+            f"{type(options).__name__}",
         )
     s = _batch_stream(stream, "copy_batch")
     pairs = [_open_pair(d, src, str(i)) for i, (d, src) in enumerate(zip(dsts, srcs))]
@@ -342,7 +388,13 @@ def copy_with_options(dst: Any, src: Any, stream: Any, options: Any, api: str) -
     Buffer = _links.Buffer
 
     if not isinstance(options, CopyOptions):
-        raise arg_error("options", "a CopyOptions or None", options, exc=TypeError)
+        raise arg_error(
+            "options",
+            "a CopyOptions or None",
+            options,
+            exc=TypeError,
+            lead=f"{api}: options must be CopyOptions, got {type(options).__name__}",
+        )
     if not isinstance(dst, Buffer) or not isinstance(src, Buffer):
         raise TypeError(f"{api}: options apply to copies between Buffers only")
     s = _batch_stream(stream, api)
@@ -357,13 +409,25 @@ def _buffers(buffers: Any, api: str) -> list[Any]:
         or not isinstance(buffers, Sequence)
         or isinstance(buffers, (str, bytes))
     ):
-        raise arg_error("buffers", "a sequence of Buffers", buffers, exc=TypeError)
+        raise arg_error(
+            "buffers",
+            "a sequence of Buffers",
+            buffers,
+            exc=TypeError,
+            lead=f"{api}: buffers must be a sequence of Buffer, got {type(buffers).__name__}",
+        )
     if not buffers:
         raise arg_error("buffers", f"a non-empty sequence of Buffers ({api} refuses an empty batch, as cuda.core)",
-                        buffers)  # fmt: skip
+                        buffers, lead=f"{api}: empty buffers sequence")  # fmt: skip
     for i, b in enumerate(buffers):
         if not isinstance(b, Buffer):
-            raise arg_error(f"buffers[{i}]", "a Buffer", b, exc=TypeError)
+            raise arg_error(
+                f"buffers[{i}]",
+                "a Buffer",
+                b,
+                exc=TypeError,
+                lead=f"{api}: expected Buffer, got {type(b).__name__}",
+            )
         if b._ptr is None:
             raise closed_error()
     return list(buffers)
@@ -378,7 +442,8 @@ def _locations(locations: Any, count: int) -> tuple[list[driver.CUmemLocation], 
     if isinstance(locations, Sequence) and not isinstance(locations, (str, bytes)):
         if len(locations) != count:
             raise ValueError(
-                f"locations must have one Device or Host per buffer ({count}) (got {len(locations)})"
+                f"location length {len(locations)} does not match buffers length {count}: "
+                f"locations must have one Device or Host per buffer ({count})"
             )
         for i, where in enumerate(locations):
             if not isinstance(where, (Device, Host)):

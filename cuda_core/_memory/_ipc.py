@@ -92,12 +92,12 @@ class IPCAllocationHandle:
 
     def _live_fd(self) -> int:
         if self._fd < 0:
-            raise RuntimeError("the IPCAllocationHandle is closed")
+            raise RuntimeError("IPCAllocationHandle has been closed")
         return self._fd
 
     def __int__(self) -> int:
         if self._fd < 0:
-            raise ValueError("the IPCAllocationHandle is closed; it has no file descriptor")
+            raise ValueError("IPCAllocationHandle has been closed; it has no file descriptor")
         return self._fd
 
     @property

@@ -191,7 +191,10 @@ def prefetch(buf: Buffer, location: Any, stream: Any) -> None:
         raise closed_error()
     s = _links.as_stream(stream)
     if not buf.is_managed:
-        raise ValueError("prefetch needs managed memory (a buffer from ManagedMemoryResource)")
+        raise ValueError(
+            "Buffer.prefetch() requires a managed-memory allocation: prefetch needs managed "
+            "memory (a buffer from ManagedMemoryResource)"
+        )
     if location == "host" or (type(location) is int and location == -1):
         loc = make_location(_LOC_HOST, 0)
     elif isinstance(location, Device) or (

@@ -31,6 +31,22 @@ def _open(buf: Buffer) -> int:
     return ptr
 
 
+def _managed(buf: Buffer, what: str) -> int:
+    """The address of ``buf``, checked to be managed memory (a ManagedBuffer may wrap any
+    pointer: ``from_handle`` asks nothing), as cuda.core checks it when the operation runs."""
+    ptr = _open(buf)
+    err, managed = driver.cuPointerGetAttribute(
+        driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr
+    )
+    if err == driver.CUresult.CUDA_SUCCESS and not managed:
+        raise ValueError(
+            f"{what} requires a managed-memory allocation: the memory at {ptr:#x} is not "
+            "managed; allocate it with ManagedMemoryResource (or wrap a cuMemAllocManaged "
+            "pointer)"
+        )
+    return ptr
+
+
 def _spec(location: Any, what: str = "location") -> driver.CUmemLocation:
     """The CUmemLocation of a Device or a Host (``TypeError`` for anything else)."""
     Device = _links.Device
@@ -48,11 +64,17 @@ def _spec(location: Any, what: str = "location") -> driver.CUmemLocation:
         return loc
     if location is None:
         raise ValueError(f"{what} is required (a Device or a Host)")
-    raise arg_error(what, "a Device or a Host", location, exc=TypeError)
+    raise arg_error(
+        what,
+        "a Device or a Host",
+        location,
+        exc=TypeError,
+        lead=f"{what} must be a Device, Host, or None, got {type(location).__name__}",
+    )
 
 
 def _advise(buf: Buffer, advice: Any, location: Any) -> None:
-    ptr = _open(buf)
+    ptr = _managed(buf, "memory advice (read_mostly, preferred_location, accessed_by)")
     if location is None:
         # Advice that takes no location (read-mostly, unset preferred location): the driver
         # ignores it but refuses an invalid one, so name the buffer's device (or device 0).
@@ -127,7 +149,11 @@ def _accessed_by(buf: Buffer) -> list[Any]:
 
 def _check_accessor(location: Any) -> None:
     if isinstance(location, Host) and (location.numa_id is not None or location.is_numa_current):
-        raise ValueError("accessed_by takes Devices and Host(), not a NUMA-specific Host")
+        kind = "host_numa_current" if location.is_numa_current else "host_numa"
+        raise ValueError(
+            f"accessed_by does not support location_type={kind!r}: it takes Devices and "
+            "Host(), not a NUMA-specific Host"
+        )
 
 
 class AccessedBySetProxy(MutableSet):  # type: ignore[type-arg]
@@ -295,9 +321,9 @@ class ManagedBuffer(Buffer):
         RuntimeError
             The buffer is closed.
         """
-        ptr = _open(self)
         loc = _spec(location)
         s = _links.as_stream(stream)
+        ptr = _managed(self, "ManagedBuffer.prefetch()")
         if self._size:
             r = on_stream(
                 s, stream_context(s), driver.cuMemPrefetchAsync, ptr, self._size, loc, 0, s.handle
@@ -310,8 +336,8 @@ class ManagedBuffer(Buffer):
 
         Raises :class:`NotImplementedError` with ``cuda-bindings`` 12.x or a driver older than
         CUDA 13."""
-        ptr = _open(self)
         s = _links.as_stream(stream)
+        ptr = _managed(self, "ManagedBuffer.discard()")
         require_cuda13("ManagedBuffer.discard")
         if self._size:
             r = on_stream(
@@ -332,9 +358,9 @@ class ManagedBuffer(Buffer):
 
         Raises :class:`NotImplementedError` with ``cuda-bindings`` 12.x or a driver older than
         CUDA 13."""
-        ptr = _open(self)
         loc = _spec(location)
         s = _links.as_stream(stream)
+        ptr = _managed(self, "ManagedBuffer.discard_prefetch()")
         require_cuda13("ManagedBuffer.discard_prefetch")
         if self._size:
             fn = driver.cuMemDiscardAndPrefetchBatchAsync

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, MutableSet
 from typing import Any
 
 from .. import _links
-from .._utils import arg_error
+from .._utils import arg_error, ordinal_lead
 from ._pool import device_count, has_access, set_access
 
 __all__: list[str] = []  # reached through DeviceMemoryResource.peer_accessible_by
@@ -36,7 +36,7 @@ def resolve_device(value: Any, name: str = "peer_accessible_by") -> int:
     ordinal = value.__index__()
     n = device_count()
     if not 0 <= ordinal < n:
-        raise arg_error(name, f"{_RULE} in [0, {n})", value)
+        raise arg_error(name, f"{_RULE} in [0, {n})", value, lead=ordinal_lead(ordinal, n))
     return int(ordinal)
 
 

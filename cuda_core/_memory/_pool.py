@@ -244,7 +244,7 @@ class _PoolResource(MemoryResource):
     def _live_pool(self) -> Any:
         pool = self._pool
         if pool is None:
-            raise RuntimeError(f"the {type(self).__name__} is closed")
+            raise RuntimeError(f"{type(self).__name__} has been closed")
         return pool
 
     # -- allocation ---------------------------------------------------------------------------

@@ -468,7 +468,7 @@ class VirtualMemoryResource(MemoryResource):
         if not isinstance(buf, Buffer):
             raise arg_error("buf", "a Buffer", buf, exc=TypeError)
         if buf.is_closed:
-            raise RuntimeError("the Buffer is closed; it cannot be grown")
+            raise RuntimeError("Buffer has been closed; it cannot be grown")
         new_size = check_size(new_size)
         mapping = self._mappings.get(buf.handle)
         if mapping is None or buf.memory_resource is not self:

@@ -146,13 +146,33 @@ class BufferValueError(BufferError, ValueError):
 
 
 def arg_error(
-    name: str, rule: str, value: Any, hint: str = "", exc: type[Exception] = ValueError
+    name: str,
+    rule: str,
+    value: Any,
+    hint: str = "",
+    exc: type[Exception] = ValueError,
+    *,
+    lead: str = "",
 ) -> Exception:
-    """Build the house-style argument error ``"<name> must be <rule> (got <value!r>)"``."""
+    """Build the house-style argument error ``"<name> must be <rule> (got <value!r>)"``.
+
+    ``lead`` is ``cuda.core``'s wording for the same refusal, put first (``"<lead>: <name> must
+    be ..."``; after a lead that ends a sentence, a space) so that code matching the start of
+    ``cuda.core``'s message keeps working.
+    """
     msg = f"{name} must be {rule} (got {value!r})"
     if hint:
         msg += f"; {hint}"
+    if lead:
+        msg = f"{lead} {msg}" if lead.endswith(".") else f"{lead}: {msg}"
     return exc(msg)
+
+
+def ordinal_lead(ordinal: int, count: int) -> str:
+    """``cuda.core``'s words for a device ordinal out of range (``Device(-1)``)."""
+    if ordinal < 0:
+        return f"device_id must be >= 0, got {ordinal}"
+    return f"device_id must be within [0, {count}), got {ordinal}"
 
 
 def as_flag(value: Any) -> bool | None:
@@ -267,36 +287,44 @@ def check_or_create_options(
     )
 
 
-def cast_to_3_tuple(label: str, cfg: Any) -> tuple[int, int, int]:
-    """Turn an int or a tuple of one to three ints (each >= 1) into a 3-tuple padded with 1.
+def cast_to_3_tuple(label: str, cfg: Any, *, strict: bool = True) -> tuple[int, int, int]:
+    """Turn an int or a tuple of up to three ints (each >= 1) into a 3-tuple padded with 1.
 
-    A value of the wrong type is a :class:`TypeValueError` (cuda.core raises ValueError). The
-    argument names are ``cuda.core``'s (``_utils.cuda_utils`` offers this function too).
+    The messages begin as ``cuda.core``'s (``"<label> must be an int, or a tuple with up to 3
+    ints (got ...)"``, ``"<label> value(s) must be >= 1 (got ...)"``). ``strict`` (cuda_core's
+    own use) refuses a ``bool``, which ``cuda.core`` takes as an int, raises a value of the wrong
+    type as a :class:`TypeValueError` (cuda.core: ``ValueError``) and adds the rule and the value
+    to the message; without it (``_utils.cuda_utils``, for code outside cuda_core) this behaves
+    exactly as ``cuda.core``'s helper.
     """
-    name, value = label, cfg
-    if isinstance(value, tuple):
-        if not 1 <= len(value) <= 3:
-            raise arg_error(
-                name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError
-            )
-        items = value
-    elif isinstance(value, int) and not isinstance(value, bool):
-        items = (value,)
-    else:
-        raise arg_error(
-            name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError
+
+    def refuse(lead: str, exc: type[Exception]) -> Exception:
+        if not strict:
+            return ValueError(lead)
+        return exc(
+            f"{lead}; {label} takes an int or a tuple of 1 to 3 ints, each >= 1 (got {cfg!r})"
         )
-    out = []
-    for v in items:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise arg_error(
-                name, "an int or a tuple of 1 to 3 ints, each >= 1", value, exc=TypeValueError
-            )
-        if v < 1:
-            raise arg_error(name, "an int or a tuple of 1 to 3 ints, each >= 1", value)
-        out.append(v)
-    while len(out) < 3:
-        out.append(1)
+
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not (strict and isinstance(v, bool))
+
+    shape = f"{label} must be an int, or a tuple with up to 3 ints"
+    if isinstance(cfg, tuple):
+        if len(cfg) > 3:
+            raise refuse(f"{shape} (got tuple with length {len(cfg)})", TypeValueError)
+        if not all(is_int(v) for v in cfg):
+            raise refuse(f"{shape} (got {cfg})", TypeValueError)
+        if any(v < 1 for v in cfg):
+            word = "value" if len(cfg) == 1 else "values"
+            raise refuse(f"{label} {word} must be >= 1 (got {cfg})", ValueError)
+        items = tuple(int(v) for v in cfg) if strict else cfg
+    elif is_int(cfg):
+        if cfg < 1:
+            raise refuse(f"{label} value must be >= 1 (got {cfg})", ValueError)
+        items = (cfg,)
+    else:
+        raise refuse(f"{shape} (got {type(cfg)})", TypeValueError)
+    out = (*items, 1, 1, 1)
     return (out[0], out[1], out[2])
 
 

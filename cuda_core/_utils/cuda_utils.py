@@ -11,9 +11,11 @@ offers them here, with ``cuda.core`` 1.2's signatures and behaviour:
   beginning as ``cuda.core``'s (``"CUDA_ERROR_INVALID_VALUE: ..."``); a status of any other
   type raises ``RuntimeError``. On success it returns the payload (``None``, the one item, or
   the tuple of items).
-* :func:`check_or_create_options`, :func:`cast_to_3_tuple`, :class:`ComputeCapability`,
-  :class:`CUDAError` and :class:`NVRTCError` are cuda_core's own (the same objects it uses);
-  so is :class:`~cuda_core.CUDAWarning`, which ``cuda.core`` 1.3 defines here.
+* :func:`check_or_create_options`, :class:`ComputeCapability`, :class:`CUDAError` and
+  :class:`NVRTCError` are cuda_core's own (the same objects it uses).
+* :func:`cast_to_3_tuple` is cuda_core's check in ``cuda.core``'s form: its messages, what it
+  accepts (``()``, ``bool``), ``ValueError`` for every refusal.
+* :class:`~cuda_core.CUDAWarning`, which ``cuda.core`` 1.3 defines here, is cuda_core's own.
 * :func:`is_sequence`, :func:`is_nested_sequence`, :func:`precondition`.
 * ``driver``, ``nvrtc`` and ``runtime``: the ``cuda.bindings`` modules themselves.
 """
@@ -32,7 +34,7 @@ from .._errors import CUDAError as CUDAError
 from .._errors import CUDAWarning as CUDAWarning
 from .._errors import NVRTCError as NVRTCError
 from . import ComputeCapability as ComputeCapability
-from . import cast_to_3_tuple as cast_to_3_tuple
+from . import cast_to_3_tuple as _cast_to_3_tuple
 from . import check_or_create_options as check_or_create_options
 from . import handle_return as _payload
 from . import make_error
@@ -110,6 +112,12 @@ def _program_log(handle: Any) -> str:
     if err != _NVRTC_OK:
         return ""
     return buf.rstrip(b"\0").decode("utf-8", errors="backslashreplace")
+
+
+def cast_to_3_tuple(label: str, cfg: Any) -> tuple[int, int, int]:
+    """An int or a tuple of up to three ints (each >= 1) as a 3-tuple padded with 1, with
+    ``cuda.core``'s messages (``ValueError``) and what it accepts (``()``, ``bool``)."""
+    return _cast_to_3_tuple(label, cfg, strict=False)
 
 
 def is_sequence(obj: object) -> bool:

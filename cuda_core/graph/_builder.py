@@ -80,6 +80,7 @@ class GraphBuilder(CaptureOps):
         "_building",
         "_closed",
         "_cuda_core_stream",
+        "_ended",
         "_graph",
         "_joined",
         "_kind",
@@ -92,6 +93,7 @@ class GraphBuilder(CaptureOps):
     _graph: _CapturedGraph | None  # the finished graph (primary) or the body graph (body)
     _building: bool
     _closed: bool
+    _ended: bool  # end_building() ran (a capture is never resumed, as in cuda.core)
     _cuda_core_stream: Any
     _owns_stream: bool
     _kind: str  # "primary", "forked" or "body"
@@ -103,8 +105,8 @@ class GraphBuilder(CaptureOps):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # NotImplementedError (a RuntimeError) is what cuda.core raises here
         raise NotImplementedError(
-            "GraphBuilder objects cannot be instantiated directly. Use Stream.create_graph_builder() "
-            "or Device.create_graph_builder()"
+            "directly creating a GraphBuilder object can be ambiguous. Please either call "
+            "Device.create_graph_builder() or stream.create_graph_builder()"
         )
 
     @classmethod
@@ -122,6 +124,7 @@ class GraphBuilder(CaptureOps):
         self._owns_stream = owns_stream
         self._building = False
         self._closed = False
+        self._ended = False
         self._kind = kind
         self._parent = parent
         self._root_key = None if parent is None else parent._root_key
@@ -179,8 +182,18 @@ class GraphBuilder(CaptureOps):
             raise RuntimeError(
                 "a forked GraphBuilder has no graph of its own; use the builder it was split from"
             )
-        if self._building or self._graph is None:
-            raise RuntimeError("graph_definition needs a finished graph: call end_building() first")
+        if self._building:
+            raise RuntimeError(
+                "graph_definition is not available while a capture is in progress: "
+                "call end_building() first"
+            )
+        if self._graph is None:
+            raise RuntimeError(
+                "GraphBuilder has no graph before begin_building() and end_building(): "
+                "graph_definition needs a finished graph"
+                if not self._ended
+                else "GraphBuilder has no graph: its capture failed at end_building()"
+            )
         if self._view is None:
             self._view = _explicit["view"](self._graph.box.value, self._graph)
         return self._view
@@ -193,14 +206,13 @@ class GraphBuilder(CaptureOps):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError("this GraphBuilder is closed")
+            raise RuntimeError("Graph builder has been closed. Make a new one to build again")
 
-    def _check_building(self, what: str) -> Any:
+    def _check_building(self, what: str, lead: str = "") -> Any:
         self._check_open()
         if not self._building:
-            raise RuntimeError(
-                f"{what} adds to the capture in progress: call begin_building() first"
-            )
+            msg = f"{what} adds to the capture in progress: call begin_building() first"
+            raise RuntimeError(f"{lead} {msg}" if lead else msg)
         return self._cuda_core_stream.handle
 
     def begin_building(self, mode: str = "relaxed") -> GraphBuilder:
@@ -232,7 +244,12 @@ class GraphBuilder(CaptureOps):
         if cu_mode is None:
             raise arg_error("mode", 'one of "relaxed", "global", "thread_local"', mode)
         if self._building:
-            raise RuntimeError("this GraphBuilder is already building; call end_building() first")
+            raise RuntimeError("Graph builder is already building. Call end_building() first")
+        if self._ended:
+            raise RuntimeError(
+                "Cannot resume building after building has ended. Capture again with a new "
+                "GraphBuilder (Stream.create_graph_builder())"
+            )
         if self._kind == "forked":
             raise RuntimeError(
                 "a forked GraphBuilder is building from split() on; join() it instead"
@@ -275,8 +292,9 @@ class GraphBuilder(CaptureOps):
                 "was split from, which ends the capture"
             )
         if not self._building:
-            raise RuntimeError("this GraphBuilder is not building; call begin_building() first")
+            raise RuntimeError("Graph builder is not building. Call begin_building() first")
         self._building = False
+        self._ended = True
         try:
             graph = handle_return(
                 driver.cuStreamEndCapture(self._cuda_core_stream.handle), "cuStreamEndCapture"
@@ -322,7 +340,7 @@ class GraphBuilder(CaptureOps):
         ValueError
             ``user_data`` is given with a Python callable.
         """
-        self._check_building("callback()")
+        self._check_building("callback()", "Cannot add callback when graph is not being built:")
         enqueue_host_callback(self._cuda_core_stream, fn, user_data)
 
     # ------------------------------------------------------------------ results
@@ -351,7 +369,8 @@ class GraphBuilder(CaptureOps):
         graph = self.handle
         if self._building or graph is None:
             raise RuntimeError(
-                "complete() needs a finished graph: call begin_building() and end_building() first"
+                "Graph has not finished building. complete() needs a finished graph: call "
+                "begin_building() and end_building() first"
             )
         return instantiate(graph, opts, (self._graph, self._view))
 
@@ -376,9 +395,10 @@ class GraphBuilder(CaptureOps):
         opts = check_or_create_options(
             GraphDebugPrintOptions, options, "options"
         )  # before the state check, as ever
-        if self.handle is None:
+        if self._building or self.handle is None:
             raise RuntimeError(
-                "debug_dot_print() needs a finished graph: call end_building() first"
+                "Graph has not finished building. debug_dot_print() needs a finished graph: "
+                "call end_building() first"
             )
         dot_print(self.handle, path, opts)
 

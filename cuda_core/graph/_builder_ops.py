@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._compat import driver
-from .._utils import arg_error, check_int, handle_return
+from .._utils import ValueRuntimeError, arg_error, check_int, handle_return
 from .._utils._renamed import renamed_method
 from . import _driver as _gd
 from ._condition import GraphCondition, check_branch_count, check_condition
@@ -35,7 +35,10 @@ class CaptureOps:
     _root_key: int | None
     _joined: list[Any]
 
-    def _check_building(self, what: str) -> Any:
+    def _check_building(self, what: str, lead: str = "") -> Any:
+        raise NotImplementedError
+
+    def _check_open(self) -> None:
         raise NotImplementedError
 
     @property
@@ -60,12 +63,16 @@ class CaptureOps:
         RuntimeError
             Not building.
         """
-        h = self._check_building("create_condition()")
+        h = self._check_building(
+            "create_condition()", "Cannot create a condition when graph is not being built:"
+        )
         graph = _gd.capture_info(h)[0]
         return GraphCondition._create(graph, self._root_key or int(graph), default_value)
 
     def _conditional(self, condition: Any, ctype: Any, size: int, what: str) -> tuple[Any, ...]:
-        h = self._check_building(what)
+        if not isinstance(condition, GraphCondition):  # checked first, as in cuda.core
+            check_condition(condition, 0)
+        h = self._check_building(what, "Cannot add conditional node when not actively capturing:")
         cond = check_condition(condition, self._root_key or 0)
         graph, deps = _gd.capture_info(h)
         params = driver.CUgraphNodeParams()
@@ -142,10 +149,20 @@ class CaptureOps:
         RuntimeError
             Not building.
         ValueError
-            ``count`` < 1.
+            ``count`` < 2 (``"Invalid split count: expecting >= 2, got 1"``, as in cuda.core).
         """
-        n = check_int("count", count, 1)
-        h = self._check_building("split()")
+        n = check_int("count", count)
+        if n < 2:
+            raise arg_error(
+                "count",
+                "an integer >= 2",
+                count,
+                "the first builder returned is this one, so fewer is no split",
+                lead=f"Invalid split count: expecting >= 2, got {n}",
+            )
+        h = self._check_building(
+            "split()", "Graph builder must be building before it can be split."
+        )
         dev = self._cuda_core_stream.device
         factory: Any = type(self)
         forks: list[Any] = [self]
@@ -173,11 +190,23 @@ class CaptureOps:
         ValueError
             Fewer than two builders.
         """
-        if len(graph_builders) < 2:
-            raise arg_error("graph_builders", "at least two GraphBuilders", graph_builders)
         for b in graph_builders:
             if not isinstance(b, CaptureOps):
-                raise arg_error("graph_builders", "GraphBuilders", b, exc=TypeError)
+                raise arg_error(
+                    "graph_builders",
+                    "GraphBuilders",
+                    b,
+                    exc=TypeError,
+                    lead="All arguments must be GraphBuilder instances",
+                )
+        if len(graph_builders) < 2:
+            raise arg_error(
+                "graph_builders",
+                "at least two GraphBuilders",
+                graph_builders,
+                lead="Must join with at least two graph builders",
+            )
+        for b in graph_builders:
             b._check_building("join()")
         keep = next((b for b in graph_builders if b._kind != "forked"), graph_builders[0])
         try:
@@ -219,15 +248,24 @@ class CaptureOps:
         TypeError
             ``child`` is not a GraphBuilder.
         RuntimeError
-            This builder is not building, or ``child`` has not finished building.
+            This builder is not building, or ``child`` has not finished building (also a
+            ``ValueError``, the class ``cuda.core`` raises for both).
         """
         if not isinstance(child, CaptureOps):
             raise arg_error("child", "a GraphBuilder that finished building", child, exc=TypeError)
-        h = self._check_building("embed()")
         if child.handle is None or child._building:
-            raise RuntimeError(
-                "embed() needs a child builder that finished building (call end_building())"
+            # cuda.core's ValueError; a RuntimeError as we raised before
+            raise ValueRuntimeError(
+                "Child graph has not finished building. embed() needs a child builder that "
+                "finished building (call end_building())"
             )
+        if not self._building:
+            self._check_open()
+            raise ValueRuntimeError(
+                "Parent graph is not being built. embed() adds to the capture in progress: "
+                "call begin_building() first"
+            )
+        h = self._check_building("embed()")
         graph, deps = _gd.capture_info(h)
         node = handle_return(
             driver.cuGraphAddChildGraphNode(graph, deps, len(deps), child.handle),

@@ -123,7 +123,7 @@ class GraphDefinition:
 
     def _live(self) -> Any:
         if not self.is_valid:
-            raise RuntimeError("this GraphDefinition is closed")
+            raise RuntimeError("GraphDefinition is no longer valid: it has been closed")
         return self._handle
 
     @property

@@ -59,7 +59,8 @@ class Graph:
 
     def __init__(self) -> None:
         raise RuntimeError(
-            "use GraphBuilder.complete() or GraphDefinition.instantiate() to make a Graph"
+            "directly constructing a Graph instance is not supported; use "
+            "GraphBuilder.complete() or GraphDefinition.instantiate() to make a Graph"
         )
 
     @classmethod
@@ -106,7 +107,7 @@ class Graph:
     def _live(self) -> Any:
         h = self._handle
         if h is None:
-            raise RuntimeError("this Graph is closed")
+            raise RuntimeError("Graph has been closed")
         return h
 
     def launch(self, stream: Any) -> None:
@@ -124,7 +125,7 @@ class Graph:
         """
         h = self._handle
         if h is None:
-            raise RuntimeError("this Graph is closed")
+            raise RuntimeError("Graph has been closed")
         s = _links.as_stream(stream)
         err = driver.cuGraphLaunch(h, s.handle)[0]
         if err:
@@ -168,7 +169,8 @@ class Graph:
         TypeError
             ``source`` is neither.
         ValueError
-            ``source`` is a builder that has not finished building (also a ``RuntimeError``).
+            ``source`` is a builder that has not finished building or has been closed (also a
+            ``RuntimeError``).
         CUDAError
             ``CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`` when the driver cannot apply the update;
             the message says why, as ``cuda.core``'s does (``"Graph update failed: ...
@@ -180,6 +182,11 @@ class Graph:
             graph = source._live()
             keep: Any = source._state
         elif isinstance(source, CaptureOps):  # a GraphBuilder (CaptureOps is its mixin)
+            if source._closed:
+                raise ValueRuntimeError(
+                    "Source graph builder has been closed. update() needs a builder that "
+                    "finished building and is still open"
+                )
             graph = source.handle
             keep = source._graph
             if graph is None or source._building:

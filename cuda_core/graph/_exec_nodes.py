@@ -34,7 +34,7 @@ class ExecutableGraphNode:
     _node: GraphNode
 
     def __init__(self) -> None:
-        raise RuntimeError("ExecutableGraphNode cannot be constructed directly; use graph[node]")
+        raise RuntimeError("ExecutableGraphNode cannot be instantiated directly. Use graph[node]")
 
     @property
     def node(self) -> GraphNode:

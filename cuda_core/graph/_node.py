@@ -59,7 +59,7 @@ class GraphNode:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "GraphNode cannot be constructed directly; use the builder methods of GraphDefinition"
+            "GraphNode cannot be instantiated directly. Use the builder methods of GraphDefinition"
         )
 
     # ------------------------------------------------------------------ identity
@@ -72,13 +72,27 @@ class GraphNode:
         return int(self._handle) == int(other._handle)
 
     def __hash__(self) -> int:
-        return hash((GraphNode, None if self._handle is None else int(self._handle)))
+        if self._handle is None:  # an entry point: as its definition (equal entries, equal hash)
+            g = getattr(self._def, "_handle", None)
+            return hash((GraphNode, "entry", None if g is None else int(g)))
+        return hash((GraphNode, int(self._handle)))
 
     def __repr__(self) -> str:
+        # cuda.core's form: "<GraphNode entry>", "<AllocNode handle=0x... dptr=0x... size=64>"
         if self._handle is None:
-            return f"<{type(self).__name__} entry of {self._def!r}>"
-        state = "" if self.is_valid else " destroyed"
-        return f"<{type(self).__name__} {int(self._handle):#x}{state}>"
+            return f"<{type(self).__name__} entry>"
+        head = f"<{type(self).__name__} handle={int(self._handle):#x}"
+        if not self.is_valid:
+            return head + " destroyed>"
+        try:
+            detail = self._repr_detail()
+        except Exception:  # a query the driver refuses: the handle says enough
+            detail = ""
+        return head + detail + ">"
+
+    def _repr_detail(self) -> str:
+        """What the repr of this kind of node shows after its handle (``" dptr=0x..."``)."""
+        return ""
 
     # ------------------------------------------------------------------ properties
 

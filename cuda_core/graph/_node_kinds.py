@@ -34,6 +34,15 @@ def _set_meta(node: GraphNode, **values: Any) -> None:
     m.update(values)
 
 
+def _where(ptr: int) -> str:
+    """``"D"`` for device (or managed) memory, ``"H"`` for host memory (pinned, or unknown to
+    the driver: pageable), as cuda.core's memcpy node repr marks its operands."""
+    attr = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+    err, kind = driver.cuPointerGetAttribute(attr, ptr)
+    host = driver.CUmemorytype.CU_MEMORYTYPE_HOST
+    return "D" if err == driver.CUresult.CUDA_SUCCESS and int(kind) != int(host) else "H"
+
+
 class EmptyNode(GraphNode):
     """An empty node: orders its predecessors before its successors, does no work."""
 
@@ -120,10 +129,9 @@ class KernelNode(GraphNode):
         hold(self._def._state, self._graph_handle(), holder.args)
         _set_meta(self, kernel=kernel if kernel is not None else self.kernel, args=holder.args)
 
-    def __repr__(self) -> str:
-        if not self.is_valid:
-            return super().__repr__()
-        return f"<KernelNode {int(self._handle):#x} grid={self.grid} block={self.block}>"
+    def _repr_detail(self) -> str:
+        p = self._params()
+        return f" kernel={int(p.kern) or int(p.func):#x}"
 
 
 class AllocNode(GraphNode):
@@ -175,10 +183,8 @@ class AllocNode(GraphNode):
         m = _meta(self)
         return tuple(m.get("peer_access", ()))
 
-    def __repr__(self) -> str:
-        if not self.is_valid:
-            return super().__repr__()
-        return f"<AllocNode {int(self._handle):#x} dptr={self.dptr:#x} bytesize={self.bytesize}>"
+    def _repr_detail(self) -> str:
+        return f" dptr={self.dptr:#x} size={self.bytesize}"
 
 
 class FreeNode(GraphNode):
@@ -194,6 +200,9 @@ class FreeNode(GraphNode):
                 driver.cuGraphMemFreeNodeGetParams(self._live()), "cuGraphMemFreeNodeGetParams"
             )
         )
+
+    def _repr_detail(self) -> str:
+        return f" dptr={self.dptr:#x}"
 
 
 class MemsetNode(GraphNode):
@@ -235,6 +244,10 @@ class MemsetNode(GraphNode):
     def pitch(self) -> int:
         """Bytes between rows."""
         return int(self._params().pitch)
+
+    def _repr_detail(self) -> str:
+        p = self._params()
+        return f" dptr={int(p.dst):#x} value={int(p.value)}"
 
     def update(
         self,
@@ -300,6 +313,14 @@ class MemcpyNode(GraphNode):
         """Bytes copied."""
         return int(self._params().WidthInBytes)
 
+    def _repr_detail(self) -> str:
+        p = self._params()
+        dst = int(p.dstDevice) or int(p.dstHost or 0)
+        src = int(p.srcDevice) or int(p.srcHost or 0)
+        return (
+            f" dst={dst:#x}({_where(dst)}) src={src:#x}({_where(src)}) size={int(p.WidthInBytes)}"
+        )
+
     def update(
         self,
         *,
@@ -341,6 +362,12 @@ class ChildGraphNode(GraphNode):
         )
         return KINDS["definition"]._view(self._def._state, h)
 
+    def _repr_detail(self) -> str:
+        h = handle_return(
+            driver.cuGraphChildGraphNodeGetGraph(self._live()), "cuGraphChildGraphNodeGetGraph"
+        )
+        return f" child={int(h):#x}"
+
     def update(self, child: Any) -> None:
         """Replace the embedded graph with a clone of ``child`` (same topology as before).
 
@@ -367,6 +394,10 @@ class _EventNode(GraphNode):
     def event(self) -> Any:
         """The :class:`~cuda_core.Event` (as given to the builder or the last ``update``)."""
         return _meta(self).get("event")
+
+    def _repr_detail(self) -> str:
+        ev = self.event
+        return "" if ev is None else f" event={int(ev.handle):#x}"
 
     def update(self, event: Any) -> None:
         """Use ``event`` in the definition from now on (the event is retained)."""
@@ -403,6 +434,11 @@ class HostCallbackNode(GraphNode):
         """The Python callable, or ``None`` for a ctypes function pointer."""
         return _meta(self).get("callback")
 
+    def _repr_detail(self) -> str:
+        fn = self.callback
+        name = "ctypes" if fn is None else getattr(fn, "__name__", None) or type(fn).__name__
+        return f" callback={name}"
+
     def update(self, fn: Any, *, user_data: Any = None) -> None:
         """Replace the callback in the definition (same forms as :meth:`GraphNode.callback`)."""
         p, py_fn, keep = self._host_params(fn, user_data)
@@ -423,6 +459,10 @@ class ConditionalNode(GraphNode):
     def condition(self) -> Any:
         """The :class:`GraphCondition` that controls the node (``None`` when unknown)."""
         return _meta(self).get("condition")
+
+    def _repr_detail(self) -> str:
+        cond = self.condition
+        return "" if cond is None else f" condition={int(cond.handle):#x}"
 
     @property
     def cond_type(self) -> str | None:

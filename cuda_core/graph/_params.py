@@ -108,10 +108,21 @@ def address(value: Any, name: str, owner: Any = None) -> tuple[int, Any]:
                 f"None when {name} is a Buffer",
                 owner,
                 "the graph already retains the Buffer",
+                lead=f"{name}_owner cannot be used when {name} is a Buffer",
             )
         if value.is_closed:
-            raise arg_error(name, "an open Buffer", value)
+            raise arg_error(
+                name, "an open Buffer", value, lead=f"{name} Buffer has no active allocation"
+            )
         return int(value.handle), value
+    if isinstance(owner, Buffer) and owner.is_closed:
+        raise arg_error(
+            f"{name}_owner",
+            "an open Buffer (or another object to retain)",
+            owner,
+            f"a closed Buffer no longer owns the memory at {name}",
+            lead=f"{name}_owner Buffer has no active allocation",
+        )
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, driver.CUdeviceptr):
             return int(value), owner

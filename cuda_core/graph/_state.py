@@ -60,7 +60,7 @@ class GraphState:
     def root(self) -> Any:
         h = self.box.value
         if h is None:
-            raise RuntimeError("this graph definition is closed")
+            raise RuntimeError("GraphDefinition is no longer valid: it has been closed")
         return h
 
 

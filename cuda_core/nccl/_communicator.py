@@ -31,7 +31,7 @@ _DTYPE_NAMES = {0: "int8", 1: "uint8", 2: "int32", 3: "uint32", 4: "int64", 5: "
 
 
 def _closed() -> RuntimeError:
-    return RuntimeError("the Communicator is closed; it cannot be used after close() or abort()")
+    return RuntimeError("Communicator has been closed; it cannot be used after close() or abort()")
 
 
 def _abort_quietly(n4p: Any) -> None:
@@ -47,7 +47,7 @@ def _stream_ptr(stream: Any, device_id: int) -> int:
     st = as_stream(stream)
     h = st._h
     if h.is_released:
-        raise RuntimeError("the stream is closed; it cannot be used after close()")
+        raise RuntimeError("Stream has been closed; it cannot be used after close()")
     ordinal = st._device_id
     if ordinal >= 0 and ordinal != device_id:
         raise arg_error("stream", f"a stream of device {device_id}, the communicator's device", st,

@@ -57,7 +57,7 @@ class AffinityQueries:
         ValueError
             An unknown scope.
         """
-        s = enum_arg("scope", scope, AffinityScope, _SCOPES)
+        s = enum_arg("scope", scope, AffinityScope, _SCOPES, "Invalid affinity scope")
         return unpack_bitmask(
             call(nvml.device_get_cpu_affinity_within_scope, self._handle, _mask_words(), s)
         )
@@ -81,7 +81,7 @@ class AffinityQueries:
         ValueError
             An unknown scope.
         """
-        s = enum_arg("scope", scope, AffinityScope, _SCOPES)
+        s = enum_arg("scope", scope, AffinityScope, _SCOPES, "Invalid affinity scope")
         return unpack_bitmask(call(nvml.device_get_memory_affinity, self._handle, _mask_words(), s))
 
     def set_cpu_affinity(self) -> None:

@@ -94,7 +94,9 @@ class ClockInfo:
 
     def __init__(self, handle: int, clock_type: ClockType | str) -> None:
         self._handle = handle
-        self._type = enum_arg("clock_type", clock_type, ClockType, _CLOCK_TYPES)
+        self._type = enum_arg(
+            "clock_type", clock_type, ClockType, _CLOCK_TYPES, "Invalid clock type"
+        )
 
     def get_current_mhz(self, clock_id: ClockId | str = ClockId.CURRENT) -> int:
         """The clock speed now (or the OEM boost maximum), in MHz.

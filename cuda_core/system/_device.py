@@ -110,8 +110,14 @@ class Device(
             if v is not None
         ]
         if len(given) != 1:
+            lead = (
+                "Handle requires either a device `index`, `uuid`, or `pci_bus_id`"
+                if not given
+                else "Handle requires only one of `index`, `uuid`, or `pci_bus_id`"
+            )
             raise ValueError(
-                f"exactly one of index, uuid and pci_bus_id must be given (got {given or 'none'})"
+                f"{lead}: exactly one of index, uuid and pci_bus_id must be given (got "
+                f"{given or 'none'})"
             )
         if index is not None:
             if isinstance(index, bool) or not isinstance(index, int):
@@ -409,7 +415,7 @@ class Device(
         iterator of Device
             The nearest GPUs.
         """
-        lvl = enum_arg("level", level, GpuTopologyLevel, _TOPOLOGY)
+        lvl = enum_arg("level", level, GpuTopologyLevel, _TOPOLOGY, "Invalid topology level")
         for handle in call(nvml.device_get_topology_nearest_gpus, self._handle, lvl):
             yield Device._from_handle(int(handle))
 
@@ -513,7 +519,7 @@ def get_p2p_status(device1: Device, device2: Device, index: GpuP2PCapsIndex | st
         ``GpuP2PStatus.OK`` when supported, else the reason it is not.
     """
     a, b = _check_device("device1", device1), _check_device("device2", device2)
-    idx = enum_arg("index", index, GpuP2PCapsIndex, _P2P_INDEX)
+    idx = enum_arg("index", index, GpuP2PCapsIndex, _P2P_INDEX, "Invalid P2P caps index")
     status = int(call(nvml.device_get_p2p_status, a._handle, b._handle, idx))
     return _P2P_STATUS.get(status, GpuP2PStatus.UNKNOWN)
 

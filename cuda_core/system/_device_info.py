@@ -110,13 +110,19 @@ def unsigned_arg(name: str, value: Any) -> int:
     return int(value.__index__())
 
 
-def enum_arg(name: str, value: Any, enum_type: type, mapping: dict[Any, Any]) -> Any:
-    """Map a cuda_core enum member (or its string value) to the NVML value, or raise."""
+def enum_arg(
+    name: str, value: Any, enum_type: type, mapping: dict[Any, Any], lead: str = ""
+) -> Any:
+    """Map a cuda_core enum member (or its string value) to the NVML value, or raise.
+
+    ``lead`` is cuda.core's wording (``"Invalid affinity scope"``), put first with the value.
+    """
     try:
         member = enum_type(value)
     except ValueError:
         choices = ", ".join(repr(m.value) for m in enum_type)  # type: ignore[attr-defined]
-        raise ValueError(f"{name} must be one of {choices} (got {value!r})") from None
+        ours = f"{name} must be one of {choices} (got {value!r})"
+        raise ValueError(f"{lead}: {value}: {ours}" if lead else ours) from None
     try:
         return mapping[member]
     except KeyError:

@@ -65,7 +65,9 @@ def _mask(
             mask |= bits[enum_type(item)]
         except ValueError:
             choices = ", ".join(repr(m.value) for m in enum_type)  # type: ignore[attr-defined]
-            raise ValueError(f"{name} must be one of {choices} (got {item!r})") from None
+            raise ValueError(
+                f"Invalid event type: {item}: {name} must be one of {choices} (got {item!r})"
+            ) from None
     return mask
 
 

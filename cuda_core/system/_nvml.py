@@ -183,16 +183,11 @@ def status_of(error_class: type[Exception]) -> int:
     return _BY_CLASS[error_class][0]
 
 
-try:
-    from cuda.pathfinder import DynamicLibNotFoundError as _LoaderError
-except ImportError:  # pragma: no cover
-    _LoaderError = RuntimeError  # type: ignore[misc,assignment]
-
-
 _LibraryNotFound: Any = ERROR_CLASSES["LibraryNotFoundError"]
 
 
-class NvmlLibraryNotFoundError(_LibraryNotFound, _LoaderError, CUDADriverNotFoundError):
+# CUDADriverNotFoundError is already cuda.pathfinder's DynamicLibNotFoundError (a RuntimeError)
+class NvmlLibraryNotFoundError(_LibraryNotFound, CUDADriverNotFoundError):
     """NVML (``libnvidia-ml.so.1``, part of the NVIDIA driver) could not be loaded.
 
     It is a :class:`cuda_core.system.LibraryNotFoundError` (so an ``NvmlError``), a

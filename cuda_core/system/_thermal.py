@@ -173,7 +173,13 @@ class Temperature:
         ValueError
             An unknown threshold type.
         """
-        t = enum_arg("threshold_type", threshold_type, TemperatureThresholds, _THRESHOLDS)
+        t = enum_arg(
+            "threshold_type",
+            threshold_type,
+            TemperatureThresholds,
+            _THRESHOLDS,
+            "Invalid temperature threshold type",
+        )
         member = TemperatureThresholds(threshold_type)
         if member in _FIELD_VALUE_THRESHOLDS:
             if int(call(nvml.device_get_architecture, self._handle)) >= _ADA:
@@ -210,7 +216,9 @@ class Temperature:
         ValueError
             An unknown target.
         """
-        target = enum_arg("sensor_index", sensor_index, ThermalTarget, _TARGETS)
+        target = enum_arg(
+            "sensor_index", sensor_index, ThermalTarget, _TARGETS, "Invalid thermal sensor index"
+        )
         return ThermalSettings(call(nvml.device_get_thermal_settings, self._handle, target))
 
 

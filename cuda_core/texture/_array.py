@@ -278,7 +278,7 @@ class OpaqueArray(ArrayStorage):
         name = "src" if to_array else "dst"
         if isinstance(other, Buffer):
             if other._ptr is None:
-                raise RuntimeError("the Buffer is closed; it cannot be used after close()")
+                raise RuntimeError("Buffer has been closed; it cannot be used after close()")
             addr, n, host = int(other._ptr), int(other._size), False
         else:
             addr, n, _keep = host_address(other, name, writable=not to_array)

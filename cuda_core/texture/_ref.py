@@ -71,7 +71,7 @@ class Owner:
         r = self._ref
         if r is None:
             raise RuntimeError(
-                f"the {type(self).__name__} is closed; it cannot be used after close()"
+                f"{type(self).__name__} has been closed; it cannot be used after close()"
             )
         return r
 

@@ -229,7 +229,9 @@ class ResourceDescriptor:
         if self._kind in ("opaque_array", "mipmapped_array"):
             ref = src._ref
             if ref is None:
-                raise RuntimeError(f"the resource's {type(src).__name__} is closed")
+                raise RuntimeError(
+                    f"{type(src).__name__} has been closed: the resource's memory is gone"
+                )
             if self._kind == "opaque_array":
                 d.resType = _RT.CU_RESOURCE_TYPE_ARRAY
                 d.res.array.hArray = driver.CUarray(ref.value)
@@ -238,7 +240,7 @@ class ResourceDescriptor:
                 d.res.mipmap.hMipmappedArray = driver.CUmipmappedArray(ref.value)
             return d, ref, src.format
         if src._ptr is None:
-            raise RuntimeError("the resource's Buffer is closed")
+            raise RuntimeError("Buffer has been closed: the resource's memory is gone")
         fmt = self._format
         assert fmt is not None  # set by from_linear / from_pitch2d
         if self._kind == "linear":

@@ -278,7 +278,7 @@ def _check_argument_errors(nccl: Any, dev: Any, s: Any, comm: Any, n: int) -> No
     other.close()
     _raises(
         RuntimeError,
-        "stream is closed",
+        "Stream has been closed",
         lambda: comm.all_reduce(_view(buf, np.float32), stream=other),
     )
     closed = dev.allocate(64, stream=s)

@@ -6,6 +6,7 @@ import gc
 
 import numpy as np
 import pytest
+from cuda.bindings import driver
 
 from cuda_core._interop import _dlpack as dl
 from cuda_core._interop._memoryview import StridedMemoryView
@@ -79,7 +80,22 @@ def test_numpy_view_matrix(dtype, layout):
     ):
         _check(view, a)
         assert view.readonly is False
-    _check(StridedMemoryView.from_array_interface(a), a, protocol="array_interface")
+    # cuda.core gives a view made through __array_interface__ the current context's device
+    _check(
+        StridedMemoryView.from_array_interface(a),
+        a,
+        device_id=_current_device(),
+        protocol="array_interface",
+    )
+
+
+def _current_device() -> int:
+    """The current context's device, or -1 (no driver, no context)."""
+    try:
+        err, dev = driver.cuCtxGetDevice()
+    except Exception:
+        return -1
+    return int(dev) if err == driver.CUresult.CUDA_SUCCESS else -1
 
 
 def test_readonly_flag_from_versioned_dlpack_and_array_interface():

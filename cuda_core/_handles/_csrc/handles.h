@@ -150,7 +150,7 @@ extern PyTypeObject cc_LaunchConfigHandle_Type;
 #define CC_IS_STREAM(o) (Py_TYPE(o) == &cc_StreamHandle_Type)
 #define CC_IS_EVENT(o) (Py_TYPE(o) == &cc_EventHandle_Type)
 
-/* RuntimeError("the <what> is closed"); returns NULL. */
+/* RuntimeError("<What> has been closed"), cuda.core's wording; returns NULL. */
 PyObject *cc_closed(const char *what);
 /* Argument parsing of METH_FASTCALL | METH_KEYWORDS calls: out[i] is the i-th parameter
  * (borrowed from the call) or NULL when not given; the first n_required must be given. */

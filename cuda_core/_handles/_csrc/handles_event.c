@@ -49,11 +49,11 @@ int
 cc_event_record(cc_event *ev, cc_stream *stream)
 {
     if (ev->released) {
-        cc_closed("event");
+        cc_closed("Event");
         return -1;
     }
     if (stream->released) {
-        cc_closed("stream");
+        cc_closed("Stream");
         return -1;
     }
     if (cc_require_bound()) {
@@ -164,7 +164,7 @@ static PyObject *
 event_query(PyObject *op, PyObject *unused)
 {
     cc_event *self = (cc_event *)op;
-    CC_LIVE(self, "event");
+    CC_LIVE(self, "Event");
     void *h = self->address;
     int st;
     CC_CALL(st, cc_driver.event_query(h));
@@ -181,7 +181,7 @@ static PyObject *
 event_sync(PyObject *op, PyObject *unused)
 {
     cc_event *self = (cc_event *)op;
-    CC_LIVE(self, "event");
+    CC_LIVE(self, "Event");
     void *h = self->address;
     int st;
     CC_CALL(st, cc_driver.event_synchronize(h));

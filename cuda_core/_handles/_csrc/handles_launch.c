@@ -52,7 +52,7 @@ launch_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     if (((cc_stream *)stream)->released) {
-        return cc_closed("stream");
+        return cc_closed("Stream");
     }
     if (dim3(grid, g, "grid") || dim3(block, b, "block") || cc_int_uint(shmem, &smem, "shmem") ||
         (cluster != Py_None && dim3(cluster, c, "cluster"))) {
@@ -67,7 +67,7 @@ launch_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     if (((cc_stream *)stream)->released) { /* a conversion may have run Python code */
-        return cc_closed("stream");
+        return cc_closed("Stream");
     }
     cc_launch *self = PyObject_GC_New(cc_launch, type);
     if (self == NULL) {
@@ -116,7 +116,7 @@ launch_launch(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     if (self->stream == NULL || self->stream->released) {
-        return cc_closed("stream");
+        return cc_closed("Stream");
     }
     if (cc_address(args[0], &function) || cc_address(args[1], &params) || cc_require_bound()) {
         return NULL;

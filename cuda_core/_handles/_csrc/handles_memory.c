@@ -378,7 +378,7 @@ cc_pool_allocate(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyOb
     }
     cc_stream *stream = (cc_stream *)a[2];
     if (stream->released) {
-        return cc_closed("stream");
+        return cc_closed("Stream");
     }
     /* The result first: once the driver hands out memory, nothing can fail before it is owned. */
     cc_alloc *self = alloc_new();

@@ -155,7 +155,7 @@ static PyObject *
 stream_sync(PyObject *op, PyObject *unused)
 {
     cc_stream *self = (cc_stream *)op;
-    CC_LIVE(self, "stream");
+    CC_LIVE(self, "Stream");
     void *h = self->address;
     int st;
     CC_CALL(st, cc_driver.stream_synchronize(h));
@@ -169,7 +169,7 @@ static PyObject *
 stream_query(PyObject *op, PyObject *unused)
 {
     cc_stream *self = (cc_stream *)op;
-    CC_LIVE(self, "stream");
+    CC_LIVE(self, "Stream");
     void *h = self->address;
     int st;
     CC_CALL(st, cc_driver.stream_query(h));
@@ -205,9 +205,9 @@ stream_wait(PyObject *op, PyObject *event)
         PyErr_SetString(PyExc_TypeError, "wait: event must be an EventHandle");
         return NULL;
     }
-    CC_LIVE(self, "stream");
+    CC_LIVE(self, "Stream");
     if (((cc_event *)event)->released) {
-        return cc_closed("event");
+        return cc_closed("Event");
     }
     void *h = self->address, *e = ((cc_event *)event)->address;
     int st;
@@ -229,12 +229,12 @@ stream_memcpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "memcpy(dst, src, nbytes) takes 3 arguments");
         return NULL;
     }
-    CC_LIVE(self, "stream");
+    CC_LIVE(self, "Stream");
     if (cc_int_address(args[0], &dst) || cc_int_address(args[1], &src) || cc_int_size(args[2], &n, "nbytes")) {
         return NULL;
     }
     if (self->released) { /* a conversion may have run Python code */
-        return cc_closed("stream");
+        return cc_closed("Stream");
     }
     void *h = self->address;
     int st;
@@ -258,7 +258,7 @@ stream_context(PyObject *op, PyObject *unused)
     void *h = self->address, *ctx = NULL;
     int token = CC_IS_TOKEN(h), st;
     if (!token && self->released) { /* a token's answer needs no stream: the current context */
-        return cc_closed("stream");
+        return cc_closed("Stream");
     }
     if (cc_require_bound()) {
         return NULL;

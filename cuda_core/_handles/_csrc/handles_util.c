@@ -7,7 +7,7 @@
 PyObject *
 cc_closed(const char *what)
 {
-    PyErr_Format(PyExc_RuntimeError, "the %s is closed", what);
+    PyErr_Format(PyExc_RuntimeError, "%s has been closed", what); /* cuda.core's wording */
     return NULL;
 }
 

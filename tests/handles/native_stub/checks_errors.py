@@ -28,7 +28,7 @@ def released_refuse() -> None:
         lambda: N.pool_allocate(0x9000, 8, s, ctx),
         lambda: N.LaunchConfigHandle(s, (1, 1, 1), (1, 1, 1), 0, None, False, False),
     ):
-        raises(RuntimeError, fn, "the stream is closed")
+        raises(RuntimeError, fn, "Stream has been closed")
     ev.release()
     for fn in (
         ev.sync,
@@ -37,7 +37,7 @@ def released_refuse() -> None:
         lambda: s2.wait(ev),
         lambda: s2.record(ev),
     ):
-        raises(RuntimeError, fn, "the event is closed")
+        raises(RuntimeError, fn, "Event has been closed")
     assert (
         count("cuStreamSynchronize") == 0
         and count("cuEventRecord") == 0

@@ -50,5 +50,5 @@ def launch() -> None:
         lambda: N.LaunchConfigHandle(object(), (1, 1, 1), (1, 1, 1), 0, None, False, False),
     )
     s.release()
-    raises(RuntimeError, lambda: cfg.launch(0xF00, 0), "the stream is closed")
+    raises(RuntimeError, lambda: cfg.launch(0xF00, 0), "Stream has been closed")
     assert count("cuLaunchKernelEx") == 3

@@ -282,14 +282,19 @@ def closed_stream() -> None:
         == outcome(lambda: PY_LAUNCH(s, cfg, k, buf, np.int32(1)))
         == [
             "RuntimeError",
-            "the stream is closed",
+            "Stream has been closed",
         ]
     )
     with Ran() as r:
         a = outcome(p)
     r.expect(p_fast=0, p_slow=1)
     assert (
-        a == outcome(q._call_py) == ["RuntimeError", "the stream of this PreparedLaunch is closed"]
+        a
+        == outcome(q._call_py)
+        == [
+            "RuntimeError",
+            "Stream has been closed: the stream this PreparedLaunch was made for",
+        ]
     )
 
 
