@@ -114,7 +114,7 @@ def test_misuse_after_a_warm_launch_raises_as_the_python_path(dev, stream, modul
         ((buf, np.int32(5)), (closed, np.int32(5))),  # a closed Buffer
         ((buf, np.int32(5)), (buf, 1.5)),  # a float for an int
         ((buf, np.int32(5)), (buf,)),  # a missing argument
-        ((0x1000, np.int32(5)), (2**64, np.int32(5))),  # a pointer beyond 64 bits
+        ((int(buf.handle), np.int32(5)), (2**64, np.int32(5))),  # a pointer beyond 64 bits
     ]
     for warm, bad in cases:
         launch(stream, cfg, ker, *warm)

@@ -22,6 +22,15 @@ from pathlib import Path
 import pytest
 
 from tests.handles.conftest import ASAN_ENV, libasan
+from tests.helpers import gpu_skip_reason
+
+# The whole package runs against the stub here, so its Python path calls cuda.bindings, which
+# loads the real libcuda where there is one and hands it the stub's fake handles (a segfault
+# on the GPU machine). The stub stands in for a driver only where there is none; on a GPU the
+# same paths are tested for real (tests/test_launcher_native.py).
+pytestmark = pytest.mark.skipif(
+    gpu_skip_reason() is None, reason="a real driver is present: the stub cannot stand in for it"
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVE = Path(__file__).resolve().parent / "native_stub" / "drive_launch.py"
