@@ -351,7 +351,7 @@ def test_buffer_copies_and_fills():
         ("cuda_core.DeviceResources", r"^DeviceResources cannot be instantiated directly\."),
         ("cuda_core.SMResource", r"^SMResource cannot be instantiated directly\."),
         ("cuda_core.WorkqueueResource", r"^WorkqueueResource cannot be instantiated directly\."),
-        ("cuda_core.GraphicsResource", r"cannot be instantiated directly"),
+        ("cuda_core.GraphicsResource", r"^GraphicsResource objects cannot be instantiated directly\."),
         ("cuda_core.graph.Graph", r"^directly constructing a Graph instance is not supported"),
     ],
 )  # fmt: skip
@@ -477,3 +477,12 @@ def test_kernel_helpers_only_a_kernel_makes_and_unloadable_code():
         KernelOccupancy()
     with pytest.raises(RuntimeError, match=r'^Unsupported code type "ltoir"'):
         ObjectCode.from_ltoir(b"x").get_kernel("k")
+
+
+def test_narrow_floats_without_ml_dtypes_are_not_implemented():
+    from cuda_core._interop import _dlpack
+
+    with pytest.raises(
+        NotImplementedError, match=r"^Support for bfloat16 within cuda-core requires"
+    ):
+        _dlpack.dlpack_to_dtype(_dlpack.kDLBfloat, 16, 2)  # no NumPy type, ml_dtypes or not

@@ -434,15 +434,22 @@ def dlpack_to_dtype(code: int, bits: int, lanes: int) -> numpy.dtype[Any]:
     """The NumPy dtype of a DLPack ``(code, bits, lanes)``; ``BufferError`` when there is none."""
     dt = _DL_TO_NUMPY.get((code, bits, lanes))
     if dt is None:
-        hint = (
-            " (install ml_dtypes for bfloat16/float8 types)"
-            if code in (kDLBfloat, 7, 8, 9, 10, 11, 12, 13, 14)
-            else ""
-        )
-        raise BufferError(
+        narrow = code in (kDLBfloat, 7, 8, 9, 10, 11, 12, 13, 14)
+        hint = " (install ml_dtypes for bfloat16/float8 types)" if narrow else ""
+        msg = (
             f"DLPack dtype (code={code}, bits={bits}, lanes={lanes}) has no NumPy equivalent{hint}"
         )
+        if narrow:
+            # cuda.core's class (NotImplementedError) and, for bfloat16, its words first
+            lead = "Support for bfloat16 within cuda-core requires `ml_dtypes`to be installed. "
+            raise _NeedsMlDtypes((lead if code == kDLBfloat else "") + msg)
+        raise BufferError(msg)
     return dt
+
+
+class _NeedsMlDtypes(BufferError, NotImplementedError):
+    """A narrow float type without ml_dtypes: a BufferError as every DLPack refusal here, and
+    the NotImplementedError cuda.core raises."""
 
 
 def dtype_to_dlpack(dtype: Any) -> tuple[int, int, int]:

@@ -46,7 +46,10 @@ def _parse_register_flags(flags: str | Sequence[str] | None) -> int:
             bits |= _REGISTER_FLAGS[name]
         except (KeyError, TypeError):
             raise arg_error(
-                "flags", f"made of {', '.join(sorted(_REGISTER_FLAGS))}", name
+                "flags",
+                f"made of {', '.join(sorted(_REGISTER_FLAGS))}",
+                name,
+                lead=f"Unknown register flag {name!r}",
             ) from None
     return bits
 
@@ -107,7 +110,7 @@ class GraphicsResource:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError(
-            "GraphicsResource cannot be instantiated directly. Use GraphicsResource.from_gl_buffer() "
+            "GraphicsResource objects cannot be instantiated directly. Use GraphicsResource.from_gl_buffer() "
             "or GraphicsResource.from_gl_image()"
         )
 
@@ -213,7 +216,7 @@ class GraphicsResource:
         """
         self._check_open()
         if self._get_mapped_buffer() is not None:
-            raise RuntimeError("the GraphicsResource is mapped already; unmap it first")
+            raise RuntimeError("GraphicsResource is already mapped; unmap it first")
         s = as_stream(stream)
         res = driver.CUgraphicsResource(self._int)
         handle_return(driver.cuGraphicsMapResources(1, res, s.handle), "cuGraphicsMapResources")
@@ -239,7 +242,7 @@ class GraphicsResource:
         """
         self._check_open()
         if self._get_mapped_buffer() is None:
-            raise RuntimeError("the GraphicsResource is not mapped")
+            raise RuntimeError("GraphicsResource is not mapped")
         return handle_return(  # type: ignore[no-any-return]
             driver.cuGraphicsSubResourceGetMappedArray(
                 driver.CUgraphicsResource(self._int), array_index, mip_level
@@ -259,7 +262,7 @@ class GraphicsResource:
         self._check_open()
         buf = self._get_mapped_buffer()
         if buf is None:
-            raise RuntimeError("the GraphicsResource is not mapped")
+            raise RuntimeError("GraphicsResource is not mapped")
         self._buf = None
         buf.close(stream=stream)
 

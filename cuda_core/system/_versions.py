@@ -8,7 +8,7 @@ from .._compat import BINDINGS_TEXT, driver, driver_version_int
 from .._errors import CUDADriverNotFoundError, CUDAError
 from .._handles._driver import ensure_driver
 from .._utils import handle_return, nvrtc_version
-from ._nvml import call, nvml, text
+from ._nvml import CUDA_BINDINGS_NVML_IS_COMPATIBLE, call, nvml, text
 
 __all__ = [
     "get_bindings_version",
@@ -70,7 +70,15 @@ def get_kernel_mode_driver_version() -> tuple[int, ...]:
         :class:`RuntimeError` and a :class:`~cuda_core.CUDADriverNotFoundError`).
     NvmlError
         NVML reported another error.
+    RuntimeError
+        The installed ``cuda-bindings`` has no usable NVML module (worded as in ``cuda.core``:
+        ``"get_kernel_mode_driver_version requires NVML support"``).
     """
+    if not CUDA_BINDINGS_NVML_IS_COMPATIBLE:
+        raise RuntimeError(
+            "get_kernel_mode_driver_version requires NVML support: cuda-bindings "
+            f"{BINDINGS_TEXT} has no usable NVML module; get_driver_version() needs none"
+        )
     return _kernel_mode_version()
 
 
