@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import threading
-from collections.abc import Callable
-from typing import Any
 
 import pytest
 from cuda.bindings import driver
@@ -15,26 +12,8 @@ from cuda_core._compat import (
     driver as compat_driver,  # cuCtxCreate in its CUDA 13 form under either major
 )
 from cuda_core._utils import handle_return
-from tests.helpers import gpu_count
+from tests.helpers import gpu_count, in_thread
 from tests.helpers.kernels import current_context_int
-
-
-def _in_thread(fn: Callable[[], Any]) -> Any:
-    """Run ``fn`` in a fresh thread; return its result or re-raise its exception."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # handed back to the test thread
-            box["error"] = exc
-
-    t = threading.Thread(target=target)
-    t.start()
-    t.join(120)
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 @pytest.fixture
@@ -67,7 +46,7 @@ def test_distinct_objects_across_threads(dev):
         d = Device(0)
         return d, d is Device(0) and Device(d) is d
 
-    theirs, same_in_thread = _in_thread(other)
+    theirs, same_in_thread = in_thread(other)
     assert same_in_thread
     assert theirs is not dev
     assert theirs == dev and hash(theirs) == hash(dev)
@@ -79,7 +58,7 @@ def test_device_creates_no_context_and_defaults_to_zero():
         d = Device()  # no context is current on a new thread
         return d.device_id, current_context_int(), Device(0).properties.warp_size
 
-    device_id, ctx, warp = _in_thread(fresh)
+    device_id, ctx, warp = in_thread(fresh)
     assert device_id == 0
     assert ctx == 0, "Device() or reading properties made a context current"
     assert warp == 32
@@ -95,7 +74,7 @@ def test_calls_before_set_current_say_to_call_it(call):
             attr()
 
     with pytest.raises(CUDAError, match=r"set_current\(\)"):
-        _in_thread(fresh)
+        in_thread(fresh)
 
 
 @pytest.mark.gpu

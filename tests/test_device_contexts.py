@@ -10,7 +10,6 @@ device. GPU tier; two-GPU cases are in ``tests/test_multi_gpu_contexts.py``.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -20,27 +19,10 @@ from cuda.bindings import driver
 
 from cuda_core import Context, Device, EventOptions, StreamOptions
 from cuda_core._utils import handle_return
+from tests.helpers import in_thread
 from tests.helpers.kernels import current_context_int
 
 gpu = pytest.mark.gpu
-
-
-def _in_thread(fn: Callable[[], Any]) -> Any:
-    """Run ``fn`` in a fresh thread (no context current there); its result, or its exception."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # handed back to the test thread
-            box["error"] = exc
-
-    t = threading.Thread(target=target)
-    t.start()
-    t.join(120)
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 def _stream_ctx(s: Any) -> int:
@@ -122,7 +104,7 @@ def test_device_methods_work_with_no_context_current_and_leave_none_current():
         for obj in (graph, gb, b, b2, ev, s, made["create_stream(priority)"]):
             obj.close()
 
-    _in_thread(work)
+    in_thread(work)
 
 
 @gpu
@@ -176,7 +158,7 @@ def test_set_current_with_a_context_and_none_current_returns_none(dev):
             d.set_current()
             return out
 
-        prev, current, stream_ctx, bound = _in_thread(work)
+        prev, current, stream_ctx, bound = in_thread(work)
         assert prev is None
         assert current == int(plain.handle) == stream_ctx and bound
     finally:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -83,3 +85,22 @@ def user_cache_snapshot() -> dict[str, tuple[int, int]]:
                 continue
             out[path] = (st.st_mtime_ns, st.st_size)
     return out
+
+
+def in_thread(fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` in a fresh thread (no context current there); return its result or re-raise
+    its exception in the calling thread."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed back to the test thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join(120)
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
