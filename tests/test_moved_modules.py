@@ -24,7 +24,12 @@ def _as_if_old(obj, new_path: str, old_path: str) -> bytes:
             "cuda_core._compile._options",
             "cuda_core._program_options",
         ),
-        (LinkerOptions(arch="sm_90"), "cuda_core._compile._linker", "cuda_core._linker"),
+        (LinkerOptions(arch="sm_90"), "cuda_core._compile._linker_options", "cuda_core._linker"),
+        (  # the path of 1.3.0 before LinkerOptions got its own module
+            LinkerOptions(arch="sm_90"),
+            "cuda_core._compile._linker_options",
+            "cuda_core._compile._linker",
+        ),
         (
             GraphCompleteOptions(auto_free_on_launch=True),
             "cuda_core.graph._options",
