@@ -14,8 +14,8 @@ from ._handles._backend import backend
 from ._handles._contexts import CtxScope, current_context_handle
 from ._handles._driver import ensure_driver
 from ._host_callbacks import launch_host_func
-from ._interop._foreign_streams import _foreign_handle_attr as _foreign_handle_attr
 from ._interop._foreign_streams import _foreign_handle_attrs as _foreign_handle_attrs
+from ._interop._foreign_streams import foreign_stream_handle
 from ._utils import TypeValueError, arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
@@ -170,58 +170,9 @@ class Stream:
 
     @classmethod
     def _from_foreign(cls, obj: Any) -> Stream:
-        # Exact PyTorch/CuPy stream classes: read the handle attribute (no protocol call).
-        tp = obj.__class__
-        attr = _foreign_handle_attrs.get(tp)
-        if attr is None:
-            attr = _foreign_handle_attr(tp)
-        if attr:
-            ensure_driver()
-            return _borrow(cls, getattr(obj, attr), obj)
-        proto = getattr(obj, "__cuda_stream__", None)
-        if proto is None:
-            # CuPy and older PyTorch streams predate the protocol: read their handle attribute.
-            mod = tp.__module__
-            attr = (
-                "ptr"
-                if mod.startswith("cupy")
-                else "cuda_stream"
-                if mod.startswith("torch")
-                else None
-            )
-            raw = getattr(obj, attr, None) if attr else None
-            if isinstance(raw, int):
-                ensure_driver()
-                return _borrow(cls, raw, obj)
-            raise arg_error(
-                "obj",
-                "an object with __cuda_stream__",
-                obj,
-                exc=TypeError,
-                lead=f"{type(obj)} object does not have a '__cuda_stream__' attribute",
-            )
-        info = proto() if callable(proto) else proto
-        if not (isinstance(info, tuple) and len(info) == 2):
-            got = (
-                f"{len(info)} elements" if isinstance(info, (tuple, list)) else type(info).__name__
-            )
-            raise arg_error(
-                "obj.__cuda_stream__()",
-                "a (version, handle) tuple",
-                info,
-                exc=TypeError,
-                lead=f"obj.__cuda_stream__ must return a sequence with 2 elements, got {got}",
-            )
-        if info[0] != 0:
-            raise arg_error(
-                "obj.__cuda_stream__() version",
-                "0",
-                info[0],
-                lead="The first element of the sequence returned by obj.__cuda_stream__ must "
-                f"be 0, got {info[0]!r}",
-            )
+        raw = foreign_stream_handle(obj)
         ensure_driver()
-        return _borrow(cls, int(info[1]), obj)
+        return _borrow(cls, raw, obj)
 
     @classmethod
     def from_handle(cls, handle: int) -> Stream:

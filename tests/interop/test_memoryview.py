@@ -661,12 +661,12 @@ def test_foreign_stream_borrow_sets_every_slot_like_wrap():
 
 
 def test_unrelated_types_are_not_foreign_stream_classes():
-    from cuda_core import _stream
+    from cuda_core._interop._foreign_streams import _foreign_handle_attr
 
     class NotAStream:
         pass
 
-    assert _stream._foreign_handle_attr(NotAStream) == ""
+    assert _foreign_handle_attr(NotAStream) == ""
 
 
 # GPU tier -----------------------------------------------------------------------------------
