@@ -27,14 +27,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import _links
 from ._compat import driver
-from ._errors import CUDAError, _CooperativeLaunchTooLargeError
+from ._errors import CUDAError
 from ._handles._backend import NATIVE, backend
 from ._handles._protocol import NativeBackend
 from ._kernel import Kernel
 from ._kernel_arg_handler import MISS, Plan, kernel_label, make_plan, set_arg
 from ._launch_config import LaunchConfig
+from ._launch_errors import explain_launch_failure
 from ._stream import Stream, _DeviceDefaultStream, as_stream
-from ._utils import arg_error, handle_return, make_error
+from ._utils import arg_error, handle_return
 
 __all__ = ["PreparedLaunch", "launch"]
 
@@ -326,48 +327,12 @@ def _launch_failed(
 def _explain_failure(
     err: Any, stream: Any, config: LaunchConfig, kernel: Any, entry: _KernelEntry
 ) -> CUDAError:
-    code = int(err)
     label = kernel_label(entry.kernel_name(kernel))
-    extra = f"launching {label} with {config!r}"
     try:
         dev = _device_of(stream)
-        with dev._scope():
-            func = handle_return(driver.cuKernelGetFunction(kernel._handle), "cuKernelGetFunction")
-            if code == int(_CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE):
-                threads = config.block[0] * config.block[1] * config.block[2]
-                per_sm = handle_return(
-                    driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                        func, threads, config.shmem_size
-                    ),
-                    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
-                )
-                sms = dev.properties.multiprocessor_count
-                g = config.grid_blocks
-                extra = (
-                    f"a cooperative grid of {g[0] * g[1] * g[2]} blocks cannot be co-resident: "
-                    f"{label} fits {per_sm} blocks of {threads} threads per SM x {sms} SMs = "
-                    f"{per_sm * sms} blocks on {dev.name}"
-                )
-            elif code == int(_CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES):
-                attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-                most = handle_return(driver.cuFuncGetAttribute(attr, func), "cuFuncGetAttribute")
-                threads = config.block[0] * config.block[1] * config.block[2]
-                extra = f"block {config.block} has {threads} threads; {label} can run at most {most} per block"
-            elif code == int(_CUresult.CUDA_ERROR_INVALID_VALUE) and config.shmem_size > 48 * 1024:
-                attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-                most = handle_return(driver.cuFuncGetAttribute(attr, func), "cuFuncGetAttribute")
-                if config.shmem_size > most:
-                    extra = (
-                        f"shmem_size {config.shmem_size} is more than the {most} bytes of dynamic shared "
-                        f"memory {label} allows; raise its CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES "
-                        "attribute first"
-                    )
     except Exception:  # the details are a bonus; report the launch failure itself
-        pass
-    error = make_error(err, "cuLaunchKernelEx", extra)
-    if code == int(_CUresult.CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE):
-        error.__class__ = _CooperativeLaunchTooLargeError  # cuda.core raises ValueError for it
-    return error
+        dev = None
+    return explain_launch_failure(err, dev, config, kernel, label)
 
 
 # ---------------------------------------------------------------------------------------------
