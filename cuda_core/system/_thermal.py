@@ -184,9 +184,9 @@ class Temperature:
         if member in _FIELD_VALUE_THRESHOLDS:
             if int(call(nvml.device_get_architecture, self._handle)) >= _ADA:
                 warnings.warn(
-                    f"reading the {member.value!r} temperature threshold with get_threshold is "
-                    "deprecated on Ada and newer GPUs; use Device.get_field_values with the "
-                    "FieldId.DEV_TEMPERATURE_* fields",
+                    f"get_threshold is no longer recommended for the {member.value!r} temperature "
+                    "threshold on Ada and newer GPUs (deprecated there): use "
+                    "Device.get_field_values with the FieldId.DEV_TEMPERATURE_* fields",
                     DeprecationWarning,
                     stacklevel=2,
                 )
