@@ -501,15 +501,5 @@ cc_handles_init(PyObject *module)
         &cc_Allocation_Type,    &cc_LaunchConfigHandle_Type,
     };
     static const char *names[] = {"ContextHandle", "StreamHandle", "EventHandle", "Allocation", "LaunchConfigHandle"};
-    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-        if (PyType_Ready(types[i]) < 0) {
-            return -1;
-        }
-        Py_INCREF(types[i]);
-        if (PyModule_AddObject(module, names[i], (PyObject *)types[i]) < 0) {
-            Py_DECREF(types[i]);
-            return -1;
-        }
-    }
-    return 0;
+    return cc_add_types(module, types, names, sizeof(types) / sizeof(types[0]));
 }

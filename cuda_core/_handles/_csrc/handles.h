@@ -152,6 +152,8 @@ extern PyTypeObject cc_LaunchConfigHandle_Type;
 
 /* RuntimeError("<What> has been closed"), cuda.core's wording; returns NULL. */
 PyObject *cc_closed(const char *what);
+/* Ready each of the n types and add it to module under names[i]; -1 with an exception set. */
+int cc_add_types(PyObject *module, PyTypeObject *const *types, const char *const *names, size_t n);
 /* Argument parsing of METH_FASTCALL | METH_KEYWORDS calls: out[i] is the i-th parameter
  * (borrowed from the call) or NULL when not given; the first n_required must be given. */
 int cc_parse(const char *fname, const char *const *names, int n_required, int n_max, PyObject *const *args,

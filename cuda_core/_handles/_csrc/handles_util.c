@@ -235,3 +235,19 @@ cc_dealloc_handle(PyObject *op, inquiry clear)
     clear(op);
     PyObject_GC_Del(op);
 }
+
+int
+cc_add_types(PyObject *module, PyTypeObject *const *types, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (PyType_Ready(types[i]) < 0) {
+            return -1;
+        }
+        Py_INCREF(types[i]);
+        if (PyModule_AddObject(module, names[i], (PyObject *)types[i]) < 0) {
+            Py_DECREF(types[i]);
+            return -1;
+        }
+    }
+    return 0;
+}

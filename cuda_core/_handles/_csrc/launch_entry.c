@@ -426,15 +426,8 @@ cc_launch_init(PyObject *module)
 {
     static PyTypeObject *types[] = {&cc_LaunchPlan_Type, &cc_LaunchEntry_Type, &cc_PreparedLaunchBase_Type};
     static const char *names[] = {"LaunchPlan", "LaunchEntry", "PreparedLaunchBase"};
-    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-        if (PyType_Ready(types[i]) < 0) {
-            return -1;
-        }
-        Py_INCREF(types[i]);
-        if (PyModule_AddObject(module, names[i], (PyObject *)types[i]) < 0) {
-            Py_DECREF(types[i]);
-            return -1;
-        }
+    if (cc_add_types(module, types, names, sizeof(types) / sizeof(types[0])) < 0) {
+        return -1;
     }
     PyObject *kinds = cc_arg_kind_names();
     if (kinds == NULL || PyModule_AddObject(module, "ARG_KINDS", kinds) < 0) {
