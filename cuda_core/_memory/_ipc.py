@@ -301,13 +301,13 @@ class _SharedImport:
     returns the same address), so importing one descriptor twice shares the mapping, as in
     ``cuda.core``."""
 
-    __slots__ = ("__weakref__", "count", "ctx", "key", "payload")
+    __slots__ = ("__weakref__", "count", "ctx", "key", "ptr")
 
-    def __init__(self, key: tuple[int, int], ctx: Any, payload: bytes) -> None:
-        self.key = key
+    def __init__(self, key: tuple[int, bytes], ptr: int, ctx: Any) -> None:
+        self.key = key  # (pool, the export data of the descriptor it was imported from)
+        self.ptr = ptr
         self.ctx = ctx  # the context it was imported in
         self.count = 1
-        self.payload = payload  # the export data of the descriptor it was imported from
 
     def __call__(self, ptr: int, size: int, stream: Any) -> None:
         with _imports_lock:
@@ -323,7 +323,7 @@ class _SharedImport:
         handle_return(in_context(ctx, driver.cuMemFreeAsync, ptr, h), "cuMemFreeAsync")
 
 
-_imports: dict[tuple[int, int], _SharedImport] = {}  # (pool, pointer) -> its live mapping
+_imports: dict[tuple[int, bytes], _SharedImport] = {}  # (pool, export data) -> live mapping
 _imports_lock = threading.Lock()
 
 
@@ -349,20 +349,17 @@ def import_buffer(mr: Any, desc: Any, stream: Any) -> Buffer:
     ctypes.memmove(data.getPtr(), desc.payload, _EXPORT_BYTES)
     ctx = stream_context(s)
     with _imports_lock:
-        shared = next(
-            (i for (p, _), i in _imports.items() if p == int(pool) and i.payload == desc.payload),
-            None,
-        )
+        shared = _imports.get((int(pool), desc.payload))
         if shared is not None:
             shared.count += 1
     if shared is not None:
-        return Buffer._owned(shared.key[1], desc.size, mr, s, shared)
+        return Buffer._owned(shared.ptr, desc.size, mr, s, shared)
     ptr = int(
         handle_return(
             in_context(ctx, driver.cuMemPoolImportPointer, pool, data), "cuMemPoolImportPointer"
         )
     )
-    shared = _SharedImport((int(pool), ptr), ctx, desc.payload)
+    shared = _SharedImport((int(pool), desc.payload), ptr, ctx)
     with _imports_lock:
         _imports[shared.key] = shared
     buf = Buffer._owned(ptr, desc.size, mr, s, shared)
