@@ -1,7 +1,7 @@
 """Where the default compile cache lives on disk, from the environment.
 
-Read by the cache (its disk layer) and by the cache keys (the compiler stamp files kept next
-to it), so both agree on one rule: ``CUDA_CORE_CACHE=0`` turns the disk layer off,
+Read by the cache (its disk layer), by the cache keys (the compiler stamp files kept next
+to it) and by the options (NVRTC's bundled headers), so all agree on one rule: ``CUDA_CORE_CACHE=0`` turns the disk layer off,
 ``CUDA_CORE_CACHE_DIR`` moves it, else ``$XDG_CACHE_HOME/cuda_core/programs``.
 """
 
@@ -12,13 +12,28 @@ import os
 __all__: list[str] = []
 
 
+def _xdg_root() -> str:
+    """``$XDG_CACHE_HOME/cuda_core`` (``~/.cache/cuda_core`` by default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "cuda_core")
+
+
 def default_cache_dir() -> str:
     """``$CUDA_CORE_CACHE_DIR``, else ``$XDG_CACHE_HOME/cuda_core/programs`` (``~/.cache``)."""
     d = os.environ.get("CUDA_CORE_CACHE_DIR")
     if d:
         return os.path.abspath(os.path.expanduser(d))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "cuda_core", "programs")
+    return os.path.join(_xdg_root(), "programs")
+
+
+def bundled_headers_dir() -> str:
+    """Where NVRTC installs its bundled CUDA/CCCL headers for ``use_bundled_headers``.
+
+    ``$CUDA_CORE_CACHE_DIR/nvrtc-bundled-headers`` when that is set, else
+    ``$XDG_CACHE_HOME/cuda_core/nvrtc-bundled-headers`` (``~/.cache`` by default).
+    """
+    base = os.environ.get("CUDA_CORE_CACHE_DIR") or _xdg_root()
+    return os.path.join(base, "nvrtc-bundled-headers")
 
 
 def disk_cache_dir() -> str | None:

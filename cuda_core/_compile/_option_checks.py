@@ -1,7 +1,8 @@
 """Compiler-option values: their checks and normal forms, for ProgramOptions and LinkerOptions.
 
 Lists of strings or ints, architecture names (``"sm_90"``, ``"90"``, ``"compute_90"``), counts,
-the current device's architecture where ``arch`` is not given, macros and extra NVVM sources.
+the current device's architecture where ``arch`` is not given, macros, extra NVVM sources, and
+the NVRTC release each newer option needs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from .._compat import driver
 from .._errors import CUDAError
 from .._handles._driver import ensure_driver
 from .._utils import arg_error, handle_return
+from ._libraries import nvrtc_version_cached
 
 __all__: list[str] = []  # private: the options classes of Program and Linker use these
 
@@ -175,3 +177,45 @@ def _macros(value: Any) -> list[str]:
     if not all(isinstance(m, str) for m in value):
         raise _macro_error(f"Expected define_macro {whole}, got {value}", value)
     return list(value)
+
+
+class UnsupportedOptionError(CUDAError, ValueError):
+    """An option the NVVM backend cannot take: the ``CUDAError`` cuda.core raises, and the
+    ``ValueError`` cuda_core raised before."""
+
+
+class NVRTCTooOldError(ValueError, RuntimeError):
+    """An option this NVRTC is too old for: a ValueError here; cuda.core raises RuntimeError
+    (for ``use_bundled_headers``, already when the options are made), so it is both."""
+
+
+def _check_nvrtc_version(fields: list[str]) -> None:
+    """Raise an error naming the options in ``fields`` this NVRTC is too old for."""
+    if not fields:
+        return
+    have = nvrtc_version_cached()
+    old = [f for f in fields if have < _NVRTC_MIN_VERSION[f]]
+    if old:
+        need = ", ".join(f"{f} (NVRTC {'.'.join(map(str, _NVRTC_MIN_VERSION[f]))}+)" for f in old)
+        raise NVRTCTooOldError(
+            f"option(s) {need} cannot be used with this NVRTC ({'.'.join(map(str, have))})"
+        )
+
+
+# The first NVRTC release that takes each option (an older one gets a ValueError naming it).
+_NVRTC_MIN_VERSION = {
+    "fdevice_time_trace": (12, 8),
+    "device_float128": (12, 8),
+    "frandom_seed": (12, 8),
+    "ofast_compile": (12, 8),
+    "pch": (12, 8),
+    "create_pch": (12, 8),
+    "use_pch": (12, 8),
+    "pch_dir": (12, 8),
+    "pch_verbose": (12, 8),
+    "pch_messages": (12, 8),
+    "instantiate_templates_in_pch": (12, 8),
+    "no_cache": (12, 9),
+    "numba_debug": (13, 1),
+    "use_bundled_headers": (13, 3),
+}

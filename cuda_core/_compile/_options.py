@@ -13,11 +13,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .._errors import CUDAError
 from .._utils import arg_error, as_flag, options_repr, suggest_fields
-from ._libraries import nvrtc_version_cached
+from ._cache_paths import bundled_headers_dir
+from ._option_checks import (
+    _NVRTC_MIN_VERSION,
+    UnsupportedOptionError,
+    _check_nvrtc_version,
+    _extra_sources,
+    _macros,
+)
 from ._option_checks import _as_list as _as_list
-from ._option_checks import _extra_sources, _macros
 from ._option_checks import check_counts as check_counts
 from ._option_checks import device_arch as device_arch
 from ._option_checks import normalize_arch as normalize_arch
@@ -502,42 +507,6 @@ class ProgramOptions:
         return self._incs, self._pre
 
 
-class UnsupportedOptionError(CUDAError, ValueError):
-    """An option the NVVM backend cannot take: the ``CUDAError`` cuda.core raises, and the
-    ``ValueError`` cuda_core raised before."""
-
-
-class NVRTCTooOldError(ValueError, RuntimeError):
-    """An option this NVRTC is too old for: a ValueError here; cuda.core raises RuntimeError
-    (for ``use_bundled_headers``, already when the options are made), so it is both."""
-
-
-def _check_nvrtc_version(fields: list[str]) -> None:
-    """Raise an error naming the options in ``fields`` this NVRTC is too old for."""
-    if not fields:
-        return
-    have = nvrtc_version_cached()
-    old = [f for f in fields if have < _NVRTC_MIN_VERSION[f]]
-    if old:
-        need = ", ".join(f"{f} (NVRTC {'.'.join(map(str, _NVRTC_MIN_VERSION[f]))}+)" for f in old)
-        raise NVRTCTooOldError(
-            f"option(s) {need} cannot be used with this NVRTC ({'.'.join(map(str, have))})"
-        )
-
-
-def bundled_headers_dir() -> str:
-    """Where NVRTC installs its bundled CUDA/CCCL headers for ``use_bundled_headers``.
-
-    ``$CUDA_CORE_CACHE_DIR/nvrtc-bundled-headers`` when that is set, else
-    ``$XDG_CACHE_HOME/cuda_core/nvrtc-bundled-headers`` (``~/.cache`` by default).
-    """
-    base = os.environ.get("CUDA_CORE_CACHE_DIR")
-    if not base:
-        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        base = os.path.join(xdg, "cuda_core")
-    return os.path.join(base, "nvrtc-bundled-headers")
-
-
 _ALL_FIELDS = tuple(f.name for f in dataclasses.fields(ProgramOptions))
 _BOOL_FIELDS = tuple(
     f.name for f in dataclasses.fields(ProgramOptions) if str(f.type).startswith("bool")
@@ -559,23 +528,6 @@ _TRUE_FALSE = frozenset(
     }
 )
 _OFAST_LEVELS = ("0", "min", "mid", "max")
-# The first NVRTC release that takes each option (an older one gets a ValueError naming it).
-_NVRTC_MIN_VERSION = {
-    "fdevice_time_trace": (12, 8),
-    "device_float128": (12, 8),
-    "frandom_seed": (12, 8),
-    "ofast_compile": (12, 8),
-    "pch": (12, 8),
-    "create_pch": (12, 8),
-    "use_pch": (12, 8),
-    "pch_dir": (12, 8),
-    "pch_verbose": (12, 8),
-    "pch_messages": (12, 8),
-    "instantiate_templates_in_pch": (12, 8),
-    "no_cache": (12, 9),
-    "numba_debug": (13, 1),
-    "use_bundled_headers": (13, 3),
-}
 # Options only the NVVM backend takes.
 _NVRTC_OK = frozenset(_ALL_FIELDS) - {"extra_sources", "use_libdevice"}
 _NVJITLINK_OK = frozenset(
