@@ -21,8 +21,7 @@ from .. import _trampolines as _table
 from .._compat import MANAGED_ALLOCATION, driver, require_cuda13
 from .._utils import arg_error, check_int, handle_return
 from .._utils._renamed import renamed_method
-from . import _driver as _gd
-from ._condition import check_branch_count, check_condition
+from . import _node_control as _control
 from ._driver import current_context
 from ._params import (
     check_event,
@@ -37,7 +36,6 @@ from ._state import KINDS, AdjacencySetProxy, register_node
 
 __all__: list[str] = []  # public through cuda_core.graph
 
-_COND = driver.CUgraphConditionalNodeType
 _MEM_TYPES = ("device", "host", "managed")
 
 
@@ -519,18 +517,6 @@ class GraphNode:
         p.userData = ud
         return p, py_fn, keep
 
-    def _conditional(self, condition: Any, ctype: Any, size: int, kind: str) -> Any:
-        cond = check_condition(condition, self._def._state.key)
-        params = driver.CUgraphNodeParams()
-        params.type = driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_CONDITIONAL
-        params.conditional.handle = cond.handle
-        params.conditional.type = ctype
-        params.conditional.size = size
-        params.conditional.ctx = current_context("cuGraphAddNode")
-        h = _gd.add_node(self._graph_handle(), self._deps(), params)
-        bodies = list(params.conditional.phGraph_out)[:size]
-        return self._new(kind, h, {"kind": kind, "condition": cond, "bodies": bodies})
-
     # The names of cuda.core before 1.0, each with a DeprecationWarning naming the current one.
     alloc = renamed_method("GraphNode", "alloc", "allocate")
     free = renamed_method("GraphNode", "free", "deallocate")
@@ -538,66 +524,11 @@ class GraphNode:
     wait_event = renamed_method("GraphNode", "wait_event", "wait")
     if_cond = renamed_method("GraphNode", "if_cond", "if_then")
 
-    def if_then(self, condition: Any) -> Any:
-        """Add an *if* node after this node: its ``then`` body runs when ``condition`` is non-zero.
-
-        Returns
-        -------
-        IfNode
-            Fill the body through :attr:`IfNode.then` (a GraphDefinition).
-
-        Raises
-        ------
-        TypeError
-            ``condition`` is not a GraphCondition.
-        CUDAError
-            ``condition`` was created in another graph (``CUDA_ERROR_INVALID_VALUE``, as the
-            driver answers; also a ``ValueError``).
-        """
-        return self._conditional(condition, _COND.CU_GRAPH_COND_TYPE_IF, 1, "if")
-
-    def if_else(self, condition: Any) -> Any:
-        """Add an *if/else* node: ``then`` runs when ``condition`` is non-zero, ``else_`` otherwise.
-
-        Needs CUDA 12.8 or newer.
-
-        Returns
-        -------
-        IfElseNode
-        """
-        return self._conditional(condition, _COND.CU_GRAPH_COND_TYPE_IF, 2, "if_else")
-
-    def while_loop(self, condition: Any) -> Any:
-        """Add a *while* node: its ``body`` runs again and again while ``condition`` is non-zero.
-
-        The condition is tested before the first iteration (give it a non-zero
-        ``default_value`` or set it upstream). Something in the body must eventually set it to
-        zero with ``cudaGraphSetConditional``: a loop that never does never ends, and the
-        stream hangs (that is the caller's responsibility; destroying the graph is still safe).
-
-        Returns
-        -------
-        WhileNode
-        """
-        return self._conditional(condition, _COND.CU_GRAPH_COND_TYPE_WHILE, 1, "while")
-
-    def switch(self, condition: Any, count: int) -> Any:
-        """Add a *switch* node with ``count`` branches; branch ``i`` runs when ``condition == i``.
-
-        No branch runs for an out-of-range value. Needs CUDA 12.8 or newer.
-
-        Returns
-        -------
-        SwitchNode
-
-        Raises
-        ------
-        CUDAError
-            ``count`` is below 1 (``CUDA_ERROR_INVALID_VALUE``, as the driver answers; also a
-            ``ValueError``).
-        """
-        n = check_branch_count(count)
-        return self._conditional(condition, _COND.CU_GRAPH_COND_TYPE_SWITCH, n, "switch")
+    # Control flow (cuda_core.graph._node_control): conditional nodes with child-graph bodies.
+    if_then = _control.if_then
+    if_else = _control.if_else
+    while_loop = _control.while_loop
+    switch = _control.switch
 
 
 KINDS["node"] = GraphNode
