@@ -6,6 +6,8 @@ ordinary stream) is dropped when it has run. A kept entry (a callback inside a g
 every replay and is dropped when a CUDA user object owned by the graph is released, i.e. when
 the driver lets go of the last graph (definition, clone, or executable graph) that can call it.
 A replay that finds no entry does nothing: the driver never holds a pointer to a Python object.
+What a released entry kept is dropped on the main thread (a pending call), never on the
+driver's thread, where a finalizer could not call CUDA.
 
 This module imports nothing above the error funnel, so both stream callbacks
 (:mod:`cuda_core._host_callbacks`) and explicit graph host nodes can use it.
@@ -88,8 +90,62 @@ def _run_kept(key: int | None) -> None:
 @immortal
 @HostFn
 def _drop_kept(key: int | None) -> None:
+    # A driver thread runs this (a user object's destructor): the entry's objects are handed to
+    # the main thread, so no finalizer (a Buffer's free, say) runs here, where CUDA calls are
+    # not allowed.
     with _lock:
-        _kept.pop(key or 0, None)
+        entry = _kept.pop(key or 0, None)
+        if entry is not None:
+            _released.append(entry)
+    _queue_drain()
+
+
+# What the driver (or a graph collected on another thread) let go of, dropped by _drain on the
+# main thread through Py_AddPendingCall. When CPython's pending-call queue is full, the next
+# entry here (a new callback or graph hold) asks again.
+_released: list[Any] = []
+_drain_queued = False
+_PendingFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+_add_pending_call = ctypes.pythonapi.Py_AddPendingCall
+_add_pending_call.argtypes = (_PendingFn, ctypes.c_void_p)
+_add_pending_call.restype = ctypes.c_int
+
+
+@immortal
+@_PendingFn
+def _drain(_: int | None) -> int:
+    global _drain_queued
+    with _lock:
+        batch = _released[:]
+        _released.clear()
+        _drain_queued = False
+    del batch  # the finalizers run here, on the main thread
+    return 0
+
+
+def _queue_drain() -> None:
+    """Ask CPython to run :func:`_drain` on the main thread, unless asked already."""
+    global _drain_queued
+    with _lock:
+        if _drain_queued or not _released:
+            return
+        _drain_queued = True
+    if _add_pending_call(_drain, None) != 0:  # the queue is full: a later entry asks again
+        with _lock:
+            _drain_queued = False
+
+
+def release_on_main_thread(obj: Any) -> None:
+    """Drop ``obj`` (the Python references a collected graph held) on the main thread: at once
+    when called there, else through the pending call."""
+    if threading.get_ident() == _MAIN:
+        return
+    with _lock:
+        _released.append(obj)
+    _queue_drain()
+
+
+_MAIN = threading.main_thread().ident
 
 
 def _address(cfn: Any) -> int:
@@ -144,6 +200,8 @@ def pending_callbacks() -> tuple[int, int]:
 def new_user_object(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int, Any]:
     """A kept entry and a user object whose one reference the caller owns (release it with
     ``cuUserObjectRelease``); the entry is dropped when the last reference goes."""
+    if _released and not _drain_queued:
+        _queue_drain()  # an earlier release found CPython's pending-call queue full
     key = new_key()
     with _lock:
         _kept[key] = (fn, args)

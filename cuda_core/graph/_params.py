@@ -17,6 +17,7 @@ from .._kernel import Kernel
 from .._kernel_arg_handler import ParamHolder
 from .._launch_config import LaunchConfig
 from .._memory import Buffer
+from .._memory._shared import share
 from .._utils import arg_error, check_int, handle_return
 from ._driver import current_context
 
@@ -100,7 +101,9 @@ def hold(state: Any, graph: Any, keep: Any) -> None:
 
 
 def address(value: Any, name: str, owner: Any = None) -> tuple[int, Any]:
-    """``(address, object to retain)`` for a ``Buffer`` or a raw pointer (``int``)."""
+    """``(address, object to retain)`` for a ``Buffer`` or a raw pointer (``int``). A Buffer
+    (the operand, or the owner of a raw pointer) is retained with a share of its memory, so
+    closing it while the graph lives frees nothing until the graph goes."""
     if isinstance(value, Buffer):
         if owner is not None:
             raise arg_error(
@@ -114,7 +117,7 @@ def address(value: Any, name: str, owner: Any = None) -> tuple[int, Any]:
             raise arg_error(
                 name, "an open Buffer", value, lead=f"{name} Buffer has no active allocation"
             )
-        return int(value.handle), value
+        return int(value.handle), (value, share(value))
     if isinstance(owner, Buffer) and owner.is_closed:
         raise arg_error(
             f"{name}_owner",
@@ -123,6 +126,8 @@ def address(value: Any, name: str, owner: Any = None) -> tuple[int, Any]:
             f"a closed Buffer no longer owns the memory at {name}",
             lead=f"{name}_owner Buffer has no active allocation",
         )
+    if isinstance(owner, Buffer):
+        owner = (owner, share(owner))  # the memory outlives owner.close(), as the graph does
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, driver.CUdeviceptr):
             return int(value), owner

@@ -11,6 +11,7 @@ import weakref
 from collections.abc import Iterable, Iterator, MutableSet
 from typing import Any
 
+from .. import _trampolines as _table
 from .._compat import driver
 from .._handles._owned import OwnedHandle
 from .._utils import handle_return
@@ -55,6 +56,12 @@ class GraphState:
         # lives, so ``node is other`` holds as in cuda.core (whose tests and users rely on it)
         self.nodes: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         self.owner = owner
+
+    def __del__(self) -> None:
+        # Collected on another thread (a worker dropped the last GraphDefinition): what the
+        # nodes kept (buffers, callbacks, arguments) is released on the main thread, as the
+        # driver's releases are (cuda_core._trampolines).
+        _table.release_on_main_thread((self.keep, self.meta))
 
     @property
     def root(self) -> Any:
