@@ -225,7 +225,14 @@ def import_pool(cls: Any, device: Any, alloc_handle: Any) -> Any:
             alloc_handle,
             exc=TypeError,
         )
-    if key is not None and registry.find(key) is not None:
+    found = registry.find(key) if key is not None else None
+    if found is not None:
+        if not isinstance(found, cls):  # a TypeError in cuda.core, as here
+            raise TypeError(
+                f"Cannot convert {type(found).__name__} to {cls.__name__}: the pool of this "
+                f"allocation handle is mapped in this process as a {type(found).__name__} "
+                f"(use {type(found).__name__}.from_allocation_handle)"
+            )
         return registry.find_registered(cls, key)
     ensure_driver()
     Device = _links.Device

@@ -9,7 +9,12 @@ from .. import _links
 from .._utils import arg_error, check_int
 from ._affinity import AffinityQueries, gpus_near_cpu
 from ._board import BoardQueries
+from ._board import DeviceAttributes as DeviceAttributes
+from ._board import RepairStatus as RepairStatus
+from ._clocks import ClockInfo as ClockInfo
+from ._clocks import ClockOffsets as ClockOffsets
 from ._clocks import ClockQueries
+from ._clocks import GpuDynamicPstatesInfo as GpuDynamicPstatesInfo
 from ._device_info import (
     BAR1MemoryInfo,
     MemoryInfo,
@@ -21,13 +26,21 @@ from ._device_info import (
 )
 from ._events import _DEVICE_CLASS, DeviceEvents, RegisteredSystemEvents, event_types_from_mask
 from ._field_values import FieldValueQueries
+from ._field_values import FieldValues as FieldValues
 from ._mig import MigQueries
 from ._nvml import ERROR_CLASSES, call, nvml
+from ._thermal import CoolerInfo as CoolerInfo
+from ._thermal import FanInfo as FanInfo
+from ._thermal import Temperature as Temperature
 from ._thermal import ThermalQueries
+from ._thermal import ThermalSensor as ThermalSensor
+from ._thermal import ThermalSettings as ThermalSettings
 from ._versions import get_num_devices
 from .typing import DeviceArch, GpuP2PCapsIndex, GpuP2PStatus, GpuTopologyLevel
 
 __all__ = ["Device", "get_p2p_status", "get_topology_common_ancestor", "register_events"]
+# The result classes above are re-exported here (not public) because cuda.core defines them in
+# its ``system/_device`` module, where code that checks ``isinstance`` against them looks.
 
 _BRANDS = {
     0: "Unknown",

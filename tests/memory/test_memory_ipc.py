@@ -216,6 +216,13 @@ def test_registry_in_one_process():
     with pytest.raises(RuntimeError, match="another process"):
         pickle.loads(pickle.dumps(buf))
     assert mr.register(mr.uuid) is mr  # an exporter is registered under its own uuid already
+    assert DeviceMemoryResource.from_allocation_handle(dev, mr.allocation_handle) is mr
+    from cuda_core import PinnedMemoryResource
+
+    with pytest.raises(TypeError, match=r"^Cannot convert DeviceMemoryResource to PinnedMemory"):
+        PinnedMemoryResource.from_allocation_handle(
+            mr.allocation_handle
+        )  # a TypeError in cuda.core
     with pytest.raises(RuntimeError, match=r"registered under .* already"):
         mr.register(uuid.uuid4())
     with pytest.raises(

@@ -100,3 +100,26 @@ def test_num_devices_matches_driver():
 
     with pytest.warns(DeprecationWarning, match=r"Device\.get_all_devices\(\)"):
         assert system.devices == tuple(Device(i) for i in range(n))
+
+
+def test_result_classes_are_found_where_cuda_core_keeps_them():
+    # NVIDIA's tests and code written for cuda.core check isinstance against
+    # cuda.core.system._device.<Class>; each name there is our class, not a copy.
+    from cuda_core.system import _board, _clocks, _device, _field_values, _thermal
+
+    homes = {
+        "ClockInfo": _clocks,
+        "ClockOffsets": _clocks,
+        "GpuDynamicPstatesInfo": _clocks,
+        "DeviceAttributes": _board,
+        "RepairStatus": _board,
+        "FieldValues": _field_values,
+        "CoolerInfo": _thermal,
+        "FanInfo": _thermal,
+        "Temperature": _thermal,
+        "ThermalSensor": _thermal,
+        "ThermalSettings": _thermal,
+    }
+    for name, home in homes.items():
+        assert getattr(_device, name) is getattr(home, name), name
+    assert "ClockInfo" not in _device.__all__  # found there, not public there
