@@ -77,6 +77,14 @@ class LaunchPlan(Protocol):
         """Bytes of the packed parameters."""
         ...
 
+    @property
+    def shortcuts(self) -> tuple[str, ...]:
+        """Per argument, the shortcut its packing takes: ``""`` none, ``"f64"`` (a float's
+        value), ``"slot"`` (a pointer slot read in place), ``"inline"`` (a NumPy scalar's value
+        read in place; ``"inline?"`` before the first value confirms it, ``"inline-off"`` where
+        it did not)."""
+        ...
+
     def pack(self, args: tuple[Any, ...], /) -> bytes:
         """The parameter bytes a launch with ``args`` (of the plan's types) hands the driver;
         the exception of the value that does not pack (not the user-facing one)."""

@@ -178,3 +178,53 @@ def test_plan_construction_checks_what_it_is_given():
         plan_type(1, (int, int), (0,), (0,), (8,), (None,), 8)  # lengths differ
     with pytest.raises(TypeError):
         plan_type(1, [int], (0,), (0,), (8,), (None,), 8)  # not a tuple
+
+
+def test_the_shortcuts_each_common_argument_takes():
+    args = (1.5, np.float64(2.0), np.int32(3), np.float32(1.0), np.bool_(True),
+            Buffer.from_handle(0x5000, 8), 7, np.complex64(1j))  # fmt: skip
+    plan = make_plan(tuple(map(type, args)), args, None)
+    plan.bind_launch(1)
+    before = plan.native.shortcuts
+    assert before == ("f64", "f64", "inline?", "inline?", "inline?", "slot", "", "")
+    plan.native.pack(args)  # the first NumPy value confirms where its type keeps the value
+    assert plan.native.shortcuts[2:5] == ("inline", "inline", "inline")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [np.float32(1.5), np.float32("nan"), _bits("i", 0x7F800001), np.float32("-inf"),
+         np.float32(-0.0), np.float32(3.4e38)],
+        [np.float16(0.5), _bits("h", 0x7C01), np.float16("inf"), np.float16(-65504)],
+        [np.float64(2.5), np.float64("nan"), np.float64(-0.0), np.float64(1e308)],
+        [np.int8(-128), np.int8(127), np.int8(0)],
+        [np.uint64(0), np.uint64(2**64 - 1)],
+        [np.int32(-(2**31)), np.int32(2**31 - 1)],
+        [np.bool_(True), np.bool_(False)],
+        [1.0, float("nan"), -0.0, float("inf")],
+    ],
+    ids=lambda vs: type(vs[0]).__name__,
+)  # fmt: skip
+def test_a_shortcut_packs_every_later_value_as_the_python_plan(values):
+    # One plan per type, made from the first value, then used for all of them: the shortcut,
+    # once confirmed, must give the Python plan's bytes for each (NaNs and edges included).
+    plan = make_plan((type(values[0]), np.int8), (values[0], np.int8(1)), None)
+    plan.bind_launch(1)
+    for v in values:
+        slot = plan.new_slot()
+        plan.pack(slot, (v, np.int8(1)))
+        assert plan.native.pack((v, np.int8(1))) == slot[0].tobytes(), v
+    assert plan.native.shortcuts[0] in ("inline", "f64")
+
+
+def test_a_pointer_slot_read_in_place_falls_back_when_unset():
+    buf = Buffer.from_handle(0x5000, 8)
+    plan = make_plan((Buffer,), (buf,), None)
+    plan.bind_launch(1)
+    assert plan.native.shortcuts == ("slot",)
+    assert plan.native.pack((Buffer.from_handle(0x7000, 8),)) == (0x7000).to_bytes(8, "little")
+    closed = Buffer.from_handle(0x6000, 8)
+    closed.close()
+    with pytest.raises(TypeError):  # the getter's path refuses; launch() then says why
+        plan.native.pack((closed,))

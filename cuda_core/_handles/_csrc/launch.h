@@ -37,7 +37,21 @@ typedef struct {
     char slot;   /* getter is a member descriptor: read the slot through it */
     char buffer; /* a number kind whose type has the buffer protocol (NumPy scalars): its bytes,
                     when they have the size (and are no NaN), are the value's */
+    char fast;   /* a shortcut for this argument's common case (CC_FAST_*), else 0 */
+    signed char inline_ok; /* CC_FAST_INLINE: 1 once a value's buffer was seen to be its inline
+                              storage (so every value of the type keeps it there), -1 not, 0 unknown */
+    Py_ssize_t slot_offset; /* CC_FAST_SLOT: where the slot sits in the object */
 } cc_arg;
+
+/* Shortcuts parse_arg chooses (the general packing stays the reference; each shortcut gives the
+ * same bytes and falls back to it for anything unusual). */
+enum {
+    CC_FAST_NONE,
+    CC_FAST_F64,    /* a float (or a subclass: NumPy float64) into a double: ob_fval as it is */
+    CC_FAST_INLINE, /* a NumPy scalar: its value read where it lives in the object (right after
+                       the object header), without a buffer export per launch */
+    CC_FAST_SLOT,   /* the getter is a T_OBJECT_EX slot of the exact type: read in place */
+};
 
 typedef struct {
     PyObject_HEAD

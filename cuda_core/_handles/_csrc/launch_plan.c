@@ -1,258 +1,12 @@
 /* cuda_core._handles._native: LaunchPlan, the packing of one tuple of argument types for one kernel,
- * done in C (see launch.h). The bytes are those of the Python packing plan it is built from
- * (cuda_core/_kernel_arg_handler.py), for every value it accepts; a value it refuses is an
- * exception, and the caller lets the Python path raise the user-facing one. */
+ * done in C (see launch.h): the type, its parameter storage, and its launch. How each value
+ * becomes bytes is launch_pack.c. */
 #include "launch.h"
-#include <math.h>
+#include <structmember.h>
 
 static const char *const kind_names[CC_N_ARG_KINDS] = {
     "fit", "signed", "unsigned", "float", "complex", "bool", "bytes", "call_index", "call_bytes",
 };
-
-static int
-out_of_range(void)
-{
-    PyErr_SetString(PyExc_OverflowError, "the value does not fit its parameter");
-    return -1;
-}
-
-/* An integer (exact int, or through __index__ as struct does) into size bytes, host order. */
-static int
-pack_int(PyObject *a, int kind, unsigned int size, char *dst)
-{
-    PyObject *v = PyLong_Check(a) ? Py_NewRef(a) : PyNumber_Index(a);
-    if (v == NULL) {
-        return -1;
-    }
-    int overflow = 0, neg = 0;
-    long long s = PyLong_AsLongLongAndOverflow(v, &overflow);
-    unsigned long long u;
-    if (overflow == 0) {
-        if (s == -1 && PyErr_Occurred()) {
-            Py_DECREF(v);
-            return -1;
-        }
-        neg = s < 0;
-        u = (unsigned long long)s;
-    } else if (overflow > 0) {
-        u = PyLong_AsUnsignedLongLong(v); /* above LLONG_MAX */
-        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
-            Py_DECREF(v);
-            return -1;
-        }
-    } else {
-        Py_DECREF(v);
-        return out_of_range();
-    }
-    Py_DECREF(v);
-    unsigned int bits = size * 8;
-    int fits_signed_low = bits == 64 || s >= -(1LL << (bits - 1)); /* for negative values */
-    int ok;
-    switch (kind) {
-    case CC_ARG_FIT:
-        ok = neg ? fits_signed_low : (bits == 64 || u < (1ULL << bits));
-        break;
-    case CC_ARG_SIGNED:
-        ok = neg ? fits_signed_low : u < (1ULL << (bits - 1));
-        break;
-    default: /* CC_ARG_UNSIGNED, CC_ARG_CALL_INDEX */
-        ok = !neg && (bits == 64 || u < (1ULL << bits));
-        break;
-    }
-    if (!ok) {
-        return out_of_range();
-    }
-    switch (size) { /* the low bytes, as the host stores an integer of that width */
-    case 1: {
-        uint8_t x = (uint8_t)u;
-        memcpy(dst, &x, 1);
-        return 0;
-    }
-    case 2: {
-        uint16_t x = (uint16_t)u;
-        memcpy(dst, &x, 2);
-        return 0;
-    }
-    case 4: {
-        uint32_t x = (uint32_t)u;
-        memcpy(dst, &x, 4);
-        return 0;
-    }
-    default:
-        memcpy(dst, &u, 8);
-        return 0;
-    }
-}
-
-_Static_assert(sizeof(double) == 8 && sizeof(float) == 4, "IEEE binary64 and binary32");
-
-/* As struct packs a float in native order: binary64 as it is (PyFloat_Pack8 on an IEEE host),
- * binary32 rounded with OverflowError for a finite value beyond its range (PyFloat_Pack4's rule),
- * binary16 by PyFloat_Pack2. */
-static int
-pack_float(double x, unsigned int size, char *dst)
-{
-    switch (size) {
-    case 2:
-        return PyFloat_Pack2(x, dst, PY_LITTLE_ENDIAN);
-    case 4: {
-        float y = (float)x;
-        if (isinf(y) && !isinf(x)) {
-            PyErr_SetString(PyExc_OverflowError, "float too large to pack with f format");
-            return -1;
-        }
-        memcpy(dst, &y, 4);
-        return 0;
-    }
-    default:
-        memcpy(dst, &x, 8);
-        return 0;
-    }
-}
-
-/* A NumPy scalar's own bytes, where they are its value's (a number kind of the same size; a
- * float that is no NaN, whose payload a conversion would not keep): 1 copied, 0 not (no error). */
-static int
-pack_number_buffer(const cc_arg *d, PyObject *a, char *dst)
-{
-    Py_buffer view;
-    if (PyObject_GetBuffer(a, &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        return 0;
-    }
-    int ok = view.len == (Py_ssize_t)d->size;
-    if (ok && d->kind == CC_ARG_FLOAT) {
-        if (d->size == 4) {
-            float f;
-            memcpy(&f, view.buf, 4);
-            ok = !isnan(f);
-        } else if (d->size == 2) {
-            uint16_t h;
-            memcpy(&h, view.buf, 2);
-            ok = (h & 0x7c00) != 0x7c00 || (h & 0x03ff) == 0; /* not a binary16 NaN */
-        } else {
-            double x;
-            memcpy(&x, view.buf, 8);
-            ok = !isnan(x);
-        }
-    } else if (ok && d->kind == CC_ARG_BOOL) {
-        ok = *(const unsigned char *)view.buf <= 1;
-    }
-    if (ok) {
-        memcpy(dst, view.buf, d->size);
-    }
-    PyBuffer_Release(&view);
-    return ok;
-}
-
-/* The value the getter names: its call, or the slot its member descriptor reads. */
-static PyObject *
-get(const cc_arg *d, PyObject *a)
-{
-    if (d->slot) {
-        return Py_TYPE(d->getter)->tp_descr_get(d->getter, a, (PyObject *)Py_TYPE(a));
-    }
-    return PyObject_CallOneArg(d->getter, a);
-}
-
-/* Exactly size bytes from an object with the buffer protocol (only bytes or bytearray when
- * strict, as struct's "s" format takes). */
-static int
-pack_buffer(PyObject *a, unsigned int size, char *dst, int strict)
-{
-    if (strict && !PyBytes_Check(a) && !PyByteArray_Check(a)) {
-        PyErr_SetString(PyExc_TypeError, "the getter must return bytes");
-        return -1;
-    }
-    Py_buffer view;
-    if (PyObject_GetBuffer(a, &view, PyBUF_SIMPLE) < 0) {
-        return -1;
-    }
-    int ok = view.len == (Py_ssize_t)size;
-    if (ok) {
-        memcpy(dst, view.buf, size);
-    }
-    PyBuffer_Release(&view);
-    if (!ok) {
-        PyErr_SetString(PyExc_TypeError, "the value has another size than its parameter");
-        return -1;
-    }
-    return 0;
-}
-
-static int
-pack_one(const cc_arg *d, PyObject *a, char *dst)
-{
-    if (d->buffer && pack_number_buffer(d, a, dst)) {
-        return 0;
-    }
-    switch (d->kind) {
-    case CC_ARG_FIT:
-    case CC_ARG_SIGNED:
-    case CC_ARG_UNSIGNED:
-        return pack_int(a, d->kind, d->size, dst);
-    case CC_ARG_FLOAT: {
-        double x = PyFloat_CheckExact(a) ? PyFloat_AS_DOUBLE(a) : PyFloat_AsDouble(a);
-        if (x == -1.0 && PyErr_Occurred()) {
-            return -1;
-        }
-        return pack_float(x, d->size, dst);
-    }
-    case CC_ARG_COMPLEX: {
-        Py_complex c = PyComplex_AsCComplex(a);
-        if (c.real == -1.0 && PyErr_Occurred()) {
-            return -1;
-        }
-        unsigned int half = d->size / 2;
-        return pack_float(c.real, half, dst) < 0 ? -1 : pack_float(c.imag, half, dst + half);
-    }
-    case CC_ARG_BOOL: {
-        int t = a == Py_True ? 1 : a == Py_False ? 0 : PyObject_IsTrue(a);
-        if (t < 0) {
-            return -1;
-        }
-        *dst = (char)t;
-        return 0;
-    }
-    case CC_ARG_BYTES:
-        return pack_buffer(a, d->size, dst, 0);
-    default: { /* the call kinds */
-        PyObject *r = get(d, a);
-        if (r == NULL) {
-            return -1;
-        }
-        int err = d->kind == CC_ARG_CALL_INDEX ? pack_int(r, CC_ARG_UNSIGNED, 8, dst) : pack_buffer(r, d->size, dst, 1);
-        Py_DECREF(r);
-        return err;
-    }
-    }
-}
-
-int
-cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
-{
-    if (n != plan->nargs) {
-        return 0;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (Py_TYPE(args[i]) != plan->args[i].type) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-int
-cc_plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes)
-{
-    for (Py_ssize_t i = 0; i < plan->nargs; i++) {
-        const cc_arg *d = &plan->args[i];
-        if (pack_one(d, args[i], bytes + d->offset) < 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
 
 /* A parameter buffer: the bytes (64-byte aligned, for CUtensorMap; zeroed) and the void* array
  * pointing at each parameter. NULL with MemoryError set. */
@@ -367,6 +121,22 @@ parse_arg(cc_plan *self, Py_ssize_t i, PyObject *type, PyObject *kind, PyObject 
     d->buffer = (char)((k == CC_ARG_SIGNED || k == CC_ARG_UNSIGNED || k == CC_ARG_BOOL ||
                         (k == CC_ARG_FLOAT && !PyType_IsSubtype((PyTypeObject *)type, &PyFloat_Type))) &&
                        bp != NULL && bp->bf_getbuffer != NULL);
+    d->fast = CC_FAST_NONE;
+    d->inline_ok = 0;
+    d->slot_offset = 0;
+    PyTypeObject *t = (PyTypeObject *)type;
+    if (k == CC_ARG_FLOAT && sz == 8 && PyType_IsSubtype(t, &PyFloat_Type)) { /* PyFloat_AsDouble reads ob_fval */
+        d->fast = CC_FAST_F64;
+    } else if (d->buffer && t->tp_itemsize == 0 && t->tp_basicsize >= (Py_ssize_t)(sizeof(PyObject) + sz)) {
+        d->fast = CC_FAST_INLINE; /* confirmed (or given up) on the first value */
+    } else if (k == CC_ARG_CALL_INDEX && slot) {
+        PyMemberDef *m = ((PyMemberDescrObject *)getter)->d_member;
+        if (m->type == T_OBJECT_EX && PyType_IsSubtype(t, PyDescr_TYPE(getter)) && m->offset > 0 &&
+            (size_t)m->offset + sizeof(PyObject *) <= (size_t)t->tp_basicsize) {
+            d->fast = CC_FAST_SLOT;
+            d->slot_offset = m->offset;
+        }
+    }
     return 0;
 }
 
@@ -516,8 +286,34 @@ static PyMethodDef plan_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* shortcuts: per argument, the shortcut its packing takes ("" none, "f64", "slot", "inline" once
+ * confirmed, "inline?" before the first value, "inline-off" where it was refused). */
+static PyObject *
+plan_get_shortcuts(PyObject *op, void *closure)
+{
+    cc_plan *self = (cc_plan *)op;
+    PyObject *out = PyTuple_New(self->nargs);
+    for (Py_ssize_t i = 0; out != NULL && i < self->nargs; i++) {
+        const cc_arg *d = &self->args[i];
+        const char *name = d->fast == CC_FAST_F64    ? "f64"
+                           : d->fast == CC_FAST_SLOT ? "slot"
+                           : d->fast != CC_FAST_INLINE ? ""
+                           : d->inline_ok > 0        ? "inline"
+                           : d->inline_ok < 0        ? "inline-off"
+                                                     : "inline?";
+        PyObject *v = PyUnicode_FromString(name);
+        if (v == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
 static PyGetSetDef plan_getset[] = {
     {"function", plan_get_function, NULL, "the CUfunction address launches call", NULL},
+    {"shortcuts", plan_get_shortcuts, NULL, "per argument, the shortcut its packing takes (for tests)", NULL},
     {"types", plan_get_types, NULL, "the exact type of each argument", NULL},
     {"size", plan_get_size, NULL, "bytes of the packed parameters", NULL},
     {NULL, NULL, NULL, NULL, NULL},

@@ -1,0 +1,331 @@
+/* cuda_core._handles._native: how a LaunchPlan writes each value as parameter bytes (see launch.h).
+ * The bytes are those of the Python packing plan the plan is built from
+ * (cuda_core/_kernel_arg_handler.py), for every value it accepts; a value it refuses is an
+ * exception, and the caller lets the Python path raise the user-facing one. */
+#include "launch.h"
+#include <math.h>
+
+static int
+out_of_range(void)
+{
+    PyErr_SetString(PyExc_OverflowError, "the value does not fit its parameter");
+    return -1;
+}
+
+/* An integer (exact int, or through __index__ as struct does) into size bytes, host order. */
+static int
+pack_int(PyObject *a, int kind, unsigned int size, char *dst)
+{
+    PyObject *v = PyLong_Check(a) ? Py_NewRef(a) : PyNumber_Index(a);
+    if (v == NULL) {
+        return -1;
+    }
+    int overflow = 0, neg = 0;
+    long long s = PyLong_AsLongLongAndOverflow(v, &overflow);
+    unsigned long long u;
+    if (overflow == 0) {
+        if (s == -1 && PyErr_Occurred()) {
+            Py_DECREF(v);
+            return -1;
+        }
+        neg = s < 0;
+        u = (unsigned long long)s;
+    } else if (overflow > 0) {
+        u = PyLong_AsUnsignedLongLong(v); /* above LLONG_MAX */
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+            Py_DECREF(v);
+            return -1;
+        }
+    } else {
+        Py_DECREF(v);
+        return out_of_range();
+    }
+    Py_DECREF(v);
+    unsigned int bits = size * 8;
+    int fits_signed_low = bits == 64 || s >= -(1LL << (bits - 1)); /* for negative values */
+    int ok;
+    switch (kind) {
+    case CC_ARG_FIT:
+        ok = neg ? fits_signed_low : (bits == 64 || u < (1ULL << bits));
+        break;
+    case CC_ARG_SIGNED:
+        ok = neg ? fits_signed_low : u < (1ULL << (bits - 1));
+        break;
+    default: /* CC_ARG_UNSIGNED, CC_ARG_CALL_INDEX */
+        ok = !neg && (bits == 64 || u < (1ULL << bits));
+        break;
+    }
+    if (!ok) {
+        return out_of_range();
+    }
+    switch (size) { /* the low bytes, as the host stores an integer of that width */
+    case 1: {
+        uint8_t x = (uint8_t)u;
+        memcpy(dst, &x, 1);
+        return 0;
+    }
+    case 2: {
+        uint16_t x = (uint16_t)u;
+        memcpy(dst, &x, 2);
+        return 0;
+    }
+    case 4: {
+        uint32_t x = (uint32_t)u;
+        memcpy(dst, &x, 4);
+        return 0;
+    }
+    default:
+        memcpy(dst, &u, 8);
+        return 0;
+    }
+}
+
+_Static_assert(sizeof(double) == 8 && sizeof(float) == 4, "IEEE binary64 and binary32");
+
+/* As struct packs a float in native order: binary64 as it is (PyFloat_Pack8 on an IEEE host),
+ * binary32 rounded with OverflowError for a finite value beyond its range (PyFloat_Pack4's rule),
+ * binary16 by PyFloat_Pack2. */
+static int
+pack_float(double x, unsigned int size, char *dst)
+{
+    switch (size) {
+    case 2:
+        return PyFloat_Pack2(x, dst, PY_LITTLE_ENDIAN);
+    case 4: {
+        float y = (float)x;
+        if (isinf(y) && !isinf(x)) {
+            PyErr_SetString(PyExc_OverflowError, "float too large to pack with f format");
+            return -1;
+        }
+        memcpy(dst, &y, 4);
+        return 0;
+    }
+    default:
+        memcpy(dst, &x, 8);
+        return 0;
+    }
+}
+
+/* A NumPy scalar's own bytes, where they are its value's (a number kind of the same size; a
+ * float that is no NaN, whose payload a conversion would not keep): 1 copied, 0 not (no error). */
+static int
+pack_number_buffer(const cc_arg *d, PyObject *a, char *dst)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(a, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = view.len == (Py_ssize_t)d->size;
+    if (ok && d->kind == CC_ARG_FLOAT) {
+        if (d->size == 4) {
+            float f;
+            memcpy(&f, view.buf, 4);
+            ok = !isnan(f);
+        } else if (d->size == 2) {
+            uint16_t h;
+            memcpy(&h, view.buf, 2);
+            ok = (h & 0x7c00) != 0x7c00 || (h & 0x03ff) == 0; /* not a binary16 NaN */
+        } else {
+            double x;
+            memcpy(&x, view.buf, 8);
+            ok = !isnan(x);
+        }
+    } else if (ok && d->kind == CC_ARG_BOOL) {
+        ok = *(const unsigned char *)view.buf <= 1;
+    }
+    if (ok) {
+        memcpy(dst, view.buf, d->size);
+    }
+    PyBuffer_Release(&view);
+    return ok;
+}
+
+/* The value the getter names: its call, or the slot its member descriptor reads. */
+static PyObject *
+get(const cc_arg *d, PyObject *a)
+{
+    if (d->slot) {
+        return Py_TYPE(d->getter)->tp_descr_get(d->getter, a, (PyObject *)Py_TYPE(a));
+    }
+    return PyObject_CallOneArg(d->getter, a);
+}
+
+/* Exactly size bytes from an object with the buffer protocol (only bytes or bytearray when
+ * strict, as struct's "s" format takes). */
+static int
+pack_buffer(PyObject *a, unsigned int size, char *dst, int strict)
+{
+    if (strict && !PyBytes_Check(a) && !PyByteArray_Check(a)) {
+        PyErr_SetString(PyExc_TypeError, "the getter must return bytes");
+        return -1;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(a, &view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    int ok = view.len == (Py_ssize_t)size;
+    if (ok) {
+        memcpy(dst, view.buf, size);
+    }
+    PyBuffer_Release(&view);
+    if (!ok) {
+        PyErr_SetString(PyExc_TypeError, "the value has another size than its parameter");
+        return -1;
+    }
+    return 0;
+}
+
+/* A NumPy scalar's value from its inline storage: 1 packed, 0 not (the general path decides).
+ * The first value of the type is checked through its buffer: the shortcut is kept only when
+ * the buffer is that storage. */
+static int
+pack_inline(cc_arg *d, PyObject *a, char *dst)
+{
+    const char *at = (const char *)a + sizeof(PyObject);
+    if (d->inline_ok == 0) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(a, &view, PyBUF_SIMPLE) < 0) {
+            PyErr_Clear();
+            d->inline_ok = -1;
+            return 0;
+        }
+        d->inline_ok = view.buf == at && view.len == (Py_ssize_t)d->size ? 1 : -1;
+        PyBuffer_Release(&view);
+        if (d->inline_ok < 0) {
+            return 0;
+        }
+    }
+    switch (d->kind) { /* as pack_number_buffer: a NaN or a bool byte above 1 takes the general path */
+    case CC_ARG_FLOAT:
+        if (d->size == 8) {
+            double x;
+            memcpy(&x, at, 8);
+            if (isnan(x)) {
+                return 0;
+            }
+        } else if (d->size == 4) {
+            float f;
+            memcpy(&f, at, 4);
+            if (isnan(f)) {
+                return 0;
+            }
+        } else {
+            uint16_t h;
+            memcpy(&h, at, 2);
+            if ((h & 0x7c00) == 0x7c00 && (h & 0x03ff) != 0) {
+                return 0;
+            }
+        }
+        break;
+    case CC_ARG_BOOL:
+        if (*(const unsigned char *)at > 1) {
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
+    memcpy(dst, at, d->size);
+    return 1;
+}
+
+static int
+pack_one(cc_arg *d, PyObject *a, char *dst)
+{
+    switch (d->fast) {
+    case CC_FAST_F64: {
+        double x = PyFloat_AS_DOUBLE(a);
+        memcpy(dst, &x, 8);
+        return 0;
+    }
+    case CC_FAST_INLINE:
+        if (d->inline_ok >= 0 && pack_inline(d, a, dst)) {
+            return 0;
+        }
+        break;
+    case CC_FAST_SLOT: {
+        PyObject *v = *(PyObject **)((char *)a + d->slot_offset);
+        if (v != NULL && PyLong_CheckExact(v)) {
+            return pack_int(v, CC_ARG_UNSIGNED, 8, dst);
+        }
+        break; /* unset or not an int: the getter says what is wrong */
+    }
+    default:
+        break;
+    }
+    if (d->buffer && pack_number_buffer(d, a, dst)) {
+        return 0;
+    }
+    switch (d->kind) {
+    case CC_ARG_FIT:
+    case CC_ARG_SIGNED:
+    case CC_ARG_UNSIGNED:
+        return pack_int(a, d->kind, d->size, dst);
+    case CC_ARG_FLOAT: {
+        double x = PyFloat_CheckExact(a) ? PyFloat_AS_DOUBLE(a) : PyFloat_AsDouble(a);
+        if (x == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        return pack_float(x, d->size, dst);
+    }
+    case CC_ARG_COMPLEX: {
+        Py_complex c = PyComplex_AsCComplex(a);
+        if (c.real == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        unsigned int half = d->size / 2;
+        return pack_float(c.real, half, dst) < 0 ? -1 : pack_float(c.imag, half, dst + half);
+    }
+    case CC_ARG_BOOL: {
+        int t = a == Py_True ? 1 : a == Py_False ? 0 : PyObject_IsTrue(a);
+        if (t < 0) {
+            return -1;
+        }
+        *dst = (char)t;
+        return 0;
+    }
+    case CC_ARG_BYTES:
+        return pack_buffer(a, d->size, dst, 0);
+    default: { /* the call kinds */
+        PyObject *r = get(d, a);
+        if (r == NULL) {
+            return -1;
+        }
+        int err = d->kind == CC_ARG_CALL_INDEX ? pack_int(r, CC_ARG_UNSIGNED, 8, dst) : pack_buffer(r, d->size, dst, 1);
+        Py_DECREF(r);
+        return err;
+    }
+    }
+}
+
+int
+cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
+{
+    if (n != plan->nargs) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (Py_TYPE(args[i]) != plan->args[i].type) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int
+cc_plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes)
+{
+    for (Py_ssize_t i = 0; i < plan->nargs; i++) {
+        cc_arg *d = &plan->args[i];
+        if (d->fast == CC_FAST_F64) { /* the commonest value, here without a call */
+            double x = PyFloat_AS_DOUBLE(args[i]);
+            memcpy(bytes + d->offset, &x, 8);
+            continue;
+        }
+        if (pack_one(d, args[i], bytes + d->offset) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
