@@ -5,7 +5,9 @@ non-blocking stream; a round is ``--number`` launches timed back to back (the st
 synchronised between rounds, outside the timing). Rounds run round-robin over every
 implementation and argument count, so that a slow phase of a shared machine weighs on all
 columns alike; the table shows the median over ``--repeat`` rounds, in microseconds per
-launch, with ratios to ``cuda.core`` and to C.
+launch, with ratios to ``cuda.core`` and to C. Every Python column is timed as a loop that
+launches (``for _ in range(n): launch(s, cfg, k, *a)``, every name a local), as the C loops
+are: no lambda per launch weighs on one side only.
 
     python benchmarks/bench_launch.py [--number 500] [--repeat 31]
 
@@ -85,6 +87,16 @@ def make_args(op, ptrs):
 LAUNCH_EX_PROTO = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
 )
+
+
+def loop_of(call, names, number):
+    """``run()``: ``number`` executions of the statement ``call`` in a Python loop whose names
+    (the keys of ``names``) are locals."""
+    params = "".join(f", {k}={k}" for k in names)
+    ns = dict(names)
+    exec(f"def loop(n{params}):\n    for _ in range(n):\n        {call}\n", ns)
+    loop = ns["loop"]
+    return lambda: loop(number)
 
 
 def measure(fn, sync, number, repeat, warmup=200):
@@ -234,7 +246,13 @@ def main() -> None:
     sync = s.sync
     suite = Suite("Host cost per launch (median us per launch)", IMPLS, baseline="cuda.core")
     results: dict[tuple[str, str], object] = {}
-    per_call: dict[tuple[str, str], int] = {}  # launches per call of a job (the C loops)
+    per_call: dict[tuple[str, str], int] = {}  # launches per call of a job (all loops: N)
+
+    def looped(key, call, names, sync=sync):
+        """Time ``call`` (a statement) written in a loop, every name a local, as code that
+        launches in a loop reads: no lambda or wrapper per launch, as the C loops have none."""
+        results[key] = measure(loop_of(call, names, N), sync, 1, R, warmup=2)
+        per_call[key] = N
 
     # cuda.core peer
     try:
@@ -271,18 +289,23 @@ def main() -> None:
     for op, (kname, _) in KERNELS.items():
         ker = obj.get_kernel(kname)
         args = make_args(op, bufs)
-        results[(op, "cuda_core.launch")] = measure(
-            lambda k=ker, a=args: launch(s, cfg, k, *a), sync, N, R
+        looped(
+            (op, "cuda_core.launch"),
+            "launch(s, cfg, k, *a)",
+            {"launch": launch, "s": s, "cfg": cfg, "k": ker, "a": args},
         )
         prep = PreparedLaunch(s, cfg, ker, *args)
-        results[(op, "cuda_core prepared")] = measure(prep, sync, N, R)
+        looped((op, "cuda_core prepared"), "p()", {"p": prep})
 
         if cc is not None:
             try:
                 cker = cobj.get_kernel(kname)
                 cargs = make_args(op, cbufs)
-                results[(op, "cuda.core")] = measure(
-                    lambda k=cker, a=cargs: cc.launch(cs, ccfg, k, *a), cs.sync, N, R
+                looped(
+                    (op, "cuda.core"),
+                    "launch(s, cfg, k, *a)",
+                    {"launch": cc.launch, "s": cs, "cfg": ccfg, "k": cker, "a": cargs},
+                    cs.sync,
                 )
             except Exception as exc:
                 results[(op, "cuda.core")] = f"error: {exc}"
@@ -293,11 +316,12 @@ def main() -> None:
                 pargs = make_args(op, cparrs)
                 if op == "512 doubles":
                     pargs = tuple(np.float64(v) for v in pargs)
-
-                def run_cupy(rk=rk, a=pargs):
-                    rk((1,), (1,), a, stream=cpstream)
-
-                results[(op, "cupy RawKernel")] = measure(run_cupy, cpstream.synchronize, N, R)
+                looped(
+                    (op, "cupy RawKernel"),
+                    "rk((1,), (1,), a, stream=st)",
+                    {"rk": rk, "a": pargs, "st": cpstream},
+                    cpstream.synchronize,
+                )
             except Exception as exc:
                 results[(op, "cupy RawKernel")] = f"error: {exc}"
                 print(f"[{op} / cupy] {exc}", file=sys.stderr)
@@ -310,11 +334,11 @@ def main() -> None:
         func = driver.CUfunction(int(ker.handle))
         hs = s.handle
         lk = driver.cuLaunchKernel
-
-        def run_raw(func=func, hs=hs, addr=addr, lk=lk, _keep=keep):
-            lk(func, 1, 1, 1, 1, 1, 1, 0, hs, addr, 0)
-
-        results[(op, "cuda.bindings void**")] = measure(run_raw, sync, N, R)
+        looped(
+            (op, "cuda.bindings void**"),
+            "lk(func, 1, 1, 1, 1, 1, 1, 0, hs, addr, 0)",
+            {"lk": lk, "func": func, "hs": hs, "addr": addr, "_keep": keep},
+        )
         # The floor of a Python caller through ctypes: cuLaunchKernelEx's entry point, with the
         # native config and the void** packed in advance.
         native_cfg = driver.CUlaunchConfig()
@@ -325,11 +349,10 @@ def main() -> None:
         ex = _backend.entry_point("cuLaunchKernelEx")
         if ex:
             fn, fptr = LAUNCH_EX_PROTO(ex), int(ker.handle)
-            results[(op, "ctypes void**")] = measure(
-                lambda fn=fn, c=cfg_addr, f=fptr, a=addr, _k=native_cfg: fn(c, f, a, None),
-                sync,
-                N,
-                R,
+            looped(
+                (op, "ctypes void**"),
+                "fn(c, f, a, None)",
+                {"fn": fn, "c": cfg_addr, "f": fptr, "a": addr, "_k": native_cfg},
             )
         else:
             results[(op, "ctypes void**")] = "n/a"
