@@ -358,6 +358,11 @@ class Stream:
                     ev.close()
                     raise
             return ev  # type: ignore[no-any-return]
+        if type(event) is Event and options is None and not event._flags & _INTERPROCESS:
+            # Re-recording an event, the common case: nothing else to decide. A closed stream
+            # or event has released its handle, which refuses: "... has been closed".
+            event._h.record(self._h)
+            return event
         if type(event) is not Event and not isinstance(event, Event):
             raise arg_error(
                 "event",
