@@ -58,10 +58,15 @@ class GraphState:
         self.owner = owner
 
     def __del__(self) -> None:
-        # Collected on another thread (a worker dropped the last GraphDefinition): what the
-        # nodes kept (buffers, callbacks, arguments) is released on the main thread, as the
-        # driver's releases are (cuda_core._trampolines).
-        _table.release_on_main_thread((self.keep, self.meta))
+        # What the nodes kept (buffers, callbacks, arguments) is handed over, and the slots let
+        # go of it before the graph is destroyed: collected on another thread (a worker dropped
+        # the last GraphDefinition), it is released on the main thread, as the driver's
+        # releases are (cuda_core._trampolines). Left in the slots, it could be dropped here
+        # after all: destroying the graph releases the GIL, and the main thread may drain the
+        # hand-over meanwhile.
+        kept = (self.keep, self.meta)
+        self.keep, self.meta = [], {}
+        _table.release_on_main_thread(kept)
 
     @property
     def root(self) -> Any:
