@@ -36,7 +36,7 @@ from ._protocol_launch import PreparedLaunchBase as PreparedLaunchBase
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 11
+ABI_VERSION = 12
 """The protocol's version. The native module's ``ABI_VERSION`` (``CC_ABI_VERSION`` in
 ``_csrc/native.h``) must equal it, or the native module is not used (a stale build)."""
 
@@ -477,6 +477,19 @@ class Backend(Protocol):
         ...
 
 
+class ViewEntry(Protocol):
+    """``from_dlpack(cls, obj, stream_ptr)`` in C: where ``stream_ptr`` is an ``int`` and
+    ``kinds`` (a dict of producer type -> kind) gives ``dlpack_kind`` for ``type(obj)``, it
+    returns :meth:`Backend.dlpack_view`'s view; anything else goes to ``fallback`` with the
+    same arguments. It has a ``__dict__`` (for ``functools.update_wrapper``)."""
+
+    def __init__(
+        self, fallback: Callable[..., Any], kinds: dict[type, int], dlpack_kind: int, /
+    ) -> None: ...
+
+    def __call__(self, cls: type, obj: Any, stream_ptr: Any = None, /) -> Any: ...
+
+
 class NativeBackend(Backend, Protocol):
     """The native module: a :class:`Backend` that also names the entry points it needs, and the
     launch fast path (:class:`LaunchPlan`, :class:`LaunchEntry`, :class:`PreparedLaunchBase`)."""
@@ -494,6 +507,12 @@ class NativeBackend(Backend, Protocol):
 
     @property
     def PreparedLaunchBase(self) -> type[_PreparedBase]: ...
+
+    @property
+    def ViewEntry(self) -> type[ViewEntry]:
+        """``ViewEntry(fallback, kinds, dlpack_kind)``: the C entry of
+        ``StridedMemoryView.from_dlpack`` (see :class:`ViewEntry`)."""
+        ...
 
     def launch_counters(self) -> tuple[int, int, int, int, int, int]:
         """Since the module loaded: launches made in C, launches handed to Python, and of

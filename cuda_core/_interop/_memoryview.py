@@ -7,6 +7,7 @@ interface, or a :class:`~cuda_core.Buffer` plus a shape. It records the pointer,
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any
 
@@ -530,6 +531,13 @@ class StridedMemoryView(_ViewBase):
 # ---------------------------------------------------------------------------------------------
 # Builders
 
+if hasattr(backend, "ViewEntry"):
+    # The native backend: from_dlpack is its C entry, which reads a producer type classified
+    # as plain DLPack without a Python frame and hands everything else to the function above.
+    _from_dlpack_py = StridedMemoryView.__dict__["from_dlpack"].__func__
+    _entry = backend.ViewEntry(_from_dlpack_py, _kinds, _KIND_DLPACK)
+    functools.update_wrapper(_entry, _from_dlpack_py)
+    StridedMemoryView.from_dlpack = classmethod(_entry)  # type: ignore[method-assign, assignment]
 _from_dlpack = StridedMemoryView.from_dlpack
 
 

@@ -14,16 +14,19 @@ import pytest
 from cuda.bindings import driver
 
 import cuda_core.graph as G
-from cuda_core import Buffer, DeviceMemoryResource, MemoryResource
+from cuda_core import Buffer, DeviceMemoryResource
 from cuda_core import _trampolines as table
 from cuda_core._utils import handle_return
+from tests.memory.test_memory import HostIntResource
 
 
-class CudaMallocResource(MemoryResource):
-    """cuMemAlloc/cuMemFree, recording each free and the thread it ran on."""
+class CudaMallocResource(HostIntResource):
+    """cuMemAlloc/cuMemFree, recording each free and the thread it ran on (a device resource
+    of device 0, as the CPU tier's user-written resource it extends)."""
 
     def __init__(self):
-        self.freed: list[tuple[int, int]] = []
+        super().__init__()
+        self.freed: list[tuple[int, int]] = []  # type: ignore[assignment]
 
     def allocate(self, size, *, stream=None):
         ptr = handle_return(driver.cuMemAlloc(size), "cuMemAlloc")
@@ -32,18 +35,6 @@ class CudaMallocResource(MemoryResource):
     def deallocate(self, ptr, size, *, stream=None):
         self.freed.append((int(ptr), threading.get_ident()))
         handle_return(driver.cuMemFree(int(ptr)), "cuMemFree")
-
-    @property
-    def is_device_accessible(self):
-        return True
-
-    @property
-    def is_host_accessible(self):
-        return False
-
-    @property
-    def device_id(self):
-        return 0
 
 
 def _read(ptr, n):

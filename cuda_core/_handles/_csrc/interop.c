@@ -179,8 +179,8 @@ read_capsule(PyObject *self, PyObject *capsule)
 static PyObject *s_dlpack, *s_dlpack_device, *s_is_neg, *s_is_conj, *kw_stream, *kw_stream_max, *max_version;
 static PyObject *legacy_types; /* producer types whose __dlpack__ refused max_version */
 
-static PyObject *
-dlpack_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+PyObject *
+cc_dlpack_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "dlpack_view(cls, obj, stream_ptr) takes 3 arguments");
@@ -494,7 +494,7 @@ torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 PyMethodDef cc_interop_functions[] = {
     {"read_capsule", read_capsule, METH_O, "read_capsule(capsule) -> ViewInfo of an unconsumed DLPack capsule"},
-    {"dlpack_view", (PyCFunction)(void (*)(void))dlpack_view, METH_FASTCALL,
+    {"dlpack_view", (PyCFunction)(void (*)(void))cc_dlpack_view, METH_FASTCALL,
      "dlpack_view(cls, obj, stream_ptr) -> cls: a view of a DLPack producer"},
     {"torch_setup", (PyCFunction)(void (*)(void))torch_setup, METH_FASTCALL,
      "torch_setup(tensor_type, exchange_api) -> whether torch_view reads that type natively"},
@@ -511,7 +511,9 @@ int
 cc_interop_init(PyObject *module)
 {
     if (PyType_Ready(&cc_ViewInfoType) < 0 ||
-        PyModule_AddObjectRef(module, "ViewInfo", (PyObject *)&cc_ViewInfoType) < 0) {
+        PyModule_AddObjectRef(module, "ViewInfo", (PyObject *)&cc_ViewInfoType) < 0 ||
+        PyType_Ready(&cc_ViewEntry_Type) < 0 ||
+        PyModule_AddObjectRef(module, "ViewEntry", (PyObject *)&cc_ViewEntry_Type) < 0) {
         return -1;
     }
     if (order_lock == NULL && (order_lock = PyThread_allocate_lock()) == NULL) {

@@ -22,4 +22,10 @@ PyObject *cc_make_view(PyObject *cls, PyObject *ptr, PyObject *shape, PyObject *
 /* 0 when cls is ViewInfo or a subclass, else -1 with TypeError set. */
 int cc_check_view_cls(PyObject *cls);
 
+/* dlpack_view(cls, obj, stream_ptr): a view of a DLPack producer (interop.c). */
+PyObject *cc_dlpack_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* ViewEntry (interop_entry.c): the C entry of StridedMemoryView.from_dlpack. */
+extern PyTypeObject cc_ViewEntry_Type;
+
 #endif

@@ -1,0 +1,121 @@
+/* cuda_core._handles._native: ViewEntry, the C entry of StridedMemoryView.from_dlpack.
+ *
+ * ViewEntry(fallback, kinds, dlpack_kind) is called as from_dlpack(cls, obj, stream_ptr) (a
+ * classmethod binds cls). Where stream_ptr is an int and kinds (the dict Python keeps of the
+ * producer types it has classified) says obj's type is a plain DLPack producer, it reads the
+ * producer in C (cc_dlpack_view) without a Python frame; every other call, and every type not
+ * classified yet, goes to fallback (the Python from_dlpack), which owns the checks, the
+ * classification and the messages. */
+#include "interop.h"
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *dict;     /* functools.update_wrapper's __doc__, __wrapped__, ... */
+    PyObject *fallback; /* fallback(cls, obj, stream_ptr=None): from_dlpack in Python */
+    PyObject *kinds;    /* dict: producer type -> kind (int) */
+    long dlpack_kind;   /* the kind read by cc_dlpack_view */
+} cc_ventry;
+
+static PyObject *
+ventry_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    cc_ventry *self = (cc_ventry *)op;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && n == 3 && PyLong_CheckExact(args[2])) {
+        PyObject *kind = PyDict_GetItemWithError(self->kinds, (PyObject *)Py_TYPE(args[1])); /* borrowed */
+        if (kind != NULL && PyLong_CheckExact(kind) && PyLong_AsLong(kind) == self->dlpack_kind) {
+            return cc_dlpack_view(NULL, args, 3);
+        }
+        if (kind == NULL && PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+/* ViewEntry(fallback, kinds, dlpack_kind) */
+static PyObject *
+ventry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
+{
+    PyObject *fallback, *kinds;
+    long dlpack_kind;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "ViewEntry takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OO!l:ViewEntry", &fallback, &PyDict_Type, &kinds, &dlpack_kind)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "ViewEntry: fallback must be callable");
+        return NULL;
+    }
+    cc_ventry *self = PyObject_GC_New(cc_ventry, cls);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->vectorcall = ventry_vectorcall;
+    self->dict = NULL;
+    self->fallback = Py_NewRef(fallback);
+    self->kinds = Py_NewRef(kinds);
+    self->dlpack_kind = dlpack_kind;
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+static int
+ventry_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    cc_ventry *self = (cc_ventry *)op;
+    Py_VISIT(self->dict);
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->kinds);
+    return 0;
+}
+
+static int
+ventry_clear(PyObject *op)
+{
+    cc_ventry *self = (cc_ventry *)op;
+    Py_CLEAR(self->dict);
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->kinds);
+    return 0;
+}
+
+static void
+ventry_dealloc(PyObject *op)
+{
+    PyObject_GC_UnTrack(op);
+    ventry_clear(op);
+    PyObject_GC_Del(op);
+}
+
+static PyObject *
+ventry_repr(PyObject *op)
+{
+    return PyUnicode_FromFormat("<ViewEntry of %R>", ((cc_ventry *)op)->fallback);
+}
+
+static PyGetSetDef ventry_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject cc_ViewEntry_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.ViewEntry",
+    .tp_basicsize = sizeof(cc_ventry),
+    .tp_dealloc = ventry_dealloc,
+    .tp_vectorcall_offset = offsetof(cc_ventry, vectorcall),
+    .tp_repr = ventry_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "ViewEntry(fallback, kinds, dlpack_kind): from_dlpack(cls, obj, stream_ptr) in C for a DLPack "
+              "producer type kinds names, fallback(...) for anything else",
+    .tp_traverse = ventry_traverse,
+    .tp_clear = ventry_clear,
+    .tp_getset = ventry_getset,
+    .tp_dictoffset = offsetof(cc_ventry, dict),
+    .tp_new = ventry_new,
+};

@@ -1,0 +1,58 @@
+"""CPU tier: ``StridedMemoryView.from_dlpack``'s C entry (native backend) gives what the Python
+function gives, and hands every case it does not read to it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuda_core import StridedMemoryView
+from cuda_core._handles import _backend
+from cuda_core._interop import _memoryview as mv
+
+native = pytest.mark.skipif(not _backend.NATIVE, reason="the native backend is not in use")
+
+
+def _fields(v):
+    return (v.ptr, v.shape, v.strides, v.dtype, v.device_id, v.is_device_accessible, v.readonly)
+
+
+@native
+def test_from_dlpack_is_the_c_entry_wrapping_the_python_function():
+    entry = StridedMemoryView.__dict__["from_dlpack"].__func__
+    assert type(entry).__name__ == "ViewEntry"
+    assert entry.__wrapped__ is mv._from_dlpack_py
+    assert entry.__doc__ == mv._from_dlpack_py.__doc__
+
+
+@pytest.mark.parametrize(
+    "array",
+    [np.arange(12.0).reshape(3, 4), np.arange(32, dtype=np.int32).reshape(4, 8)[:, ::2],
+     np.zeros((), dtype=np.uint8), np.ones(5, dtype=np.complex64)],
+    ids=["2d", "strided", "0d", "complex"],
+)  # fmt: skip
+def test_every_call_form_gives_the_python_functions_view(array):
+    py = mv._from_dlpack_py if _backend.NATIVE else StridedMemoryView.from_dlpack.__func__
+    want = _fields(py(StridedMemoryView, array, -1))
+    for _ in range(2):  # the first call classifies the type, later ones take the C path
+        assert _fields(StridedMemoryView.from_dlpack(array, -1)) == want
+    assert _fields(StridedMemoryView.from_dlpack(array, stream_ptr=-1)) == want  # a keyword
+    assert _fields(StridedMemoryView.from_dlpack(array)) == want  # host memory: no stream
+
+
+def test_a_subclass_gets_its_own_class():
+    class Mine(StridedMemoryView):
+        pass
+
+    a = np.arange(4.0)
+    StridedMemoryView.from_dlpack(a, -1)  # classified
+    v = Mine.from_dlpack(a, -1)
+    assert type(v) is Mine and v.shape == (4,)
+
+
+def test_what_is_no_dlpack_producer_is_refused_as_before():
+    with pytest.raises(BufferError, match="does not support DLPack") as e:
+        StridedMemoryView.from_dlpack(object(), -1)
+    assert isinstance(e.value, AttributeError)  # cuda.core's class too
+    with pytest.raises(TypeError):
+        StridedMemoryView.from_dlpack(np.arange(3.0), "a stream")
