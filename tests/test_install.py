@@ -138,11 +138,13 @@ def test_ci_runs_the_readme_commands():
 
     root = Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text()
-    block = re.search(r"## Set up\n\n```bash\n(.*?)```", readme, re.S)
-    assert block is not None, "README.md has no '## Set up' bash block"
-    commands = [
-        line.split("#", 1)[0].strip() for line in block.group(1).splitlines() if line.strip()
-    ]
+    section = re.search(r"## Set up\n(.*?)\n## ", readme, re.S)
+    assert section is not None, "README.md has no '## Set up' section"
+    blocks = re.findall(r"```bash\n(.*?)```", section.group(1), re.S)
+    lines = [[x for x in b.splitlines() if x.strip()] for b in blocks]
+    # One command per block: the two installs cannot be pasted together (issue 23).
+    assert [len(x) for x in lines] == [1, 1, 1], lines
+    commands = [x[0].split("#", 1)[0].strip() for x in lines]
     assert commands == [
         'pip install -e ".[cu13,test]"',
         'pip install -e ".[cu12,test]"',
@@ -153,3 +155,19 @@ def test_ci_runs_the_readme_commands():
         assert f"python -m pip install --quiet -e {cmd.removeprefix('pip install -e ')}" in ci, cmd
     assert "python -m pytest -p no:cacheprovider" in ci
     assert ci.count('run_pytest "cu13') == 2 and ci.count('run_pytest "cu12') == 2
+
+
+def test_the_install_page_gives_one_command_per_block():
+    """docs/install.rst repeats the README's set-up: each literal block holds one command, so
+    the two installs cannot be pasted together either (issue 23)."""
+    import re
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "install.rst").read_text()
+    section = page.split("Installing\n----------\n", 1)[1].split("\n\n\n", 1)[0]
+    blocks = re.findall(r"::\n\n((?:    .*\n)+)", section)
+    commands = [[x.strip() for x in b.splitlines() if x.strip()] for b in blocks]
+    assert commands[:3] == [
+        ['pip install -e ".[cu13,test]"'],
+        ['pip install -e ".[cu12,test]"'],
+        ["python -m pytest"],
+    ]
