@@ -337,6 +337,8 @@ def test_index_toctree_lists_the_pages():
         "tma",
         "textures",
         "troubleshooting",
+        "environment",
+        "release_notes",
         "api/index",
     ]
     assert [p for p in pages if not p.startswith(":")] == expected
@@ -451,3 +453,27 @@ def test_code_blocks_scroll_instead_of_being_clipped():
     assert re.search(r'^html_css_files = \["cuda_core\.css"\]', conf, re.MULTILINE)
     css = (DOCS / "_static" / "cuda_core.css").read_text()
     assert re.search(r"div\.highlight pre \{[^}]*overflow-x: auto", css)
+
+
+def test_every_environment_variable_read_is_on_the_environment_page():
+    # The names the package and its build read from os.environ (quoted in the source), each
+    # documented as a term of docs/environment.rst.
+    root = DOCS.parent
+    sources = [*sorted((root / "cuda_core").rglob("*.py")), root / "setup.py"]
+    read = set()
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        if "environ" in text:
+            read |= set(re.findall(r"[\"']((?:CUDA_CORE|CUDA_PYTHON)_[A-Z0-9_]+)[\"']", text))
+    assert {"CUDA_CORE_BACKEND", "CUDA_CORE_CACHE", "CUDA_CORE_CACHE_DIR"} <= read
+    page = (DOCS / "environment.rst").read_text()
+    missing = sorted(n for n in read | {"XDG_CACHE_HOME"} if f"\n``{n}``" not in page)
+    assert missing == [], f"document these in docs/environment.rst: {missing}"
+
+
+def test_the_release_notes_page_shows_the_changelog():
+    page = (DOCS / "release_notes.rst").read_text()
+    assert ".. literalinclude:: ../CHANGELOG.md" in page
+    assert (DOCS.parent / "CHANGELOG.md").is_file()
+    index = (DOCS / "index.rst").read_text()
+    assert "   environment\n" in index and "   release_notes\n" in index
