@@ -34,6 +34,9 @@ napoleon_preprocess_types = True
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_default_options = {"show-inheritance": True}
+# A signature longer than this is set one parameter per line (ProgramOptions' would be one line
+# of over 2,000 characters).
+maximum_signature_line_length = 99
 autoclass_content = "class"
 
 # Every reference must resolve; nothing is suppressed or ignored. Names outside cuda_core

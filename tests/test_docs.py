@@ -268,8 +268,9 @@ def test_system_module_is_documented_with_members():
             if not issubclass(obj, system.NvmlError):
                 assert (obj.__doc__ or "").strip(), f"cuda_core.system.{name} has no docstring"
             continue
-        if not callable(obj):
-            continue  # CUDA_BINDINGS_NVML_IS_COMPATIBLE
+        if not callable(obj):  # a constant: documented with its own directive
+            assert re.search(rf"^\.\. autodata:: cuda_core\.system\.{name}\n", text, re.M), name
+            continue
         doc = obj.__doc__ or ""
         assert "Returns" in doc, f"cuda_core.system.{name} lacks a numpy-style docstring"
 
@@ -477,3 +478,10 @@ def test_the_release_notes_page_shows_the_changelog():
     assert (DOCS.parent / "CHANGELOG.md").is_file()
     index = (DOCS / "index.rst").read_text()
     assert "   environment\n" in index and "   release_notes\n" in index
+
+
+def test_long_signatures_are_wrapped():
+    # ProgramOptions' signature is over 2,000 characters on one line otherwise (issue 23).
+    conf = (DOCS / "conf.py").read_text()
+    m = re.search(r"^maximum_signature_line_length = (\d+)$", conf, re.MULTILINE)
+    assert m and int(m.group(1)) <= 100
