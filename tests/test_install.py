@@ -171,3 +171,14 @@ def test_the_install_page_gives_one_command_per_block():
         ['pip install -e ".[cu12,test]"'],
         ["python -m pytest"],
     ]
+
+
+def test_the_tool_tests_are_out_of_the_default_run_and_in_ci_once():
+    """The tests of tools/ are marked ``tools``, deselected by default, and run once by CI."""
+    root = Path(__file__).resolve().parent.parent
+    pyproject = (root / "pyproject.toml").read_text()
+    assert "addopts = \"-rfE -m 'not tools'\"" in pyproject
+    for name in ("test_peer_tests_tool.py", "test_peer_examples_tool.py"):
+        assert "\npytestmark = pytest.mark.tools\n" in (root / "tests" / name).read_text(), name
+    ci = (root / ".ci" / "run").read_text()
+    assert ci.count("python -m pytest -p no:cacheprovider -m tools") == 1

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+# Tests of the project's own comparison tool: deselected by default (pyproject.toml addopts),
+# run once in CI with `python -m pytest -m tools`.
+pytestmark = pytest.mark.tools
+
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location(
     "peer_examples_tool", ROOT / "tools" / "peer_examples.py"

@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+# Tests of the project's own comparison tool: deselected by default (pyproject.toml addopts),
+# run once in CI with `python -m pytest -m tools`.
+pytestmark = pytest.mark.tools
+
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("peer_tests_tool", ROOT / "tools" / "peer_tests.py")
 assert _spec is not None and _spec.loader is not None
