@@ -21,6 +21,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "cuda_core_refs",  # docs/_ext: how references resolve offline (read its docstring)
+    "examples_table",  # docs/_ext: the examples page's table, from examples/README.md
 ]
 
 # numpy-style docstrings only.

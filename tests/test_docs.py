@@ -338,6 +338,7 @@ def test_index_toctree_lists_the_pages():
         "tma",
         "textures",
         "troubleshooting",
+        "examples",
         "environment",
         "release_notes",
         "api/index",
@@ -485,3 +486,21 @@ def test_long_signatures_are_wrapped():
     conf = (DOCS / "conf.py").read_text()
     m = re.search(r"^maximum_signature_line_length = (\d+)$", conf, re.MULTILINE)
     assert m and int(m.group(1)) <= 100
+
+
+def test_the_examples_page_lists_every_example_from_its_index():
+    # docs/examples.rst sets examples/README.md's table (docs/_ext/examples_table.py): one
+    # index, every script in it.
+    import sys
+
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import examples_table
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    scripts = sorted(p.name for p in (DOCS.parent / "examples").glob("[!_]*.py"))
+    rows = examples_table.read_rows()
+    assert sorted(r[0] for r in rows) == scripts
+    assert all(shows and needs for _, shows, needs in rows)
+    assert ".. examples-table::" in (DOCS / "examples.rst").read_text()
+    assert examples_table._rst("`Buffer`s and `x`/`y`") == "``Buffer``\\ s and ``x``/``y``"
