@@ -504,3 +504,12 @@ def test_the_examples_page_lists_every_example_from_its_index():
     assert all(shows and needs for _, shows, needs in rows)
     assert ".. examples-table::" in (DOCS / "examples.rst").read_text()
     assert examples_table._rst("`Buffer`s and `x`/`y`") == "``Buffer``\\ s and ``x``/``y``"
+
+
+def test_the_install_page_leaves_the_backend_internals_to_the_developer_guide():
+    install = (DOCS / "install.rst").read_text()
+    assert "_handles._native" not in install and "stale" not in install
+    assert ":doc:`environment`" in install and ":doc:`dev/architecture`" in install
+    dev = (DOCS / "dev" / "architecture.rst").read_text()
+    assert "The native backend at install\n-----------------------------\n" in dev
+    assert "``cuda_core._handles._native``" in dev
