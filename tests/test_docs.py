@@ -495,15 +495,15 @@ def test_the_examples_page_lists_every_example_from_its_index():
 
     sys.path.insert(0, str(DOCS / "_ext"))
     try:
-        import examples_table
+        import examples_rows
     finally:
         sys.path.remove(str(DOCS / "_ext"))
     scripts = sorted(p.name for p in (DOCS.parent / "examples").glob("[!_]*.py"))
-    rows = examples_table.read_rows()
+    rows = examples_rows.read_rows()
     assert sorted(r[0] for r in rows) == scripts
     assert all(shows and needs for _, shows, needs in rows)
     assert ".. examples-table::" in (DOCS / "examples.rst").read_text()
-    assert examples_table._rst("`Buffer`s and `x`/`y`") == "``Buffer``\\ s and ``x``/``y``"
+    assert examples_rows.rst("`Buffer`s and `x`/`y`") == "``Buffer``\\ s and ``x``/``y``"
 
 
 def test_the_install_page_leaves_the_backend_internals_to_the_developer_guide():
