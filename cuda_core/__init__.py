@@ -94,6 +94,7 @@ from ._memory import VirtualMemoryBuffer as VirtualMemoryBuffer
 from ._memory import VirtualMemoryResource as VirtualMemoryResource
 from ._memory import VirtualMemoryResourceOptions as VirtualMemoryResourceOptions
 from ._report import _environment as _config  # noqa: F401
+from ._report._environment import is_available as is_available
 from ._report._environment import show_config as show_config
 from ._stream import LEGACY_DEFAULT_STREAM as LEGACY_DEFAULT_STREAM
 from ._stream import PER_THREAD_DEFAULT_STREAM as PER_THREAD_DEFAULT_STREAM
@@ -174,6 +175,7 @@ __all__ = [
     "WorkqueueResource",
     "WorkqueueResourceOptions",
     "host_launch",
+    "is_available",
     "launch",
     "pack_host_copy_args",
     "show_config",

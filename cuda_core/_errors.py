@@ -206,27 +206,45 @@ class CompilerLibraryNotFoundError(CUDAError, _DynamicLibNotFoundError):
     needed_by : str
         What needs it, e.g. ``"Program.compile() of C++ code"``.
     remedy : str
-        The command that installs it.
+        The command that installs it; where the environment mixes two CUDA majors (the wheels
+        of both installed, as running both install commands leaves it), the commands that leave
+        one major.
     detail : str
         What the loader said ("" when nothing).
     """
 
     def __init__(
-        self, library: str, soname: str, needed_by: str, remedy: str, detail: str = ""
+        self,
+        library: str,
+        soname: str,
+        needed_by: str,
+        remedy: str,
+        detail: str = "",
+        why: str = "",
     ) -> None:
-        library_not_found(self, library, soname, needed_by, remedy, detail)
+        library_not_found(self, library, soname, needed_by, remedy, detail, why)
 
 
 def library_not_found(
-    err: CUDAError, library: str, soname: str, needed_by: str, remedy: str, detail: str
+    err: CUDAError,
+    library: str,
+    soname: str,
+    needed_by: str,
+    remedy: str,
+    detail: str,
+    why: str = "",
 ) -> None:
     """Fill in an error about a missing optional library: its attributes (``library``,
-    ``needed_by``, ``remedy``, ``detail``) and the message that names the remedy."""
+    ``needed_by``, ``remedy``, ``detail``) and the message that names the remedy. With ``why``
+    (a cause the remedy is not a plain install for), the message gives it and ``remedy`` is
+    a sentence of its own."""
     err.library = library  # type: ignore[attr-defined]
     err.needed_by = needed_by  # type: ignore[attr-defined]
     err.remedy = remedy  # type: ignore[attr-defined]
     err.detail = detail  # type: ignore[attr-defined]
     explanation = f"{library} was not found, and {needed_by} needs it; install it with: {remedy}"
+    if why:
+        explanation = f"{library} was not found, and {needed_by} needs it: {why}; {remedy}"
     if detail:
         explanation += f" (loader said: {detail})"
     # Not super(): a subclass may also derive from CUDADriverNotFoundError (another signature).

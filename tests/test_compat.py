@@ -475,7 +475,9 @@ def test_report_shows_the_pairing():
     text = subprocess.run(
         [sys.executable, "-m", "cuda_core"], capture_output=True, text=True, timeout=300
     ).stdout
-    assert f"(CUDA {BINDINGS_MAJOR}.x bindings, extra cu{BINDINGS_MAJOR})" in text
+    # The major, not an extra: a base install has cuda-bindings without any extra (issue 23).
+    assert f"  cuda-bindings    {_compat.BINDINGS_TEXT}: CUDA {BINDINGS_MAJOR}.x\n" in text
+    assert f"  driver/bindings  {pair['verdict'][:40]}" in text
 
 
 def test_native_entry_points_are_cuda_12_0_calls():

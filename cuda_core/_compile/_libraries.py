@@ -13,6 +13,7 @@ from .._compat import BINDINGS_MAJOR, foreign_compiler, install_hint
 from .._errors import CompilerLibraryNotFoundError, _LinkerNotFoundError
 from .._logging import logger as _log
 from .._utils import nvrtc_version, run_once
+from ._majors import mixed
 
 __all__: list[str] = []
 
@@ -73,6 +74,11 @@ def library_not_found(
     """The error for compiler library *lib* (``"nvrtc"``, ``"nvjitlink"``, ``"nvvm"``) missing."""
     what, soname = _LIBRARIES[lib]
     detail = str(exc).splitlines()[0] if exc is not None and str(exc) else ""
+    mix = mixed()
+    if mix is not None:  # the plain install is a no-op here: say what leaves one major
+        return CompilerLibraryNotFoundError(
+            what, f"{soname}.{BINDINGS_MAJOR}", needed_by, mix.remedy(), detail, mix.describe()
+        )
     return CompilerLibraryNotFoundError(
         what, f"{soname}.{BINDINGS_MAJOR}", needed_by, remedy(), detail
     )

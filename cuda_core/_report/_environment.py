@@ -1,7 +1,8 @@
 """The environment report of ``python -m cuda_core`` and :func:`show_config`.
 
-:func:`collect` gathers the facts into a dict of plain values (JSON-ready); :func:`format_report`
-turns it into the lines ``python -m cuda_core`` prints. Nothing here raises for a missing
+:func:`collect` gathers the facts into a dict of plain values (JSON-ready);
+:func:`~cuda_core._report._text.format_report` sets it as the lines ``python -m cuda_core``
+prints. Nothing here raises for a missing
 driver, GPU, compiler library or framework: each is reported with what to do about it.
 """
 
@@ -19,17 +20,19 @@ import sysconfig
 from typing import Any
 
 from .. import system
-from .._compat import driver, pairing
+from .._compat import BINDINGS_MAJOR, driver, driver_version_int, pairing
 from .._compile._cache import FileStreamProgramCache, get_default_program_cache
 from .._compile._cache_paths import default_cache_dir, disk_cache_dir
 from .._compile._libraries import library_status, remedy
+from .._compile._majors import mixed
 from .._errors import CUDADriverNotFoundError, CUDAError
 from .._handles import _backend
 from .._utils import handle_return
 from .._version import __version__
 from . import _nvml as _nvml_report
+from ._text import format_report
 
-__all__ = ["show_config"]
+__all__ = ["is_available", "show_config"]
 
 _FRAMEWORKS = (("numpy", "NumPy"), ("cupy", "CuPy"), ("torch", "PyTorch"))
 
@@ -83,6 +86,33 @@ def show_config(mode: str = "stdout") -> dict[str, Any] | None:
     return None
 
 
+def is_available() -> bool:
+    """Whether a GPU can be used: an NVIDIA driver is installed, suits the installed
+    ``cuda-bindings`` (a driver for CUDA 13 under the 13.x bindings, for CUDA 12 or newer under
+    the 12.x ones) and sees at least one GPU. Never raises.
+
+    It initialises the driver (``cuInit``) but creates no context; like
+    ``torch.cuda.is_available()``, it respects ``CUDA_VISIBLE_DEVICES``. Compiling needs no GPU:
+    :class:`~cuda_core.Program` works where this is ``False``.
+
+    Returns
+    -------
+    bool
+        ``True`` when at least one GPU can be used; ``False`` otherwise (no driver, a driver
+        older than the bindings need, no GPU visible, or any error asking).
+
+    Examples
+    --------
+    >>> import cuda_core
+    >>> if cuda_core.is_available():  # doctest: +SKIP
+    ...     cuda_core.Device().set_current()
+    """
+    try:
+        return driver_version_int() // 1000 >= BINDINGS_MAJOR and system.get_num_devices() > 0
+    except Exception:  # no driver, or one that cannot answer: no GPU to use
+        return False
+
+
 # ---------------------------------------------------------------------------------------------
 # Collecting.
 
@@ -113,7 +143,25 @@ def collect() -> dict[str, Any]:
     info["frameworks"] = {
         name: _framework(name, info["driver"]["cuda_major"]) for name, _ in _FRAMEWORKS
     }
+    info["mixed_majors"] = _mixed_majors()
     return info
+
+
+def _mixed_majors() -> dict[str, Any] | None:
+    """Both CUDA majors' compiler wheels beside one cuda-bindings, with the commands that keep
+    each (:mod:`cuda_core._compile._majors`); ``None`` for an environment of one major."""
+    mix = mixed()
+    if mix is None:
+        return None
+    return {
+        "bindings_major": mix.bindings_major,
+        "other_major": mix.other_major,
+        "harmful": mix.harmful,
+        "wheels": {str(m): [list(w) for w in ws] for m, ws in mix.wheels.items()},
+        "describe": mix.describe(),
+        "remedy": mix.remedy(),
+        "keep": {str(m): mix.keep(m) for m in (mix.bindings_major, mix.other_major)},
+    }
 
 
 def _dist_version(dist: str) -> str | None:
@@ -339,78 +387,3 @@ def _framework_cuda(name: str, mod: Any) -> str | None:
         return f"{v // 1000}.{v % 1000 // 10}"
     except Exception:  # no CUDA runtime to ask
         return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Formatting.
-
-
-def _size(n: int) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return str(n)  # pragma: no cover
-
-
-def format_report(info: dict[str, Any]) -> list[str]:
-    """The lines of the text report for the dict :func:`collect` returns."""
-    lines = [
-        f"cuda_core {info['cuda_core']['version']} ({info['cuda_core']['path']})",
-        f"Python {info['python']['version']} ({info['python']['executable']}, {info['python']['machine']})",
-        f"cuda-bindings {info['cuda_bindings']} (CUDA {info['pairing']['bindings_major']}.x bindings, "
-        f"extra {info['pairing']['extra']})",
-        f"cuda-pathfinder {info['cuda_pathfinder'] or 'not installed'}",
-    ]
-    b = info["backend"]
-    if b["native"]:
-        lines.append("handle layer: native backend (cuda_core._handles._native)")
-    else:
-        line = f"handle layer: pure-Python backend ({b['reason']})"
-        if b["rebuild"] and "rebuild:" not in b["reason"]:
-            line += f"; rebuild: {b['rebuild']}"
-        elif b["state"] == "not built" and not b["compiler"]:
-            line += "; no C compiler found to build the native backend"
-        lines.append(line)
-    d = info["driver"]
-    if d["cuda_version"] is not None:
-        line = f"NVIDIA driver: supports CUDA {d['cuda_version']}"
-        if d["kernel_mode_version"]:
-            line += f" (driver {d['kernel_mode_version']})"
-        lines.append(line)
-    else:
-        lines.append(f"NVIDIA driver: {d['error']}")
-    lines.append(f"driver/bindings: {d['verdict']}")
-    lines.append(f"GPUs: {d['device_count']}")
-    for g in info["gpus"]:
-        if "error" in g:
-            lines.append(f"  [{g['ordinal']}] cannot be queried: {g['error']}")
-            continue
-        lines.append(
-            f"  [{g['ordinal']}] {g['name']}, compute capability {g['compute_capability']}, "
-            f"{g['memory_bytes'] / 2**30:.1f} GiB, {g['multiprocessors']} SMs, PCI {g['pci_bus_id']}"
-        )
-    lines.extend(_nvml_report.format_lines(info["nvml"]))
-    names = {"nvrtc": "NVRTC", "nvjitlink": "nvJitLink", "nvvm": "libNVVM"}
-    for lib, entry in info["compilers"].items():
-        if entry["version"] is not None:
-            lines.append(f"{names[lib]} {entry['version']}")
-        else:
-            lines.append(
-                f"{names[lib]}: not found; install it with: {entry['remedy']} ({entry['error']})"
-            )
-    c = info["cache"]
-    if c["enabled"]:
-        lines.append(f"compile cache: {c['path']} ({c['entries']} entries, {_size(c['bytes'])})")
-    else:
-        lines.append("compile cache: on disk off (CUDA_CORE_CACHE=0); in memory only")
-    for name, label in _FRAMEWORKS:
-        f = info["frameworks"][name]
-        if not f["installed"]:
-            lines.append(f"{label}: not installed")
-        elif f["version"] is None:
-            lines.append(f"{label}: {f['note']}")
-        else:
-            cuda = f" for CUDA {f['cuda']}" if f["cuda"] else ""
-            lines.append(f"{label} {f['version']}{cuda}" + (f": {f['note']}" if f["note"] else ""))
-    return lines
