@@ -1,21 +1,31 @@
 """Shared by the example scripts: what each needs, and how it says that something is missing.
 
 An example either checks its result and exits 0 (1 on a wrong result), or exits with
-:data:`MISSING` (3) after printing ONE line ``missing requirement [<key>]: <what>``, where
-``<key>`` is ``gpu``, ``2gpus``, ``cc90``, ``cupy``, ``torch`` or ``nccl``. ``tests/test_examples.py``
-turns that line into a skip where the requirement is really absent and a failure where it is not.
+:data:`MISSING` (3) after printing ONE line ``missing requirement [<key>]: <what> (<remedy>)``,
+where ``<key>`` is ``gpu``, ``2gpus``, ``cc90``, ``cupy``, ``torch``, ``nccl`` or ``compiler``
+(NVRTC or nvJitLink, which a base ``pip install cudacore`` leaves out). Each script ends with
+``run_main(main)``, which turns a missing compiler library into that line. ``tests/test_examples.py``
+turns the line into a skip where the requirement is really absent and a failure where it is not.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import NoReturn
 
 MISSING = 3
 
-_PIP = {"cupy": "cupy-cuda13x", "torch": "torch"}
+
+def _pip(name: str) -> str:
+    """The pip package of *name*; CuPy's wheel is built per CUDA major, that of cuda-bindings."""
+    if name == "cupy":
+        from cuda_core import system
+
+        return f"cupy-cuda{system.get_bindings_version().split('.')[0]}x"
+    return name
 
 
 def missing(key: str, what: str) -> NoReturn:
@@ -48,7 +58,7 @@ def need_module(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
     except ImportError:
-        missing(name, f"{name} (pip install {_PIP.get(name, name)})")
+        missing(name, f"{name} (pip install {_pip(name)})")
 
 
 def need_nccl() -> ModuleType:
@@ -60,3 +70,19 @@ def need_nccl() -> ModuleType:
     except nccl.NCCLNotFoundError as exc:
         missing("nccl", f"nccl4py and the NCCL library ({exc.remedy})")
     return nccl
+
+
+def run_main(main: Callable[[], int]) -> NoReturn:
+    """Run an example's ``main()`` and exit with its status.
+
+    A compiler library this install lacks (``CompilerLibraryNotFoundError``: NVRTC or nvJitLink
+    after ``pip install cudacore`` without the ``[cu13]`` or ``[cu12]`` extra) ends the run with
+    the one ``missing requirement [compiler]`` line naming the install command, not a traceback.
+    """
+    from cuda_core import CompilerLibraryNotFoundError
+
+    try:
+        status = main()
+    except CompilerLibraryNotFoundError as exc:
+        missing("compiler", f"{exc.library} was not found ({exc.remedy})")
+    sys.exit(status)

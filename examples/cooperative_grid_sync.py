@@ -7,10 +7,9 @@ each thread reads a value another block wrote. Exits non-zero on a wrong result.
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
-from _example import need_gpu
+from _example import need_gpu, run_main
 
 from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
@@ -72,4 +71,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -11,7 +11,7 @@ import sys
 import time
 
 import numpy as np
-from _example import need_gpu
+from _example import need_gpu, run_main
 
 from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
@@ -110,4 +110,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

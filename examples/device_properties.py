@@ -5,9 +5,7 @@ Run: ``python examples/device_properties.py`` (needs a GPU). Exits non-zero if a
 
 from __future__ import annotations
 
-import sys
-
-from _example import need_gpu
+from _example import need_gpu, run_main
 
 from cuda_core import Device, system
 
@@ -51,4 +49,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -24,15 +24,15 @@ import argparse
 import multiprocessing as mp
 import os
 import queue
-import sys
 import time
 import traceback
 from typing import Any
 
 import numpy as np
-from _example import need_gpu
+from _example import need_gpu, run_main
 
 from cuda_core import (
+    CompilerLibraryNotFoundError,
     CUDAError,
     Device,
     DeviceMemoryResource,
@@ -283,6 +283,8 @@ def main() -> int:
     dev.set_current()
     try:
         failures = produce(dev, max(1, args.consumers), args.handoffs)
+    except CompilerLibraryNotFoundError:
+        raise  # not a failure but a missing requirement: run_main() names the install command
     except CUDAError as exc:
         print(f"FAILED: {exc}")
         return 1
@@ -295,4 +297,4 @@ def main() -> int:
 
 if __name__ == "__main__":
     mp.set_start_method("spawn")  # CUDA does not survive fork; cuda_core warns when it is used
-    sys.exit(main())
+    run_main(main)

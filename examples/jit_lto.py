@@ -8,10 +8,8 @@ cubin; with a GPU the script then launches the kernel and checks the result.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
-from _example import need_gpu
+from _example import need_gpu, run_main
 
 from cuda_core import LaunchConfig, Linker, LinkerOptions, Program, ProgramOptions, launch
 
@@ -80,4 +78,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
-from _example import need_gpu
+from _example import need_gpu, run_main
 
 from cuda_core import LegacyPinnedMemoryResource, ManagedMemoryResource, PinnedMemoryResource
 
@@ -78,4 +76,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -12,11 +12,10 @@ with none it exits with the "missing requirement" line. Exits 0 when the result 
 
 from __future__ import annotations
 
-import sys
 import threading
 
 import numpy as np
-from _example import need_gpu
+from _example import need_gpu, run_main
 
 from cuda_core import Buffer, Device, LaunchConfig, Program, ProgramOptions, launch
 
@@ -153,4 +152,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

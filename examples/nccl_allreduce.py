@@ -32,7 +32,7 @@ import time
 from collections.abc import Mapping
 
 import numpy as np
-from _example import need_gpu, need_nccl
+from _example import need_gpu, need_nccl, run_main
 
 CODE = r"""
 // d/dw of 0.5 * (w*x - y)^2, element by element: this rank's gradient for its data (x, y)
@@ -77,12 +77,19 @@ def check_all_reduce(comm, dev, s, view_of) -> list[str]:
     return []
 
 
-def check_data_parallel(comm, dev, s, view_of) -> list[str]:
-    from cuda_core import LaunchConfig, Program, ProgramOptions, launch
+def kernels(dev):
+    """The two kernels of the data-parallel step, compiled for ``dev``."""
+    from cuda_core import Program, ProgramOptions
 
-    mod = Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+    return Program(CODE, code_type="c++", options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
         "cubin"
     )
+
+
+def check_data_parallel(comm, dev, s, view_of) -> list[str]:
+    from cuda_core import LaunchConfig, launch
+
+    mod = kernels(dev)
     grad_k, update_k = mod.get_kernel("local_grad"), mod.get_kernel("sgd_update")
     config = LaunchConfig(grid=(N_PARAMS + 255) // 256, block=256)
     world, n = comm.nranks, np.uint64(N_PARAMS)
@@ -240,11 +247,12 @@ def main() -> int:
     if launched is not None:
         return run_rank(*launched)
     need_nccl()
-    need_gpu(count=2)
+    dev = need_gpu(count=2)
+    kernels(dev)  # here first: a compiler this install lacks is named once, not by every rank
     from cuda_core import system
 
     return spawn_all(system.get_num_devices())
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

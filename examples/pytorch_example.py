@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from _example import need_gpu, need_module
+from _example import need_gpu, need_module, run_main
 
 from cuda_core import LaunchConfig, Program, ProgramOptions, launch, utils
 
@@ -89,4 +89,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -7,10 +7,8 @@ this script loads the compiled code from the compile cache instead of compiling 
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
-from _example import need_gpu
+from _example import need_gpu, run_main
 
 from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
@@ -66,4 +64,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -8,10 +8,8 @@ check fails.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
-from _example import need_gpu
+from _example import need_gpu, run_main
 
 from cuda_core import EventOptions, LaunchConfig, Program, ProgramOptions, launch
 
@@ -72,4 +70,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

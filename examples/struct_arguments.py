@@ -10,7 +10,7 @@ import ctypes
 import sys
 
 import numpy as np
-from _example import need_gpu
+from _example import need_gpu, run_main
 
 from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
@@ -77,4 +77,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -6,10 +6,8 @@ Every block reports its rank in its cluster and the cluster's shape.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
-from _example import need_gpu
+from _example import need_gpu, run_main
 
 from cuda_core import LaunchConfig, Program, ProgramOptions, launch
 
@@ -58,4 +56,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

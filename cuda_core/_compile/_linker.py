@@ -23,9 +23,15 @@ from .._utils import (
     make_error,
 )
 from ..typing import CompilerBackendType
-from ._libraries import linker_not_found, nvjitlink_available, require_nvjitlink
+from ._libraries import (
+    linker_not_found,
+    nvjitlink_available,
+    nvjitlink_version,
+    require_nvjitlink,
+)
 from ._linker_options import LinkerOptions as LinkerOptions
 from ._object_code import ObjectCode
+from ._option_checks import arch_refusal
 
 __all__ = ["Linker", "LinkerOptions"]
 
@@ -47,6 +53,22 @@ def _nvjitlink_log(nvjitlink: Any, handle: int, which: str) -> str:
     except Exception:
         return ""
     return bytes(buf).rstrip(b"\x00").decode(errors="replace")
+
+
+# nvJitLink's statuses that blame the arch (13.x; 12.x reports an unknown arch as
+# ERROR_INTERNAL or a ptxas error, caught where NVRTC does not list the arch).
+_ARCH_STATUSES = ("ERROR_UNRECOGNIZED_ARCH", "ERROR_UNSUPPORTED_ARCH")
+
+
+def _arch_refusal(nvjitlink: Any, opts: list[str], exc: BaseException) -> str:
+    """What to add to a failed nvJitLink call's message where its ``-arch`` is to blame."""
+    try:
+        status = nvjitlink.Result(int(getattr(exc, "status", -1))).name
+    except (TypeError, ValueError):
+        status = ""
+    version = nvjitlink_version()
+    compiler = f"nvJitLink {version[0]}.{version[1]}" if version else "nvJitLink"
+    return arch_refusal(opts, compiler, refused=status in _ARCH_STATUSES)
 
 
 class _LinkResult:
@@ -82,7 +104,13 @@ def _link_nvjitlink(
             "nvjitlink handle", nvjitlink.create(len(opts), opts), nvjitlink.destroy
         )
     except nvjitlink.nvJitLinkError as exc:
-        raise LinkerError("nvJitLinkCreate", "NVJITLINK_ERROR", str(exc), options=opts) from None
+        why = _arch_refusal(nvjitlink, opts, exc)
+        raise LinkerError(
+            "nvJitLinkCreate",
+            "NVJITLINK_ERROR",
+            f"{exc}: {why}" if why else str(exc),
+            options=opts,
+        ) from None
     handle = owner.value
     try:
         try:
@@ -100,10 +128,11 @@ def _link_nvjitlink(
                 ename = "NVJITLINK_" + nvjitlink.Result(int(status)).name  # type: ignore[arg-type]
             except (TypeError, ValueError):
                 ename = "NVJITLINK_ERROR"
+            why = _arch_refusal(nvjitlink, opts, exc)
             raise LinkerError(
                 "nvJitLinkComplete",
                 ename,
-                "link failed",
+                f"link failed: {why}" if why else "link failed",
                 int(status) if status is not None else None,
                 log=res.error_log,
                 options=opts,
@@ -368,7 +397,8 @@ class Linker:
         Raises
         ------
         LinkerError
-            The link failed; the message holds the linker's error log.
+            The link failed; the message holds the linker's error log (for an ``arch`` nvJitLink
+            refuses, also the architectures NVRTC compiles for and this GPU's).
         ValueError
             ``target_type`` is invalid; ``"ltoir"`` without ``link_time_optimization`` or with a
             PTX or cubin input.

@@ -1,19 +1,23 @@
 """Compiler-option values: their checks and normal forms, for ProgramOptions and LinkerOptions.
 
 Lists of strings or ints, architecture names (``"sm_90"``, ``"90"``, ``"compute_90"``), counts,
-the current device's architecture where ``arch`` is not given, macros, extra NVVM sources, and
-the NVRTC release each newer option needs.
+the current device's architecture where ``arch`` is not given, macros, extra NVVM sources, the
+NVRTC release each newer option needs, and what to say when a compiler refuses an ``arch``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
+from cuda.bindings import nvrtc
+
 from .._compat import driver
 from .._errors import CUDAError
-from .._handles._driver import ensure_driver
-from .._utils import arg_error, handle_return
+from .._handles._driver import driver_available, ensure_driver
+from .._logging import logger as _log
+from .._utils import arg_error, handle_return, run_once
 from ._libraries import nvrtc_version_cached
 
 __all__: list[str] = []  # private: the options classes of Program and Linker use these
@@ -92,6 +96,64 @@ def device_arch(owner: str = "ProgramOptions") -> str:
             f'found ({exc.error_name}); pass arch="sm_XX" (for example arch="sm_90")'
         ) from exc
     return f"sm_{major}{minor}"
+
+
+@run_once
+def nvrtc_targets() -> tuple[str, tuple[int, ...]]:
+    """The installed NVRTC's version and the architectures it compiles for, asked once per
+    process: ``("13.5", (75, 80, ..., 121))``; ``("", ())`` where NVRTC is missing or cannot say."""
+    try:
+        version = ".".join(map(str, nvrtc_version_cached()))
+        archs = handle_return(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")
+        return version, tuple(sorted(int(a) for a in archs))
+    except Exception as exc:  # for an error message: never raises
+        _log.debug("NVRTC's supported architectures are unknown: %s", exc)
+        return "", ()
+
+
+def gpu_arch() -> str | None:
+    """The ``sm_XX`` of the current device (device 0 when no context is current) where a driver
+    and a GPU are present, else ``None``; never raises (it serves error messages)."""
+    if not driver_available():
+        return None
+    try:
+        return device_arch()
+    except Exception:
+        return None
+
+
+_ARCH_FLAG = re.compile(r"-arch=((sm|compute|lto)_(\d+)\w*)")
+
+
+def arch_refusal(flags: Iterable[str], compiler: str, *, refused: bool) -> str:
+    """Why ``compiler`` (``"NVRTC 13.5"``, ``"nvJitLink 13.5"``) failed on the ``-arch=`` in
+    *flags*, naming the architectures NVRTC compiles for and, where a GPU is present, its own;
+    ``""`` where the arch is not to blame.
+
+    *refused*: the compiler's own report already blames the arch (NVRTC's log names
+    ``--gpu-architecture``, nvJitLink says ``ERROR_UNSUPPORTED_ARCH``). Otherwise the arch is
+    blamed where NVRTC does not list it. Never raises.
+    """
+    match = next((m for f in flags if (m := _ARCH_FLAG.fullmatch(f))), None)
+    if match is None:
+        return ""
+    arch, prefix, number = match.groups()
+    version, archs = nvrtc_targets()
+    if not refused and (not archs or int(number) in archs):
+        return ""
+    text = f"arch {arch!r} is not supported by {compiler}"
+    if archs:
+        listing = ", ".join(f"{prefix}_{a}" for a in archs)
+        if compiler.startswith("NVRTC"):
+            text += f", which compiles for {listing}"
+        else:
+            text += f"; the installed NVRTC {version} compiles for {listing}"
+    gpu = gpu_arch()
+    if gpu is not None:
+        text += f"; this GPU is {gpu}"
+        if archs and int(gpu.partition("_")[2]) not in archs:
+            text += f", which NVRTC {version} does not compile for either"
+    return text
 
 
 def _extra_sources(value: Any) -> list[tuple[str, bytes]]:

@@ -25,9 +25,10 @@ from .._utils import (
 )
 from ..typing import CompilerBackendType
 from . import _cache
-from ._libraries import require
+from ._libraries import nvrtc_version_cached, require
 from ._linker import Linker, _link_inputs
 from ._object_code import ObjectCode
+from ._option_checks import arch_refusal
 from ._options import ProgramOptions
 
 __all__ = ["Program", "ProgramOptions"]
@@ -59,6 +60,16 @@ def _nvrtc_log(prog: Any) -> str:
     buf = b" " * size
     handle_return(nvrtc.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
     return buf.rstrip(b"\x00").decode(errors="replace")
+
+
+def _failure(status: Any, log: str, options: list[str]) -> str:
+    """The explanation of a failed NVRTC compile: NVRTC refuses an unknown ``-arch`` with only
+    "invalid value for --gpu-architecture" (kept in the log), so name what it does take."""
+    if status != _R.NVRTC_ERROR_INVALID_OPTION:
+        return "compilation failed"
+    version = ".".join(map(str, nvrtc_version_cached()))
+    why = arch_refusal(options, f"NVRTC {version}", refused="--gpu-architecture" in log)
+    return f"compilation failed: {why}" if why else "compilation failed"
 
 
 def _nvrtc_output(prog: Any, target_type: str) -> bytes:
@@ -280,9 +291,10 @@ class Program:
         Raises
         ------
         NVRTCError
-            The C++ source did not compile; the message holds the whole log.
+            The C++ source did not compile; the message holds the whole log (for an ``arch``
+            NVRTC refuses, also the architectures it compiles for and this GPU's).
         LinkerError, NVVMError
-            PTX or NVVM input failed.
+            PTX or NVVM input failed (nvJitLink's refusal of an ``arch`` says the same).
         ValueError
             ``target_type`` is not valid for this code type, an option is not valid for
             the backend, or ``"cubin"`` was asked for with a virtual ``arch`` (``compute_XX``).
@@ -364,13 +376,14 @@ class Program:
                 (status,) = nvrtc.nvrtcCompileProgram(prog, len(flags), flags)
                 log = _nvrtc_log(prog)
                 if status != _R.NVRTC_SUCCESS:
+                    options = [f.decode() for f in flags]
                     raise NVRTCError(
                         "nvrtcCompileProgram",
                         status.name,
-                        "compilation failed",
+                        _failure(status, log, options),
                         int(status),
                         log=log,
-                        options=[f.decode() for f in flags],
+                        options=options,
                         program_name=self._name(),
                     )
                 if want_pch:

@@ -36,10 +36,14 @@ __all__ += _cuda_core.__all__
 _sys.modules[f"{__name__}._utils"] = _utils
 _sys.modules[f"{__name__}._utils.cuda_utils"] = _cuda_utils
 
+# cuda.core's words (0.5 to 0.7), under this package's name: a filter written for them
+# ("The cuda.core.experimental namespace is deprecated", a regex) matches this one too.
 _warnings.warn(
-    "cuda_core.experimental is deprecated, as cuda.core.experimental was from cuda.core 0.5 "
-    "(1.0 removed it): import the same names from cuda_core instead "
-    "(from cuda_core import Device)",
+    "The cuda_core.experimental namespace is deprecated. Please import directly from cuda_core "
+    "instead. For example, use 'from cuda_core import Device' instead of "
+    "'from cuda_core.experimental import Device'. (cuda.core 1.0 removed "
+    "cuda.core.experimental; cuda_core keeps it, with the same objects, for code written "
+    "before that.)",
     DeprecationWarning,
     stacklevel=2,
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -121,7 +122,9 @@ def test_typing_module_has_cuda_core_names():
 
 
 def test_typing_is_exported_from_experimental_namespace():
-    import cuda_core.experimental as exp
+    with warnings.catch_warnings():  # its DeprecationWarning is tests/test_experimental.py's
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import cuda_core.experimental as exp
 
     assert exp.VirtualMemoryResource is VirtualMemoryResource
     assert exp.GraphMemoryResource is cuda_core.GraphMemoryResource
