@@ -20,7 +20,7 @@ from __future__ import annotations
 import ctypes
 import operator
 import types
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -353,3 +353,23 @@ def _size_message(label: str, i: int, size: int, value: Any, r: _Rule) -> str:
         if size in fits:
             msg += f"; wrap it in a {size}-byte type such as {fits[size]}"
     return msg
+
+
+class ParamType(NamedTuple):
+    """A kernel parameter's type, where the kernel's mangled name or its PTX tells it.
+
+    Attributes
+    ----------
+    c_type : str
+        As messages name it: ``"float*"``, ``"unsigned long"``, ``"float (.f32)"``.
+    kind : str
+        ``"pointer"``, ``"int"``, ``"float"``, ``"bool"``, ``"word"`` (a PTX ``.u64``: a pointer
+        or a 64-bit integer) or ``"other"`` (structs, enums, ...: not checked).
+    size : int or None
+        Bytes, where known; a type whose size differs from the driver's layout means the
+        types were misread, and none of them is used.
+    """
+
+    c_type: str
+    kind: str
+    size: int | None
