@@ -413,13 +413,12 @@ def _describe(value: Any, cls: str) -> str:
     t = type(value)
     if cls == "pointer":
         return f"a pointer ({t.__name__})"
-    if t.__module__ == "builtins":
-        shown = repr(value)
-        what = t.__name__
-    elif issubclass(t, np.generic):
+    if issubclass(t, np.generic):
         shown, what = str(value), f"NumPy {t.__name__}"
-    else:
+    elif issubclass(t, ctypes._SimpleCData):
         shown, what = repr(value.value), f"ctypes {t.__name__}"
+    else:  # float, int, bool, complex, or a subclass of one
+        shown, what = repr(value), t.__name__
     article = "an" if what[0] in "aeiou" else "a"
     return f"{article} {what} ({shown.strip('()')})"
 

@@ -149,6 +149,17 @@ def test_a_wrong_kind_of_argument_is_refused_naming_the_c_type(ptx, name, args, 
         assert "bytes" in str(exc) and " but " in str(exc)
 
 
+class Meters(float):
+    pass
+
+
+def test_a_subclass_of_float_is_a_float(ptx):
+    types = _types(ptx, "scale<double>")
+    with pytest.raises(TypeError, match=r"parameter 0 is double\* but a Meters \(1\.5\)"):
+        ParamHolder((Meters(1.5), 2.0, 3), LAYOUTS["scale<double>"], "k", param_types=types)
+    ParamHolder((BUF, Meters(2.0), 3), LAYOUTS["scale<double>"], "k", param_types=types)
+
+
 VALID = [
     ("scale<float>", (BUF, np.float32(2), 3)),
     ("scale<float>", (0x7F0000001000, ctypes.c_float(2), np.uint64(3))),  # an int address
