@@ -11,13 +11,16 @@ from __future__ import annotations
 import ctypes
 import sys
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._compat import driver, has
 from ._handles._backend import entry_point
 from ._handles._driver import ensure_driver
 from ._kernel_attributes import KernelAttributes as KernelAttributes
 from ._utils import arg_error, call, cast_to_3_tuple, handle_return, raise_status
+
+if TYPE_CHECKING:
+    from ._kernel_arg_rules import ParamType
 
 __all__ = ["Kernel", "KernelAttributes", "KernelOccupancy"]
 
@@ -350,12 +353,18 @@ class Kernel:
         "_module",
         "_occupancy",
         "_params",
+        "_signature",
+        "_types",
     )
     _attributes: KernelAttributes | None
     _handle: Any
     _module: Any
     _occupancy: KernelOccupancy | None
     _params: Any
+    # What tells the parameter types (a callable of no arguments, set by ObjectCode.get_kernel),
+    # or None; _types caches its answer.
+    _signature: Callable[[], tuple[ParamType | None, ...] | None] | None
+    _types: Any
     _launch: Any  # the launcher's _KernelEntry, or None
     # The native LaunchPlan of the arguments launched last (the native launch entry reads it
     # from this slot), or None.
@@ -374,6 +383,8 @@ class Kernel:
         self._attributes = None
         self._occupancy = None
         self._params = _UNSET
+        self._signature = None
+        self._types = _UNSET
         self._launch = (
             None  # the launcher's per-kernel state (cuda_core._launcher), made at the first launch
         )
@@ -452,6 +463,16 @@ class Kernel:
                 handle_return(res, "cuKernelGetParamInfo")
             out.append((int(res[1]), int(res[2])))
         return tuple(out)
+
+    def _param_types(self) -> tuple[ParamType | None, ...] | None:
+        """The C type of each parameter (``ParamType``, ``None`` where unknown), or ``None``
+        where none is known (an ``extern "C"`` kernel in a cubin, ``Kernel.from_handle``).
+        Worked out once, when the kernel's first packing plan is built."""
+        t = self._types
+        if t is _UNSET:
+            source = self._signature
+            t = self._types = None if source is None else source()
+        return t  # type: ignore[no-any-return]
 
     def _require_params(self) -> tuple[tuple[int, int], ...]:
         p = self._param_layout()

@@ -19,6 +19,7 @@ from ._handles._backend import NATIVE, backend
 from ._handles._protocol import ARG_KINDS, NativeBackend
 from ._kernel_arg_rules import (
     UNSUPPORTED_LEAD,
+    ParamType,
     _cai_ptr,
     _dlpack_ptr,
     _fit,
@@ -30,6 +31,7 @@ from ._kernel_arg_rules import (
     _torch_ptr,
     _void_bytes,
     rule_for,
+    type_message,
 )
 from ._kernel_arg_rules import register_handle_argument as register_handle_argument
 from ._tensor_map_args import tensor_map_bytes as _tensor_map_bytes
@@ -270,23 +272,45 @@ def kernel_label(name: str | None) -> str:
     return f"kernel {name!r}" if name else "the kernel"
 
 
+ParamTypes = tuple[ParamType | None, ...]
+
+
+def _usable(
+    param_types: ParamTypes | None, layout: tuple[tuple[int, int], ...] | None, n: int
+) -> ParamTypes | None:
+    """``param_types`` where they agree with the argument count and the driver's layout (count
+    and every known size), else ``None``: types misread are never used."""
+    if param_types is None or len(param_types) != n:
+        return None
+    if layout is not None:
+        for t, (_, size) in zip(param_types, layout):
+            if t is not None and t.size is not None and t.size != size:
+                return None
+    return param_types
+
+
 def make_plan(
     types: tuple[type, ...],
     args: tuple[Any, ...],
     layout: tuple[tuple[int, int], ...] | None,
     kernel_name: str | None = None,
+    param_types: ParamTypes | None = None,
 ) -> Plan:
     """Work out the packing plan for ``args`` (whose types are ``types``).
 
     With a ``layout`` (the kernel's ``(offset, size)`` per parameter), the argument count and
     each size are checked, and each value is placed at its parameter's offset; without one,
-    values are laid out with C alignment rules.
+    values are laid out with C alignment rules. With ``param_types`` (the kernel's parameter
+    types, where known: ``Kernel._param_types()``), each argument's kind is checked against
+    its parameter's first (a ``float`` for a pointer is refused); a ``None`` entry, or types
+    that disagree with the layout, leave the size check alone.
 
     Raises
     ------
     TypeError
-        An unsupported argument type, a wrong argument count or a size mismatch; the message
-        names the kernel, the parameter index, the expected size and what was given.
+        An unsupported argument type, a wrong argument count, an argument of the wrong kind
+        for its parameter's type or a size mismatch; the message names the kernel, the
+        parameter index, the expected type or size and what was given.
     """
     label = kernel_label(kernel_name)
     if layout is not None and len(layout) != len(args):
@@ -294,6 +318,7 @@ def make_plan(
             f"{label} takes {len(layout)} argument{'s' if len(layout) != 1 else ''} "
             f"but {len(args)} {'were' if len(args) != 1 else 'was'} given"
         )
+    param_types = _usable(param_types, layout, len(args))
     rules: list[_Rule] = []
     offsets: list[int] = []
     pos = 0
@@ -305,6 +330,11 @@ def make_plan(
             if msg.startswith(UNSUPPORTED_LEAD):  # cuda.core's words stay first
                 raise type(exc)(f"{msg} (in {label})") from None
             raise type(exc)(f"{label}: {msg}") from None
+        pt = None if param_types is None else param_types[i]
+        if pt is not None:
+            wrong = type_message(label, i, pt, a, r)
+            if wrong is not None:
+                raise TypeError(wrong)
         if layout is not None:
             off, size = layout[i]
             if r.size != size:
@@ -331,13 +361,15 @@ def get_plan(
     args: tuple[Any, ...],
     layout: tuple[tuple[int, int], ...] | None = None,
     kernel_name: str | None = None,
+    param_types: ParamTypes | None = None,
 ) -> Plan:
-    """A cached :class:`Plan` for ``args`` and ``layout`` (shared module-wide cache)."""
+    """A cached :class:`Plan` for ``args``, ``layout`` and ``param_types`` (shared module-wide
+    cache)."""
     types = tuple(map(type, args))
-    key = (layout, types)
+    key = (layout, param_types, types)
     plan = _plans.get(key)
     if plan is None:
-        plan = make_plan(types, args, layout, kernel_name)
+        plan = make_plan(types, args, layout, kernel_name, param_types)
         if len(_plans) >= _MAX_PLANS:
             _plans.clear()
         _plans[key] = plan
@@ -356,11 +388,16 @@ class ParamHolder:
         each size are checked and each value is placed at its parameter's offset.
     kernel_name : str, optional
         Used in error messages.
+    param_types : tuple of ParamType, optional
+        The kernel's parameter types (``Kernel._param_types()``), where known: each
+        argument's kind is then checked against its parameter's (a ``float`` for a pointer is
+        refused).
 
     Raises
     ------
     TypeError
-        Unsupported argument type, wrong count or wrong size (message names the parameter).
+        Unsupported argument type, wrong count, wrong kind or wrong size (message names the
+        parameter).
     OverflowError
         A value does not fit its C type (e.g. an ``int`` outside the 64-bit range).
 
@@ -370,21 +407,24 @@ class ParamHolder:
     its buffer; :attr:`ptr` stays valid while the holder lives.
     """
 
-    __slots__ = ("_args", "_layout", "_name", "_plan", "_slot")
+    __slots__ = ("_args", "_layout", "_name", "_plan", "_slot", "_types")
 
     def __init__(
         self,
         args: tuple[Any, ...],
         layout: tuple[tuple[int, int], ...] | None = None,
         kernel_name: str | None = None,
+        *,
+        param_types: ParamTypes | None = None,
     ) -> None:
         args = tuple(args)
-        self._plan = get_plan(args, layout, kernel_name)
+        self._plan = get_plan(args, layout, kernel_name, param_types)
         self._slot = self._plan.new_slot()
         self._plan.pack(self._slot, args)
         self._args = args
         self._layout = layout
         self._name = kernel_name
+        self._types = param_types
 
     @property
     def ptr(self) -> int:
@@ -430,7 +470,7 @@ class ParamHolder:
             As for the constructor.
         """
         self._args, self._plan, self._slot = set_arg(
-            self._plan, self._slot, self._args, index, value, self._layout, self._name
+            self._plan, self._slot, self._args, index, value, self._layout, self._name, self._types
         )
 
 
@@ -442,6 +482,7 @@ def set_arg(
     value: Any,
     layout: tuple[tuple[int, int], ...] | None,
     kernel_name: str | None,
+    param_types: ParamTypes | None = None,
 ) -> tuple[tuple[Any, ...], Plan, tuple[Any, ...]]:
     """Shared by ``ParamHolder`` and ``PreparedLaunch``: update one argument, return new state."""
     n = plan.nargs
@@ -456,7 +497,7 @@ def set_arg(
         except _PACK_ERRORS as exc:
             raise plan.explain(new_args, exc) from None
         return new_args, plan, slot
-    new_plan = get_plan(new_args, layout, kernel_name)
+    new_plan = get_plan(new_args, layout, kernel_name, param_types)
     new_slot = new_plan.new_slot()
     new_plan.pack(new_slot, new_args)
     return new_args, new_plan, new_slot

@@ -13,6 +13,10 @@ passes its 8-byte ``cudaGraphConditionalHandle``.
 
 A rule's value expression (``{a}`` standing for the argument) is compiled into a packing plan
 by :mod:`cuda_core._kernel_arg_handler`, whose plan namespace holds the helpers named here.
+
+Where a kernel's parameter types are known (:class:`ParamType`, from its mangled name or its
+PTX), :func:`type_message` refuses an argument of the wrong kind before the size check: a
+``float`` for a pointer or an integer, a pointer or an integer for a floating-point parameter.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import ctypes
 import operator
 import types
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -353,3 +357,100 @@ def _size_message(label: str, i: int, size: int, value: Any, r: _Rule) -> str:
         if size in fits:
             msg += f"; wrap it in a {size}-byte type such as {fits[size]}"
     return msg
+
+
+class ParamType(NamedTuple):
+    """A kernel parameter's type, where the kernel's mangled name or its PTX tells it.
+
+    Attributes
+    ----------
+    c_type : str
+        As messages name it: ``"float*"``, ``"unsigned long"``, ``"float (.f32)"``.
+    kind : str
+        ``"pointer"``, ``"int"``, ``"float"``, ``"bool"``, ``"word"`` (a PTX ``.u64``: a pointer
+        or a 64-bit integer) or ``"other"`` (structs, enums, ...: not checked).
+    size : int or None
+        Bytes, where known; a type whose size differs from the driver's layout means the
+        types were misread, and none of them is used.
+    """
+
+    c_type: str
+    kind: str
+    size: int | None
+
+
+# What each kind of parameter refuses, by the class of the argument (_arg_class).
+_REFUSED = {
+    "pointer": frozenset({"float", "complex"}),
+    "word": frozenset({"float", "complex"}),
+    "int": frozenset({"float", "complex"}),
+    "bool": frozenset({"float", "complex"}),
+    "float": frozenset({"int", "bool", "pointer", "complex"}),
+}
+_CTYPES_CLASSES = {"f": "float", "d": "float", "?": "bool", "P": "pointer"}
+
+
+def _arg_class(value: Any, r: _Rule) -> str:
+    """``"int"``, ``"float"``, ``"bool"``, ``"complex"``, ``"pointer"`` or ``"other"``."""
+    t = type(value)
+    if t is bool or t is np.bool_:
+        return "bool"
+    if issubclass(t, (int, np.integer)):
+        return "int"
+    if issubclass(t, (float, np.floating)):
+        return "float"
+    if issubclass(t, (complex, np.complexfloating)):
+        return "complex"
+    if issubclass(t, ctypes._SimpleCData):
+        code = getattr(t, "_type_", "")
+        return "int" if code in _CTYPES_INTS else _CTYPES_CLASSES.get(code, "other")
+    if r.ctype == "pointer" or issubclass(t, driver.CUdeviceptr):
+        return "pointer"
+    return "other"
+
+
+def _describe(value: Any, cls: str) -> str:
+    t = type(value)
+    if cls == "pointer":
+        return f"a pointer ({t.__name__})"
+    if issubclass(t, np.generic):
+        shown, what = str(value), f"NumPy {t.__name__}"
+    elif issubclass(t, ctypes._SimpleCData):
+        shown, what = repr(value.value), f"ctypes {t.__name__}"
+    else:  # float, int, bool, complex, or a subclass of one
+        shown, what = repr(value), t.__name__
+    article = "an" if what[0] in "aeiou" else "a"
+    return f"{article} {what} ({shown.strip('()')})"
+
+
+def _float_example(param: ParamType, value: Any, cls: str) -> str:
+    x = int(value) if cls in ("int", "bool") else 2
+    if param.size == 8:
+        return f"{float(x)!r} or np.float64({x})"
+    if param.size == 2:
+        return f"np.float16({x})"
+    return f"np.float32({x})"
+
+
+def type_message(label: str, i: int, param: ParamType, value: Any, r: _Rule) -> str | None:
+    """Why argument ``i`` (``value``, packed by rule ``r``) cannot be parameter ``i`` of type
+    ``param``, or ``None`` where it can (as far as its kind tells)."""
+    refused = _REFUSED.get(param.kind)
+    if refused is None:
+        return None
+    cls = _arg_class(value, r)
+    if cls not in refused:
+        return None
+    if param.kind == "pointer":
+        remedy = "pass a device pointer (a Buffer, an array or an int address)"
+    elif param.kind == "word":
+        remedy = "pass a device pointer (a Buffer, an array or an int address) or an integer"
+    elif param.kind == "int":
+        remedy = "pass an int or a NumPy integer"
+    elif param.kind == "bool":
+        remedy = "pass a bool"
+    else:
+        remedy = f"pass a floating-point value such as {_float_example(param, value, cls)}"
+    return (
+        f"{label}: parameter {i} is {param.c_type} but {_describe(value, cls)} was given; {remedy}"
+    )

@@ -94,7 +94,7 @@ def _launch_stream(obj: Any) -> Any:
 
 
 class _KernelEntry:
-    __slots__ = ("func", "layout", "name", "plans", "run")
+    __slots__ = ("func", "layout", "name", "param_types", "plans", "run")
 
     def __init__(self, kernel: Any) -> None:
         handle = getattr(kernel, "_handle", None)
@@ -105,6 +105,8 @@ class _KernelEntry:
             self.layout = kernel._param_layout()
         except CUDAError:
             self.layout = None
+        types = getattr(kernel, "_param_types", None)  # where known: each argument's kind checked
+        self.param_types = None if types is None else types()
         self.name: str | None = None
         self.plans: dict[tuple[type, ...], Plan] = {}
         # The run function of the plan used last: launch() tries it first (it returns MISS for
@@ -127,7 +129,7 @@ class _KernelEntry:
         types = tuple(map(type, args))
         plan = self.plans.get(types)
         if plan is None:
-            plan = make_plan(types, args, self.layout, self.kernel_name(kernel))
+            plan = make_plan(types, args, self.layout, self.kernel_name(kernel), self.param_types)
             plan.bind_launch(self.func)
             if len(self.plans) >= _MAX_PLANS_PER_KERNEL:
                 self.plans.clear()
@@ -534,6 +536,7 @@ class PreparedLaunch(_PreparedBase):
             value,
             self._entry.layout,
             self._entry.kernel_name(self._kernel),
+            self._entry.param_types,
         )
         if slot is not self._slot:
             self._use(plan, slot)

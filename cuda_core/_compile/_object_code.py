@@ -9,6 +9,7 @@ Loading uses the context-independent library API (``cuLibraryLoadData``);
 
 from __future__ import annotations
 
+import functools
 import os
 import weakref
 from typing import Any
@@ -18,6 +19,7 @@ from .._handles._driver import ensure_driver
 from .._handles._owned import OwnedHandle
 from .._kernel import Kernel, KernelAttributes, KernelOccupancy
 from .._utils import arg_error, handle_return, make_error
+from ._param_types import kernel_param_types
 
 __all__ = ["Kernel", "KernelAttributes", "KernelOccupancy", "ObjectCode"]
 
@@ -320,6 +322,9 @@ class ObjectCode:
                 f"no kernel named {name!r}{mapped} in {self._name or 'this module'}; kernels: {listing}",
             )
         k = Kernel._from_handle(handle, self)
+        # The parameter types, read at the kernel's first packing plan: from the mangled symbol,
+        # or from the PTX's .entry.
+        k._signature = functools.partial(kernel_param_types, sym, self._code, self._code_type)
         if kernels is not None:
             kernels[name] = k
         return k

@@ -55,7 +55,7 @@ def kernel_params(config: Any, kernel: Any, args: Any) -> tuple[Any, ParamHolder
             "args", "a tuple of kernel arguments (args=() for none)", args, exc=TypeError
         )
     layout = ker._param_layout()
-    holder = ParamHolder(tuple(args), layout)
+    holder = ParamHolder(tuple(args), layout, param_types=ker._param_types())
     p = driver.CUDA_KERNEL_NODE_PARAMS()
     p.func = ker._function()
     p.gridDimX, p.gridDimY, p.gridDimZ = cfg.grid
