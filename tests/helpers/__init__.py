@@ -21,6 +21,22 @@ cuda13_bindings = pytest.mark.skipif(
 ``NotImplementedError``, which tests/test_compat.py checks)."""
 
 
+def _harmful_mix() -> bool:
+    from cuda_core._compile._majors import mixed
+
+    mix = mixed()
+    return mix is not None and mix.harmful
+
+
+report_fails_the_mix = pytest.mark.skipif(
+    _harmful_mix(),
+    reason="this environment mixes CUDA majors (cuda-bindings 12 beside the CUDA 13 wheels, as "
+    "the GPU machine's cu12 run makes it): python -m cuda_core fails it by design "
+    "(tests/report/test_report_layout.py checks that)",
+)
+"""Marks a test of ``python -m cuda_core`` that expects a setup of one CUDA major."""
+
+
 @functools.cache
 def gpu_skip_reason() -> str | None:
     """``None`` when a CUDA GPU is usable, else why GPU-tier tests are skipped."""

@@ -8,7 +8,9 @@ import sys
 import pytest
 
 from cuda_core import system
-from tests.helpers import gpu_skip_reason, precompiled
+from tests.helpers import gpu_skip_reason, precompiled, report_fails_the_mix
+
+pytestmark = report_fails_the_mix
 
 
 def _section(out: str, title: str) -> list[str]:

@@ -12,7 +12,9 @@ import pytest
 import cuda_core
 from cuda_core import system
 from cuda_core._report import _nvml as _nvml_report
-from tests.helpers import no_nvml
+from tests.helpers import no_nvml, report_fails_the_mix
+
+pytestmark = report_fails_the_mix
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
