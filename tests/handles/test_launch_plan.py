@@ -228,3 +228,32 @@ def test_a_pointer_slot_read_in_place_falls_back_when_unset():
     closed.close()
     with pytest.raises(TypeError):  # the getter's path refuses; launch() then says why
         plan.native.pack((closed,))
+
+
+@pytest.mark.parametrize("n", [1, 3, 512])
+def test_a_plan_of_only_doubles_packs_them_in_one_loop_as_the_python_plan(n):
+    # Every argument a float at 8 * its index (launch_pack.c's dense_f64 loop): floats and
+    # NumPy float64s (a float subclass) with the edges, against the Python plan's bytes.
+    edges = [1.5, -0.0, float("nan"), float("inf"), 1e308, np.float64(2.5), np.float64("-inf")]
+    args = tuple(edges[i % len(edges)] for i in range(n))
+    plan = make_plan(tuple(map(type, args)), args, None)
+    plan.bind_launch(1)
+    assert plan.native.shortcuts == ("f64",) * n
+    later = tuple(
+        float(i) * -3.25 if type(a) is float else np.float64(i) for i, a in enumerate(args)
+    )
+    for values in (args, later):
+        slot = plan.new_slot()
+        plan.pack(slot, values)
+        assert plan.native.pack(values) == slot[0].tobytes()
+    with pytest.raises(TypeError):  # another type at the last place: no longer this plan's
+        plan.native.pack((*args[:-1], np.float32(1)))
+
+
+def test_doubles_behind_a_narrower_argument_keep_their_offsets():
+    args = (np.int32(-7), 1.5, 2.5, float("nan"))  # the doubles at 8, 16, 24: not 8 * index
+    plan = make_plan(tuple(map(type, args)), args, None)
+    plan.bind_launch(1)
+    slot = plan.new_slot()
+    plan.pack(slot, args)
+    assert plan.native.pack(args) == slot[0].tobytes()

@@ -64,6 +64,7 @@ typedef struct {
     char *bytes;
     void **params;
     int busy; /* storage in use by a launch that released the GIL (another takes a fresh one) */
+    int dense_f64; /* every argument a float (CC_FAST_F64) at 8 * its index: packed in one tight loop */
 } cc_plan;
 
 /* The driver call of a launch, with the GIL released like every driver call: a launch waiting

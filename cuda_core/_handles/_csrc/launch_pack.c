@@ -233,12 +233,7 @@ pack_inline(cc_arg *d, PyObject *a, char *dst)
 static int
 pack_one(cc_arg *d, PyObject *a, char *dst)
 {
-    switch (d->fast) {
-    case CC_FAST_F64: {
-        double x = PyFloat_AS_DOUBLE(a);
-        memcpy(dst, &x, 8);
-        return 0;
-    }
+    switch (d->fast) { /* CC_FAST_F64 never comes here: cc_plan_pack packs it */
     case CC_FAST_INLINE:
         if (d->inline_ok >= 0 && pack_inline(d, a, dst)) {
             return 0;
@@ -305,8 +300,9 @@ cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
     if (n != plan->nargs) {
         return 0;
     }
+    PyObject *const *types = &PyTuple_GET_ITEM(plan->types, 0); /* packed pointers, not cc_arg's stride */
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (Py_TYPE(args[i]) != plan->args[i].type) {
+        if ((PyObject *)Py_TYPE(args[i]) != types[i]) {
             return 0;
         }
     }
@@ -316,6 +312,13 @@ cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
 int
 cc_plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes)
 {
+    if (plan->dense_f64) { /* many doubles (the 512-argument case): no per-argument descriptor read */
+        for (Py_ssize_t i = 0; i < plan->nargs; i++) {
+            double x = PyFloat_AS_DOUBLE(args[i]);
+            memcpy(bytes + 8 * i, &x, 8);
+        }
+        return 0;
+    }
     for (Py_ssize_t i = 0; i < plan->nargs; i++) {
         cc_arg *d = &plan->args[i];
         if (d->fast == CC_FAST_F64) { /* the commonest value, here without a call */

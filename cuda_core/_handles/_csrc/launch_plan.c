@@ -173,6 +173,7 @@ plan_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
     self->size = total;
     self->storage = NULL;
     self->busy = 0;
+    self->dense_f64 = 0;
     self->args = PyMem_Calloc((size_t)(n ? n : 1), sizeof(cc_arg));
     if (self->args == NULL) {
         self->nargs = 0;
@@ -184,6 +185,13 @@ plan_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
                       PyTuple_GET_ITEM(sizes, i), PyTuple_GET_ITEM(getters, i)) < 0) {
             Py_DECREF(self);
             return NULL;
+        }
+    }
+    self->dense_f64 = n > 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (self->args[i].fast != CC_FAST_F64 || self->args[i].offset != 8 * (size_t)i) {
+            self->dense_f64 = 0;
+            break;
         }
     }
     self->storage = new_storage(self, &self->bytes, &self->params);
