@@ -224,6 +224,9 @@ def test_a_pointer_slot_read_in_place_falls_back_when_unset():
     plan.bind_launch(1)
     assert plan.native.shortcuts == ("slot",)
     assert plan.native.pack((Buffer.from_handle(0x7000, 8),)) == (0x7000).to_bytes(8, "little")
+    for address in (0, 2**32 + 8, 2**63 + 4096, 2**64 - 4096):  # every digit count of an address
+        packed = plan.native.pack((Buffer.from_handle(address, 8),))
+        assert packed == address.to_bytes(8, "little"), hex(address)
     closed = Buffer.from_handle(0x6000, 8)
     closed.close()
     with pytest.raises(TypeError):  # the getter's path refuses; launch() then says why

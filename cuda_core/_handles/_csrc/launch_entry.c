@@ -22,6 +22,8 @@ typedef struct {
     PyObject *types[3]; /* the exact types of stream, config, kernel */
     PyObject *slots[3]; /* the member descriptors read: the stream's StreamHandle, the config's
                            LaunchConfigHandle of its last stream, the kernel's LaunchPlan */
+    Py_ssize_t offsets[3]; /* where each slot sits in an object of the exact type (read in place
+                              without the descriptor's call), or 0: through the descriptor */
 } cc_entry;
 
 /* A slot's value through its member descriptor (a new reference), or NULL (unset: no error). */
@@ -35,13 +37,36 @@ slot_get(PyObject *descr, PyObject *obj)
     return v;
 }
 
+/* Slot k of args[k] (whose type is the entry's exact type), a new reference or NULL (unset). */
+static inline PyObject *
+entry_slot(cc_entry *self, int k, PyObject *obj)
+{
+    if (self->offsets[k]) {
+        return Py_XNewRef(*(PyObject **)((char *)obj + self->offsets[k]));
+    }
+    return slot_get(self->slots[k], obj);
+}
+
+/* The offset of a T_OBJECT_EX slot (what __slots__ makes) inside objects of type, else 0. */
+static Py_ssize_t
+slot_offset(PyObject *type, PyObject *descr)
+{
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    Py_ssize_t basic = ((PyTypeObject *)type)->tp_basicsize;
+    if (m->type == T_OBJECT_EX && !(m->flags & READ_RESTRICTED) && m->offset > 0 &&
+        m->offset + (Py_ssize_t)sizeof(PyObject *) <= basic) {
+        return m->offset;
+    }
+    return 0;
+}
+
 /* The steady state: the status of the launch (>= 0), or -2 when it is not one (no exception). */
 static int
 entry_fast(cc_entry *self, PyObject *const *args, Py_ssize_t n)
 {
-    PyObject *h = slot_get(self->slots[0], args[0]);
-    PyObject *cfg = slot_get(self->slots[1], args[1]);
-    PyObject *plan = slot_get(self->slots[2], args[2]);
+    PyObject *h = entry_slot(self, 0, args[0]);
+    PyObject *cfg = entry_slot(self, 1, args[1]);
+    PyObject *plan = entry_slot(self, 2, args[2]);
     int st = -2;
     if (h != NULL && cfg != NULL && plan != NULL && CC_IS_LAUNCH(cfg) && CC_IS_PLAN(plan) &&
         (PyObject *)((cc_launch *)cfg)->stream == h && !((cc_stream *)h)->released &&
@@ -143,6 +168,7 @@ entry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
     for (int i = 0; i < 3; i++) {
         self->types[i] = Py_NewRef(a[2 + 2 * i]);
         self->slots[i] = Py_NewRef(a[3 + 2 * i]);
+        self->offsets[i] = slot_offset(a[2 + 2 * i], a[3 + 2 * i]);
     }
     PyObject_GC_Track(self);
     return (PyObject *)self;

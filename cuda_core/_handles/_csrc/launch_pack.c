@@ -226,7 +226,23 @@ pack_inline(cc_arg *d, PyObject *a, char *dst)
     default:
         break;
     }
-    memcpy(dst, at, d->size);
+    switch (d->size) { /* a fixed-size copy each: no call to memcpy */
+    case 1:
+        memcpy(dst, at, 1);
+        break;
+    case 2:
+        memcpy(dst, at, 2);
+        break;
+    case 4:
+        memcpy(dst, at, 4);
+        break;
+    case 8:
+        memcpy(dst, at, 8);
+        break;
+    default:
+        memcpy(dst, at, d->size);
+        break;
+    }
     return 1;
 }
 
@@ -242,6 +258,14 @@ pack_one(cc_arg *d, PyObject *a, char *dst)
     case CC_FAST_SLOT: {
         PyObject *v = *(PyObject **)((char *)a + d->slot_offset);
         if (v != NULL && PyLong_CheckExact(v)) {
+            _Static_assert(sizeof(unsigned long) == 8, "an address read as an unsigned long (LP64)");
+            unsigned long u = PyLong_AsUnsignedLong(v); /* one loop over the digits */
+            if (u != (unsigned long)-1 || !PyErr_Occurred()) {
+                uint64_t x = (uint64_t)u;
+                memcpy(dst, &x, 8);
+                return 0;
+            }
+            PyErr_Clear(); /* negative or too large: pack_int says which */
             return pack_int(v, CC_ARG_UNSIGNED, 8, dst);
         }
         break; /* unset or not an int: the getter says what is wrong */
