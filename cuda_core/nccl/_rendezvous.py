@@ -99,8 +99,8 @@ def exchange_unique_id(
     the secret never crosses the wire, and the id crosses it masked). Without one, rank 0 hands
     the id to whoever connects and warns (``UserWarning``) when it listens on an address other
     machines can reach. Connections that do not follow the protocol, send too much, stall or
-    fail the proof are refused or dropped and never take a rank's place. See the NCCL page of
-    the docs, "The job secret", for setting one per job.
+    fail the proof are refused or dropped and never take a rank's place. See
+    :ref:`nccl-job-secret` for setting one per job.
 
     Parameters
     ----------
