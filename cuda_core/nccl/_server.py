@@ -7,7 +7,9 @@ that stalls for ``HANDSHAKE_S`` seconds is refused or dropped on its own while t
 A rank counts as served once it acknowledges the id; until then one connection holds its place
 and another asking for the same rank is refused. Nothing a stranger sends ends the wait early:
 only a wrong world size from a rank that proved the job secret does (the job is misconfigured,
-and waiting longer would not help). The wire format is in :mod:`._handshake`.
+and waiting longer would not help). At most ``MAX_CONNECTIONS`` are served at once; while that
+many are open, rank 0 stops accepting and the rest wait in the kernel's listen queue. The wire
+format is in :mod:`._handshake`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from . import _handshake as hs
 __all__: list[str] = []  # private module
 
 HANDSHAKE_S = 10.0  # the most one connection may take, from accept to acknowledgement
-MAX_CONNECTIONS = 128  # in flight at once; a new one beyond that pushes out the oldest
+MAX_CONNECTIONS = 512  # in flight at once; more wait in the listen backlog
 _HELLO, _PROOF, _ACK = 0, 1, 2  # what rank 0 waits for on a connection
 _SIZES = {_HELLO: hs.HELLO.size, _PROOF: hs.MAC_BYTES, _ACK: len(hs.ACK)}
 _NOT_OURS = "does not speak the rendezvous protocol"
@@ -126,16 +128,18 @@ class _Server:
         self.key = key
         self.port = port
         self.deadline = 0.0
+        self.listeners: list[socket.socket] = []
+        self.accepting = False
         self.sel = selectors.DefaultSelector()
-        self.conns: dict[socket.socket, _Conn] = {}  # oldest first
+        self.conns: dict[socket.socket, _Conn] = {}
         self.held: set[int] = set()
         self.served: set[int] = set()
         self.notes: dict[str, int] = {}  # what was refused or dropped, and how often
 
     def run(self, listeners: list[socket.socket], timeout: float, deadline: float) -> None:
         self.deadline = deadline
-        for lst in listeners:
-            self.sel.register(lst, selectors.EVENT_READ, None)
+        self.listeners = listeners
+        self._accepting(True)
         while len(self.served) < self.world - 1:
             now = time.monotonic()
             if now >= deadline:
@@ -179,25 +183,33 @@ class _Server:
         if text in self.notes or len(self.notes) < 64:
             self.notes[text] = self.notes.get(text, 0) + 1
 
+    def _accepting(self, on: bool) -> None:
+        if on != self.accepting:
+            for lst in self.listeners:
+                if on:
+                    self.sel.register(lst, selectors.EVENT_READ, None)
+                else:
+                    self.sel.unregister(lst)
+            self.accepting = on
+
     def _accept(self, lst: socket.socket) -> None:
-        while True:
+        while len(self.conns) < MAX_CONNECTIONS:
             try:
                 sock, addr = lst.accept()
             except OSError:  # nothing more to accept now, or a connection gone before it was
                 return
             sock.setblocking(False)
-            if len(self.conns) >= MAX_CONNECTIONS:
-                oldest = next(iter(self.conns.values()))
-                self._drop(oldest, f"{self._who(oldest)} was dropped to make room")
             c = _Conn(sock, str(addr[0]), min(time.monotonic() + HANDSHAKE_S, self.deadline))
             self.conns[sock] = c
             self.sel.register(sock, selectors.EVENT_READ, c)
+        self._accepting(False)  # full: the others wait in the listen queue until one ends
 
     def _drop(self, c: _Conn, note: str | None) -> None:
         if self.conns.pop(c.sock, None) is None:
             return
         self.sel.unregister(c.sock)
         c.sock.close()
+        self._accepting(len(self.conns) < MAX_CONNECTIONS)
         if c.holds:
             self.held.discard(c.rank)
         if note:

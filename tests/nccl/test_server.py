@@ -86,6 +86,21 @@ def test_a_hello_that_never_completes_does_not_hold_up_the_others(kw, monkeypatc
     assert r0.outcome() == UID
 
 
+def test_at_capacity_rank_0_waits_for_a_free_slot_without_spinning(monkeypatch):
+    monkeypatch.setattr(_server, "MAX_CONNECTIONS", 2)
+    monkeypatch.setattr(_server, "HANDSHAKE_S", 0.6)
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port)
+    with stranger(port) as a, stranger(port) as b:  # every slot taken, by connections that stall
+        time.sleep(0.1)
+        cpu, t0 = time.process_time(), time.monotonic()
+        assert rank(1, 2, port) == UID  # queued in the listen backlog, served once a slot frees
+        assert 0.3 < time.monotonic() - t0 < 3
+        assert time.process_time() - cpu < 0.3  # waited, did not poll
+        assert read_all(a) == b"" and read_all(b) == b""
+    assert r0.outcome() == UID
+
+
 def test_a_stalled_connection_is_named_when_rank_0_times_out(monkeypatch):
     monkeypatch.setattr(_server, "HANDSHAKE_S", 0.3)
     port = nccl_ranks.free_port()
