@@ -155,10 +155,16 @@ def exchange_unique_id(
     return _fetch(rank, world_size, addr, port, timeout, key)
 
 
-def _recv_exact(conn: socket.socket, n: int) -> bytes:
+def _recv_exact(conn: socket.socket, n: int, until: float) -> bytes:
+    """``n`` bytes, all of them by ``until`` (``time.monotonic()``): a peer that sends slowly
+    cannot hold this rank past its deadline."""
     data = bytearray()
     while len(data) < n:
-        chunk = conn.recv(n - len(data))
+        try:
+            conn.settimeout(max(until - time.monotonic(), 1e-6))
+            chunk = conn.recv(n - len(data))
+        except TimeoutError:
+            raise TimeoutError(f"{len(data)} of the {n} bytes expected arrived in time") from None
         if not chunk:
             raise ConnectionResetError(f"the connection closed after {len(data)} of {n} bytes")
         data += chunk
@@ -182,27 +188,30 @@ def _fetch(
             )
         try:
             with socket.create_connection((addr, port), timeout=min(left, 30.0)) as conn:
-                return _ask(conn, rank, world_size, key, f"{addr}:{port}")
+                until = min(deadline, time.monotonic() + 30.0)
+                return _ask(conn, rank, world_size, key, f"{addr}:{port}", until)
         except OSError as exc:  # not up yet, reset, unreachable, name not resolvable yet: try again
             last = exc
         time.sleep(min(delay, max(deadline - time.monotonic(), 0)))
         delay = min(delay * 2, 1.0)
 
 
-def _ask(conn: socket.socket, rank: int, world_size: int, key: bytes | None, where: str) -> bytes:
+def _ask(
+    conn: socket.socket, rank: int, world_size: int, key: bytes | None, where: str, until: float
+) -> bytes:
     """One try on a connected socket: the id, or ``RuntimeError`` for an answer that will not
     change (``OSError`` for a connection that failed: the caller tries again)."""
     nonce = secrets.token_bytes(hs.NONCE_BYTES)
     mode = hs.OPEN if key is None else hs.SECRET
     conn.sendall(hs.HELLO.pack(hs.MAGIC, rank, world_size, mode, nonce))
-    kind = _reply(conn, rank, where)
+    kind = _reply(conn, rank, where, until)
     if key is None:
         if kind == hs.CHALLENGE:
             raise RuntimeError(
                 f"rank 0 at {where} requires the job secret and rank {rank} has none: set "
                 f"{hs.SECRET_ENV} to the same value in every process of the job"
             )
-        uid = _recv_exact(conn, hs.UNIQUE_ID_BYTES)
+        uid = _recv_exact(conn, hs.UNIQUE_ID_BYTES, until)
     else:
         if kind == hs.OK:
             raise RuntimeError(
@@ -210,12 +219,14 @@ def _ask(conn: socket.socket, rank: int, world_size: int, key: bytes | None, whe
                 f"which rank {rank} holds ({hs.SECRET_ENV}): set the same secret in every process "
                 "of the job, and check that it is rank 0 that listens there"
             )
-        nonce0 = _recv_exact(conn, hs.NONCE_BYTES)
+        nonce0 = _recv_exact(conn, hs.NONCE_BYTES, until)
         conn.sendall(hs.rank_proof(key, nonce0, nonce, rank, world_size))
-        if _reply(conn, rank, where) != hs.OK:
+        if _reply(conn, rank, where, until) != hs.OK:
             raise RuntimeError(f"{where} is not a cuda_core.nccl rendezvous (it asked twice)")
-        proof = _recv_exact(conn, hs.MAC_BYTES)
-        uid = hs.mask(key, nonce0, nonce, rank, world_size, _recv_exact(conn, hs.UNIQUE_ID_BYTES))
+        proof = _recv_exact(conn, hs.MAC_BYTES, until)
+        uid = hs.mask(
+            key, nonce0, nonce, rank, world_size, _recv_exact(conn, hs.UNIQUE_ID_BYTES, until)
+        )
         if not hmac.compare_digest(
             proof, hs.rank0_proof(key, nonce0, nonce, rank, world_size, uid)
         ):
@@ -228,13 +239,13 @@ def _ask(conn: socket.socket, rank: int, world_size: int, key: bytes | None, whe
     return uid
 
 
-def _reply(conn: socket.socket, rank: int, where: str) -> bytes:
+def _reply(conn: socket.socket, rank: int, where: str, until: float) -> bytes:
     """The kind of rank 0's next reply (``OK`` or ``CHALLENGE``); raises on ``ERROR`` and on
     anything that is not this protocol."""
-    kind = _recv_exact(conn, 1)
+    kind = _recv_exact(conn, 1, until)
     if kind == hs.ERROR:
-        (n,) = hs.ERROR_LEN.unpack(_recv_exact(conn, hs.ERROR_LEN.size))
-        msg = _recv_exact(conn, min(n, hs.MAX_ERROR_BYTES)).decode("utf-8", "replace")
+        (n,) = hs.ERROR_LEN.unpack(_recv_exact(conn, hs.ERROR_LEN.size, until))
+        msg = _recv_exact(conn, min(n, hs.MAX_ERROR_BYTES), until).decode("utf-8", "replace")
         raise RuntimeError(f"rank 0 at {where} refused rank {rank}: {msg}")
     if kind not in (hs.OK, hs.CHALLENGE):
         raise RuntimeError(f"{where} is not a cuda_core.nccl rendezvous (it answered {kind!r})")

@@ -202,6 +202,41 @@ def test_rendezvous_times_out_naming_the_missing_side():
         nccl.exchange_unique_id(0, 3, "127.0.0.1", port, unique_id=bytes(128), timeout=0.5)
 
 
+def test_a_rank_0_that_never_answers_cannot_hold_a_rank_past_its_timeout():
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as mute:  # the kernel accepts; nobody answers
+        port = mute.getsockname()[1]
+        t0 = time.monotonic()
+        got = rank(1, 2, port, timeout=0.5)
+    assert isinstance(got, TimeoutError) and time.monotonic() - t0 < 2
+    assert "within 0.5 s (last error: 0 of the 1 bytes expected arrived in time)" in str(got)
+
+
+def test_a_rank_0_that_answers_byte_by_byte_cannot_either():
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as slow:
+        port = slow.getsockname()[1]
+
+        def drip() -> None:  # a well-formed answer, one byte every 0.1 s (13 s in all)
+            conn, _ = slow.accept()
+            with conn:
+                for b in b"K" + UID:
+                    try:
+                        conn.sendall(bytes([b]))
+                    except OSError:
+                        return
+                    time.sleep(0.1)
+
+        t = threading.Thread(target=drip, daemon=True)
+        t.start()
+        t0 = time.monotonic()
+        got = rank(1, 2, port, timeout=0.5)
+        assert isinstance(got, TimeoutError) and time.monotonic() - t0 < 2
+        t.join(15)
+
+
 def test_rendezvous_on_a_taken_port_says_so():
     import socket
 
