@@ -17,8 +17,10 @@ Two ways to start it, one script:
 
 Rank 0 makes the NCCL unique id and hands it to the others over TCP at
 ``MASTER_ADDR:MASTER_PORT`` (``MASTER_PORT + 1`` under torchrun, whose agent holds
-``MASTER_PORT``; ``nccl.exchange_unique_id``, standard library only). Exits 0 when every rank
-passed, 1 otherwise, 3 when NCCL or a second GPU is missing.
+``MASTER_PORT``; ``nccl.exchange_unique_id``, standard library only). For a job across
+machines, export ``CUDA_CORE_NCCL_SECRET`` (a random value, the same for every rank) before the
+launcher, so that only the job's ranks get the id. Exits 0 when every rank passed, 1 otherwise,
+3 when NCCL or a second GPU is missing.
 """
 
 from __future__ import annotations

@@ -3,32 +3,31 @@
 Every rank of a group must pass the same unique id to :meth:`Communicator.init`.
 :func:`exchange_unique_id` is the small rendezvous for launches that have no other channel
 (``torchrun``, ``mpirun`` or a batch system setting ``MASTER_ADDR``/``MASTER_PORT``): rank 0
-listens on the port and answers each other rank once; the others connect (retrying until rank 0
-is up) and read the 128 bytes. It works unchanged across machines.
-
-Wire format (one connection per rank > 0): the rank sends ``_MAGIC`` and ``(rank, world_size)``
-as two big-endian int32; rank 0 answers ``b"K"`` and the id, or ``b"E"``, a big-endian uint16
-length and a UTF-8 message (a world size that differs from its own, a rank that joined twice).
+listens on the port, on the addresses ``MASTER_ADDR`` names (:mod:`._server`), and answers each
+other rank once; the others connect (retrying until rank 0 is up) and read the 128 bytes. With a
+job secret (``CUDA_CORE_NCCL_SECRET``) both sides prove they hold it before the id is handed
+over, and the id crosses the wire masked (:mod:`._handshake`). It works unchanged across
+machines.
 """
 
 from __future__ import annotations
 
+import hmac
+import secrets
 import socket
-import struct
 import time
 from typing import Any
 
 from .._utils import arg_error
+from . import _handshake as hs
 from ._args import check_rank
 from ._errors import nccl_error
 from ._loader import load
+from ._server import serve
 
 __all__ = ["exchange_unique_id", "get_unique_id"]
 
-UNIQUE_ID_BYTES = 128
-_MAGIC = b"cuda_core.nccl unique id v1\n"
-_HELLO = struct.Struct("!ii")  # rank, world size
-_LEN = struct.Struct("!H")
+UNIQUE_ID_BYTES = hs.UNIQUE_ID_BYTES
 
 
 def get_unique_id() -> bytes:
@@ -85,13 +84,23 @@ def exchange_unique_id(
     *,
     unique_id: bytes | None = None,
     timeout: float = 300.0,
+    secret: str | bytes | None = None,
 ) -> bytes:
     """Give every rank the same unique id: rank 0 serves it on ``port``, the others fetch it.
 
-    Call it on every rank with the same ``world_size``, ``addr`` and ``port`` (for example from
-    ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``). Rank 0 returns once every
-    other rank has fetched the id; the others return as soon as they have it. Rank 0 listens on
-    all interfaces: use a port that only the job's machines can reach.
+    Call it on every rank with the same ``world_size``, ``addr``, ``port`` and job secret (for
+    example from ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT`` and
+    ``CUDA_CORE_NCCL_SECRET``). Rank 0 listens only on the addresses ``addr`` resolves to on its
+    own machine (``127.0.0.1`` or ``localhost``: loopback only) and returns once every other rank
+    has the id; the others return as soon as they have it.
+
+    With a job secret, rank 0 hands the id only to a rank that proves it holds the secret, and a
+    rank takes the id only from a rank 0 that proves the same (HMAC-SHA256 challenge-response:
+    the secret never crosses the wire, and the id crosses it masked). Without one, rank 0 hands
+    the id to whoever connects and warns (``UserWarning``) when it listens on an address other
+    machines can reach. Connections that do not follow the protocol, send too much, stall or
+    fail the proof are refused or dropped and never take a rank's place. See
+    :ref:`nccl-job-secret` for setting one per job.
 
     Parameters
     ----------
@@ -100,13 +109,17 @@ def exchange_unique_id(
     world_size : int
         The number of ranks.
     addr : str
-        Rank 0's host name or address (ignored on rank 0).
+        Rank 0's host name or address (``MASTER_ADDR``): where the others connect, and where
+        rank 0 listens.
     port : int
         The TCP port rank 0 listens on.
     unique_id : bytes, optional
         On rank 0, the id to hand out; ``None`` makes one with :func:`get_unique_id`.
     timeout : float
         Seconds to wait for the other side (rank 0: for all ranks; others: for rank 0).
+    secret : str or bytes, optional
+        The job secret, at least 16 bytes, the same on every rank; ``None`` reads
+        ``CUDA_CORE_NCCL_SECRET`` (unset or empty: no secret).
 
     Returns
     -------
@@ -116,12 +129,15 @@ def exchange_unique_id(
     Raises
     ------
     TimeoutError
-        The other side did not show up in time (the message says who and where).
+        The other side did not show up in time (the message says who and where, and on rank 0
+        what was refused meanwhile).
     RuntimeError
-        A rank announced another world size or joined twice (raised on rank 0 and on that rank),
-        or rank 0 cannot listen on ``port``.
+        Rank 0 refused this rank (another world size, a rank that already joined, a wrong or
+        missing secret: raised on that rank, and on rank 0 for the world size of a rank that
+        proved the secret); rank 0 did not prove the secret or is not a rendezvous; rank 0
+        cannot listen on ``addr`` and ``port``.
     TypeError, ValueError
-        A bad argument.
+        A bad argument (also a secret shorter than 16 bytes).
 
     Examples
     --------
@@ -130,90 +146,35 @@ def exchange_unique_id(
     ...                               env["MASTER_ADDR"], int(env["MASTER_PORT"]))
     """
     _check(rank, world_size, addr, port, unique_id, timeout)
+    key = hs.job_secret(secret)
     if rank == 0:
         uid = bytes(unique_id) if unique_id is not None else get_unique_id()
         if world_size > 1:
-            _serve(uid, world_size, port, timeout)
+            serve(uid, world_size, addr, port, timeout, key)
         return uid
-    return _fetch(rank, world_size, addr, port, timeout)
+    return _fetch(rank, world_size, addr, port, timeout, key)
 
 
-def _recv_exact(conn: socket.socket, n: int) -> bytes:
+def _recv_exact(conn: socket.socket, n: int, until: float) -> bytes:
+    """``n`` bytes, all of them by ``until`` (``time.monotonic()``): a peer that sends slowly
+    cannot hold this rank past its deadline."""
     data = bytearray()
     while len(data) < n:
-        chunk = conn.recv(n - len(data))
+        try:
+            conn.settimeout(max(until - time.monotonic(), 1e-6))
+            chunk = conn.recv(n - len(data))
+        except TimeoutError:
+            raise TimeoutError(f"{len(data)} of the {n} bytes expected arrived in time") from None
         if not chunk:
             raise ConnectionResetError(f"the connection closed after {len(data)} of {n} bytes")
         data += chunk
     return bytes(data)
 
 
-def _listen(port: int, backlog: int) -> socket.socket:
-    if socket.has_dualstack_ipv6():
-        try:  # IPv6 and IPv4 peers; a host whose IPv6 is switched off falls through to IPv4
-            return socket.create_server(
-                ("", port), family=socket.AF_INET6, dualstack_ipv6=True, backlog=backlog
-            )
-        except OSError:
-            pass
-    try:
-        return socket.create_server(("", port), backlog=backlog)
-    except OSError as exc:
-        raise RuntimeError(f"rank 0 cannot listen on port {port} for the unique-id rendezvous: {exc}; "
-                           "choose another port (MASTER_PORT)") from exc  # fmt: skip
-
-
-def _serve(uid: bytes, world_size: int, port: int, timeout: float) -> None:
+def _fetch(
+    rank: int, world_size: int, addr: str, port: int, timeout: float, key: bytes | None
+) -> bytes:
     deadline = time.monotonic() + timeout
-    waiting = set(range(1, world_size))
-    with _listen(port, min(world_size, 4096)) as srv:
-        while waiting:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                missing = sorted(waiting)
-                raise TimeoutError(
-                    f"rank 0 waited {timeout:g} s on port {port} for the other ranks; "
-                    f"{len(missing)} never asked for the unique id (ranks {missing[:16]}"
-                    f"{' ...' if len(missing) > 16 else ''}): are they running, with this MASTER_ADDR and MASTER_PORT?"
-                )
-            srv.settimeout(left)
-            try:
-                conn, _peer = srv.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.settimeout(min(max(left, 0.1), 30.0))
-                try:
-                    hello = _recv_exact(conn, len(_MAGIC) + _HELLO.size)
-                except OSError:
-                    continue  # a connection that went away: not a rank of ours
-                if not hello.startswith(_MAGIC):
-                    continue  # something else knocked on the port: ignore it
-                peer_rank, peer_world = _HELLO.unpack(hello[len(_MAGIC) :])
-                problem = None
-                if peer_world != world_size:
-                    problem = f"rank {peer_rank} says the world size is {peer_world}, rank 0 says {world_size}"
-                elif peer_rank not in waiting:
-                    problem = (
-                        f"rank {peer_rank} is out of range (1..{world_size - 1}) or already joined"
-                    )
-                if problem is not None:
-                    msg = problem.encode()[:1000]
-                    try:
-                        conn.sendall(b"E" + _LEN.pack(len(msg)) + msg)
-                    except OSError:
-                        pass
-                    raise RuntimeError(f"unique-id rendezvous on port {port}: {problem}")
-                try:
-                    conn.sendall(b"K" + uid)
-                except OSError:
-                    continue  # it went away before reading: it will ask again
-                waiting.discard(peer_rank)
-
-
-def _fetch(rank: int, world_size: int, addr: str, port: int, timeout: float) -> bytes:
-    deadline = time.monotonic() + timeout
-    hello = _MAGIC + _HELLO.pack(rank, world_size)
     delay = 0.05
     last: BaseException | None = None
     while True:
@@ -222,22 +183,70 @@ def _fetch(rank: int, world_size: int, addr: str, port: int, timeout: float) -> 
             raise TimeoutError(
                 f"rank {rank} could not get the unique id from rank 0 at {addr}:{port} within "
                 f"{timeout:g} s (last error: {last}); is rank 0 running, and do all ranks use this "
-                "MASTER_ADDR and MASTER_PORT?"
+                "MASTER_ADDR and MASTER_PORT? (rank 0 listens only on the addresses MASTER_ADDR "
+                "names on its machine)"
             )
         try:
             with socket.create_connection((addr, port), timeout=min(left, 30.0)) as conn:
-                conn.sendall(hello)
-                kind = _recv_exact(conn, 1)
-                if kind == b"K":
-                    return _recv_exact(conn, UNIQUE_ID_BYTES)
-                if kind == b"E":
-                    (n,) = _LEN.unpack(_recv_exact(conn, _LEN.size))
-                    msg = _recv_exact(conn, n).decode("utf-8", "replace")
-                    raise RuntimeError(f"rank 0 at {addr}:{port} refused rank {rank}: {msg}")
-                raise RuntimeError(
-                    f"{addr}:{port} is not a cuda_core.nccl rendezvous (it answered {kind!r})"
-                )
+                until = min(deadline, time.monotonic() + 30.0)
+                return _ask(conn, rank, world_size, key, f"{addr}:{port}", until)
         except OSError as exc:  # not up yet, reset, unreachable, name not resolvable yet: try again
             last = exc
         time.sleep(min(delay, max(deadline - time.monotonic(), 0)))
         delay = min(delay * 2, 1.0)
+
+
+def _ask(
+    conn: socket.socket, rank: int, world_size: int, key: bytes | None, where: str, until: float
+) -> bytes:
+    """One try on a connected socket: the id, or ``RuntimeError`` for an answer that will not
+    change (``OSError`` for a connection that failed: the caller tries again)."""
+    nonce = secrets.token_bytes(hs.NONCE_BYTES)
+    mode = hs.OPEN if key is None else hs.SECRET
+    conn.sendall(hs.HELLO.pack(hs.MAGIC, rank, world_size, mode, nonce))
+    kind = _reply(conn, rank, where, until)
+    if key is None:
+        if kind == hs.CHALLENGE:
+            raise RuntimeError(
+                f"rank 0 at {where} requires the job secret and rank {rank} has none: set "
+                f"{hs.SECRET_ENV} to the same value in every process of the job"
+            )
+        uid = _recv_exact(conn, hs.UNIQUE_ID_BYTES, until)
+    else:
+        if kind == hs.OK:
+            raise RuntimeError(
+                f"rank 0 at {where} handed out the unique id without asking for the job secret, "
+                f"which rank {rank} holds ({hs.SECRET_ENV}): set the same secret in every process "
+                "of the job, and check that it is rank 0 that listens there"
+            )
+        nonce0 = _recv_exact(conn, hs.NONCE_BYTES, until)
+        conn.sendall(hs.rank_proof(key, nonce0, nonce, rank, world_size))
+        if _reply(conn, rank, where, until) != hs.OK:
+            raise RuntimeError(f"{where} is not a cuda_core.nccl rendezvous (it asked twice)")
+        proof = _recv_exact(conn, hs.MAC_BYTES, until)
+        uid = hs.mask(
+            key, nonce0, nonce, rank, world_size, _recv_exact(conn, hs.UNIQUE_ID_BYTES, until)
+        )
+        if not hmac.compare_digest(
+            proof, hs.rank0_proof(key, nonce0, nonce, rank, world_size, uid)
+        ):
+            raise RuntimeError(
+                f"what answers at {where} did not prove that it holds the job secret: is "
+                f"{hs.SECRET_ENV} the same in every process of the job, and is it rank 0 that "
+                "listens there?"
+            )
+    conn.sendall(hs.ACK)
+    return uid
+
+
+def _reply(conn: socket.socket, rank: int, where: str, until: float) -> bytes:
+    """The kind of rank 0's next reply (``OK`` or ``CHALLENGE``); raises on ``ERROR`` and on
+    anything that is not this protocol."""
+    kind = _recv_exact(conn, 1, until)
+    if kind == hs.ERROR:
+        (n,) = hs.ERROR_LEN.unpack(_recv_exact(conn, hs.ERROR_LEN.size, until))
+        msg = _recv_exact(conn, min(n, hs.MAX_ERROR_BYTES), until).decode("utf-8", "replace")
+        raise RuntimeError(f"rank 0 at {where} refused rank {rank}: {msg}")
+    if kind not in (hs.OK, hs.CHALLENGE):
+        raise RuntimeError(f"{where} is not a cuda_core.nccl rendezvous (it answered {kind!r})")
+    return kind

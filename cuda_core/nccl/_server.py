@@ -1,0 +1,333 @@
+"""Rank 0's side of the unique-id rendezvous: listen where ``MASTER_ADDR`` points, serve each rank once.
+
+Rank 0 listens only on the addresses ``MASTER_ADDR`` resolves to on its machine (loopback stays
+loopback). One thread serves every connection at once (``selectors``, non-blocking sockets): a
+connection that sends bytes of another protocol, more than a message holds, a wrong proof, or
+that stalls for ``HANDSHAKE_S`` seconds is refused or dropped on its own while the others go on.
+A rank counts as served once it acknowledges the id; until then one connection holds its place
+and another asking for the same rank is refused. Nothing a stranger sends ends the wait early:
+only a wrong world size from a rank that proved the job secret does (the job is misconfigured,
+and waiting longer would not help). At most ``MAX_CONNECTIONS`` are served at once; while that
+many are open, rank 0 stops accepting and the rest wait in the kernel's listen queue. The wire
+format is in :mod:`._handshake`.
+"""
+
+from __future__ import annotations
+
+import errno
+import hmac
+import ipaddress
+import secrets
+import selectors
+import socket
+import time
+import warnings
+
+from . import _handshake as hs
+
+__all__: list[str] = []  # private module
+
+HANDSHAKE_S = 10.0  # the most one connection may take, from accept to acknowledgement
+MAX_CONNECTIONS = 512  # in flight at once; more wait in the listen backlog
+_HELLO, _PROOF, _ACK = 0, 1, 2  # what rank 0 waits for on a connection
+_SIZES = {_HELLO: hs.HELLO.size, _PROOF: hs.MAC_BYTES, _ACK: len(hs.ACK)}
+_NOT_OURS = "does not speak the rendezvous protocol"
+
+
+def listen(addr: str, port: int, backlog: int) -> list[socket.socket]:
+    """Non-blocking listening sockets on every address ``addr`` resolves to (one per address).
+
+    Raises ``RuntimeError`` when ``addr`` does not resolve, names no address of this machine, or
+    ``port`` is taken.
+    """
+    try:
+        infos = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    except OSError as exc:
+        raise RuntimeError(
+            f"rank 0 cannot resolve MASTER_ADDR {addr!r} to listen on for the unique-id "
+            f"rendezvous: {exc}; set it to rank 0's host name or address"
+        ) from None
+    socks: list[socket.socket] = []
+    skipped: list[str] = []
+    seen = set()
+    for family, kind, proto, _name, sockaddr in infos:
+        if family not in (socket.AF_INET, socket.AF_INET6) or sockaddr[:2] in seen:
+            continue
+        seen.add(sockaddr[:2])
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as create_server does
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(sockaddr)
+            sock.listen(backlog)
+            sock.setblocking(False)
+        except OSError as exc:
+            sock.close()
+            if exc.errno == errno.EADDRINUSE:
+                for s in socks:
+                    s.close()
+                raise RuntimeError(
+                    f"rank 0 cannot listen on port {port} of {sockaddr[0]} for the unique-id "
+                    f"rendezvous: {exc}; choose another port (MASTER_PORT)"
+                ) from exc
+            skipped.append(f"{sockaddr[0]}: {exc.strerror or exc}")
+            continue
+        socks.append(sock)
+    if not socks:
+        raise RuntimeError(
+            f"rank 0 cannot listen on MASTER_ADDR {addr!r} ({'; '.join(skipped) or 'no address'}): "
+            "it must be rank 0's host name or the address of one of its network interfaces"
+        )
+    return socks
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address as a socket reports it) is reachable from this machine only."""
+    try:
+        ip = ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return bool((mapped or ip).is_loopback)
+
+
+def warn_if_exposed(hosts: list[str], port: int, key: bytes | None) -> None:
+    """Warn when rank 0 hands the id to whoever connects (no secret) on a non-loopback address."""
+    exposed = [h for h in hosts if not is_loopback(h)]
+    if key is None and exposed:
+        warnings.warn(
+            f"cuda_core.nccl: rank 0 serves the NCCL unique id on port {port} of "
+            f"{', '.join(exposed)} without a job secret: anyone who can reach that port can take "
+            f"a rank's place or learn the id. Set {hs.SECRET_ENV} to the same random value in "
+            "every process of the job (see the docs' NCCL page, 'The job secret')",
+            UserWarning,
+            stacklevel=4,
+        )
+
+
+class _Conn:
+    __slots__ = ("buf", "deadline", "holds", "nonce", "nonce0", "peer", "rank", "sock", "stage",
+                 "world")  # fmt: skip
+
+    def __init__(self, sock: socket.socket, peer: str, deadline: float) -> None:
+        self.sock = sock
+        self.peer = peer
+        self.deadline = deadline
+        self.stage = _HELLO
+        self.buf = bytearray()
+        self.rank = self.world = -1
+        self.nonce = self.nonce0 = b""
+        self.holds = False  # this connection holds its rank's place
+
+
+class _Server:
+    def __init__(self, uid: bytes, world_size: int, key: bytes | None, port: int) -> None:
+        self.uid = uid
+        self.world = world_size
+        self.key = key
+        self.port = port
+        self.deadline = 0.0
+        self.listeners: list[socket.socket] = []
+        self.accepting = False
+        self.sel = selectors.DefaultSelector()
+        self.conns: dict[socket.socket, _Conn] = {}
+        self.held: set[int] = set()
+        self.served: set[int] = set()
+        self.notes: dict[str, int] = {}  # what was refused or dropped, and how often
+
+    def run(self, listeners: list[socket.socket], timeout: float, deadline: float) -> None:
+        self.deadline = deadline
+        self.listeners = listeners
+        self._accepting(True)
+        while len(self.served) < self.world - 1:
+            now = time.monotonic()
+            if now >= deadline:
+                hosts = ", ".join(str(s.getsockname()[0]) for s in listeners)
+                raise TimeoutError(self._timeout_message(timeout, hosts))
+            wake = min([deadline, *(c.deadline for c in self.conns.values())])
+            for skey, _events in self.sel.select(max(wake - now, 0.0)):
+                if skey.data is None:
+                    self._accept(skey.fileobj)  # type: ignore[arg-type]
+                elif skey.data.sock in self.conns:  # not dropped earlier in this round
+                    self._read(skey.data)
+            now = time.monotonic()
+            for c in [c for c in self.conns.values() if c.deadline <= now]:
+                self._drop(c, f"{self._who(c)} stalled mid-handshake and was dropped")
+
+    def close(self) -> None:
+        for c in list(self.conns.values()):
+            c.sock.close()
+        self.conns.clear()
+        self.sel.close()
+
+    def _timeout_message(self, timeout: float, hosts: str) -> str:
+        missing = sorted(set(range(1, self.world)) - self.served)
+        msg = (
+            f"rank 0 waited {timeout:g} s on port {self.port} ({hosts}) for the other ranks; "
+            f"{len(missing)} of them did not get the unique id (ranks {missing[:16]}"
+            f"{' ...' if len(missing) > 16 else ''}): are they running, with this MASTER_ADDR, "
+            f"MASTER_PORT and {hs.SECRET_ENV}?"
+        )
+        if self.notes:
+            seen = [f"{n}{f' ({k} times)' if k > 1 else ''}" for n, k in self.notes.items()]
+            msg += " Meanwhile: " + "; ".join(seen[:6]) + (" ..." if len(seen) > 6 else "")
+        return msg
+
+    def _who(self, c: _Conn) -> str:
+        return (
+            f"rank {c.rank} (from {c.peer})" if c.stage != _HELLO else f"a connection from {c.peer}"
+        )
+
+    def _note(self, text: str) -> None:
+        if text in self.notes or len(self.notes) < 64:
+            self.notes[text] = self.notes.get(text, 0) + 1
+
+    def _accepting(self, on: bool) -> None:
+        if on != self.accepting:
+            for lst in self.listeners:
+                if on:
+                    self.sel.register(lst, selectors.EVENT_READ, None)
+                else:
+                    self.sel.unregister(lst)
+            self.accepting = on
+
+    def _accept(self, lst: socket.socket) -> None:
+        while len(self.conns) < MAX_CONNECTIONS:
+            try:
+                sock, addr = lst.accept()
+            except OSError:  # nothing more to accept now, or a connection gone before it was
+                return
+            sock.setblocking(False)
+            c = _Conn(sock, str(addr[0]), min(time.monotonic() + HANDSHAKE_S, self.deadline))
+            self.conns[sock] = c
+            self.sel.register(sock, selectors.EVENT_READ, c)
+        self._accepting(False)  # full: the others wait in the listen queue until one ends
+
+    def _drop(self, c: _Conn, note: str | None) -> None:
+        if self.conns.pop(c.sock, None) is None:
+            return
+        self.sel.unregister(c.sock)
+        c.sock.close()
+        self._accepting(len(self.conns) < MAX_CONNECTIONS)
+        if c.holds:
+            self.held.discard(c.rank)
+        if note:
+            self._note(note)
+
+    def _send(self, c: _Conn, data: bytes) -> bool:
+        # Every reply is small and the only one in flight on its connection: the socket's buffer
+        # takes it whole, or the peer is not a rank that follows the protocol.
+        try:
+            sent = c.sock.send(data)
+        except OSError:
+            sent = -1
+        if sent != len(data):
+            self._drop(c, f"{self._who(c)} went away before rank 0's reply")
+            return False
+        return True
+
+    def _refuse(self, c: _Conn, why: str) -> None:
+        self._send(c, hs.error_message(why))
+        self._drop(c, f"{self._who(c)} was refused: {why}")
+
+    def _read(self, c: _Conn) -> None:
+        size = _SIZES[c.stage]
+        try:
+            data = c.sock.recv(size - len(c.buf) + 1)  # one byte more shows a message too long
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            note = f"{self._who(c)} went away mid-handshake"
+            return self._drop(c, note if c.stage != _HELLO or c.buf else None)
+        c.buf += data
+        if c.stage == _HELLO and not hs.MAGIC.startswith(bytes(c.buf[: len(hs.MAGIC)])):
+            return self._drop(c, f"{self._who(c)} {_NOT_OURS}")
+        if len(c.buf) > size:
+            return self._drop(c, f"{self._who(c)} sent more than a message holds")
+        if len(c.buf) < size:
+            return None
+        message = bytes(c.buf)
+        c.buf.clear()
+        if c.stage == _HELLO:
+            return self._on_hello(c, message)
+        if c.stage == _PROOF:
+            return self._on_proof(c, message)
+        return self._on_ack(c, message)
+
+    def _on_hello(self, c: _Conn, message: bytes) -> None:
+        _magic, c.rank, c.world, mode, c.nonce = hs.HELLO.unpack(message)
+        c.stage = _PROOF  # from here on the connection speaks for a rank
+        if mode == hs.OPEN:
+            if self.key is not None:
+                return self._refuse(
+                    c, f"it has no job secret and rank 0 requires one: set {hs.SECRET_ENV} to "
+                       "the same value in every process of the job")  # fmt: skip
+            return self._admit(c, proven=False)
+        if mode == hs.SECRET:
+            if self.key is None:
+                return self._refuse(
+                    c, f"it has a job secret ({hs.SECRET_ENV}) but rank 0 has none: set the "
+                       "same secret in every process of the job")  # fmt: skip
+            c.nonce0 = secrets.token_bytes(hs.NONCE_BYTES)
+            self._send(c, hs.CHALLENGE + c.nonce0)
+            return None
+        return self._drop(c, f"a connection from {c.peer} {_NOT_OURS} (mode {mode})")
+
+    def _on_proof(self, c: _Conn, proof: bytes) -> None:
+        assert self.key is not None
+        want = hs.rank_proof(self.key, c.nonce0, c.nonce, c.rank, c.world)
+        if not hmac.compare_digest(proof, want):
+            return self._refuse(
+                c, f"its proof of the job secret is wrong: is {hs.SECRET_ENV} the same in every "
+                   "process of the job?")  # fmt: skip
+        return self._admit(c, proven=True)
+
+    def _admit(self, c: _Conn, proven: bool) -> None:
+        rank, world = c.rank, c.world
+        if world != self.world:
+            problem = f"rank {rank} says the world size is {world}, rank 0 says {self.world}"
+            self._refuse(c, problem)
+            if proven:  # a rank of this job, misconfigured: the job cannot complete
+                raise RuntimeError(f"unique-id rendezvous on port {self.port}: {problem}")
+            return
+        if not 0 < rank < world:
+            return self._refuse(c, f"rank {rank} is out of range (1..{world - 1})")
+        if rank in self.served or rank in self.held:
+            return self._refuse(
+                c, f"rank {rank} already joined on another connection: is more than one "
+                   f"process started as rank {rank}?")  # fmt: skip
+        c.holds = True
+        self.held.add(rank)
+        c.stage = _ACK
+        if self.key is None:
+            self._send(c, hs.OK + self.uid)
+            return None
+        proof = hs.rank0_proof(self.key, c.nonce0, c.nonce, rank, world, self.uid)
+        masked = hs.mask(self.key, c.nonce0, c.nonce, rank, world, self.uid)
+        self._send(c, hs.OK + proof + masked)
+        return None
+
+    def _on_ack(self, c: _Conn, message: bytes) -> None:
+        if message != hs.ACK:
+            return self._drop(c, f"{self._who(c)} {_NOT_OURS}")
+        self.served.add(c.rank)
+        return self._drop(c, None)
+
+
+def serve(
+    uid: bytes, world_size: int, addr: str, port: int, timeout: float, key: bytes | None
+) -> None:
+    """Hand ``uid`` to ranks 1..world_size-1 on ``port`` of ``addr``; return once each has it."""
+    deadline = time.monotonic() + timeout
+    listeners = listen(addr, port, min(max(world_size, 16), 4096))
+    server = _Server(uid, world_size, key, port)
+    try:
+        warn_if_exposed([str(s.getsockname()[0]) for s in listeners], port, key)
+        server.run(listeners, timeout, deadline)
+    finally:
+        server.close()
+        for s in listeners:
+            s.close()

@@ -1,0 +1,256 @@
+"""Rank 0 of the unique-id rendezvous against bad input (CPU tier, loopback only): garbage, a
+truncated or oversized hello, a hello that never completes, a second connection for a rank, a
+wrong world size. Each is refused or dropped without taking a rank's place, and rank 0 and the
+honest ranks finish in time. Also where rank 0 listens, and when it warns.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import warnings
+
+import pytest
+
+from cuda_core.nccl import _handshake as hs
+from cuda_core.nccl import _server
+from tests.helpers import nccl_ranks
+from tests.helpers.rendezvous_peers import (
+    SECRET,
+    UID,
+    Rank0,
+    hello,
+    rank,
+    read_all,
+    stranger,
+)
+
+MODES = [pytest.param({}, id="no secret"), pytest.param({"secret": SECRET}, id="secret")]
+
+
+@pytest.fixture(autouse=True)
+def _no_secret_from_outside(monkeypatch):
+    monkeypatch.delenv("CUDA_CORE_NCCL_SECRET", raising=False)
+
+
+def _honest_ranks_finish(r0: Rank0, world: int, port: int, **kw) -> None:
+    for r in range(1, world):
+        assert rank(r, world, port, **kw) == UID
+    assert r0.outcome() == UID
+    assert r0.elapsed < 5  # well within rank 0's timeout (10 s)
+
+
+@pytest.mark.parametrize("kw", MODES)
+@pytest.mark.parametrize(
+    "junk",
+    [b"GET / HTTP/1.0\r\n\r\n" + b"x" * 64, b"\x00" * 69, b"cuda_core.nccl rendezvous v1\n" + bytes(40),
+     bytes(range(256)) * 4],
+    ids=["http", "zeros", "old magic", "binary"],
+)  # fmt: skip
+def test_garbage_is_dropped_at_once_without_an_answer(kw, junk):
+    port = nccl_ranks.free_port()
+    r0 = Rank0(3, port, **kw)
+    with stranger(port) as s:
+        s.sendall(junk)
+        t0 = time.monotonic()
+        assert read_all(s) == b""  # closed, not a byte said
+        assert time.monotonic() - t0 < 2
+    _honest_ranks_finish(r0, 3, port, **kw)
+
+
+@pytest.mark.parametrize("kw", MODES)
+@pytest.mark.parametrize("cut", [1, 28, 40, hs.HELLO.size - 1])
+def test_a_truncated_hello_takes_no_place(kw, cut):
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port, **kw)
+    mode = hs.SECRET if kw else hs.OPEN
+    with stranger(port) as s:
+        s.sendall(hello(1, 2, mode)[:cut])
+    _honest_ranks_finish(r0, 2, port, **kw)
+
+
+@pytest.mark.parametrize("kw", MODES)
+def test_a_hello_that_never_completes_does_not_hold_up_the_others(kw, monkeypatch):
+    monkeypatch.setattr(_server, "HANDSHAKE_S", 0.5)
+    port = nccl_ranks.free_port()
+    r0 = Rank0(3, port, **kw)
+    mode = hs.SECRET if kw else hs.OPEN
+    with stranger(port) as stalled, stranger(port) as silent:
+        stalled.sendall(hello(1, 3, mode)[:30])  # and then nothing
+        assert rank(1, 3, port, **kw) == UID  # served while the two stall
+        t0 = time.monotonic()
+        assert read_all(stalled) == b"" and read_all(silent) == b""  # dropped by rank 0
+        assert time.monotonic() - t0 < 2
+        assert r0.is_alive()  # still waiting for rank 2
+        assert rank(2, 3, port, **kw) == UID
+    assert r0.outcome() == UID
+
+
+def test_at_capacity_rank_0_waits_for_a_free_slot_without_spinning(monkeypatch):
+    monkeypatch.setattr(_server, "MAX_CONNECTIONS", 2)
+    monkeypatch.setattr(_server, "HANDSHAKE_S", 0.6)
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port)
+    with stranger(port) as a, stranger(port) as b:  # every slot taken, by connections that stall
+        time.sleep(0.1)
+        cpu, t0 = time.process_time(), time.monotonic()
+        assert rank(1, 2, port) == UID  # queued in the listen backlog, served once a slot frees
+        assert 0.3 < time.monotonic() - t0 < 3
+        assert time.process_time() - cpu < 0.3  # waited, did not poll
+        assert read_all(a) == b"" and read_all(b) == b""
+    assert r0.outcome() == UID
+
+
+def test_a_stalled_connection_is_named_when_rank_0_times_out(monkeypatch):
+    monkeypatch.setattr(_server, "HANDSHAKE_S", 0.3)
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port, timeout=1.0, secret=SECRET)
+    with stranger(port) as s:
+        s.sendall(hello(1, 2, hs.SECRET))  # and never answers the challenge
+        late = r0.outcome()
+    assert isinstance(late, TimeoutError) and 1.0 <= r0.elapsed < 3
+    assert "(ranks [1])" in str(late)
+    assert "Meanwhile: rank 1 (from 127.0.0.1) stalled mid-handshake and was dropped" in str(late)
+
+
+@pytest.mark.parametrize("kw", MODES)
+def test_an_oversized_hello_is_dropped(kw):
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port, **kw)
+    mode = hs.SECRET if kw else hs.OPEN
+    with stranger(port) as s:
+        s.sendall(hello(1, 2, mode) + b"\x01" * 1000)
+        assert read_all(s) == b""  # neither a challenge nor the id
+    _honest_ranks_finish(r0, 2, port, **kw)
+
+
+def test_an_oversized_proof_is_dropped():
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port, secret=SECRET)
+    with stranger(port) as s:
+        s.sendall(hello(1, 2, hs.SECRET))
+        assert s.recv(1 + hs.NONCE_BYTES, socket.MSG_WAITALL)[:1] == hs.CHALLENGE
+        s.sendall(b"\x02" * (hs.MAC_BYTES + 500))
+        assert read_all(s) == b""
+    _honest_ranks_finish(r0, 2, port, secret=SECRET)
+
+
+@pytest.mark.parametrize("kw", MODES)
+def test_a_second_connection_for_a_served_rank_is_refused(kw):
+    port = nccl_ranks.free_port()
+    r0 = Rank0(3, port, **kw)
+    assert rank(1, 3, port, **kw) == UID
+    again = rank(1, 3, port, **kw)
+    assert isinstance(again, RuntimeError) and str(again) == (
+        f"rank 0 at 127.0.0.1:{port} refused rank 1: rank 1 already joined on another "
+        "connection: is more than one process started as rank 1?"
+    )
+    assert rank(2, 3, port, **kw) == UID
+    assert r0.outcome() == UID
+
+
+def test_the_first_connection_for_a_rank_keeps_its_place():
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port)
+    with stranger(port) as first:
+        first.sendall(hello(1, 2))
+        assert first.recv(1 + 128, socket.MSG_WAITALL) == hs.OK + UID  # not acknowledged yet
+        second = rank(1, 2, port)
+        assert isinstance(second, RuntimeError) and "rank 1 already joined" in str(second)
+        assert r0.is_alive()  # rank 1 is not served until it acknowledges
+        first.sendall(hs.ACK)
+        assert r0.outcome() == UID
+
+
+def test_a_rank_that_never_acknowledges_gives_its_place_back():
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port)
+    with stranger(port) as first:
+        first.sendall(hello(1, 2))
+        assert first.recv(1 + 128, socket.MSG_WAITALL) == hs.OK + UID
+    assert rank(1, 2, port) == UID  # after the first closed without acknowledging
+    assert r0.outcome() == UID
+
+
+@pytest.mark.parametrize(("r", "world"), [(1, 3), (1, 1), (0, 2), (2, 2), (-1, 2)])
+def test_a_hello_with_another_world_size_or_rank_takes_no_place(r, world):
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port)
+    with stranger(port) as s:
+        s.sendall(hello(r, world))
+        reply = read_all(s)
+    assert reply[:1] == hs.ERROR
+    (n,) = hs.ERROR_LEN.unpack(reply[1:3])
+    text = reply[3:].decode()
+    assert len(text) == n
+    assert ("says the world size is" if world != 2 else "is out of range (1..1)") in text
+    _honest_ranks_finish(r0, 2, port)
+
+
+def test_an_unknown_mode_is_dropped():
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port)
+    with stranger(port) as s:
+        s.sendall(hello(1, 2, mode=7))
+        assert read_all(s) == b""
+    _honest_ranks_finish(r0, 2, port)
+
+
+def test_rank_0_listens_only_where_master_addr_points():
+    for addr in ("127.0.0.1", "localhost"):
+        socks = _server.listen(addr, 0, 1)
+        try:
+            hosts = [s.getsockname()[0] for s in socks]
+            assert hosts and all(_server.is_loopback(h) for h in hosts), hosts
+            assert "0.0.0.0" not in hosts and "::" not in hosts
+        finally:
+            for s in socks:
+                s.close()
+    with pytest.raises(
+        RuntimeError,
+        match=r"rank 0 cannot listen on MASTER_ADDR '203.0.113.77' \(203.0.113.77: .*\): it must "
+        r"be rank 0's host name or the address of one of its network interfaces",
+    ):
+        _server.listen("203.0.113.77", 0, 1)  # TEST-NET-3: no interface of this machine
+
+
+def test_the_loopback_test():
+    yes = ["127.0.0.1", "127.0.1.1", "::1", "::ffff:127.0.0.1", "::1%lo"]
+    assert all(_server.is_loopback(h) for h in yes)
+    assert not any(_server.is_loopback(h) for h in ["192.0.2.2", "0.0.0.0", "::", "fe80::1", ""])
+
+
+def test_rank_0_warns_when_it_serves_other_machines_without_a_secret():
+    with pytest.warns(UserWarning) as record:
+        _server.warn_if_exposed(["127.0.0.1", "192.0.2.2"], 29500, None)
+    assert len(record) == 1
+    assert str(record[0].message) == (
+        "cuda_core.nccl: rank 0 serves the NCCL unique id on port 29500 of 192.0.2.2 without a "
+        "job secret: anyone who can reach that port can take a rank's place or learn the id. Set "
+        "CUDA_CORE_NCCL_SECRET to the same random value in every process of the job (see the "
+        "docs' NCCL page, 'The job secret')"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _server.warn_if_exposed(["127.0.0.1", "::1"], 29500, None)  # loopback: silent
+        _server.warn_if_exposed(["192.0.2.2", "0.0.0.0"], 29500, SECRET.encode())  # a secret
+
+
+def test_rank_0_on_loopback_without_a_secret_does_not_warn():
+    port = nccl_ranks.free_port()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r0 = Rank0(2, port)
+        assert rank(1, 2, port) == UID
+        assert r0.outcome() == UID
+
+
+def test_rank_0_stops_answering_once_every_rank_has_the_id():
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port)
+    with stranger(port) as early:  # connected, says nothing
+        assert rank(1, 2, port) == UID
+        assert r0.outcome() == UID
+        assert read_all(early) == b""  # closed when rank 0 returned
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
