@@ -26,7 +26,14 @@ setup(
             "cuda_core._handles._native",
             sorted(glob.glob(os.path.join("cuda_core", "_handles", "_csrc", "*.c"))),
             depends=sorted(glob.glob(os.path.join("cuda_core", "_handles", "_csrc", "*.h"))),
-            extra_compile_args=["-std=c11", "-Wall", "-Wno-missing-field-initializers"],
+            extra_compile_args=[
+                "-std=c11",
+                "-Wall",
+                "-Wno-missing-field-initializers",
+                # A function used without its header is a crash waiting (an int for a pointer).
+                "-Werror=implicit-function-declaration",
+                "-Werror=int-conversion",
+            ],
             optional=not _required,
         ),
     ]

@@ -40,7 +40,7 @@ typedef struct {
     char fast;   /* a shortcut for this argument's common case (CC_FAST_*), else 0 */
     signed char inline_ok; /* CC_FAST_INLINE: 1 once a value's buffer was seen to be its inline
                               storage (so every value of the type keeps it there), -1 not, 0 unknown */
-    Py_ssize_t slot_offset; /* CC_FAST_SLOT: where the slot sits in the object */
+    PyMemberDef *member; /* CC_FAST_SLOT: the getter's member, read with PyMember_GetOne */
 } cc_arg;
 
 /* Shortcuts parse_arg chooses (the general packing stays the reference; each shortcut gives the
@@ -50,7 +50,8 @@ enum {
     CC_FAST_F64,    /* a float (or a subclass: NumPy float64) into a double: ob_fval as it is */
     CC_FAST_INLINE, /* a NumPy scalar: its value read where it lives in the object (right after
                        the object header), without a buffer export per launch */
-    CC_FAST_SLOT,   /* the getter is a T_OBJECT_EX slot of the exact type: read in place */
+    CC_FAST_SLOT,   /* the getter is a T_OBJECT_EX slot of the exact type: read by CPython's
+                       PyMember_GetOne, without the descriptor call */
 };
 
 typedef struct {

@@ -22,8 +22,8 @@ typedef struct {
     PyObject *types[3]; /* the exact types of stream, config, kernel */
     PyObject *slots[3]; /* the member descriptors read: the stream's StreamHandle, the config's
                            LaunchConfigHandle of its last stream, the kernel's LaunchPlan */
-    Py_ssize_t offsets[3]; /* where each slot sits in an object of the exact type (read in place
-                              without the descriptor's call), or 0: through the descriptor */
+    PyMemberDef *members[3]; /* each slot's member (owned by its descriptor) where it is a plain
+                                T_OBJECT_EX one, read with PyMember_GetOne; else NULL */
 } cc_entry;
 
 /* A slot's value through its member descriptor (a new reference), or NULL (unset: no error). */
@@ -37,27 +37,27 @@ slot_get(PyObject *descr, PyObject *obj)
     return v;
 }
 
-/* Slot k of args[k] (whose type is the entry's exact type), a new reference or NULL (unset). */
+/* Slot k of args[k] (whose type is the entry's exact type, a subtype of the slot's), a new
+ * reference or NULL (unset): through CPython's PyMember_GetOne where the slot is a plain
+ * T_OBJECT_EX member (what __slots__ makes), without the descriptor call's checks. */
 static inline PyObject *
 entry_slot(cc_entry *self, int k, PyObject *obj)
 {
-    if (self->offsets[k]) {
-        return Py_XNewRef(*(PyObject **)((char *)obj + self->offsets[k]));
+    if (self->members[k] == NULL) {
+        return slot_get(self->slots[k], obj);
     }
-    return slot_get(self->slots[k], obj);
+    PyObject *v = PyMember_GetOne((const char *)obj, self->members[k]);
+    if (v == NULL) {
+        PyErr_Clear();
+    }
+    return v;
 }
 
-/* The offset of a T_OBJECT_EX slot (what __slots__ makes) inside objects of type, else 0. */
-static Py_ssize_t
-slot_offset(PyObject *type, PyObject *descr)
+static PyMemberDef *
+plain_member(PyObject *descr)
 {
     PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
-    Py_ssize_t basic = ((PyTypeObject *)type)->tp_basicsize;
-    if (m->type == T_OBJECT_EX && !(m->flags & READ_RESTRICTED) && m->offset > 0 &&
-        m->offset + (Py_ssize_t)sizeof(PyObject *) <= basic) {
-        return m->offset;
-    }
-    return 0;
+    return m->type == T_OBJECT_EX && !(m->flags & READ_RESTRICTED) ? m : NULL;
 }
 
 /* The steady state: the status of the launch (>= 0), or -2 when it is not one (no exception). */
@@ -168,7 +168,7 @@ entry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
     for (int i = 0; i < 3; i++) {
         self->types[i] = Py_NewRef(a[2 + 2 * i]);
         self->slots[i] = Py_NewRef(a[3 + 2 * i]);
-        self->offsets[i] = slot_offset(a[2 + 2 * i], a[3 + 2 * i]);
+        self->members[i] = plain_member(a[3 + 2 * i]);
     }
     PyObject_GC_Track(self);
     return (PyObject *)self;

@@ -3,6 +3,7 @@
  * (cuda_core/_kernel_arg_handler.py), for every value it accepts; a value it refuses is an
  * exception, and the caller lets the Python path raise the user-facing one. */
 #include "launch.h"
+#include <structmember.h>
 #include <math.h>
 
 static int
@@ -256,19 +257,27 @@ pack_one(cc_arg *d, PyObject *a, char *dst)
         }
         break;
     case CC_FAST_SLOT: {
-        PyObject *v = *(PyObject **)((char *)a + d->slot_offset);
-        if (v != NULL && PyLong_CheckExact(v)) {
+        PyObject *v = PyMember_GetOne((const char *)a, d->member); /* a's type is the plan's */
+        if (v == NULL) {
+            PyErr_Clear(); /* unset: the getter's path says so */
+            break;
+        }
+        if (PyLong_CheckExact(v)) {
             _Static_assert(sizeof(unsigned long) == 8, "an address read as an unsigned long (LP64)");
             unsigned long u = PyLong_AsUnsignedLong(v); /* one loop over the digits */
             if (u != (unsigned long)-1 || !PyErr_Occurred()) {
                 uint64_t x = (uint64_t)u;
                 memcpy(dst, &x, 8);
+                Py_DECREF(v);
                 return 0;
             }
             PyErr_Clear(); /* negative or too large: pack_int says which */
-            return pack_int(v, CC_ARG_UNSIGNED, 8, dst);
+            int err = pack_int(v, CC_ARG_UNSIGNED, 8, dst);
+            Py_DECREF(v);
+            return err;
         }
-        break; /* unset or not an int: the getter says what is wrong */
+        Py_DECREF(v);
+        break; /* not an int: the getter says what is wrong */
     }
     default:
         break;

@@ -123,7 +123,7 @@ parse_arg(cc_plan *self, Py_ssize_t i, PyObject *type, PyObject *kind, PyObject 
                        bp != NULL && bp->bf_getbuffer != NULL);
     d->fast = CC_FAST_NONE;
     d->inline_ok = 0;
-    d->slot_offset = 0;
+    d->member = NULL;
     PyTypeObject *t = (PyTypeObject *)type;
     if (k == CC_ARG_FLOAT && sz == 8 && PyType_IsSubtype(t, &PyFloat_Type)) { /* PyFloat_AsDouble reads ob_fval */
         d->fast = CC_FAST_F64;
@@ -131,10 +131,9 @@ parse_arg(cc_plan *self, Py_ssize_t i, PyObject *type, PyObject *kind, PyObject 
         d->fast = CC_FAST_INLINE; /* confirmed (or given up) on the first value */
     } else if (k == CC_ARG_CALL_INDEX && slot) {
         PyMemberDef *m = ((PyMemberDescrObject *)getter)->d_member;
-        if (m->type == T_OBJECT_EX && PyType_IsSubtype(t, PyDescr_TYPE(getter)) && m->offset > 0 &&
-            (size_t)m->offset + sizeof(PyObject *) <= (size_t)t->tp_basicsize) {
+        if (m->type == T_OBJECT_EX && !(m->flags & READ_RESTRICTED) && PyType_IsSubtype(t, PyDescr_TYPE(getter))) {
             d->fast = CC_FAST_SLOT;
-            d->slot_offset = m->offset;
+            d->member = m; /* the descriptor (held in getter) owns it */
         }
     }
     return 0;
