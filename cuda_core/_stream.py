@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from contextlib import nullcontext as _nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -516,6 +517,23 @@ class _DeviceDefaultStream(Stream):
     def __hash__(self) -> int:
         return Stream.__hash__(self)
 
+
+if hasattr(backend, "RecordEntry"):
+    # The native backend: Stream.record is its C entry, which records an Event (of the exact
+    # class, not IPC-enabled) on the stream without a Python frame and hands every other call
+    # to the function above, which owns the checks and the messages.
+    _record_py = Stream.__dict__["record"]
+    _record_entry = backend.RecordEntry(
+        _record_py,
+        Stream,
+        Stream.__dict__["_h"],
+        Event,
+        Event.__dict__["_h"],
+        Event.__dict__["_flags"],
+        _INTERPROCESS,
+    )
+    functools.update_wrapper(_record_entry, _record_py)
+    Stream.record = _record_entry  # type: ignore[method-assign]
 
 _CUstream = driver.CUstream
 _CUcontext = driver.CUcontext

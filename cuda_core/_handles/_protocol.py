@@ -36,7 +36,7 @@ from ._protocol_launch import PreparedLaunchBase as PreparedLaunchBase
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 12
+ABI_VERSION = 13
 """The protocol's version. The native module's ``ABI_VERSION`` (``CC_ABI_VERSION`` in
 ``_csrc/native.h``) must equal it, or the native module is not used (a stale build)."""
 
@@ -490,6 +490,28 @@ class ViewEntry(Protocol):
     def __call__(self, cls: type, obj: Any, stream_ptr: Any = None, /) -> Any: ...
 
 
+class RecordEntry(Protocol):
+    """``Stream.record`` in C, an instance method (a method descriptor, as a function is):
+    ``stream.record(event)`` with ``stream`` of exactly ``stream_type`` and ``event`` of exactly
+    ``event_type`` whose flags (``flags_slot``) hold no bit of ``refused`` records the event's
+    handle (``event_slot``) on the stream's (``stream_slot``) and returns the event; anything
+    else goes to ``fallback`` with the same arguments. It has a ``__dict__``."""
+
+    def __init__(
+        self,
+        fallback: Callable[..., Any],
+        stream_type: type,
+        stream_slot: Any,
+        event_type: type,
+        event_slot: Any,
+        flags_slot: Any,
+        refused: int,
+        /,
+    ) -> None: ...
+
+    def __call__(self, stream: Any, event: Any = None, options: Any = None, /) -> Any: ...
+
+
 class NativeBackend(Backend, Protocol):
     """The native module: a :class:`Backend` that also names the entry points it needs, and the
     launch fast path (:class:`LaunchPlan`, :class:`LaunchEntry`, :class:`PreparedLaunchBase`)."""
@@ -512,6 +534,12 @@ class NativeBackend(Backend, Protocol):
     def ViewEntry(self) -> type[ViewEntry]:
         """``ViewEntry(fallback, kinds, dlpack_kind)``: the C entry of
         ``StridedMemoryView.from_dlpack`` (see :class:`ViewEntry`)."""
+        ...
+
+    @property
+    def RecordEntry(self) -> type[RecordEntry]:
+        """``RecordEntry(fallback, stream_type, stream_slot, event_type, event_slot,
+        flags_slot, refused)``: the C entry of ``Stream.record`` (see :class:`RecordEntry`)."""
         ...
 
     def launch_counters(self) -> tuple[int, int, int, int, int, int]:

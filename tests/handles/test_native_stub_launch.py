@@ -45,6 +45,7 @@ CHECKS = (
     "gil_released_during_the_launch",
     "threads",
     "references",
+    "stream_record",
 )
 
 

@@ -6,14 +6,12 @@
  * producer in C (cc_dlpack_view) without a Python frame; every other call, and every type not
  * classified yet, goes to fallback (the Python from_dlpack), which owns the checks, the
  * classification and the messages. */
+#include "entry.h"
 #include "interop.h"
 
 typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *dict;     /* functools.update_wrapper's __doc__, __wrapped__, ... */
-    PyObject *fallback; /* fallback(cls, obj, stream_ptr=None): from_dlpack in Python */
-    PyObject *kinds;    /* dict: producer type -> kind (int) */
+    CC_ENTRY_HEAD     /* fallback(cls, obj, stream_ptr=None): from_dlpack in Python */
+    PyObject *kinds;  /* dict: producer type -> kind (int) */
     long dlpack_kind;   /* the kind read by cc_dlpack_view */
 } cc_ventry;
 
@@ -31,7 +29,7 @@ ventry_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
             return NULL;
         }
     }
-    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    return cc_entry_fallback(op, args, nargsf, kwnames);
 }
 
 /* ViewEntry(fallback, kinds, dlpack_kind) */
@@ -47,17 +45,15 @@ ventry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTuple(args, "OO!l:ViewEntry", &fallback, &PyDict_Type, &kinds, &dlpack_kind)) {
         return NULL;
     }
-    if (!PyCallable_Check(fallback)) {
-        PyErr_SetString(PyExc_TypeError, "ViewEntry: fallback must be callable");
-        return NULL;
-    }
     cc_ventry *self = PyObject_GC_New(cc_ventry, cls);
     if (self == NULL) {
         return NULL;
     }
-    self->vectorcall = ventry_vectorcall;
-    self->dict = NULL;
-    self->fallback = Py_NewRef(fallback);
+    self->kinds = NULL;
+    if (cc_entry_init((PyObject *)self, "ViewEntry", fallback, ventry_vectorcall) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     self->kinds = Py_NewRef(kinds);
     self->dlpack_kind = dlpack_kind;
     PyObject_GC_Track(self);
@@ -67,20 +63,15 @@ ventry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
 static int
 ventry_traverse(PyObject *op, visitproc visit, void *arg)
 {
-    cc_ventry *self = (cc_ventry *)op;
-    Py_VISIT(self->dict);
-    Py_VISIT(self->fallback);
-    Py_VISIT(self->kinds);
-    return 0;
+    Py_VISIT(((cc_ventry *)op)->kinds);
+    return cc_entry_traverse(op, visit, arg);
 }
 
 static int
 ventry_clear(PyObject *op)
 {
-    cc_ventry *self = (cc_ventry *)op;
-    Py_CLEAR(self->dict);
-    Py_CLEAR(self->fallback);
-    Py_CLEAR(self->kinds);
+    cc_entry_clear(op);
+    Py_CLEAR(((cc_ventry *)op)->kinds);
     return 0;
 }
 
@@ -98,11 +89,6 @@ ventry_repr(PyObject *op)
     return PyUnicode_FromFormat("<ViewEntry of %R>", ((cc_ventry *)op)->fallback);
 }
 
-static PyGetSetDef ventry_getset[] = {
-    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
 PyTypeObject cc_ViewEntry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.ViewEntry",
     .tp_basicsize = sizeof(cc_ventry),
@@ -115,7 +101,7 @@ PyTypeObject cc_ViewEntry_Type = {
               "producer type kinds names, fallback(...) for anything else",
     .tp_traverse = ventry_traverse,
     .tp_clear = ventry_clear,
-    .tp_getset = ventry_getset,
+    .tp_getset = cc_entry_getset,
     .tp_dictoffset = offsetof(cc_ventry, dict),
     .tp_new = ventry_new,
 };

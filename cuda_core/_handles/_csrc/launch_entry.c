@@ -2,8 +2,8 @@
  * C base of cuda_core.PreparedLaunch), the steady state of a launch without a Python frame (see
  * launch.h). What they accept, they launch; everything else, and every failure, goes to the
  * Python functions they were given. */
+#include "entry.h"
 #include "launch.h"
-#include <structmember.h>
 
 /* launch_counters(): launches made in C (fast) or handed to Python (slow); of the latter, those
  * whose values C began to pack and refused (refused). */
@@ -14,59 +14,21 @@ static unsigned long long n_fast_prepared, n_slow_prepared, n_refused_prepared;
  * LaunchEntry. */
 
 typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyObject *dict;     /* functools.update_wrapper's __doc__, __wrapped__, ... */
-    PyObject *fallback; /* fallback(stream, config, kernel, *args): launch() in Python */
+    CC_ENTRY_HEAD       /* fallback(stream, config, kernel, *args): launch() in Python */
     PyObject *failed;   /* failed(status, stream, config, kernel, *args): a launch the driver refused */
     PyObject *types[3]; /* the exact types of stream, config, kernel */
     PyObject *slots[3]; /* the member descriptors read: the stream's StreamHandle, the config's
                            LaunchConfigHandle of its last stream, the kernel's LaunchPlan */
-    PyMemberDef *members[3]; /* each slot's member (owned by its descriptor) where it is a plain
-                                T_OBJECT_EX one, read with PyMember_GetOne; else NULL */
+    PyMemberDef *members[3]; /* cc_plain_member of each slot */
 } cc_entry;
-
-/* A slot's value through its member descriptor (a new reference), or NULL (unset: no error). */
-static PyObject *
-slot_get(PyObject *descr, PyObject *obj)
-{
-    PyObject *v = Py_TYPE(descr)->tp_descr_get(descr, obj, (PyObject *)Py_TYPE(obj));
-    if (v == NULL) {
-        PyErr_Clear();
-    }
-    return v;
-}
-
-/* Slot k of args[k] (whose type is the entry's exact type, a subtype of the slot's), a new
- * reference or NULL (unset): through CPython's PyMember_GetOne where the slot is a plain
- * T_OBJECT_EX member (what __slots__ makes), without the descriptor call's checks. */
-static inline PyObject *
-entry_slot(cc_entry *self, int k, PyObject *obj)
-{
-    if (self->members[k] == NULL) {
-        return slot_get(self->slots[k], obj);
-    }
-    PyObject *v = PyMember_GetOne((const char *)obj, self->members[k]);
-    if (v == NULL) {
-        PyErr_Clear();
-    }
-    return v;
-}
-
-static PyMemberDef *
-plain_member(PyObject *descr)
-{
-    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
-    return m->type == T_OBJECT_EX && !(m->flags & READ_RESTRICTED) ? m : NULL;
-}
 
 /* The steady state: the status of the launch (>= 0), or -2 when it is not one (no exception). */
 static int
 entry_fast(cc_entry *self, PyObject *const *args, Py_ssize_t n)
 {
-    PyObject *h = entry_slot(self, 0, args[0]);
-    PyObject *cfg = entry_slot(self, 1, args[1]);
-    PyObject *plan = entry_slot(self, 2, args[2]);
+    PyObject *h = cc_slot_value(self->slots[0], self->members[0], args[0]);
+    PyObject *cfg = cc_slot_value(self->slots[1], self->members[1], args[1]);
+    PyObject *plan = cc_slot_value(self->slots[2], self->members[2], args[2]);
     int st = -2;
     if (h != NULL && cfg != NULL && plan != NULL && CC_IS_LAUNCH(cfg) && CC_IS_PLAN(plan) &&
         (PyObject *)((cc_launch *)cfg)->stream == h && !((cc_stream *)h)->released &&
@@ -129,7 +91,7 @@ entry_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *k
         }
     }
     n_slow_launch++;
-    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    return cc_entry_fallback(op, args, nargsf, kwnames);
 }
 
 /* LaunchEntry(fallback, failed, stream_type, stream_slot, config_type, config_slot, kernel_type, kernel_slot) */
@@ -144,8 +106,8 @@ entry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
     if (!PyArg_UnpackTuple(args, "LaunchEntry", 8, 8, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6], &a[7])) {
         return NULL;
     }
-    if (!PyCallable_Check(a[0]) || !PyCallable_Check(a[1])) {
-        PyErr_SetString(PyExc_TypeError, "LaunchEntry: fallback and failed must be callable");
+    if (!PyCallable_Check(a[1])) {
+        PyErr_SetString(PyExc_TypeError, "LaunchEntry: failed must be callable");
         return NULL;
     }
     for (int i = 0; i < 3; i++) {
@@ -161,14 +123,19 @@ entry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
     if (self == NULL) {
         return NULL;
     }
-    self->vectorcall = entry_vectorcall;
-    self->dict = NULL;
-    self->fallback = Py_NewRef(a[0]);
+    self->failed = NULL;
+    for (int i = 0; i < 3; i++) {
+        self->types[i] = self->slots[i] = NULL;
+    }
+    if (cc_entry_init((PyObject *)self, "LaunchEntry", a[0], entry_vectorcall) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
     self->failed = Py_NewRef(a[1]);
     for (int i = 0; i < 3; i++) {
         self->types[i] = Py_NewRef(a[2 + 2 * i]);
         self->slots[i] = Py_NewRef(a[3 + 2 * i]);
-        self->members[i] = plain_member(a[3 + 2 * i]);
+        self->members[i] = cc_plain_member(a[3 + 2 * i]);
     }
     PyObject_GC_Track(self);
     return (PyObject *)self;
@@ -178,22 +145,19 @@ static int
 entry_traverse(PyObject *op, visitproc visit, void *arg)
 {
     cc_entry *self = (cc_entry *)op;
-    Py_VISIT(self->dict);
-    Py_VISIT(self->fallback);
     Py_VISIT(self->failed);
     for (int i = 0; i < 3; i++) {
         Py_VISIT(self->types[i]);
         Py_VISIT(self->slots[i]);
     }
-    return 0;
+    return cc_entry_traverse(op, visit, arg);
 }
 
 static int
 entry_clear(PyObject *op)
 {
     cc_entry *self = (cc_entry *)op;
-    Py_CLEAR(self->dict);
-    Py_CLEAR(self->fallback);
+    cc_entry_clear(op);
     Py_CLEAR(self->failed);
     for (int i = 0; i < 3; i++) {
         Py_CLEAR(self->types[i]);
@@ -216,11 +180,6 @@ entry_repr(PyObject *op)
     return PyUnicode_FromFormat("<LaunchEntry of %R>", ((cc_entry *)op)->fallback);
 }
 
-static PyGetSetDef entry_getset[] = {
-    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
 PyTypeObject cc_LaunchEntry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.LaunchEntry",
     .tp_basicsize = sizeof(cc_entry),
@@ -234,7 +193,7 @@ PyTypeObject cc_LaunchEntry_Type = {
               "fallback(...) for anything else",
     .tp_traverse = entry_traverse,
     .tp_clear = entry_clear,
-    .tp_getset = entry_getset,
+    .tp_getset = cc_entry_getset,
     .tp_dictoffset = offsetof(cc_entry, dict),
     .tp_new = entry_new,
 };

@@ -1,5 +1,6 @@
 /* cuda_core._handles._native: module definition, ABI version, and bind() (see native.h). */
 #include "native.h"
+#include "entry.h"
 #include "launch.h"
 
 cc_driver_t cc_driver;
@@ -206,7 +207,7 @@ module_exec(PyObject *m)
         return -1;
     }
     if (cc_handles_init(m) < 0 || cc_interop_init(m) < 0 || cc_host_copy_init(m) < 0 ||
-        cc_launch_init(m) < 0) {
+        cc_launch_init(m) < 0 || cc_entry_record_init(m) < 0) {
         return -1;
     }
     return 0;

@@ -11,11 +11,16 @@
  *              the C entry of cuda_core.launch, and PreparedLaunchBase (launch_entry.c); launch.h
  *   interop*.c readers of foreign arrays: DLPack capsules, PyTorch tensors and the stream
  *              ordering they need (interop.c); ViewInfo, the C base of StridedMemoryView
- *              (interop_view.c); interop.h holds what they share
+ *              (interop_view.c); ViewEntry, the C entry of from_dlpack (interop_entry.c);
+ *              interop.h holds what they share
+ *   entry*.c   what the C entries (LaunchEntry, ViewEntry, RecordEntry) share (entry.c, entry.h);
+ *              RecordEntry, the C entry of Stream.record (entry_record.c)
  *
  * Rules (DESIGN.md, key decision 1): this code knows no Python class of cuda_core. It never
- * reads a Python object's slots by offset, never looks up a Python attribute or method by
- * name, and never builds a tuple whose layout a Python function must match. It owns its own
+ * reads a Python object's slots by offset (a slot is read through the member descriptor Python
+ * handed over, or CPython's PyMember_GetOne with that descriptor's member), never looks up a
+ * Python attribute or method by name, and never builds a tuple whose layout a Python function
+ * must match. It owns its own
  * types; Python classes hold instances of them and call their methods. The pure-Python
  * backend (cuda_core/_handles/_pure.py) implements the same protocol, which is stated in code in
  * cuda_core/_handles/_protocol.py (with ABI_VERSION, which CC_ABI_VERSION must equal).
@@ -31,7 +36,7 @@
 
 /* Bumped whenever anything Python relies on changes (names, signatures, semantics). Python
  * checks it at import (cuda_core/_handles/_backend.py) and falls back to pure Python on a mismatch. */
-#define CC_ABI_VERSION 12
+#define CC_ABI_VERSION 13
 
 /* The driver entry points (CUDA 12.0 ABI), resolved by Python through cuGetProcAddress and
  * handed to bind(). NULL until then: every call checks cc_bound first. */

@@ -444,6 +444,62 @@ def references() -> None:
     assert after == before, list(zip(objs, before, after))
 
 
+@check
+def stream_record() -> None:
+    """``Stream.record(event)`` on the native backend is a C entry (RecordEntry) that records an
+    Event of the exact class in C and hands every other form to the Python function: each
+    result and error must be the Python function's. (The pure backend has no entry; its
+    contexts cannot be made on the stub, so it checks only that.)"""
+    from cuda_core import Stream
+    from cuda_core._event import Event
+
+    entry = Stream.__dict__["record"]
+    if not P.native:
+        assert type(entry).__name__ == "function", type(entry)
+        return
+    assert type(entry).__name__ == "RecordEntry", type(entry)
+    python = entry.__wrapped__  # the Python function, as the fallback calls it
+    ctxh = N.ContextHandle(P.lib.stub_ctx(), 0)
+    s = Stream._wrap(P.stream_address(), None, ctxh)
+    ev = Event._wrap(ctxh.create_event(2), 0)
+    before = P.count("cuEventRecord")
+    assert s.record(ev) is ev and ev._h.recorded
+    for _ in range(5):
+        assert s.record(ev) is ev
+    assert P.count("cuEventRecord") == before + 6
+
+    class MyEvent(Event):  # a subclass: the Python function, which records it too
+        __slots__ = ()
+
+    mine = MyEvent._wrap(ctxh.create_event(2), 0)
+    assert s.record(mine) is mine and P.count("cuEventRecord") == before + 7
+    assert s.record(event=ev) is ev  # a keyword: the Python function
+    ipc = Event._wrap(ctxh.create_event(2), 0)
+    ipc._flags |= 4  # CU_EVENT_INTERPROCESS: recorded once, when made
+    closed_ev = Event._wrap(ctxh.create_event(2), 0)
+    closed_ev._h.release()
+    closed_s = Stream._wrap(P.stream_address(), None, ctxh)
+    closed_s._h.release()
+
+    def refused(record: Callable[..., Any]) -> Any:
+        P.fail("cuEventRecord", 700)  # the driver refuses the next record: a CUDAError
+        return record(s, ev)
+
+    cases: dict[str, Callable[[Callable[..., Any]], Any]] = {
+        "driver refuses": refused,
+        "ipc event": lambda record: record(s, ipc),
+        "closed event": lambda record: record(s, closed_ev),
+        "closed stream": lambda record: record(closed_s, ev),
+        "not an event": lambda record: record(s, 42),
+        "options with an event": lambda record: record(s, ev, {"enable_timing": True}),
+    }
+    for name, case in cases.items():
+        by_c, by_python = outcome(partial(case, entry)), outcome(partial(case, python))
+        assert by_c == by_python and by_c[0] != "ok", (name, by_c, by_python)
+    assert "cuEventRecord" in outcome(lambda: refused(entry))[1]
+    assert "has been closed" in outcome(lambda: closed_s.record(ev))[1]
+
+
 def main() -> None:
     for name in CHECKS if CHECK == "all" else [CHECK]:
         P.lib.stub_reset()  # counts from 0 (a new context id: each check makes its streams)

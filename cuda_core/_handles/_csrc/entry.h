@@ -1,0 +1,43 @@
+/* cuda_core._handles._native: what the C entries share. An entry is a callable that runs the
+ * steady state of one Python function in C and hands every other call to that function (its
+ * fallback), which owns the checks, the slow paths and the messages: LaunchEntry (cuda_core.launch,
+ * launch_entry.c), ViewEntry (StridedMemoryView.from_dlpack, interop_entry.c) and RecordEntry
+ * (Stream.record, entry_record.c). Each has a __dict__ (functools.update_wrapper gives it the
+ * function's name, doc and __wrapped__) and reads the slots of the Python objects it is called
+ * with only through the member descriptors Python handed it. */
+#ifndef CUDA_CORE_ENTRY_H
+#define CUDA_CORE_ENTRY_H
+
+#include "native.h"
+#include <structmember.h>
+
+#define CC_ENTRY_HEAD                                                                              \
+    PyObject_HEAD vectorcallfunc vectorcall;                                                       \
+    PyObject *dict;     /* functools.update_wrapper's __doc__, __wrapped__, ... */                 \
+    PyObject *fallback; /* the Python function: every call C does not take */
+
+typedef struct {
+    CC_ENTRY_HEAD
+} cc_entry_head;
+
+/* The __dict__ getset every entry type lists. */
+extern PyGetSetDef cc_entry_getset[];
+
+/* Set the head of a new entry: NULL-safe on error paths; -1 with TypeError where fallback is
+ * not callable (name names the entry type in the message). */
+int cc_entry_init(PyObject *op, const char *name, PyObject *fallback, vectorcallfunc call);
+int cc_entry_traverse(PyObject *op, visitproc visit, void *arg);
+void cc_entry_clear(PyObject *op);
+PyObject *cc_entry_fallback(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+/* A slot (member descriptor) read: the member to hand PyMember_GetOne where the slot is a plain
+ * T_OBJECT_EX one (what __slots__ makes), else NULL (read through the descriptor). */
+PyMemberDef *cc_plain_member(PyObject *descr);
+/* The value of slot descr of obj (of a type the descriptor serves), a new reference or NULL
+ * when unset or unreadable (no exception set). member: cc_plain_member(descr) or NULL. */
+PyObject *cc_slot_value(PyObject *descr, PyMemberDef *member, PyObject *obj);
+
+/* Adds RecordEntry to the module (entry_record.c). */
+int cc_entry_record_init(PyObject *module);
+
+#endif

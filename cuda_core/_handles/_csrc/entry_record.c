@@ -1,0 +1,177 @@
+/* cuda_core._handles._native: RecordEntry, the C entry of Stream.record (see entry.h).
+ *
+ * RecordEntry(fallback, stream_type, stream_slot, event_type, event_slot, flags_slot, refused)
+ * is an instance method (a method descriptor, as a Python function is: s.record(ev) calls it
+ * with s first, and no bound method is made). s.record(ev), with s of exactly stream_type, ev
+ * of exactly event_type, and ev's flags (an int in flags_slot) holding no bit of refused (an
+ * IPC event is recorded once, when it is made), records ev's EventHandle (event_slot) on s's
+ * StreamHandle (stream_slot) and returns ev, as the Python function does in that case, with
+ * its errors (a closed stream or event: "... has been closed"); every other call goes to
+ * fallback (Stream.record in Python) as it came. */
+#include "entry.h"
+#include "handles.h"
+
+typedef struct {
+    CC_ENTRY_HEAD
+    PyObject *types[2];      /* the exact types of the stream and the event */
+    PyObject *slots[3];      /* member descriptors: the stream's handle, the event's, its flags */
+    PyMemberDef *members[3]; /* cc_plain_member of each slot */
+    long refused;            /* flag bits that send a call to fallback */
+} cc_rentry;
+
+/* 1 when the call is the common one, with its handles; 0 (nothing held, no error) when not. */
+static int
+rentry_common(cc_rentry *self, PyObject *stream, PyObject *event, PyObject **sh, PyObject **eh)
+{
+    PyObject *flags = cc_slot_value(self->slots[2], self->members[2], event);
+    long f = flags != NULL && PyLong_CheckExact(flags) ? PyLong_AsLong(flags) : -1;
+    Py_XDECREF(flags);
+    if (f < 0 || (f & self->refused)) {
+        PyErr_Clear(); /* unset, not an int, or out of range: the Python path decides */
+        return 0;
+    }
+    *sh = cc_slot_value(self->slots[0], self->members[0], stream);
+    *eh = cc_slot_value(self->slots[1], self->members[1], event);
+    if (*sh != NULL && *eh != NULL && CC_IS_STREAM(*sh) && CC_IS_EVENT(*eh)) {
+        return 1;
+    }
+    Py_CLEAR(*sh);
+    Py_CLEAR(*eh);
+    return 0;
+}
+
+static PyObject *
+rentry_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    cc_rentry *self = (cc_rentry *)op;
+    PyObject *sh, *eh;
+    if (kwnames == NULL && PyVectorcall_NARGS(nargsf) == 2 && (PyObject *)Py_TYPE(args[0]) == self->types[0] &&
+        (PyObject *)Py_TYPE(args[1]) == self->types[1] && rentry_common(self, args[0], args[1], &sh, &eh)) {
+        int err = cc_event_record((cc_event *)eh, (cc_stream *)sh);
+        Py_DECREF(sh);
+        Py_DECREF(eh);
+        return err ? NULL : Py_NewRef(args[1]);
+    }
+    return cc_entry_fallback(op, args, nargsf, kwnames);
+}
+
+/* As a Python function: looked up on an instance, it binds to it. */
+static PyObject *
+rentry_get(PyObject *op, PyObject *obj, PyObject *type)
+{
+    if (obj == NULL || obj == Py_None) {
+        return Py_NewRef(op);
+    }
+    return PyMethod_New(op, obj);
+}
+
+/* RecordEntry(fallback, stream_type, stream_slot, event_type, event_slot, flags_slot, refused) */
+static PyObject *
+rentry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
+{
+    PyObject *fallback, *a[5];
+    long refused;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "RecordEntry takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OO!O!O!O!O!l:RecordEntry", &fallback, &PyType_Type, &a[0], &PyMemberDescr_Type,
+                          &a[1], &PyType_Type, &a[2], &PyMemberDescr_Type, &a[3], &PyMemberDescr_Type, &a[4],
+                          &refused)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype((PyTypeObject *)a[0], PyDescr_TYPE(a[1])) ||
+        !PyType_IsSubtype((PyTypeObject *)a[2], PyDescr_TYPE(a[3])) ||
+        !PyType_IsSubtype((PyTypeObject *)a[2], PyDescr_TYPE(a[4]))) {
+        PyErr_SetString(PyExc_TypeError, "RecordEntry: each slot must be a member descriptor of its type");
+        return NULL;
+    }
+    cc_rentry *self = PyObject_GC_New(cc_rentry, cls);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->types[0] = self->types[1] = NULL;
+    self->slots[0] = self->slots[1] = self->slots[2] = NULL;
+    if (cc_entry_init((PyObject *)self, "RecordEntry", fallback, rentry_vectorcall) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->types[0] = Py_NewRef(a[0]);
+    self->types[1] = Py_NewRef(a[2]);
+    PyObject *slots[3] = {a[1], a[3], a[4]};
+    for (int i = 0; i < 3; i++) {
+        self->slots[i] = Py_NewRef(slots[i]);
+        self->members[i] = cc_plain_member(slots[i]);
+    }
+    self->refused = refused;
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+static int
+rentry_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    cc_rentry *self = (cc_rentry *)op;
+    for (int i = 0; i < 2; i++) {
+        Py_VISIT(self->types[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        Py_VISIT(self->slots[i]);
+    }
+    return cc_entry_traverse(op, visit, arg);
+}
+
+static int
+rentry_clear(PyObject *op)
+{
+    cc_rentry *self = (cc_rentry *)op;
+    cc_entry_clear(op);
+    for (int i = 0; i < 2; i++) {
+        Py_CLEAR(self->types[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        Py_CLEAR(self->slots[i]);
+    }
+    return 0;
+}
+
+static void
+rentry_dealloc(PyObject *op)
+{
+    PyObject_GC_UnTrack(op);
+    rentry_clear(op);
+    PyObject_GC_Del(op);
+}
+
+static PyObject *
+rentry_repr(PyObject *op)
+{
+    return PyUnicode_FromFormat("<RecordEntry of %R>", ((cc_rentry *)op)->fallback);
+}
+
+PyTypeObject cc_RecordEntry_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.RecordEntry",
+    .tp_basicsize = sizeof(cc_rentry),
+    .tp_dealloc = rentry_dealloc,
+    .tp_vectorcall_offset = offsetof(cc_rentry, vectorcall),
+    .tp_repr = rentry_repr,
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    .tp_doc = "RecordEntry(fallback, stream_type, stream_slot, event_type, event_slot, flags_slot, refused): "
+              "Stream.record(event) in C for an event of the exact type without a refused flag, fallback(...) "
+              "for anything else",
+    .tp_traverse = rentry_traverse,
+    .tp_clear = rentry_clear,
+    .tp_getset = cc_entry_getset,
+    .tp_descr_get = rentry_get,
+    .tp_dictoffset = offsetof(cc_rentry, dict),
+    .tp_new = rentry_new,
+};
+
+int
+cc_entry_record_init(PyObject *module)
+{
+    static PyTypeObject *types[] = {&cc_RecordEntry_Type};
+    static const char *names[] = {"RecordEntry"};
+    return cc_add_types(module, types, names, 1);
+}
