@@ -349,6 +349,7 @@ class Kernel:
         "_attributes",
         "_fast",
         "_handle",
+        "_label",
         "_launch",
         "_module",
         "_occupancy",
@@ -358,6 +359,7 @@ class Kernel:
     )
     _attributes: KernelAttributes | None
     _handle: Any
+    _label: str | None  # the name get_kernel was given (a name expression), for messages
     _module: Any
     _occupancy: KernelOccupancy | None
     _params: Any
@@ -385,6 +387,7 @@ class Kernel:
         self._params = _UNSET
         self._signature = None
         self._types = _UNSET
+        self._label = None
         self._launch = (
             None  # the launcher's per-kernel state (cuda_core._launcher), made at the first launch
         )

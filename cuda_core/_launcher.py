@@ -115,7 +115,7 @@ class _KernelEntry:
 
     def kernel_name(self, kernel: Any) -> str | None:
         if self.name is None:
-            name = getattr(kernel, "name", None)
+            name = getattr(kernel, "_label", None) or getattr(kernel, "name", None)
             if not isinstance(name, str):
                 try:
                     raw = handle_return(driver.cuKernelGetName(kernel._handle), "cuKernelGetName")

@@ -79,10 +79,15 @@ def run_main(main: Callable[[], int]) -> NoReturn:
     after ``pip install cudacore`` without the ``[cu13]`` or ``[cu12]`` extra) ends the run with
     the one ``missing requirement [compiler]`` line naming the install command, not a traceback.
     """
-    from cuda_core import CompilerLibraryNotFoundError
+    from cuda_core import CompilerLibraryNotFoundError, LinkerError
 
     try:
         status = main()
     except CompilerLibraryNotFoundError as exc:
         missing("compiler", f"{exc.library} was not found ({exc.remedy})")
+    except LinkerError as exc:
+        if exc.name != "LTO_UNAVAILABLE":
+            raise
+        # NVRTC without nvJitLink: the driver's linker links, but not LTO-IR.
+        missing("compiler", exc.explanation)
     sys.exit(status)

@@ -182,3 +182,28 @@ def test_the_tool_tests_are_out_of_the_default_run_and_in_ci_once():
         assert "\npytestmark = pytest.mark.tools\n" in (root / "tests" / name).read_text(), name
     ci = (root / ".ci" / "run").read_text()
     assert ci.count("python -m pytest -p no:cacheprovider -m tools") == 1
+
+
+def test_system_versions_of_a_missing_compiler_library_name_the_install_command():
+    # system.get_nvrtc_version() and its kin on a base install: the error compiling gives (a
+    # DynamicLibNotFoundError and a RuntimeError still), not the loader's bare one.
+    proc = run_without(
+        ("nvrtc", "nvJitLink", "nvvm"),
+        """
+        from cuda.pathfinder import DynamicLibNotFoundError
+        from cuda_core import CompilerLibraryNotFoundError, system
+        for name in ("nvrtc", "nvjitlink", "nvvm"):
+            try:
+                getattr(system, f"get_{name}_version")()
+            except CompilerLibraryNotFoundError as exc:
+                assert isinstance(exc, DynamicLibNotFoundError) and isinstance(exc, RuntimeError)
+                print(name, exc.needed_by, "|", exc.remedy)
+            else:
+                print(name, "no error")
+        """,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines == [
+        f"{name} system.get_{name}_version() | {REMEDY}" for name in ("nvrtc", "nvjitlink", "nvvm")
+    ], proc.stdout

@@ -295,6 +295,8 @@ def test_launch_refuses_a_float_for_a_pointer_of_a_mangled_kernel(dev, stream, c
     launch(stream, _cfg(), ker, buf, np.float32(2), np.uint64(N))  # the plan is warm now
     with pytest.raises(TypeError, match=r"parameter 0 is float\* but a float \(1\.5\) was given"):
         launch(stream, _cfg(), ker, 1.5, np.float32(2), np.uint64(N))
+    with pytest.raises(TypeError, match=r"^kernel 'scale<float>': "):  # named as get_kernel was
+        launch(stream, _cfg(), ker, 1.5, np.float32(2), np.uint64(N))
     with pytest.raises(TypeError, match=r"parameter 1 is float but an int \(2\) was given"):
         launch(stream, _cfg(), ker, buf, 2, N)
     with pytest.raises(TypeError, match=r"parameter 0 is float\* but a float"):

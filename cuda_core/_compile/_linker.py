@@ -27,6 +27,7 @@ from ._libraries import (
     linker_not_found,
     nvjitlink_available,
     nvjitlink_version,
+    remedy,
     require_nvjitlink,
 )
 from ._linker_options import LinkerOptions as LinkerOptions
@@ -440,7 +441,7 @@ class Linker:
                     raise LinkerError(
                         "cuLinkCreate",
                         "LTO_UNAVAILABLE",
-                        "LTO-IR needs nvJitLink, which is not available",
+                        f"LTO-IR needs nvJitLink, which is not available; install it with: {remedy()}",
                     )
                 _warn_no_lto()
                 _link_driver(self._options, inputs, target_type, res)

@@ -325,6 +325,8 @@ class ObjectCode:
         # The parameter types, read at the kernel's first packing plan: from the mangled symbol,
         # or from the PTX's .entry.
         k._signature = functools.partial(kernel_param_types, sym, self._code, self._code_type)
+        # Messages name the kernel as the caller did ("scale<float>"), not by its mangled symbol.
+        k._label = name if isinstance(name, str) else name.decode(errors="replace")
         if kernels is not None:
             kernels[name] = k
         return k

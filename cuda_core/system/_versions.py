@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._compat import BINDINGS_TEXT, driver, driver_version_int
+from .._compile._libraries import is_missing_library, library_not_found
 from .._errors import CUDADriverNotFoundError, CUDAError
 from .._handles._driver import ensure_driver
 from .._utils import handle_return, nvrtc_version
@@ -229,6 +230,18 @@ def _major_minor(version: Any) -> tuple[int, int]:
     return (int(major), int(minor))
 
 
+def _library_version(lib: str, ask: Any) -> tuple[int, int]:
+    """``ask()``'s version of compiler library ``lib``; a library that is not installed raises
+    :class:`~cuda_core.CompilerLibraryNotFoundError` (a ``RuntimeError``, as before) naming the
+    install command, as compiling does."""
+    try:
+        return _major_minor(ask())
+    except Exception as exc:
+        if is_missing_library(exc):
+            raise library_not_found(lib, f"system.get_{lib}_version()", exc) from exc
+        raise
+
+
 def get_nvrtc_version() -> tuple[int, int]:
     """The ``(major, minor)`` version of the NVRTC library cuda_core compiles with.
 
@@ -244,9 +257,10 @@ def get_nvrtc_version() -> tuple[int, int]:
     CUDAError
         NVRTC reported an error.
     RuntimeError
-        The NVRTC library could not be found (install ``cudacore[cu13]``).
+        The NVRTC library could not be found: a
+        :class:`~cuda_core.CompilerLibraryNotFoundError` naming the install command.
     """
-    return _major_minor(nvrtc_version())
+    return _library_version("nvrtc", nvrtc_version)
 
 
 def get_nvjitlink_version() -> tuple[int, int]:
@@ -262,11 +276,16 @@ def get_nvjitlink_version() -> tuple[int, int]:
     Raises
     ------
     RuntimeError
-        nvJitLink could not be found (install ``cudacore[cu13]``).
+        nvJitLink could not be found: a :class:`~cuda_core.CompilerLibraryNotFoundError`
+        naming the install command.
     """
-    from cuda.bindings import nvjitlink
 
-    return _major_minor(nvjitlink.version())
+    def ask() -> Any:
+        from cuda.bindings import nvjitlink
+
+        return nvjitlink.version()
+
+    return _library_version("nvjitlink", ask)
 
 
 def get_nvvm_version() -> tuple[int, int]:
@@ -282,11 +301,16 @@ def get_nvvm_version() -> tuple[int, int]:
     Raises
     ------
     RuntimeError
-        libNVVM could not be found (install ``cudacore[cu13]``).
+        libNVVM could not be found: a :class:`~cuda_core.CompilerLibraryNotFoundError` naming
+        the install command.
     """
-    from cuda.bindings import nvvm
 
-    return _major_minor(nvvm.version())
+    def ask() -> Any:
+        from cuda.bindings import nvvm
+
+        return nvvm.version()
+
+    return _library_version("nvvm", ask)
 
 
 def get_bindings_version() -> str:
