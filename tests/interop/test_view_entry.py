@@ -56,3 +56,35 @@ def test_what_is_no_dlpack_producer_is_refused_as_before():
     assert isinstance(e.value, AttributeError)  # cuda.core's class too
     with pytest.raises(TypeError):
         StridedMemoryView.from_dlpack(np.arange(3.0), "a stream")
+
+
+@native
+@pytest.mark.parametrize(
+    ("form", "takes_c"),
+    [("position", True), ("keyword", True), ("none", False), ("other keyword", False)],
+)
+def test_which_call_forms_the_c_entry_takes_itself(form, takes_c):
+    # A call the entry takes runs no Python frame of from_dlpack; the others run the function.
+    import sys
+
+    a = np.arange(6.0)
+    StridedMemoryView.from_dlpack(a, -1)  # the type is classified
+    calls = {
+        "position": lambda: StridedMemoryView.from_dlpack(a, -1),
+        "keyword": lambda: StridedMemoryView.from_dlpack(a, stream_ptr=-1),
+        "none": lambda: StridedMemoryView.from_dlpack(a),
+        "other keyword": lambda: StridedMemoryView.from_dlpack(obj=a, stream_ptr=-1),
+    }
+    seen = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code is mv._from_dlpack_py.__code__:
+            seen.append(frame.f_code)
+
+    sys.setprofile(profile)
+    try:
+        view = calls[form]()
+    finally:
+        sys.setprofile(None)
+    assert view.shape == (6,)
+    assert (not seen) is takes_c, (form, seen)

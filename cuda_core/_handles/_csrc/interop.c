@@ -524,8 +524,14 @@ cc_interop_init(PyObject *module)
     s_dlpack_device = PyUnicode_InternFromString("__dlpack_device__");
     s_is_neg = PyUnicode_InternFromString("is_neg");
     s_is_conj = PyUnicode_InternFromString("is_conj");
-    kw_stream = Py_BuildValue("(s)", "stream");
-    kw_stream_max = Py_BuildValue("(ss)", "stream", "max_version");
+    /* Interned keyword names: a producer's argument parser (NumPy's) matches them by identity
+     * before it compares strings. */
+    PyObject *k_stream = PyUnicode_InternFromString("stream");
+    PyObject *k_max = PyUnicode_InternFromString("max_version");
+    kw_stream = k_stream ? PyTuple_Pack(1, k_stream) : NULL;
+    kw_stream_max = k_stream && k_max ? PyTuple_Pack(2, k_stream, k_max) : NULL;
+    Py_XDECREF(k_stream);
+    Py_XDECREF(k_max);
     max_version = Py_BuildValue("(ii)", DLPACK_MAJOR, 0);
     legacy_types = PySet_New(NULL);
     if (!s_dlpack || !s_dlpack_device || !s_is_neg || !s_is_conj || !kw_stream || !kw_stream_max || !max_version ||

@@ -1,7 +1,7 @@
 /* cuda_core._handles._native: ViewEntry, the C entry of StridedMemoryView.from_dlpack.
  *
  * ViewEntry(fallback, kinds, dlpack_kind) is called as from_dlpack(cls, obj, stream_ptr) (a
- * classmethod binds cls). Where stream_ptr is an int and kinds (the dict Python keeps of the
+ * classmethod binds cls; stream_ptr given by position or by keyword). Where stream_ptr is an int and kinds (the dict Python keeps of the
  * producer types it has classified) says obj's type is a plain DLPack producer, it reads the
  * producer in C (cc_dlpack_view) without a Python frame; every other call, and every type not
  * classified yet, goes to fallback (the Python from_dlpack), which owns the checks, the
@@ -15,12 +15,32 @@ typedef struct {
     long dlpack_kind;   /* the kind read by cc_dlpack_view */
 } cc_ventry;
 
+/* Whether a keyword is "stream_ptr" (keywords are interned: a pointer compare first). */
+static int
+is_stream_ptr(PyObject *name)
+{
+    static PyObject *interned;
+    if (interned == NULL) {
+        interned = PyUnicode_InternFromString("stream_ptr"); /* kept for the process */
+        if (interned == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return name == interned || (PyUnicode_Check(name) && PyUnicode_Compare(name, interned) == 0);
+}
+
 static PyObject *
 ventry_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     cc_ventry *self = (cc_ventry *)op;
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (kwnames == NULL && n == 3 && PyLong_CheckExact(args[2])) {
+    if (kwnames != NULL && n == 2 && PyTuple_GET_SIZE(kwnames) == 1 && is_stream_ptr(PyTuple_GET_ITEM(kwnames, 0))) {
+        n = 3; /* from_dlpack(obj, stream_ptr=...): its value follows the positional ones, as args[2] */
+    } else if (kwnames != NULL) {
+        n = -1;
+    }
+    if (n == 3 && PyLong_CheckExact(args[2])) {
         PyObject *kind = PyDict_GetItemWithError(self->kinds, (PyObject *)Py_TYPE(args[1])); /* borrowed */
         if (kind != NULL && PyLong_CheckExact(kind) && PyLong_AsLong(kind) == self->dlpack_kind) {
             return cc_dlpack_view(NULL, args, 3);
