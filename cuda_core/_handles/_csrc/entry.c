@@ -38,6 +38,22 @@ cc_entry_clear(PyObject *op)
     Py_CLEAR(e->fallback);
 }
 
+void
+cc_entry_dealloc(PyObject *op)
+{
+    PyObject_GC_UnTrack(op);
+    Py_TYPE(op)->tp_clear(op);
+    PyObject_GC_Del(op);
+}
+
+PyObject *
+cc_entry_repr(PyObject *op)
+{
+    const char *name = strrchr(Py_TYPE(op)->tp_name, '.');
+    return PyUnicode_FromFormat("<%s of %R>", name ? name + 1 : Py_TYPE(op)->tp_name,
+                                ((cc_entry_head *)op)->fallback);
+}
+
 PyObject *
 cc_entry_fallback(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {

@@ -29,6 +29,9 @@ int cc_entry_init(PyObject *op, const char *name, PyObject *fallback, vectorcall
 int cc_entry_traverse(PyObject *op, visitproc visit, void *arg);
 void cc_entry_clear(PyObject *op);
 PyObject *cc_entry_fallback(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+/* tp_dealloc (untrack, the type's tp_clear, free) and tp_repr ("<RecordEntry of <function ...>>"). */
+void cc_entry_dealloc(PyObject *op);
+PyObject *cc_entry_repr(PyObject *op);
 
 /* A slot (member descriptor) read: the member to hand PyMember_GetOne where the slot is a plain
  * T_OBJECT_EX one (what __slots__ makes), else NULL (read through the descriptor). */

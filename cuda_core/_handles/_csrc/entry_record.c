@@ -135,26 +135,12 @@ rentry_clear(PyObject *op)
     return 0;
 }
 
-static void
-rentry_dealloc(PyObject *op)
-{
-    PyObject_GC_UnTrack(op);
-    rentry_clear(op);
-    PyObject_GC_Del(op);
-}
-
-static PyObject *
-rentry_repr(PyObject *op)
-{
-    return PyUnicode_FromFormat("<RecordEntry of %R>", ((cc_rentry *)op)->fallback);
-}
-
 PyTypeObject cc_RecordEntry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.RecordEntry",
     .tp_basicsize = sizeof(cc_rentry),
-    .tp_dealloc = rentry_dealloc,
+    .tp_dealloc = cc_entry_dealloc,
     .tp_vectorcall_offset = offsetof(cc_rentry, vectorcall),
-    .tp_repr = rentry_repr,
+    .tp_repr = cc_entry_repr,
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "RecordEntry(fallback, stream_type, stream_slot, event_type, event_slot, flags_slot, refused): "

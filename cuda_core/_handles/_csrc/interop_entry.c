@@ -95,26 +95,12 @@ ventry_clear(PyObject *op)
     return 0;
 }
 
-static void
-ventry_dealloc(PyObject *op)
-{
-    PyObject_GC_UnTrack(op);
-    ventry_clear(op);
-    PyObject_GC_Del(op);
-}
-
-static PyObject *
-ventry_repr(PyObject *op)
-{
-    return PyUnicode_FromFormat("<ViewEntry of %R>", ((cc_ventry *)op)->fallback);
-}
-
 PyTypeObject cc_ViewEntry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.ViewEntry",
     .tp_basicsize = sizeof(cc_ventry),
-    .tp_dealloc = ventry_dealloc,
+    .tp_dealloc = cc_entry_dealloc,
     .tp_vectorcall_offset = offsetof(cc_ventry, vectorcall),
-    .tp_repr = ventry_repr,
+    .tp_repr = cc_entry_repr,
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "ViewEntry(fallback, kinds, dlpack_kind): from_dlpack(cls, obj, stream_ptr) in C for a DLPack "

@@ -166,26 +166,12 @@ entry_clear(PyObject *op)
     return 0;
 }
 
-static void
-entry_dealloc(PyObject *op)
-{
-    PyObject_GC_UnTrack(op);
-    entry_clear(op);
-    PyObject_GC_Del(op);
-}
-
-static PyObject *
-entry_repr(PyObject *op)
-{
-    return PyUnicode_FromFormat("<LaunchEntry of %R>", ((cc_entry *)op)->fallback);
-}
-
 PyTypeObject cc_LaunchEntry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.LaunchEntry",
     .tp_basicsize = sizeof(cc_entry),
-    .tp_dealloc = entry_dealloc,
+    .tp_dealloc = cc_entry_dealloc,
     .tp_vectorcall_offset = offsetof(cc_entry, vectorcall),
-    .tp_repr = entry_repr,
+    .tp_repr = cc_entry_repr,
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "LaunchEntry(fallback, failed, stream_type, stream_slot, config_type, config_slot, kernel_type, "
