@@ -335,6 +335,7 @@ def test_index_toctree_lists_the_pages():
         "interop",
         "graphs",
         "nccl",
+        "profiling",
         "system",
         "tma",
         "textures",

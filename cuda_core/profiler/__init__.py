@@ -18,7 +18,7 @@ records to parts of the run (``nsys profile --capture-range=cudaProfilerApi``)::
             train_step(batch)
         profiler.mark("epoch done")
 
-Import the module, not its names: ``range`` would hide Python's own.
+Import the module, not its names: ``range`` would hide Python's own. See :doc:`/profiling`.
 """
 
 from __future__ import annotations
