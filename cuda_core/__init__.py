@@ -28,6 +28,7 @@ from . import _host_callbacks as _callbacks  # noqa: F401
 from . import _mp_reduction as _mp_reduction  # registers the multiprocessing reducers (IPC)
 from . import checkpoint as checkpoint  # cuda.core.checkpoint is an attribute of the package too
 from . import graph as graph  # registers the explicit-graph API with GraphBuilder and Graph
+from . import profiler as profiler  # NVTX ranges, capture; loads nothing until used
 from . import system as system
 from . import texture as texture
 from . import utils as utils

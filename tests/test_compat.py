@@ -111,8 +111,11 @@ def _typedef_versions() -> dict[str, int] | None:
         header = Path(root) / "cudaTypedefs.h"
         if header.is_file():
             intro: dict[str, int] = {}
-            for name, v in re.findall(r"PFN_(cu[A-Za-z0-9_]+?)_v(\d+)\b", header.read_text()):
-                intro[name] = min(int(v), intro.get(name, 10**9))
+            # cuProfilerStart/Stop (cuda_core.profiler) are typed in a header of their own.
+            for path in (header, Path(root) / "cudaProfilerTypedefs.h"):
+                text = path.read_text() if path.is_file() else ""
+                for name, v in re.findall(r"PFN_(cu[A-Za-z0-9_]+?)_v(\d+)\b", text):
+                    intro[name] = min(int(v), intro.get(name, 10**9))
             return intro
     return None
 

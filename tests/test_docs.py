@@ -143,6 +143,7 @@ FACES = (
     "_memory/__init__.py",
     "graph/__init__.py",
     "nccl/__init__.py",
+    "profiler/__init__.py",
     "system/__init__.py",
     "texture/__init__.py",
     "utils.py",
@@ -334,6 +335,7 @@ def test_index_toctree_lists_the_pages():
         "interop",
         "graphs",
         "nccl",
+        "profiling",
         "system",
         "tma",
         "textures",
@@ -384,6 +386,16 @@ def test_every_nccl_name_is_documented():
         assert (getattr(nccl, name).__doc__ or "").strip(), (
             f"cuda_core.nccl.{name} has no docstring"
         )
+
+
+def test_every_profiler_name_is_documented():
+    profiler = importlib.import_module("cuda_core.profiler")
+    documented = {target for _, target, _ in _directives()}
+    missing = [n for n in profiler.__all__ if f"cuda_core.profiler.{n}" not in documented]
+    assert not missing, f"cuda_core.profiler names not documented: {missing}"
+    for name in profiler.__all__:
+        doc = getattr(profiler, name).__doc__ or ""
+        assert "Raises" in doc or name == "Range", f"cuda_core.profiler.{name}: no Raises section"
 
 
 def test_every_texture_name_is_documented():

@@ -1,8 +1,8 @@
 """Type checkers see the whole public API, the way a user's code imports it.
 
 A user script written into ``tmp_path`` imports every name in the ``__all__`` of each public
-face (:mod:`cuda_core`, ``graph``, ``system``, ``texture``, ``utils``, ``nccl``, which imports
-without nccl4py, and ``experimental`` with its ``utils``), both as
+face (:mod:`cuda_core`, ``graph``, ``system``, ``texture``, ``utils``, ``nccl`` (which imports
+without nccl4py), ``profiler``, and ``experimental`` with its ``utils``), both as
 ``from cuda_core.graph import GraphNode`` and as ``cuda_core.graph.GraphNode``, and reveals the
 type of each. ``python -m mypy --strict`` checks it.
 
@@ -46,6 +46,7 @@ FACES = (
     "cuda_core.texture",
     "cuda_core.utils",
     "cuda_core.nccl",
+    "cuda_core.profiler",
     "cuda_core.experimental",  # the pre-1.0 namespace: the same objects under an old path
     "cuda_core.experimental.utils",
 )
@@ -58,6 +59,9 @@ _KEY_EXPRESSIONS = {
     ),
     "cuda_core.Device().create_stream": f"-> {cuda_core.Stream.__module__}.Stream",
     "cuda_core.Device().allocate": f"-> {cuda_core.Buffer.__module__}.Buffer",
+    # a range, and a decorated function that keeps its own type
+    'cuda_core.profiler.range("step")': f"{cuda_core.profiler.Range.__module__}.Range",
+    "cuda_core.profiler.range(cuda_core.is_available)": "def () -> bool",
 }
 
 

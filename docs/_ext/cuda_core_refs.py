@@ -1,6 +1,6 @@
 """Cross-references for a nitpicky (``-n -W``) build that needs no network.
 
-Nothing here ignores a warning. Three rules resolve references, each narrow enough that a
+Nothing here ignores a warning. Four rules resolve references, each narrow enough that a
 wrong or misspelt reference still fails the build:
 
 * **cuda_core's own names** are documented under ``docs/api/``. :func:`documented_names` reads
@@ -14,6 +14,8 @@ wrong or misspelt reference still fails the build:
   ``Bases:`` lists the nearest documented ancestors instead. A third-party base defined in a
   private module (``cuda.pathfinder._dynamic_libs...``) is shown under the public module that
   exports it.
+* **Type variables** of cuda_core's signatures (the ``F`` of a decorator that returns the
+  function it is given) are placeholders with no entry: they are shown as their name.
 * **Names outside cuda_core** (the standard library, NumPy, ``cuda.bindings``) have no
   inventory offline (intersphinx would need the network), so a reference to one is rendered as
   code text without a link, *after* checking that the name really imports. So are the few
@@ -33,7 +35,7 @@ import importlib
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from docutils import nodes
 from sphinx.errors import PycodeError
@@ -240,6 +242,13 @@ def _missing_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
             }
         )
     if head == "cuda_core":
+        try:
+            placeholder = isinstance(_resolve(target), TypeVar)
+        except LookupError:
+            placeholder = False
+        if placeholder:  # a signature's type variable (``range(name: F) -> F``): no entry
+            name = target.rsplit(".", 1)[1]
+            return contnode if isinstance(contnode, nodes.literal) else nodes.literal("", name)
         # Another public name of a documented object (cuda_core.graph.Graph is cuda_core.Graph).
         parts = target.split(".")
         for i in range(len(parts), 1, -1):
