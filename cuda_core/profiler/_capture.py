@@ -71,7 +71,9 @@ def capture() -> Iterator[None]:
     Also a decorator (``@capture()``), where each call of the function is captured. Blocks nest,
     on one thread or several: the capture starts when the first opens and stops when the last
     closes. The block's own exception is never hidden: a failed stop after it is added to it as
-    a note.
+    a note. The count is the process's: ``cuProfilerStart``/``Stop`` act on the context current
+    where the first block opens and the last closes, so open and close the blocks with the same
+    context current (one GPU, or the same ``Device.set_current()`` on every thread).
 
     Raises
     ------

@@ -256,37 +256,45 @@ def _caller_stacklevel() -> int:
 
 def _decide() -> None:
     global _decided, _nvtx
+    warning = None
     with _lock:
         if _decided:
             return
         if (os.environ.get("CUDA_CORE_NVTX") or "1").strip().lower() in _OFF_VALUES:
             _OFF._why = "CUDA_CORE_NVTX turns them off"
         else:
-            _nvtx, _OFF._why = _import_nvtx()
+            _nvtx, _OFF._why, warning = _import_nvtx()
         _decided = True
+    # Warned once the decision stands and the lock is free: under -W error the warning raises
+    # once (not at every range), and a warning handler that opens a range does not deadlock.
+    if warning is not None:
+        warnings.warn(warning, UserWarning, stacklevel=_caller_stacklevel())
 
 
-def _import_nvtx() -> tuple[Any, str]:
-    """``(nvtx, why)``: the module where ranges may be recorded, or ``None`` and the reason."""
+def _import_nvtx() -> tuple[Any, str, str | None]:
+    """``(nvtx, why, warning)``: the module where ranges may be recorded (or ``None``), the
+    reason ranges are not recorded, and the warning to give (or ``None``)."""
     try:
         import nvtx
-    except ImportError:
-        why = "the nvtx package is not installed"
+    except Exception as exc:  # not installed, or broken (a binary mismatch): ranges stay off
+        why = (
+            "the nvtx package is not installed"
+            if isinstance(exc, ImportError)
+            else f"the nvtx package failed to import ({type(exc).__name__}: {exc})"
+        )
     else:
         if getattr(nvtx, "get_domain", None) is None or getattr(nvtx, "Domain", None) is None:
             why = f"the installed nvtx ({_nvtx_version()}) is older than 0.2.12"
         elif not nvtx.enabled():
-            return None, "nvtx is disabled (NVTX_DISABLE is set)"
+            return None, "nvtx is disabled (NVTX_DISABLE is set)", None
         else:
-            return nvtx, "no profiler is attached"
-    warnings.warn(
+            return nvtx, "no profiler is attached", None
+    warning = (
         f"cuda_core.profiler: {why}, so ranges and marks are not recorded (they cost nothing); "
         f"to see them in Nsight Systems, {NVTX_EXTRA}. Set CUDA_CORE_NVTX=0 to turn them off "
-        "without this warning.",
-        UserWarning,
-        stacklevel=_caller_stacklevel(),
+        "without this warning."
     )
-    return None, why
+    return None, why, warning
 
 
 def _nvtx_version() -> str:
