@@ -23,7 +23,7 @@ from . import _handshake as hs
 from ._args import check_rank
 from ._errors import nccl_error
 from ._loader import load
-from ._server import serve
+from ._server import LISTEN_ENV, listen_address, serve
 
 __all__ = ["exchange_unique_id", "get_unique_id"]
 
@@ -54,7 +54,9 @@ def get_unique_id() -> bytes:
         raise nccl_error("ncclGetUniqueId", exc, bindings) from None
 
 
-def _check(rank: Any, world_size: Any, addr: Any, port: Any, unique_id: Any, timeout: Any) -> None:
+def _check(
+    rank: Any, world_size: Any, addr: Any, port: Any, unique_id: Any, timeout: Any, listen: Any
+) -> None:
     check_rank(rank, world_size, "world_size")
     if isinstance(port, bool) or not isinstance(port, int):
         raise arg_error("port", "an int", port, exc=TypeError)
@@ -66,6 +68,10 @@ def _check(rank: Any, world_size: Any, addr: Any, port: Any, unique_id: Any, tim
         )
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
         raise arg_error("timeout", "a positive number of seconds", timeout)
+    if listen is not None and (not isinstance(listen, str) or not listen):
+        raise arg_error(
+            "listen_addr", "None or where rank 0 listens (a non-empty str)", listen, exc=TypeError
+        )
     if unique_id is not None:
         if rank != 0:
             raise arg_error(
@@ -85,6 +91,7 @@ def exchange_unique_id(
     unique_id: bytes | None = None,
     timeout: float = 300.0,
     secret: str | bytes | None = None,
+    listen_addr: str | None = None,
 ) -> bytes:
     """Give every rank the same unique id: rank 0 serves it on ``port``, the others fetch it.
 
@@ -101,6 +108,12 @@ def exchange_unique_id(
     machines can reach. Connections that do not follow the protocol, send too much, stall or
     fail the proof are refused or dropped and never take a rank's place. See
     :ref:`nccl-job-secret` for setting one per job.
+
+    Where ``addr`` is not an address of rank 0's machine (a NAT'd public address, a Kubernetes
+    service), ``listen_addr`` (or ``CUDA_CORE_NCCL_LISTEN_ADDR``) tells rank 0 where to listen
+    instead, for example ``0.0.0.0`` or ``::`` for every interface. A host name ``addr`` that
+    resolves only to loopback on rank 0's machine warns (``UserWarning``): ranks on other
+    machines cannot reach it.
 
     Parameters
     ----------
@@ -120,6 +133,10 @@ def exchange_unique_id(
     secret : str or bytes, optional
         The job secret, at least 16 bytes, the same on every rank; ``None`` reads
         ``CUDA_CORE_NCCL_SECRET`` (unset or empty: no secret).
+    listen_addr : str, optional
+        Rank 0 only: the host name or address it listens on instead of ``addr`` (``0.0.0.0`` or
+        ``::``: every interface); ``None`` reads ``CUDA_CORE_NCCL_LISTEN_ADDR`` (unset or empty:
+        listen on ``addr``). The other ranks ignore it and connect to ``addr``.
 
     Returns
     -------
@@ -135,7 +152,7 @@ def exchange_unique_id(
         Rank 0 refused this rank (another world size, a rank that already joined, a wrong or
         missing secret: raised on that rank, and on rank 0 for the world size of a rank that
         proved the secret); rank 0 did not prove the secret or is not a rendezvous; rank 0
-        cannot listen on ``addr`` and ``port``.
+        cannot listen on ``addr`` (or ``listen_addr``) and ``port``.
     TypeError, ValueError
         A bad argument (also a secret shorter than 16 bytes).
 
@@ -145,12 +162,12 @@ def exchange_unique_id(
     >>> uid = nccl.exchange_unique_id(int(env["RANK"]), int(env["WORLD_SIZE"]),
     ...                               env["MASTER_ADDR"], int(env["MASTER_PORT"]))
     """
-    _check(rank, world_size, addr, port, unique_id, timeout)
+    _check(rank, world_size, addr, port, unique_id, timeout, listen_addr)
     key = hs.job_secret(secret)
     if rank == 0:
         uid = bytes(unique_id) if unique_id is not None else get_unique_id()
         if world_size > 1:
-            serve(uid, world_size, addr, port, timeout, key)
+            serve(uid, world_size, addr, port, timeout, key, listen_address(listen_addr))
         return uid
     return _fetch(rank, world_size, addr, port, timeout, key)
 
@@ -184,7 +201,7 @@ def _fetch(
                 f"rank {rank} could not get the unique id from rank 0 at {addr}:{port} within "
                 f"{timeout:g} s (last error: {last}); is rank 0 running, and do all ranks use this "
                 "MASTER_ADDR and MASTER_PORT? (rank 0 listens only on the addresses MASTER_ADDR "
-                "names on its machine)"
+                f"names on its machine, unless {LISTEN_ENV} says otherwise there)"
             )
         try:
             with socket.create_connection((addr, port), timeout=min(left, 30.0)) as conn:

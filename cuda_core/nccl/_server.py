@@ -1,7 +1,8 @@
 """Rank 0's side of the unique-id rendezvous: listen where ``MASTER_ADDR`` points, serve each rank once.
 
 Rank 0 listens only on the addresses ``MASTER_ADDR`` resolves to on its machine (loopback stays
-loopback). One thread serves every connection at once (``selectors``, non-blocking sockets): a
+loopback), or where ``CUDA_CORE_NCCL_LISTEN_ADDR`` (``listen_addr=``) says, for an address rank 0
+does not own (NAT, a Kubernetes service); a host name that resolves only to loopback warns. One thread serves every connection at once (``selectors``, non-blocking sockets): a
 connection that sends bytes of another protocol, more than a message holds, a wrong proof, or
 that stalls for ``HANDSHAKE_S`` seconds is refused or dropped on its own while the others go on.
 A rank counts as served once it acknowledges the id; until then one connection holds its place
@@ -17,6 +18,7 @@ from __future__ import annotations
 import errno
 import hmac
 import ipaddress
+import os
 import secrets
 import selectors
 import socket
@@ -27,6 +29,7 @@ from . import _handshake as hs
 
 __all__: list[str] = []  # private module
 
+LISTEN_ENV = "CUDA_CORE_NCCL_LISTEN_ADDR"
 HANDSHAKE_S = 10.0  # the most one connection may take, from accept to acknowledgement
 MAX_CONNECTIONS = 512  # in flight at once; more wait in the listen backlog
 _HELLO, _PROOF, _ACK = 0, 1, 2  # what rank 0 waits for on a connection
@@ -34,8 +37,17 @@ _SIZES = {_HELLO: hs.HELLO.size, _PROOF: hs.MAC_BYTES, _ACK: len(hs.ACK)}
 _NOT_OURS = "does not speak the rendezvous protocol"
 
 
-def listen(addr: str, port: int, backlog: int) -> list[socket.socket]:
-    """Non-blocking listening sockets on every address ``addr`` resolves to (one per address).
+def listen_address(listen_addr: str | None) -> str | None:
+    """Where rank 0 listens instead of ``MASTER_ADDR``: ``listen_addr`` when given, else
+    ``$CUDA_CORE_NCCL_LISTEN_ADDR``; ``None`` when neither is set (empty counts as unset)."""
+    if listen_addr is None:
+        return os.environ.get(LISTEN_ENV, "").strip() or None
+    return listen_addr
+
+
+def listen(addr: str, port: int, backlog: int, name: str = "MASTER_ADDR") -> list[socket.socket]:
+    """Non-blocking listening sockets on every address ``addr`` resolves to (one per address);
+    ``name`` says where ``addr`` came from, for the messages.
 
     Raises ``RuntimeError`` when ``addr`` does not resolve, names no address of this machine, or
     ``port`` is taken.
@@ -44,7 +56,7 @@ def listen(addr: str, port: int, backlog: int) -> list[socket.socket]:
         infos = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
     except OSError as exc:
         raise RuntimeError(
-            f"rank 0 cannot resolve MASTER_ADDR {addr!r} to listen on for the unique-id "
+            f"rank 0 cannot resolve {name} {addr!r} to listen on for the unique-id "
             f"rendezvous: {exc}; set it to rank 0's host name or address"
         ) from None
     socks: list[socket.socket] = []
@@ -57,8 +69,9 @@ def listen(addr: str, port: int, backlog: int) -> list[socket.socket]:
         sock = socket.socket(family, kind, proto)
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as create_server does
-            if family == socket.AF_INET6:
-                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if family == socket.AF_INET6:  # "::" alone: every interface, IPv4 ones included
+                dual = sockaddr[0] == "::" and len(infos) == 1
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0 if dual else 1)
             sock.bind(sockaddr)
             sock.listen(backlog)
             sock.setblocking(False)
@@ -76,10 +89,39 @@ def listen(addr: str, port: int, backlog: int) -> list[socket.socket]:
         socks.append(sock)
     if not socks:
         raise RuntimeError(
-            f"rank 0 cannot listen on MASTER_ADDR {addr!r} ({'; '.join(skipped) or 'no address'}): "
-            "it must be rank 0's host name or the address of one of its network interfaces"
+            f"rank 0 cannot listen on {name} {addr!r} ({'; '.join(skipped) or 'no address'}): "
+            "it must be rank 0's host name or the address of one of its network interfaces. "
+            f"Where MASTER_ADDR is an address rank 0 does not own (NAT, a Kubernetes service), "
+            f"set {LISTEN_ENV} on rank 0 to where it listens (0.0.0.0 or :: for every interface)"
         )
     return socks
+
+
+def _names_loopback_by_name(addr: str) -> bool:
+    """Whether ``addr`` is a host name other than ``localhost``: a name the user may expect other
+    machines to reach, though it may resolve to loopback (Debian's ``127.0.1.1``)."""
+    try:
+        ipaddress.ip_address(addr.partition("%")[0])
+    except ValueError:
+        name = addr.lower().rstrip(".")
+        return name != "localhost" and not name.endswith(".localhost")
+    return False
+
+
+def warn_if_loopback_only(addr: str, hosts: list[str], port: int) -> None:
+    """Warn when the host name ``addr`` (``MASTER_ADDR``) resolved only to loopback on rank 0:
+    ranks on other machines cannot reach it there."""
+    if hosts and _names_loopback_by_name(addr) and all(is_loopback(h) for h in hosts):
+        warnings.warn(
+            f"cuda_core.nccl: MASTER_ADDR {addr!r} resolves only to loopback on rank 0's machine "
+            f"({', '.join(hosts)}; Debian and Ubuntu map the host's own name to 127.0.1.1 in "
+            f"/etc/hosts), so rank 0 listens on port {port} there and ranks on other machines "
+            "cannot reach it. For a job across machines set MASTER_ADDR to the address of the "
+            f"interface they reach, or set {LISTEN_ENV} on rank 0 to where it listens (0.0.0.0 "
+            "or :: for every interface)",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def is_loopback(host: str) -> bool:
@@ -318,14 +360,28 @@ class _Server:
 
 
 def serve(
-    uid: bytes, world_size: int, addr: str, port: int, timeout: float, key: bytes | None
+    uid: bytes,
+    world_size: int,
+    addr: str,
+    port: int,
+    timeout: float,
+    key: bytes | None,
+    listen_addr: str | None = None,
 ) -> None:
-    """Hand ``uid`` to ranks 1..world_size-1 on ``port`` of ``addr``; return once each has it."""
+    """Hand ``uid`` to ranks 1..world_size-1 on ``port`` of ``addr`` (of ``listen_addr`` when
+    given); return once each has it."""
     deadline = time.monotonic() + timeout
-    listeners = listen(addr, port, min(max(world_size, 16), 4096))
+    backlog = min(max(world_size, 16), 4096)
+    if listen_addr is None:
+        listeners = listen(addr, port, backlog)
+    else:
+        listeners = listen(listen_addr, port, backlog, f"{LISTEN_ENV} (listen_addr)")
     server = _Server(uid, world_size, key, port)
     try:
-        warn_if_exposed([str(s.getsockname()[0]) for s in listeners], port, key)
+        hosts = [str(s.getsockname()[0]) for s in listeners]
+        if listen_addr is None:
+            warn_if_loopback_only(addr, hosts, port)
+        warn_if_exposed(hosts, port, key)
         server.run(listeners, timeout, deadline)
     finally:
         server.close()

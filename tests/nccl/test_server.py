@@ -209,9 +209,99 @@ def test_rank_0_listens_only_where_master_addr_points():
     with pytest.raises(
         RuntimeError,
         match=r"rank 0 cannot listen on MASTER_ADDR '203.0.113.77' \(203.0.113.77: .*\): it must "
-        r"be rank 0's host name or the address of one of its network interfaces",
+        r"be rank 0's host name or the address of one of its network interfaces. Where "
+        r"MASTER_ADDR is an address rank 0 does not own \(NAT, a Kubernetes service\), set "
+        r"CUDA_CORE_NCCL_LISTEN_ADDR on rank 0 to where it listens \(0.0.0.0 or :: for every "
+        r"interface\)$",
     ):
         _server.listen("203.0.113.77", 0, 1)  # TEST-NET-3: no interface of this machine
+
+
+@pytest.fixture
+def debian_hosts(monkeypatch):
+    """/etc/hosts as Debian and Ubuntu write it: the host's own name maps to 127.0.1.1."""
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kw):
+        return real("127.0.1.1" if host == "node0" else host, *args, **kw)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def test_a_host_name_that_resolves_only_to_loopback_warns(debian_hosts):
+    with pytest.warns(UserWarning) as record:
+        _server.serve(UID, 1, "node0", 0, 1.0, None)  # world 1: listens, warns, returns
+    assert [str(w.message) for w in record] == [
+        "cuda_core.nccl: MASTER_ADDR 'node0' resolves only to loopback on rank 0's machine "
+        "(127.0.1.1; Debian and Ubuntu map the host's own name to 127.0.1.1 in /etc/hosts), so "
+        "rank 0 listens on port 0 there and ranks on other machines cannot reach it. For a job "
+        "across machines set MASTER_ADDR to the address of the interface they reach, or set "
+        "CUDA_CORE_NCCL_LISTEN_ADDR on rank 0 to where it listens (0.0.0.0 or :: for every "
+        "interface)"
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # loopback by name or literal: meant, not a mistake
+        for addr in ("localhost", "LOCALHOST", "127.0.0.1", "127.0.1.1"):
+            _server.serve(UID, 1, addr, 0, 1.0, None)
+        _server.serve(UID, 1, "node0", 0, 1.0, None, "127.0.0.1")  # told where to listen
+
+
+class _Rank0At(Rank0):
+    """Rank 0 told that MASTER_ADDR is ``addr``, an address it need not own."""
+
+    def __init__(self, addr: str, port: int, **kw) -> None:
+        self.addr = addr
+        super().__init__(2, port, **kw)
+
+    def run(self) -> None:
+        self.args = (0, 2, self.addr, self.args[3])
+        super().run()
+
+
+@pytest.mark.parametrize("how", ["argument", "environment"])
+def test_rank_0_listens_where_it_is_told_when_master_addr_is_not_its_own(how, monkeypatch):
+    port = nccl_ranks.free_port()
+    kw = {"listen_addr": "127.0.0.1"} if how == "argument" else {}
+    if how == "environment":
+        monkeypatch.setenv("CUDA_CORE_NCCL_LISTEN_ADDR", "127.0.0.1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r0 = _Rank0At("203.0.113.77", port, **kw)  # the address the others reach, behind NAT
+        assert rank(1, 2, port) == UID  # connects to 127.0.0.1, where rank 0 listens
+        assert r0.outcome() == UID
+
+
+def test_listening_on_every_interface_without_a_secret_warns(monkeypatch):
+    port = nccl_ranks.free_port()
+    monkeypatch.setenv("CUDA_CORE_NCCL_LISTEN_ADDR", "0.0.0.0")
+    with pytest.warns(UserWarning, match=r"of 0\.0\.0\.0 without a job secret"):
+        r0 = _Rank0At("203.0.113.77", port)
+        assert rank(1, 2, port) == UID
+        assert r0.outcome() == UID
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # with a secret: silent
+        r0 = _Rank0At("203.0.113.77", port, secret=SECRET)
+        assert rank(1, 2, port, secret=SECRET) == UID
+        assert r0.outcome() == UID
+
+
+def test_an_override_rank_0_cannot_listen_on_is_named(monkeypatch):
+    monkeypatch.setenv("CUDA_CORE_NCCL_LISTEN_ADDR", "203.0.113.78")
+    got = Rank0(2, nccl_ranks.free_port()).outcome()
+    assert isinstance(got, RuntimeError)
+    assert str(got).startswith(
+        "rank 0 cannot listen on CUDA_CORE_NCCL_LISTEN_ADDR (listen_addr) '203.0.113.78' "
+    )
+    with pytest.raises(TypeError, match=r"^listen_addr must be None or where rank 0 listens"):
+        _server_exchange(listen_addr=b"0.0.0.0")
+    with pytest.raises(TypeError, match=r"^listen_addr must be"):
+        _server_exchange(listen_addr="")
+
+
+def _server_exchange(**kw):
+    from cuda_core import nccl
+
+    return nccl.exchange_unique_id(0, 2, "127.0.0.1", 1, unique_id=UID, timeout=0.1, **kw)
 
 
 def test_the_loopback_test():
