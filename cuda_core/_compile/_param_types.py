@@ -388,6 +388,7 @@ def ptx_param_types(ptx: bytes, name: str) -> tuple[ParamType | None, ...] | Non
 def _ptx_param(words: list[str]) -> ParamType | None:
     """One parameter from the words after ``.param``: ``.u64 .ptr .global .align 4 name``."""
     t: ParamType | None = None
+    word = ""
     pointer = False
     i = 0
     while i < len(words) - 1:  # the last word is the name
@@ -397,7 +398,7 @@ def _ptx_param(words: list[str]) -> ParamType | None:
         elif w == ".align":
             i += 1
         elif w.startswith(".") and w[1:] in _PTX_TYPES:
-            t = _PTX_TYPES[w[1:]]
+            t, word = _PTX_TYPES[w[1:]], w
         elif w not in _PTX_SPACES:
             return None
         i += 1
@@ -407,8 +408,8 @@ def _ptx_param(words: list[str]) -> ParamType | None:
     if m is not None:
         n = int(m.group(1))
         return ParamType(f"{t.c_type}[{n}]", "other", None if t.size is None else t.size * n)
-    if pointer:
-        return ParamType(f"a pointer ({t.c_type[t.c_type.index('(') + 1 : -1]} .ptr)", "pointer", 8)
+    if pointer:  # a pointer is 64 bits here: a narrower .ptr parameter is not one we know
+        return ParamType(f"a pointer ({word} .ptr)", "pointer", 8) if t.size == 8 else None
     return t
 
 
@@ -418,8 +419,11 @@ def kernel_param_types(
     """The parameter types of kernel ``symbol`` (a ``tuple`` of :class:`ParamType`, ``None``
     for a parameter whose type is not known), or ``None`` where none are known: from the
     mangled symbol, else from the ``.entry`` of PTX code given as bytes."""
-    name = symbol.decode("latin-1") if isinstance(symbol, bytes) else str(symbol)
-    types = demangled_param_types(name)
-    if types is None and code_type == "ptx" and isinstance(code, bytes):
-        return ptx_param_types(code, name)
-    return types
+    try:  # a reading that fails is an unknown signature, never a failed launch
+        name = symbol.decode("latin-1") if isinstance(symbol, bytes) else str(symbol)
+        types = demangled_param_types(name)
+        if types is None and code_type == "ptx" and isinstance(code, bytes):
+            return ptx_param_types(code, name)
+        return types
+    except Exception:
+        return None

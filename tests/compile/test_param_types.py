@@ -253,3 +253,31 @@ def test_entries_are_found_by_their_whole_name(ptx_module):
     sym = _symbol(ptx_module, "vector_add<float>")
     assert re.search(r"\.entry\s+" + re.escape(sym) + r"\(", text)
     assert ptx_param_types(ptx_module.code, sym[:-1]) is None
+
+
+def test_a_ptr_parameter_of_untyped_bits_is_a_pointer_and_a_narrow_one_unknown():
+    # ptxas accepts .ptr on .b64 (and on 32-bit types): .b64 was read by a slice of a name it
+    # lacks, which raised from every launch of the kernel (a review finding).
+    ptx = (
+        b".version 8.0\n.target sm_90\n.address_size 64\n"
+        b".visible .entry k(.param .b64 .ptr .global .align 8 k_0, .param .u32 .ptr k_1, "
+        b".param .f32 k_2)\n{\nret;\n}\n"
+    )
+    types = ptx_param_types(ptx, "k")
+    assert types is not None
+    assert (types[0].c_type, types[0].kind, types[0].size) == (
+        "a pointer (.b64 .ptr)",
+        "pointer",
+        8,
+    )
+    assert types[1] is None and types[2].kind == "float"
+
+
+def test_kernel_param_types_never_raises(monkeypatch):
+    from cuda_core._compile import _param_types
+
+    def broken(name):
+        raise ValueError("a reader's own bug")
+
+    monkeypatch.setattr(_param_types, "demangled_param_types", broken)
+    assert _param_types.kernel_param_types(b"_Z1kPf", None, "cubin") is None

@@ -88,3 +88,19 @@ def test_which_call_forms_the_c_entry_takes_itself(form, takes_c):
         sys.setprofile(None)
     assert view.shape == (6,)
     assert (not seen) is takes_c, (form, seen)
+
+
+@native
+def test_the_c_entries_can_be_weakly_referenced_as_functions_can():
+    # weakref.WeakMethod(stream.record) needs a weakly referenceable __func__ (a review finding).
+    import weakref
+
+    from cuda_core import Stream, launch
+
+    entries = (
+        Stream.__dict__["record"],
+        launch,
+        StridedMemoryView.__dict__["from_dlpack"].__func__,
+    )
+    for entry in entries:
+        assert weakref.ref(entry)() is entry, type(entry).__name__

@@ -12,6 +12,7 @@ cc_entry_init(PyObject *op, const char *name, PyObject *fallback, vectorcallfunc
     cc_entry_head *e = (cc_entry_head *)op;
     e->vectorcall = call;
     e->dict = NULL;
+    e->weakrefs = NULL;
     e->fallback = NULL;
     if (!PyCallable_Check(fallback)) {
         PyErr_Format(PyExc_TypeError, "%s: fallback must be callable", name);
@@ -42,6 +43,9 @@ void
 cc_entry_dealloc(PyObject *op)
 {
     PyObject_GC_UnTrack(op);
+    if (((cc_entry_head *)op)->weakrefs != NULL) {
+        PyObject_ClearWeakRefs(op);
+    }
     Py_TYPE(op)->tp_clear(op);
     PyObject_GC_Del(op);
 }
@@ -57,7 +61,12 @@ cc_entry_repr(PyObject *op)
 PyObject *
 cc_entry_fallback(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    return PyObject_Vectorcall(((cc_entry_head *)op)->fallback, args, nargsf, kwnames);
+    PyObject *fallback = ((cc_entry_head *)op)->fallback;
+    if (fallback == NULL) { /* cleared by the garbage collector, which a finalizer may outlive */
+        PyErr_SetString(PyExc_RuntimeError, "this C entry has been cleared");
+        return NULL;
+    }
+    return PyObject_Vectorcall(fallback, args, nargsf, kwnames);
 }
 
 PyMemberDef *

@@ -14,6 +14,7 @@
 #define CC_ENTRY_HEAD                                                                              \
     PyObject_HEAD vectorcallfunc vectorcall;                                                       \
     PyObject *dict;     /* functools.update_wrapper's __doc__, __wrapped__, ... */                 \
+    PyObject *weakrefs; /* weakref.WeakMethod(stream.record) works, as for a function */           \
     PyObject *fallback; /* the Python function: every call C does not take */
 
 typedef struct {

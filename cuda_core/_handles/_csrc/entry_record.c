@@ -151,6 +151,7 @@ PyTypeObject cc_RecordEntry_Type = {
     .tp_getset = cc_entry_getset,
     .tp_descr_get = rentry_get,
     .tp_dictoffset = offsetof(cc_rentry, dict),
+    .tp_weaklistoffset = offsetof(cc_rentry, weakrefs),
     .tp_new = rentry_new,
 };
 

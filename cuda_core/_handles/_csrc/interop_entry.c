@@ -109,5 +109,6 @@ PyTypeObject cc_ViewEntry_Type = {
     .tp_clear = ventry_clear,
     .tp_getset = cc_entry_getset,
     .tp_dictoffset = offsetof(cc_ventry, dict),
+    .tp_weaklistoffset = offsetof(cc_ventry, weakrefs),
     .tp_new = ventry_new,
 };

@@ -181,6 +181,7 @@ PyTypeObject cc_LaunchEntry_Type = {
     .tp_clear = entry_clear,
     .tp_getset = cc_entry_getset,
     .tp_dictoffset = offsetof(cc_entry, dict),
+    .tp_weaklistoffset = offsetof(cc_entry, weakrefs),
     .tp_new = entry_new,
 };
 

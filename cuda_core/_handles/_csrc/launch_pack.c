@@ -330,7 +330,7 @@ pack_one(cc_arg *d, PyObject *a, char *dst)
 int
 cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
 {
-    if (n != plan->nargs) {
+    if (n != plan->nargs || plan->types == NULL) { /* types is NULL once the collector cleared it */
         return 0;
     }
     PyObject *const *types = &PyTuple_GET_ITEM(plan->types, 0); /* packed pointers, not cc_arg's stride */
