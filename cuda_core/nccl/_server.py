@@ -2,15 +2,18 @@
 
 Rank 0 listens only on the addresses ``MASTER_ADDR`` resolves to on its machine (loopback stays
 loopback), or where ``CUDA_CORE_NCCL_LISTEN_ADDR`` (``listen_addr=``) says, for an address rank 0
-does not own (NAT, a Kubernetes service); a host name that resolves only to loopback warns. One thread serves every connection at once (``selectors``, non-blocking sockets): a
-connection that sends bytes of another protocol, more than a message holds, a wrong proof, or
-that stalls for ``HANDSHAKE_S`` seconds is refused or dropped on its own while the others go on.
-A rank counts as served once it acknowledges the id; until then one connection holds its place
-and another asking for the same rank is refused. Nothing a stranger sends ends the wait early:
-only a wrong world size from a rank that proved the job secret does (the job is misconfigured,
-and waiting longer would not help). At most ``MAX_CONNECTIONS`` are served at once; while that
-many are open, rank 0 stops accepting and the rest wait in the kernel's listen queue. The wire
-format is in :mod:`._handshake`.
+does not own (NAT, a Kubernetes service); a host name that resolves only to loopback warns. One
+thread serves every connection at once (``selectors``, non-blocking sockets): a connection that
+sends bytes of another protocol, more than a message holds or a wrong proof, that sends no
+whole hello within ``HELLO_S`` seconds, or that stalls for ``HANDSHAKE_S`` seconds is refused or
+dropped on its own while the others go on. A rank counts as served once it acknowledges the id;
+until then one connection holds its place and another asking for the same rank is refused.
+Nothing a stranger sends ends the wait early: only a wrong world size from a rank that proved
+the job secret does (the job is misconfigured, and waiting longer would not help). At most
+``MAX_CONNECTIONS`` are served at once; at that many, a new connection takes the place of the
+oldest that holds no rank's place (silent ones first), so idle connections cannot keep a rank
+out; while every one holds a rank's place, rank 0 stops accepting and the rest wait in the
+kernel's listen queue. The wire format is in :mod:`._handshake`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ __all__: list[str] = []  # private module
 
 LISTEN_ENV = "CUDA_CORE_NCCL_LISTEN_ADDR"
 HANDSHAKE_S = 10.0  # the most one connection may take, from accept to acknowledgement
+HELLO_S = 2.0  # the most it may take to send its hello (an honest rank sends it at once)
 MAX_CONNECTIONS = 512  # in flight at once; more wait in the listen backlog
 _HELLO, _PROOF, _ACK = 0, 1, 2  # what rank 0 waits for on a connection
 _SIZES = {_HELLO: hs.HELLO.size, _PROOF: hs.MAC_BYTES, _ACK: len(hs.ACK)}
@@ -149,13 +153,17 @@ def warn_if_exposed(hosts: list[str], port: int, key: bytes | None) -> None:
 
 
 class _Conn:
-    __slots__ = ("buf", "deadline", "holds", "nonce", "nonce0", "peer", "rank", "sock", "stage",
-                 "world")  # fmt: skip
+    __slots__ = ("accepted", "buf", "deadline", "holds", "nonce", "nonce0", "peer", "rank",
+                 "round", "sock", "stage", "world")  # fmt: skip
 
-    def __init__(self, sock: socket.socket, peer: str, deadline: float) -> None:
+    def __init__(
+        self, sock: socket.socket, peer: str, accepted: float, deadline: float, round_: int
+    ) -> None:
         self.sock = sock
         self.peer = peer
+        self.accepted = accepted
         self.deadline = deadline
+        self.round = round_  # the select round that accepted it
         self.stage = _HELLO
         self.buf = bytearray()
         self.rank = self.world = -1
@@ -174,6 +182,12 @@ class _Server:
         self.accepting = False
         self.sel = selectors.DefaultSelector()
         self.conns: dict[socket.socket, _Conn] = {}
+        # Connections that hold no rank's place, oldest first: those that have not sent a whole
+        # hello, and those that have but not yet proved the secret. At the connection cap the
+        # oldest of them makes room for a new one (the silent first).
+        self.silent: dict[socket.socket, _Conn] = {}
+        self.unproven: dict[socket.socket, _Conn] = {}
+        self.round = 0
         self.held: set[int] = set()
         self.served: set[int] = set()
         self.notes: dict[str, int] = {}  # what was refused or dropped, and how often
@@ -188,11 +202,14 @@ class _Server:
                 hosts = ", ".join(str(s.getsockname()[0]) for s in listeners)
                 raise TimeoutError(self._timeout_message(timeout, hosts))
             wake = min([deadline, *(c.deadline for c in self.conns.values())])
-            for skey, _events in self.sel.select(max(wake - now, 0.0)):
-                if skey.data is None:
-                    self._accept(skey.fileobj)  # type: ignore[arg-type]
-                elif skey.data.sock in self.conns:  # not dropped earlier in this round
+            ready = self.sel.select(max(wake - now, 0.0))
+            self.round += 1
+            for skey, _events in ready:  # reads first: what arrived counts before room is made
+                if skey.data is not None and skey.data.sock in self.conns:  # not dropped yet
                     self._read(skey.data)
+            for skey, _events in ready:
+                if skey.data is None and self.accepting:
+                    self._accept(skey.fileobj)  # type: ignore[arg-type]
             now = time.monotonic()
             for c in [c for c in self.conns.values() if c.deadline <= now]:
                 self._drop(c, f"{self._who(c)} stalled mid-handshake and was dropped")
@@ -235,20 +252,44 @@ class _Server:
             self.accepting = on
 
     def _accept(self, lst: socket.socket) -> None:
-        while len(self.conns) < MAX_CONNECTIONS:
+        for _ in range(MAX_CONNECTIONS):  # a bounded batch per round
+            if len(self.conns) >= MAX_CONNECTIONS and not self._make_room():
+                break
             try:
                 sock, addr = lst.accept()
             except OSError:  # nothing more to accept now, or a connection gone before it was
                 return
             sock.setblocking(False)
-            c = _Conn(sock, str(addr[0]), min(time.monotonic() + HANDSHAKE_S, self.deadline))
+            now = time.monotonic()
+            first = min(now + min(HELLO_S, HANDSHAKE_S), self.deadline)
+            c = _Conn(sock, str(addr[0]), now, first, self.round)
             self.conns[sock] = c
+            self.silent[sock] = c
             self.sel.register(sock, selectors.EVENT_READ, c)
-        self._accepting(False)  # full: the others wait in the listen queue until one ends
+        if len(self.conns) >= MAX_CONNECTIONS and not (self.silent or self.unproven):
+            self._accepting(False)  # every slot holds a rank's place: the others wait in the
+            # listen queue until one ends
+
+    def _make_room(self) -> bool:
+        """Drop the oldest connection that holds no rank's place and has had a round to be read:
+        a silent one while there is any (one that proves the secret is a rank at work); whether
+        there was one."""
+        pool, why = (
+            (self.silent, "before its hello")
+            if self.silent
+            else (self.unproven, "before its proof")
+        )
+        c = next(iter(pool.values()), None)
+        if c is None or c.round >= self.round:
+            return False
+        self._drop(c, f"{self._who(c)} made room for a newer connection {why}")
+        return True
 
     def _drop(self, c: _Conn, note: str | None) -> None:
         if self.conns.pop(c.sock, None) is None:
             return
+        self.silent.pop(c.sock, None)
+        self.unproven.pop(c.sock, None)
         self.sel.unregister(c.sock)
         c.sock.close()
         self._accepting(len(self.conns) < MAX_CONNECTIONS)
@@ -302,6 +343,8 @@ class _Server:
     def _on_hello(self, c: _Conn, message: bytes) -> None:
         _magic, c.rank, c.world, mode, c.nonce = hs.HELLO.unpack(message)
         c.stage = _PROOF  # from here on the connection speaks for a rank
+        del self.silent[c.sock]
+        c.deadline = min(c.accepted + HANDSHAKE_S, self.deadline)
         if mode == hs.OPEN:
             if self.key is not None:
                 return self._refuse(
@@ -314,6 +357,7 @@ class _Server:
                     c, f"it has a job secret ({hs.SECRET_ENV}) but rank 0 has none: set the "
                        "same secret in every process of the job")  # fmt: skip
             c.nonce0 = secrets.token_bytes(hs.NONCE_BYTES)
+            self.unproven[c.sock] = c
             self._send(c, hs.CHALLENGE + c.nonce0)
             return None
         return self._drop(c, f"a connection from {c.peer} {_NOT_OURS} (mode {mode})")
@@ -341,6 +385,7 @@ class _Server:
             return self._refuse(
                 c, f"rank {rank} already joined on another connection: is more than one "
                    f"process started as rank {rank}?")  # fmt: skip
+        self.unproven.pop(c.sock, None)
         c.holds = True
         self.held.add(rank)
         c.stage = _ACK

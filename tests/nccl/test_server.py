@@ -7,6 +7,7 @@ honest ranks finish in time. Also where rank 0 listens, and when it warns.
 from __future__ import annotations
 
 import socket
+import threading
 import time
 import warnings
 
@@ -86,19 +87,96 @@ def test_a_hello_that_never_completes_does_not_hold_up_the_others(kw, monkeypatc
     assert r0.outcome() == UID
 
 
-def test_at_capacity_rank_0_waits_for_a_free_slot_without_spinning(monkeypatch):
+def test_at_capacity_a_new_connection_takes_the_place_of_the_oldest_silent_one(monkeypatch):
+    monkeypatch.setattr(_server, "MAX_CONNECTIONS", 2)
+    monkeypatch.setattr(_server, "HELLO_S", 5.0)
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port)
+    with stranger(port) as a:
+        time.sleep(0.1)
+        with stranger(port) as b:  # every slot taken, by connections that say nothing
+            time.sleep(0.1)
+            t0 = time.monotonic()
+            assert rank(1, 2, port) == UID  # served at once, not after a silent one times out
+            assert time.monotonic() - t0 < 1
+            assert read_all(a) == b""  # the oldest made room
+            assert r0.outcome() == UID
+            assert read_all(b) == b""
+    assert r0.elapsed < 2
+
+
+def test_at_capacity_with_every_place_held_rank_0_waits_without_spinning(monkeypatch):
     monkeypatch.setattr(_server, "MAX_CONNECTIONS", 2)
     monkeypatch.setattr(_server, "HANDSHAKE_S", 0.6)
     port = nccl_ranks.free_port()
-    r0 = Rank0(2, port)
-    with stranger(port) as a, stranger(port) as b:  # every slot taken, by connections that stall
-        time.sleep(0.1)
+    r0 = Rank0(4, port)
+    with stranger(port) as a, stranger(port) as b:  # ranks 1 and 2, which never acknowledge
+        for s, r in ((a, 1), (b, 2)):
+            s.sendall(hello(r, 4))
+            assert s.recv(1 + 128, socket.MSG_WAITALL) == hs.OK + UID
         cpu, t0 = time.process_time(), time.monotonic()
-        assert rank(1, 2, port) == UID  # queued in the listen backlog, served once a slot frees
+        assert rank(3, 4, port) == UID  # queued in the listen backlog, served once a slot frees
         assert 0.3 < time.monotonic() - t0 < 3
         assert time.process_time() - cpu < 0.3  # waited, did not poll
         assert read_all(a) == b"" and read_all(b) == b""
+    assert rank(1, 4, port) == UID and rank(2, 4, port) == UID
     assert r0.outcome() == UID
+
+
+@pytest.mark.parametrize("kw", MODES)
+def test_a_flood_of_silent_connections_does_not_keep_a_rank_out(kw, monkeypatch):
+    monkeypatch.setattr(_server, "MAX_CONNECTIONS", 8)
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port, timeout=20.0, **kw)
+    stranger(port).close()  # rank 0 listens
+    stop = threading.Event()
+    opened = [0]
+
+    def attacker() -> None:  # reconnects as soon as rank 0 drops it, says nothing
+        while not stop.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                    opened[0] += 1
+                    s.recv(1)
+            except OSError:
+                time.sleep(0.005)
+
+    threads = [threading.Thread(target=attacker, daemon=True) for _ in range(24)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.5)  # every slot taken, the backlog full of more
+        t0 = time.monotonic()
+        assert rank(1, 2, port, timeout=8.0, **kw) == UID
+        assert time.monotonic() - t0 < 8  # rank 0's HELLO_S and HANDSHAKE_S stay at their
+        # defaults: a slot freed by the hello deadline (2 s) or the handshake one (10 s) would
+        # not do; rank 0 made room for the rank
+        assert r0.outcome() == UID
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+    assert opened[0] > 24  # the attackers did reconnect
+
+
+def test_a_connection_that_sends_no_hello_is_dropped_after_hello_s(monkeypatch):
+    monkeypatch.setattr(_server, "HELLO_S", 0.3)
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port, secret=SECRET)
+    with stranger(port) as silent, stranger(port) as halfway:
+        halfway.sendall(hello(1, 2, hs.SECRET)[:20])
+        t0 = time.monotonic()
+        assert read_all(silent) == b"" and read_all(halfway) == b""
+        assert 0.2 < time.monotonic() - t0 < 2  # HELLO_S, not HANDSHAKE_S (10 s)
+    with stranger(port) as slow:  # a whole hello in time: HANDSHAKE_S for the rest
+        slow.sendall(hello(1, 2, hs.SECRET))
+        assert slow.recv(1 + hs.NONCE_BYTES, socket.MSG_WAITALL)[:1] == hs.CHALLENGE
+        time.sleep(0.6)
+        assert r0.is_alive()
+        slow.settimeout(0.05)
+        with pytest.raises(TimeoutError):
+            slow.recv(1)  # still open past HELLO_S
+    _honest_ranks_finish(r0, 2, port, secret=SECRET)
 
 
 def test_a_stalled_connection_is_named_when_rank_0_times_out(monkeypatch):
