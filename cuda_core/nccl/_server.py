@@ -7,7 +7,9 @@ thread serves every connection at once (``selectors``, non-blocking sockets): a 
 sends bytes of another protocol, more than a message holds or a wrong proof, that sends no
 whole hello within ``HELLO_S`` seconds, or that stalls for ``HANDSHAKE_S`` seconds is refused or
 dropped on its own while the others go on. A rank counts as served once it acknowledges the id;
-until then one connection holds its place and another asking for the same rank is refused.
+until then one connection holds its place and another asking for the same rank is refused, but
+for one detail: without a secret a newer connection replaces the older one (a rank that gave up
+and tried again must not be refused because of its own dead connection).
 Nothing a stranger sends ends the wait early: only a wrong world size from a rank that proved
 the job secret does (the job is misconfigured, and waiting longer would not help). At most
 ``MAX_CONNECTIONS`` are served at once; at that many, a new connection takes the place of the
@@ -188,7 +190,7 @@ class _Server:
         self.silent: dict[socket.socket, _Conn] = {}
         self.unproven: dict[socket.socket, _Conn] = {}
         self.round = 0
-        self.held: set[int] = set()
+        self.held: dict[int, _Conn] = {}  # rank -> the connection that holds its place
         self.served: set[int] = set()
         self.notes: dict[str, int] = {}  # what was refused or dropped, and how often
 
@@ -294,7 +296,7 @@ class _Server:
         c.sock.close()
         self._accepting(len(self.conns) < MAX_CONNECTIONS)
         if c.holds:
-            self.held.discard(c.rank)
+            del self.held[c.rank]
         if note:
             self._note(note)
 
@@ -381,13 +383,18 @@ class _Server:
             return
         if not 0 < rank < world:
             return self._refuse(c, f"rank {rank} is out of range (1..{world - 1})")
+        older = self.held.get(rank)
+        if older is not None and self.key is None and rank not in self.served:
+            # Without a secret the older connection proves nothing either: most likely this
+            # rank's own earlier try, dead after waiting in the listen queue. The newer one wins.
+            self._drop(older, f"{self._who(older)} was replaced by a newer connection for its rank")
         if rank in self.served or rank in self.held:
             return self._refuse(
                 c, f"rank {rank} already joined on another connection: is more than one "
                    f"process started as rank {rank}?")  # fmt: skip
         self.unproven.pop(c.sock, None)
         c.holds = True
-        self.held.add(rank)
+        self.held[rank] = c
         c.stage = _ACK
         if self.key is None:
             self._send(c, hs.OK + self.uid)

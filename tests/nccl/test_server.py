@@ -227,17 +227,56 @@ def test_a_second_connection_for_a_served_rank_is_refused(kw):
     assert r0.outcome() == UID
 
 
-def test_the_first_connection_for_a_rank_keeps_its_place():
+def test_with_a_secret_the_first_connection_for_a_rank_keeps_its_place():
+    port = nccl_ranks.free_port()
+    r0 = Rank0(2, port, secret=SECRET)
+    key = SECRET.encode()
+    with stranger(port) as first:
+        nonce = bytes(range(hs.NONCE_BYTES))
+        first.sendall(hello(1, 2, hs.SECRET, nonce))
+        challenge = first.recv(1 + hs.NONCE_BYTES, socket.MSG_WAITALL)
+        first.sendall(hs.rank_proof(key, challenge[1:], nonce, 1, 2))
+        assert first.recv(1, socket.MSG_WAITALL) == hs.OK  # not acknowledged yet
+        second = rank(1, 2, port, secret=SECRET)
+        assert isinstance(second, RuntimeError) and "rank 1 already joined" in str(second)
+        assert r0.is_alive()  # rank 1 is not served until it acknowledges
+        first.recv(hs.MAC_BYTES + 128, socket.MSG_WAITALL)
+        first.sendall(hs.ACK)
+        assert r0.outcome() == UID
+
+
+def test_without_a_secret_a_newer_connection_for_a_rank_replaces_an_unacknowledged_one():
     port = nccl_ranks.free_port()
     r0 = Rank0(2, port)
     with stranger(port) as first:
         first.sendall(hello(1, 2))
-        assert first.recv(1 + 128, socket.MSG_WAITALL) == hs.OK + UID  # not acknowledged yet
-        second = rank(1, 2, port)
-        assert isinstance(second, RuntimeError) and "rank 1 already joined" in str(second)
-        assert r0.is_alive()  # rank 1 is not served until it acknowledges
-        first.sendall(hs.ACK)
+        assert first.recv(1 + 128, socket.MSG_WAITALL) == hs.OK + UID  # never acknowledges
+        assert rank(1, 2, port) == UID  # this rank trying again, say: not "already joined"
         assert r0.outcome() == UID
+        assert read_all(first) == b""  # the older one was closed
+
+
+def test_a_rank_whose_first_try_waited_in_the_queue_is_not_refused_its_retry(monkeypatch):
+    """The retry race: a rank gives up on a connection still in rank 0's listen queue (its hello
+    already sent) and tries again; rank 0 accepts both in one round and reads the dead one first."""
+    monkeypatch.setattr(_server, "MAX_CONNECTIONS", 2)
+    port = nccl_ranks.free_port()
+    r0 = Rank0(4, port)
+    with stranger(port) as r2, stranger(port) as r3:  # both slots held until they acknowledge
+        for s, r in ((r2, 2), (r3, 3)):
+            s.sendall(hello(r, 4))
+            assert s.recv(1 + 128, socket.MSG_WAITALL) == hs.OK + UID
+        with stranger(port) as dead:
+            dead.sendall(hello(1, 4))  # in the queue, then given up on
+        live = stranger(port)
+        live.sendall(hello(1, 4))
+        time.sleep(0.1)
+        r2.sendall(hs.ACK)  # two slots free at once: rank 0 accepts both in one round
+        r3.sendall(hs.ACK)
+    with live:
+        assert live.recv(1 + 128, socket.MSG_WAITALL) == hs.OK + UID
+        live.sendall(hs.ACK)
+    assert r0.outcome() == UID
 
 
 def test_a_rank_that_never_acknowledges_gives_its_place_back():
