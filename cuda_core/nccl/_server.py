@@ -25,6 +25,7 @@ import hmac
 import ipaddress
 import os
 import secrets
+import select
 import selectors
 import socket
 import time
@@ -154,9 +155,18 @@ def warn_if_exposed(hosts: list[str], port: int, key: bytes | None) -> None:
         )
 
 
+def _pending(lst: socket.socket) -> bool:
+    """Whether a connection waits in ``lst``'s queue (room is made only for one that does)."""
+    if hasattr(select, "poll"):  # select.select fails on descriptors past FD_SETSIZE
+        poll = select.poll()
+        poll.register(lst, select.POLLIN)
+        return bool(poll.poll(0))
+    return bool(select.select([lst], [], [], 0)[0])  # Windows: no poll, no such limit
+
+
 class _Conn:
     __slots__ = ("accepted", "buf", "deadline", "holds", "nonce", "nonce0", "peer", "rank",
-                 "round", "sock", "stage", "world")  # fmt: skip
+                 "round", "seq", "sock", "stage", "world")  # fmt: skip
 
     def __init__(
         self, sock: socket.socket, peer: str, accepted: float, deadline: float, round_: int
@@ -166,6 +176,7 @@ class _Conn:
         self.accepted = accepted
         self.deadline = deadline
         self.round = round_  # the select round that accepted it
+        self.seq = 0  # the order of acceptance
         self.stage = _HELLO
         self.buf = bytearray()
         self.rank = self.world = -1
@@ -190,6 +201,7 @@ class _Server:
         self.silent: dict[socket.socket, _Conn] = {}
         self.unproven: dict[socket.socket, _Conn] = {}
         self.round = 0
+        self.accepted = 0
         self.held: dict[int, _Conn] = {}  # rank -> the connection that holds its place
         self.served: set[int] = set()
         self.notes: dict[str, int] = {}  # what was refused or dropped, and how often
@@ -255,7 +267,7 @@ class _Server:
 
     def _accept(self, lst: socket.socket) -> None:
         for _ in range(MAX_CONNECTIONS):  # a bounded batch per round
-            if len(self.conns) >= MAX_CONNECTIONS and not self._make_room():
+            if len(self.conns) >= MAX_CONNECTIONS and not (_pending(lst) and self._make_room()):
                 break
             try:
                 sock, addr = lst.accept()
@@ -265,6 +277,8 @@ class _Server:
             now = time.monotonic()
             first = min(now + min(HELLO_S, HANDSHAKE_S), self.deadline)
             c = _Conn(sock, str(addr[0]), now, first, self.round)
+            self.accepted += 1
+            c.seq = self.accepted
             self.conns[sock] = c
             self.silent[sock] = c
             self.sel.register(sock, selectors.EVENT_READ, c)
@@ -384,9 +398,10 @@ class _Server:
         if not 0 < rank < world:
             return self._refuse(c, f"rank {rank} is out of range (1..{world - 1})")
         older = self.held.get(rank)
-        if older is not None and self.key is None and rank not in self.served:
+        if older is not None and older.seq < c.seq and self.key is None:
             # Without a secret the older connection proves nothing either: most likely this
-            # rank's own earlier try, dead after waiting in the listen queue. The newer one wins.
+            # rank's own earlier try, dead after waiting in the listen queue. The newer one (in
+            # the order rank 0 accepted them, which is the order they connected) wins.
             self._drop(older, f"{self._who(older)} was replaced by a newer connection for its rank")
         if rank in self.served or rank in self.held:
             return self._refuse(
