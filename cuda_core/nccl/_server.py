@@ -15,7 +15,9 @@ the job secret does (the job is misconfigured, and waiting longer would not help
 ``MAX_CONNECTIONS`` are served at once; at that many, a new connection takes the place of the
 oldest that holds no rank's place (silent ones first), so idle connections cannot keep a rank
 out; while every one holds a rank's place, rank 0 stops accepting and the rest wait in the
-kernel's listen queue. The wire format is in :mod:`._handshake`.
+kernel's listen queue. Out of descriptors or memory (``EMFILE`` and the like), rank 0 stops
+watching the listeners until a connection closes or ``STARVED_S`` passes, rather than spin.
+The wire format is in :mod:`._handshake`.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ LISTEN_ENV = "CUDA_CORE_NCCL_LISTEN_ADDR"
 HANDSHAKE_S = 10.0  # the most one connection may take, from accept to acknowledgement
 HELLO_S = 2.0  # the most it may take to send its hello (an honest rank sends it at once)
 MAX_CONNECTIONS = 512  # in flight at once; more wait in the listen backlog
+STARVED_S = 0.25  # out of descriptors or memory: how long before accepting is tried again
+_STARVED = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 _HELLO, _PROOF, _ACK = 0, 1, 2  # what rank 0 waits for on a connection
 _SIZES = {_HELLO: hs.HELLO.size, _PROOF: hs.MAC_BYTES, _ACK: len(hs.ACK)}
 _NOT_OURS = "does not speak the rendezvous protocol"
@@ -202,6 +206,7 @@ class _Server:
         self.unproven: dict[socket.socket, _Conn] = {}
         self.round = 0
         self.accepted = 0
+        self.retry_at = float("inf")  # when to accept again after running out of descriptors
         self.held: dict[int, _Conn] = {}  # rank -> the connection that holds its place
         self.served: set[int] = set()
         self.notes: dict[str, int] = {}  # what was refused or dropped, and how often
@@ -215,7 +220,10 @@ class _Server:
             if now >= deadline:
                 hosts = ", ".join(str(s.getsockname()[0]) for s in listeners)
                 raise TimeoutError(self._timeout_message(timeout, hosts))
-            wake = min([deadline, *(c.deadline for c in self.conns.values())])
+            if now >= self.retry_at:
+                self.retry_at = float("inf")
+                self._accepting(True)
+            wake = min([deadline, self.retry_at, *(c.deadline for c in self.conns.values())])
             ready = self.sel.select(max(wake - now, 0.0))
             self.round += 1
             for skey, _events in ready:  # reads first: what arrived counts before room is made
@@ -271,7 +279,12 @@ class _Server:
                 break
             try:
                 sock, addr = lst.accept()
-            except OSError:  # nothing more to accept now, or a connection gone before it was
+            except OSError as exc:  # nothing more to accept now, or a connection gone before it was
+                if exc.errno in _STARVED:  # the connection stays queued: watching the listeners
+                    # now would spin. Stop until a connection closes or STARVED_S has passed
+                    self._note(f"rank 0 could not accept a connection: {exc.strerror or exc}")
+                    self._accepting(False)
+                    self.retry_at = time.monotonic() + STARVED_S
                 return
             sock.setblocking(False)
             now = time.monotonic()

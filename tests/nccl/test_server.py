@@ -6,7 +6,10 @@ honest ranks finish in time. Also where rank 0 listens, and when it warns.
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -177,6 +180,44 @@ def test_a_connection_that_sends_no_hello_is_dropped_after_hello_s(monkeypatch):
         with pytest.raises(TimeoutError):
             slow.recv(1)  # still open past HELLO_S
     _honest_ranks_finish(r0, 2, port, secret=SECRET)
+
+
+_OUT_OF_DESCRIPTORS = r"""
+import os, resource, sys, time
+from cuda_core import nccl
+from tests.helpers.rendezvous_peers import UID
+n = len(os.listdir("/proc/self/fd"))
+resource.setrlimit(resource.RLIMIT_NOFILE, (n + 8, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+t0, cpu = time.monotonic(), time.process_time()
+got = nccl.exchange_unique_id(0, 2, "127.0.0.1", int(sys.argv[1]), unique_id=UID, timeout=20)
+print(got == UID, time.monotonic() - t0, time.process_time() - cpu)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc and RLIMIT_NOFILE")
+def test_out_of_descriptors_rank_0_waits_without_spinning_and_recovers():
+    port = nccl_ranks.free_port()
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    child = subprocess.Popen(
+        [sys.executable, "-c", _OUT_OF_DESCRIPTORS, str(port)],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    flood: list[socket.socket] = []
+    try:
+        flood.append(stranger(port, wait=20))
+        while len(flood) < 30:  # more than rank 0 has descriptors for: the rest stay queued
+            flood.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        time.sleep(1.5)  # rank 0 out of descriptors, connections waiting: it must not spin
+    finally:
+        for s in flood:
+            s.close()
+    assert rank(1, 2, port, timeout=15) == UID  # once descriptors free, rank 0 serves again
+    out, _ = child.communicate(timeout=30)
+    ok, wall, cpu = out.split()
+    assert ok == "True"
+    assert float(cpu) < 0.5 * float(wall), out  # waited, did not poll accept() in a loop
 
 
 def test_a_stalled_connection_is_named_when_rank_0_times_out(monkeypatch):
