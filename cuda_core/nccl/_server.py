@@ -5,8 +5,9 @@ loopback), or where ``CUDA_CORE_NCCL_LISTEN_ADDR`` (``listen_addr=``) says, for 
 does not own (NAT, a Kubernetes service); a host name that resolves only to loopback warns. One
 thread serves every connection at once (``selectors``, non-blocking sockets): a connection that
 sends bytes of another protocol, more than a message holds or a wrong proof, that sends no
-whole hello within ``HELLO_S`` seconds, or that stalls for ``HANDSHAKE_S`` seconds is refused or
-dropped on its own while the others go on. A rank counts as served once it acknowledges the id;
+whole hello within ``HELLO_S`` seconds, or that stalls for ``HANDSHAKE_S`` seconds before it has
+the id is refused or dropped on its own while the others go on (once it has the id, it has
+until rank 0's timeout to acknowledge). A rank counts as served once it acknowledges the id;
 until then one connection holds its place and another asking for the same rank is refused, but
 for one detail: without a secret a newer connection replaces the older one (a rank that gave up
 and tried again must not be refused because of its own dead connection).
@@ -424,6 +425,9 @@ class _Server:
         c.holds = True
         self.held[rank] = c
         c.stage = _ACK
+        # The rank has what it needs once the id is sent: a rank paused before its ACK (GC,
+        # SIGSTOP, a loaded node) returns the id all the same, so rank 0 must still count it.
+        c.deadline = self.deadline
         if self.key is None:
             self._send(c, hs.OK + self.uid)
             return None
