@@ -59,7 +59,8 @@ def job_secret(secret: Any) -> bytes | None:
             return None
         key, name = os.fsencode(value), SECRET_ENV
     elif isinstance(secret, str):
-        key, name = secret.encode(), "secret"
+        key, name = os.fsencode(secret), "secret"  # as the variable is: the same value, the
+        # same key (a str from os.environ may carry surrogate escapes)
     elif isinstance(secret, bytes | bytearray):
         key, name = bytes(secret), "secret"
     else:

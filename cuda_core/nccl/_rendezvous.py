@@ -262,7 +262,10 @@ def _reply(conn: socket.socket, rank: int, where: str, until: float) -> bytes:
     kind = _recv_exact(conn, 1, until)
     if kind == hs.ERROR:
         (n,) = hs.ERROR_LEN.unpack(_recv_exact(conn, hs.ERROR_LEN.size, until))
-        msg = _recv_exact(conn, min(n, hs.MAX_ERROR_BYTES), until).decode("utf-8", "replace")
+        raw = _recv_exact(conn, min(n, hs.MAX_ERROR_BYTES), until).decode("utf-8", "replace")
+        # What a peer sends goes into a message that may reach a terminal or a log: keep only
+        # printable characters (no escape sequences, newlines or bidirectional overrides).
+        msg = "".join(ch for ch in raw if ch.isprintable())
         raise RuntimeError(f"rank 0 at {where} refused rank {rank}: {msg}")
     if kind not in (hs.OK, hs.CHALLENGE):
         raise RuntimeError(f"{where} is not a cuda_core.nccl rendezvous (it answered {kind!r})")

@@ -58,6 +58,10 @@ def test_the_secret_comes_from_the_argument_or_the_environment(monkeypatch):
     assert hs.job_secret(None) == b"s" * 16
     assert hs.job_secret("é" * 8) == "é".encode() * 8  # 16 bytes of UTF-8: long enough
     assert hs.job_secret(bytearray(b"b" * 20)) == b"b" * 20
+    raw = b"\xff\xfe not UTF-8, from the environment"  # os.environ holds it surrogate-escaped
+    monkeypatch.setenv(hs.SECRET_ENV, raw.decode("utf-8", "surrogateescape"))
+    assert hs.job_secret(None) == raw
+    assert hs.job_secret(raw.decode("utf-8", "surrogateescape")) == raw  # the same as an argument
     with pytest.raises(
         ValueError, match=r"^secret must be at least 16 bytes long \(got '15 bytes'\)"
     ):

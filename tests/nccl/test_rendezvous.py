@@ -14,6 +14,7 @@ import time
 import pytest
 
 from cuda_core import nccl
+from cuda_core.nccl import _handshake as hs
 from tests.helpers import nccl_ranks
 from tests.helpers.rendezvous_peers import SECRET, UID, FakeRank0, Rank0, Tap, rank
 
@@ -235,6 +236,30 @@ def test_a_rank_0_that_answers_byte_by_byte_cannot_either():
         got = rank(1, 2, port, timeout=0.5)
         assert isinstance(got, TimeoutError) and time.monotonic() - t0 < 2
         t.join(15)
+
+
+def test_an_error_from_rank_0_is_shown_without_control_characters():
+    import socket
+
+    text = "go away\x1b[2J\x1b]0;pwned\x07\r\nrank 0: all fine\u202eevil"
+    raw = text.encode()
+    with socket.create_server(("127.0.0.1", 0)) as fake:
+        port = fake.getsockname()[1]
+
+        def refuse() -> None:
+            conn, _ = fake.accept()
+            with conn:
+                conn.recv(hs.HELLO.size, socket.MSG_WAITALL)
+                conn.sendall(hs.ERROR + hs.ERROR_LEN.pack(len(raw)) + raw)
+
+        t = threading.Thread(target=refuse, daemon=True)
+        t.start()
+        got = rank(1, 2, port, timeout=5)
+        t.join(5)
+    assert isinstance(got, RuntimeError)
+    assert str(got) == (
+        f"rank 0 at 127.0.0.1:{port} refused rank 1: go away[2J]0;pwnedrank 0: all fineevil"
+    )
 
 
 def test_rendezvous_on_a_taken_port_says_so():
