@@ -466,6 +466,21 @@ def test_listening_on_every_interface_without_a_secret_warns(monkeypatch):
         assert r0.outcome() == UID
 
 
+def test_listening_on_the_ipv6_wildcard_takes_ipv4_connections_too():
+    try:
+        socks = _server.listen("::", 0, 1)
+    except RuntimeError as exc:
+        pytest.skip(f"no IPv6 here: {exc}")
+    try:
+        assert len(socks) == 1
+        port = socks[0].getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass  # "::" alone means every interface, IPv4 ones included
+    finally:
+        for s in socks:
+            s.close()
+
+
 def test_an_override_rank_0_cannot_listen_on_is_named(monkeypatch):
     monkeypatch.setenv("CUDA_CORE_NCCL_LISTEN_ADDR", "203.0.113.78")
     got = Rank0(2, nccl_ranks.free_port()).outcome()
