@@ -307,7 +307,7 @@ class _Demangler:
 
     def pack_expansion(self) -> list[ParamType]:
         """``Dp <pattern>`` (the ``Dp`` read): the pattern once per element of its pack."""
-        start = self.pos
+        start, n_subs = self.pos, len(self.subs)
         self.expanding, self.pack_len = -1, None
         self.type()  # find the pack and its length
         n = self.pack_len
@@ -315,6 +315,9 @@ class _Demangler:
             raise _GiveUp
         out = []
         for k in range(n):
+            # Each element reads the pattern as written once: the substitutions the trial and
+            # the earlier elements added are not the mangler's, so back-references skip them.
+            del self.subs[n_subs:]
             self.pos, self.expanding = start, k
             out.append(self.type())
         self.expanding = None

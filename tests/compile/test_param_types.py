@@ -281,3 +281,15 @@ def test_kernel_param_types_never_raises(monkeypatch):
 
     monkeypatch.setattr(_param_types, "demangled_param_types", broken)
     assert _param_types.kernel_param_types(b"_Z1kPf", None, "cubin") is None
+
+
+def test_a_back_reference_inside_a_pack_expansion_names_its_own_element():
+    # pairs<float, int>(int, std::pair<Ts, Ts*>...): each element reads the pattern afresh (the
+    # trial pass's substitutions were kept and S1_ named a placeholder: a review finding).
+    types = demangled_param_types("_Z5pairsIJfiEEviDpSt4pairIT_PS1_E")
+    assert types is not None
+    assert [t.c_type for t in types] == [
+        "int",
+        "std::pair<float, float*>",
+        "std::pair<int, int*>",
+    ]
