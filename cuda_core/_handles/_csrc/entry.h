@@ -24,6 +24,13 @@ typedef struct {
 /* The __dict__ getset every entry type lists. */
 extern PyGetSetDef cc_entry_getset[];
 
+/* The type slots every entry type T (a struct beginning with CC_ENTRY_HEAD) shares; each adds
+ * its name, flags, doc, traverse, clear and new. */
+#define CC_ENTRY_TYPE_SLOTS(T)                                                                     \
+    .tp_basicsize = sizeof(T), .tp_dealloc = cc_entry_dealloc, .tp_vectorcall_offset = offsetof(T, vectorcall), \
+    .tp_repr = cc_entry_repr, .tp_call = PyVectorcall_Call, .tp_getset = cc_entry_getset,         \
+    .tp_dictoffset = offsetof(T, dict), .tp_weaklistoffset = offsetof(T, weakrefs)
+
 /* Set the head of a new entry: NULL-safe on error paths; -1 with TypeError where fallback is
  * not callable (name names the entry type in the message). */
 int cc_entry_init(PyObject *op, const char *name, PyObject *fallback, vectorcallfunc call);

@@ -137,21 +137,14 @@ rentry_clear(PyObject *op)
 
 PyTypeObject cc_RecordEntry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.RecordEntry",
-    .tp_basicsize = sizeof(cc_rentry),
-    .tp_dealloc = cc_entry_dealloc,
-    .tp_vectorcall_offset = offsetof(cc_rentry, vectorcall),
-    .tp_repr = cc_entry_repr,
-    .tp_call = PyVectorcall_Call,
+    CC_ENTRY_TYPE_SLOTS(cc_rentry),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
     .tp_doc = "RecordEntry(fallback, stream_type, stream_slot, event_type, event_slot, flags_slot, refused): "
               "Stream.record(event) in C for an event of the exact type without a refused flag, fallback(...) "
               "for anything else",
     .tp_traverse = rentry_traverse,
     .tp_clear = rentry_clear,
-    .tp_getset = cc_entry_getset,
     .tp_descr_get = rentry_get,
-    .tp_dictoffset = offsetof(cc_rentry, dict),
-    .tp_weaklistoffset = offsetof(cc_rentry, weakrefs),
     .tp_new = rentry_new,
 };
 

@@ -97,18 +97,11 @@ ventry_clear(PyObject *op)
 
 PyTypeObject cc_ViewEntry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.ViewEntry",
-    .tp_basicsize = sizeof(cc_ventry),
-    .tp_dealloc = cc_entry_dealloc,
-    .tp_vectorcall_offset = offsetof(cc_ventry, vectorcall),
-    .tp_repr = cc_entry_repr,
-    .tp_call = PyVectorcall_Call,
+    CC_ENTRY_TYPE_SLOTS(cc_ventry),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "ViewEntry(fallback, kinds, dlpack_kind): from_dlpack(cls, obj, stream_ptr) in C for a DLPack "
               "producer type kinds names, fallback(...) for anything else",
     .tp_traverse = ventry_traverse,
     .tp_clear = ventry_clear,
-    .tp_getset = cc_entry_getset,
-    .tp_dictoffset = offsetof(cc_ventry, dict),
-    .tp_weaklistoffset = offsetof(cc_ventry, weakrefs),
     .tp_new = ventry_new,
 };

@@ -168,20 +168,13 @@ entry_clear(PyObject *op)
 
 PyTypeObject cc_LaunchEntry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.LaunchEntry",
-    .tp_basicsize = sizeof(cc_entry),
-    .tp_dealloc = cc_entry_dealloc,
-    .tp_vectorcall_offset = offsetof(cc_entry, vectorcall),
-    .tp_repr = cc_entry_repr,
-    .tp_call = PyVectorcall_Call,
+    CC_ENTRY_TYPE_SLOTS(cc_entry),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "LaunchEntry(fallback, failed, stream_type, stream_slot, config_type, config_slot, kernel_type, "
               "kernel_slot): launch(stream, config, kernel, *args) in C for the types and cached state it knows, "
               "fallback(...) for anything else",
     .tp_traverse = entry_traverse,
     .tp_clear = entry_clear,
-    .tp_getset = cc_entry_getset,
-    .tp_dictoffset = offsetof(cc_entry, dict),
-    .tp_weaklistoffset = offsetof(cc_entry, weakrefs),
     .tp_new = entry_new,
 };
 
