@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -87,17 +88,19 @@ def _run_kept(key: int | None) -> None:
     _invoke(_kept.get(key or 0))
 
 
-@immortal
-@HostFn
-def _drop_kept(key: int | None) -> None:
-    # A driver thread runs this (a user object's destructor): the entry's objects are handed to
-    # the main thread, so no finalizer (a Buffer's free, say) runs here, where CUDA calls are
-    # not allowed.
+def _drop_kept_body(key: int | None) -> None:
+    # The driver runs this (a user object's destructor), on a thread of its own or inside the
+    # call that released the graph: the entry's objects are handed to the main thread, so no
+    # finalizer (a Buffer's free, say) runs here, where CUDA calls are not allowed.
     with _lock:
         entry = _kept.pop(key or 0, None)
         if entry is not None:
             _released.append(entry)
     _queue_drain()
+
+
+_DROP_KEPT_CODE = _drop_kept_body.__code__
+_drop_kept = immortal(HostFn(_drop_kept_body))
 
 
 # What the driver (or a graph collected on another thread) let go of, dropped by _drain on the
@@ -115,12 +118,30 @@ _add_pending_call.restype = ctypes.c_int
 @_PendingFn
 def _drain(_: int | None) -> int:
     global _drain_queued
+    if _inside_drop_kept():
+        # The driver ran the destructor on the main thread itself (cuGraphDestroy there) and
+        # CPython runs pending calls inside it: a free here would get
+        # CUDA_ERROR_NOT_PERMITTED. Asked again, it runs once the driver has returned.
+        if _add_pending_call(_drain, None) != 0:
+            with _lock:
+                _drain_queued = False
+        return 0
     with _lock:
         batch = _released[:]
         _released.clear()
         _drain_queued = False
     del batch  # the finalizers run here, on the main thread
     return 0
+
+
+def _inside_drop_kept() -> bool:
+    """Whether this thread is inside :func:`_drop_kept`, which the driver called."""
+    frame: Any = sys._getframe()
+    while frame is not None:
+        if frame.f_code is _DROP_KEPT_CODE:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _queue_drain() -> None:

@@ -11,6 +11,7 @@ clear error after which the process keeps working.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import cuda_core
 from cuda_core import (
     Context,
     ContextOptions,
+    CUDAWarning,
     DeviceResources,
     SMResource,
     SMResourceOptions,
@@ -280,7 +282,10 @@ def test_green_context_streams_events_and_close(dev):
         finally:
             dev.set_current(prev)
     finally:
-        ctx.close()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ctx.close()  # its streams go first: none is left detached to fail later
+    assert [str(w.message) for w in caught if issubclass(w.category, CUDAWarning)] == []
     assert ctx.is_closed and s.is_closed and ev.is_closed
     # A plain context (our extension) keeps taking blocking streams.
     with dev.create_context() as plain:

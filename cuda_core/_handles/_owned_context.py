@@ -104,36 +104,31 @@ class OwnedContext:
                 return
             self.closed = True
         live = [c for c in list(self.children) if not c.is_released]
-        green_streams = [
-            c.address
-            for c in live
-            if self.green is not None and isinstance(c, backend.StreamHandle)
-        ]
+        if self.green is not None:
+            # cuGreenCtxDestroy leaves the context's streams to their owner (detached, only
+            # cuStreamDestroy works on them then, and not once no context is current): they are
+            # released first, while the context lives. Work already queued still completes.
+            streams = [c for c in live if isinstance(c, backend.StreamHandle)]
+            self._release(streams)
+            live = [c for c in live if not isinstance(c, backend.StreamHandle)]
         try:
             if self.green is not None:
                 handle_return(driver.cuGreenCtxDestroy(self.green), "cuGreenCtxDestroy")
             else:
                 handle_return(driver.cuCtxDestroy(self.ctx), "cuCtxDestroy")
         finally:
-            # The idle handles died with the context (or were detached from it); the live
-            # ones are released (their handles see the context gone and forget them).
+            # The idle handles died with the context; the live ones are released (their
+            # handles see the context gone and forget them).
             self.ctxh.drop_pools()
             forget_context(self.address, self.ctxh)
             if _owners.get(self.address) is self:
                 del _owners[self.address]
-            for child in live:
-                try:
-                    child.release()
-                except Exception as exc:  # the context's own outcome is what propagates
-                    kind = "a stream" if isinstance(child, backend.StreamHandle) else "an event"
-                    warn_release_failure(f"{kind} of {self._what()}", child.address, exc)
-            if green_streams and driver.cuCtxGetId(self.ctx)[0]:
-                # A green context's streams outlive it, detached: their handles forgot them
-                # (their context is gone), so they are destroyed here.
-                for raw in green_streams:
-                    try:
-                        handle_return(
-                            driver.cuStreamDestroy(driver.CUstream(raw)), "cuStreamDestroy"
-                        )
-                    except Exception as exc:
-                        warn_release_failure("a stream of a green context", raw, exc)
+            self._release(live)
+
+    def _release(self, children: list[Any]) -> None:
+        for child in children:
+            try:
+                child.release()
+            except Exception as exc:  # the context's own outcome is what propagates
+                kind = "a stream" if isinstance(child, backend.StreamHandle) else "an event"
+                warn_release_failure(f"{kind} of {self._what()}", child.address, exc)
