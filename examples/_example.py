@@ -77,7 +77,8 @@ def run_main(main: Callable[[], int]) -> NoReturn:
 
     A compiler library this install lacks (``CompilerLibraryNotFoundError``: NVRTC or nvJitLink
     after ``pip install cudacore`` without the ``[cu13]`` or ``[cu12]`` extra) ends the run with
-    the one ``missing requirement [compiler]`` line naming the install command, not a traceback.
+    the one ``missing requirement [compiler]`` line naming the install command, not a traceback;
+    so does a framework's own failure to find one (CuPy's NVRTC) where cuda_core finds none.
     """
     from cuda_core import CompilerLibraryNotFoundError, LinkerError
 
@@ -90,4 +91,21 @@ def run_main(main: Callable[[], int]) -> NoReturn:
             raise
         # NVRTC without nvJitLink: the driver's linker links, but not LTO-IR.
         missing("compiler", exc.explanation)
+    except Exception as exc:
+        if type(exc).__name__ != "DynamicLibNotFoundError":
+            raise
+        _missing_compiler_of_a_framework()
+        raise
     sys.exit(status)
+
+
+def _missing_compiler_of_a_framework() -> None:
+    """A framework (CuPy compiles its kernels with NVRTC) found no compiler library: where
+    cuda_core finds none either, the same one line names the install that brings them."""
+    from cuda_core import CompilerLibraryNotFoundError, system
+
+    for probe in (system.get_nvrtc_version, system.get_nvjitlink_version):
+        try:
+            probe()
+        except CompilerLibraryNotFoundError as ours:
+            missing("compiler", f"{ours.library} was not found ({ours.remedy})")

@@ -218,6 +218,7 @@ def _kernel(ptx, name, calls):
     parameter types are worked out."""
     k = Kernel.from_handle(0xC0DE00)
     k._params = LAYOUTS[name]
+    k._label = name  # as get_kernel sets it: no driver call asks a made-up handle its name
 
     def signature():
         calls.append(name)
@@ -250,6 +251,7 @@ def test_the_check_runs_when_the_plan_is_built_never_per_call(ptx, monkeypatch):
 def test_a_kernel_without_a_signature_keeps_the_size_check():
     k = Kernel.from_handle(0xC0DE00)  # Kernel.from_handle: its types are not known
     k._params = LAYOUTS["scale<float>"]
+    k._label = "scale<float>"  # never asked of the driver: the handle is made up
     assert k._param_types() is None
     entry = _KernelEntry(k)
     entry.plan(k, (1.5, np.float32(2), 3))  # what the layout alone cannot tell
