@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DRIVE = Path(__file__).resolve().parent / "native_stub" / "drive_launch.py"
 CHECKS = (
     "steady_state",
+    "dense_doubles",
     "kernels_without_arguments",
     "misuse",
     "driver_refusals",

@@ -90,10 +90,15 @@ int cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n);
 /* Write args (of the plan's types) into bytes at their offsets: 0, or -1 with an exception set
  * (bytes then holds some new values). May run Python code (the call kinds, __index__, ...). */
 int cc_plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes);
-/* Pack args into a parameter buffer and cuLaunchKernelEx them on cfg, the GIL released around the
- * driver call: the status (>= 0); -1 with an exception set when packing failed; -2 (no exception)
- * when cfg's stream was closed meanwhile. */
-int cc_plan_launch(cc_plan *plan, cc_launch *cfg, PyObject *const *args);
+/* cc_plan_matches and cc_plan_pack in one: 1 packed; 0 (no exception) the types are not the plan's,
+ * and bytes may hold some new values; -1 with an exception set. A dense-doubles plan checks each
+ * argument's type as it packs it: one pass over the arguments. */
+int cc_plan_match_pack(const cc_plan *plan, PyObject *const *args, Py_ssize_t n, char *bytes);
+/* Check and pack args[0..n) into a parameter buffer and cuLaunchKernelEx them on cfg, the GIL
+ * released around the driver call: the status (>= 0); -1 with an exception set when packing
+ * failed; -2 (no exception) when the arguments are not of the plan's types, or cfg's stream was
+ * closed meanwhile. */
+int cc_plan_launch(cc_plan *plan, cc_launch *cfg, PyObject *const *args, Py_ssize_t n);
 
 /* ARG_KINDS: the kind names, in enum order (a new reference, NULL with the error set). */
 PyObject *cc_arg_kind_names(void);

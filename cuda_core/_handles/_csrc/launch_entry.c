@@ -31,9 +31,8 @@ entry_fast(cc_entry *self, PyObject *const *args, Py_ssize_t n)
     PyObject *plan = cc_slot_value(self->slots[2], self->members[2], args[2]);
     int st = -2;
     if (h != NULL && cfg != NULL && plan != NULL && CC_IS_LAUNCH(cfg) && CC_IS_PLAN(plan) &&
-        (PyObject *)((cc_launch *)cfg)->stream == h && !((cc_stream *)h)->released &&
-        cc_plan_matches((cc_plan *)plan, args + 3, n - 3)) {
-        st = cc_plan_launch((cc_plan *)plan, (cc_launch *)cfg, args + 3);
+        (PyObject *)((cc_launch *)cfg)->stream == h && !((cc_stream *)h)->released) {
+        st = cc_plan_launch((cc_plan *)plan, (cc_launch *)cfg, args + 3, n - 3);
         if (st == -1) {
             PyErr_Clear(); /* the Python path packs again and raises what the user should see */
             n_refused_launch++;

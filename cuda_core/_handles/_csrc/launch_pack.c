@@ -342,14 +342,42 @@ cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
     return 1;
 }
 
+/* Many doubles (the 512-argument case): no per-argument descriptor read. With types, each
+ * argument's type is checked as it is read (0 at the first other one). */
+static int
+pack_dense_f64(const cc_plan *plan, PyObject *const *args, PyObject *const *types, char *bytes)
+{
+    for (Py_ssize_t i = 0; i < plan->nargs; i++) {
+        PyObject *a = args[i];
+        if (types != NULL && (PyObject *)Py_TYPE(a) != types[i]) {
+            return 0;
+        }
+        double x = PyFloat_AS_DOUBLE(a);
+        memcpy(bytes + 8 * i, &x, 8);
+    }
+    return 1;
+}
+
+int
+cc_plan_match_pack(const cc_plan *plan, PyObject *const *args, Py_ssize_t n, char *bytes)
+{
+    if (plan->dense_f64) {
+        if (n != plan->nargs || plan->types == NULL) {
+            return 0;
+        }
+        return pack_dense_f64(plan, args, &PyTuple_GET_ITEM(plan->types, 0), bytes);
+    }
+    if (!cc_plan_matches(plan, args, n)) {
+        return 0;
+    }
+    return cc_plan_pack(plan, args, bytes) == 0 ? 1 : -1;
+}
+
 int
 cc_plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes)
 {
-    if (plan->dense_f64) { /* many doubles (the 512-argument case): no per-argument descriptor read */
-        for (Py_ssize_t i = 0; i < plan->nargs; i++) {
-            double x = PyFloat_AS_DOUBLE(args[i]);
-            memcpy(bytes + 8 * i, &x, 8);
-        }
+    if (plan->dense_f64) {
+        pack_dense_f64(plan, args, NULL, bytes);
         return 0;
     }
     for (Py_ssize_t i = 0; i < plan->nargs; i++) {

@@ -31,7 +31,7 @@ new_storage(const cc_plan *plan, char **bytes, void ***params)
 }
 
 int
-cc_plan_launch(cc_plan *plan, cc_launch *cfg, PyObject *const *args)
+cc_plan_launch(cc_plan *plan, cc_launch *cfg, PyObject *const *args, Py_ssize_t n)
 {
     char *bytes = plan->bytes, *fresh = NULL;
     void **params = plan->params;
@@ -45,7 +45,10 @@ cc_plan_launch(cc_plan *plan, cc_launch *cfg, PyObject *const *args)
     /* Strong references across the Python code packing may run and the driver call. */
     Py_INCREF(plan);
     Py_INCREF(cfg);
-    if (cc_plan_pack(plan, args, bytes) == 0) {
+    int packed = cc_plan_match_pack(plan, args, n, bytes);
+    if (packed == 0) {
+        st = -2; /* other types: the Python path finds (or makes) their plan */
+    } else if (packed == 1) {
         if (cfg->stream == NULL || cfg->stream->released) {
             st = -2; /* closed by the code packing ran: the Python path says so */
         } else {
