@@ -41,7 +41,11 @@ IMPLS = [
     "ctypes void**",
     "C loop",
     "C loop Ex",
+    "no-op call",
 ]
+# "no-op call": the same call with the same arguments to a C function that does nothing with them
+# (str.format on ""): what CPython itself spends passing them (for 512 arguments given as *a, a
+# 515-item tuple built and dropped per call), paid by every Python launch function alike.
 
 # (name, parameter list, argument makers)
 K10_PARAMS = (
@@ -296,6 +300,11 @@ def main() -> None:
         )
         prep = PreparedLaunch(s, cfg, ker, *args)
         looped((op, "cuda_core prepared"), "p()", {"p": prep})
+        looped(
+            (op, "no-op call"),
+            "launch(s, cfg, k, *a)",
+            {"launch": "".format, "s": s, "cfg": cfg, "k": ker, "a": args},
+        )
 
         if cc is not None:
             try:
@@ -391,6 +400,12 @@ def main() -> None:
         f"handle layer: {'native' if _backend.NATIVE else 'pure Python'} ({_backend.REASON})"
     )
     print(suite.table(ratios_to=["cuda.core", "C loop"]))
+    print("\ncuda_core.launch less the no-op call and the C loop (what is left to cuda_core), us:")
+    for op in KERNELS:
+        parts = [results.get((op, impl)) for impl in ("cuda_core.launch", "no-op call", "C loop")]
+        if all(isinstance(v, float) for v in parts):
+            la, call, floor = (v * 1e6 for v in parts)  # type: ignore[operator]
+            print(f"  {op}: {la - call - floor:+.3f}")
 
 
 if __name__ == "__main__":
