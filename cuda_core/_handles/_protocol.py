@@ -458,11 +458,13 @@ class Backend(Protocol):
         ...
 
     def torch_view(self, cls: type[_V], tensor: Any, stream_ptr: Any, /) -> _V | NotImplementedType:
-        """A view of an exact CUDA ``torch.Tensor``, PyTorch's current stream ordered before
-        ``stream_ptr`` (an event recorded on it, waited on by the consumer); else
-        ``NotImplemented`` (not set up, another type, a host tensor, a negative or conjugate
-        view, a stream value DLPack treats specially, no order event yet, a failed record),
-        and the caller reads the tensor another way. Pure: always ``NotImplemented``."""
+        """A view of an exact ``torch.Tensor``. For a CUDA tensor, PyTorch's current stream is
+        ordered before ``stream_ptr`` (an event recorded on it, waited on by the consumer); a
+        host tensor is ordered on nothing and is CUDA host memory where the driver says its
+        address is pinned (what ``t.is_pinned()`` asks). Else ``NotImplemented`` (not set up,
+        another type, a host tensor before the driver is bound, a negative or conjugate view, a
+        stream value DLPack treats specially, no order event yet, a failed record), and the
+        caller reads the tensor another way. Pure: always ``NotImplemented``."""
         ...
 
     def set_order_event(self, device_id: int, event: int, /) -> bool:

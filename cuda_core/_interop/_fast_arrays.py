@@ -3,8 +3,9 @@
 :meth:`StridedMemoryView.from_dlpack` asks this module first when the producer's type is
 exactly PyTorch's ``Tensor`` or CuPy's ``ndarray``. The metadata (pointer, shape, strides,
 dtype, device) is read straight from the object's attributes (:func:`torch_fields`, the pure
-backend's ``torch_view``; the native backend reads CUDA tensors through PyTorch's DLPack C
-exchange API and falls back to it), which costs a fraction of the producer's ``__dlpack__``. Stream semantics stay those of DLPack: the producer's *current*
+backend's ``torch_view``; the native backend reads CUDA and host tensors through PyTorch's
+DLPack C exchange API and falls back to it), which costs a fraction of the producer's
+``__dlpack__``. Stream semantics stay those of DLPack: the producer's *current*
 stream is ordered before the consumer stream ``stream_ptr`` with an event recorded on the
 producer and waited on by the consumer, on the device (never a host synchronisation); ``-1``
 opts out. One cached event per device serves every ordering: ``cuStreamWaitEvent`` captures the
@@ -148,7 +149,7 @@ def _bind_torch(torch: Any) -> bool:
             )
         except Exception:  # an unfamiliar torch: stay on DLPack
             return False
-        # The native reader takes exact CUDA tensors through PyTorch's DLPack C exchange API
+        # The native reader takes exact tensors through PyTorch's DLPack C exchange API
         # (DLPack >= 1.3; PyTorch publishes it on the type). Without it: the attribute reads.
         api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
         _torch["native"] = api is not None and bool(backend.torch_setup(torch.Tensor, api))

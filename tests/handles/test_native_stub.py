@@ -32,6 +32,7 @@ CHECKS = (  # in the order drive.py registers them (its checks_* modules, alphab
     "released_refuse",
     "driver_errors",
     "dealloc_warns",
+    "torch_host_tensors",
     "launch",
     "gc_cycles",
     "types",

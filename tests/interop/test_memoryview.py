@@ -712,6 +712,39 @@ def test_gpu_torch_fast_path_equals_dlpack_path(monkeypatch):
 
 
 @pytest.mark.gpu
+def test_gpu_torch_host_tensors_read_natively_as_through_their_attributes(monkeypatch):
+    """Host tensors (plain, pinned, strided, 0-d, empty) through the backend's reader (on the
+    native backend, PyTorch's exchange API and the driver's word on pinned memory) give the
+    view their attributes give (bridge.torch_fields), and, unpinned, the view DLPack gives."""
+    torch = pytest.importorskip("torch")
+    from cuda_core import Device
+    from cuda_core._handles._backend import NATIVE, backend
+
+    Device().set_current()
+    base = torch.arange(24.0).reshape(4, 6)
+    tensors = {
+        "plain": base,
+        "pinned": base.pin_memory(),
+        "strided": base[:, ::2],
+        "pinned strided": base.pin_memory()[1:, ::3],
+        "0-d": torch.tensor(3.5),
+        "empty": torch.empty(0, 3),
+        "int16": torch.arange(5, dtype=torch.int16),
+    }
+    for label, t in tensors.items():
+        view = StridedMemoryView.from_dlpack(t, -1)
+        with monkeypatch.context() as m:  # the attribute reader: what the pure backend uses
+            m.setattr(mv, "_torch_view", lambda *a: NotImplemented)
+            by_attributes = StridedMemoryView.from_dlpack(t, -1)
+        assert _same(view, by_attributes), label
+        if not t.is_pinned():  # DLPack's own word on pinned memory varies between versions
+            assert _same(view, _via_dlpack(monkeypatch, torch.Tensor, t, -1)), label
+        assert view.is_device_accessible == t.is_pinned(), label
+        if NATIVE and bridge._torch.get("native"):
+            assert backend.torch_view(type(view), t, -1) is not NotImplemented, label
+
+
+@pytest.mark.gpu
 def test_gpu_cupy_fast_path_equals_dlpack_path(monkeypatch):
     cp = pytest.importorskip("cupy")
     from cuda_core import Device

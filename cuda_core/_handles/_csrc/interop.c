@@ -422,7 +422,9 @@ torch_view_impl(PyObject *cls, PyObject *t, PyObject *sp)
     if (torch_api->dltensor_from_py_object_no_sync(t, &dl) != 0) {
         return api_refused();
     }
-    if (dl.device_type != DL_CUDA || dl.ndim < 0 || dl.ndim > MAX_NDIM || (dl.ndim && (!dl.shape || !dl.strides))) {
+    int host = dl.device_type == DL_CPU;
+    if ((dl.device_type != DL_CUDA && !(host && cc_bound)) || dl.ndim < 0 || dl.ndim > MAX_NDIM ||
+        (dl.ndim && (!dl.shape || !dl.strides))) {
         Py_RETURN_NOTIMPLEMENTED;
     }
     int plain = method_false(t, s_is_neg);
@@ -435,6 +437,16 @@ torch_view_impl(PyObject *cls, PyObject *t, PyObject *sp)
     static const int64_t no_extents[1] = {0};
     if (dl.ndim == 0) {
         dl.strides = (int64_t *)no_extents; /* a 0-d tensor's strides are (), as t.stride() says */
+    }
+    if (host) {
+        /* PyTorch's exchange API says CPU for pinned memory too, where its __dlpack_device__
+         * says CUDA host (t.is_pinned(), which asks CUDA what the address is): the driver is
+         * asked the same, without a Python call. Host memory is ordered on no stream. */
+        unsigned int type = 0;
+        unsigned long long ptr = (unsigned long long)(uintptr_t)dl.data + dl.byte_offset;
+        int st = ptr ? cc_driver.pointer_get_attribute(&type, CC_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr) : 1;
+        int pinned = st == CC_SUCCESS && type == CC_MEMORYTYPE_HOST;
+        return tensor_view(cls, &dl, PyLong_FromLong(-1), pinned, 0, t, Py_None, pinned ? DL_CUDA_HOST : DL_CPU);
     }
     /* The view is built before any GIL release: dl's arrays belong to the tensor. */
     PyObject *view = tensor_view(cls, &dl, PyLong_FromLong(dl.device_id), 1, 0, t, Py_None, DL_CUDA);

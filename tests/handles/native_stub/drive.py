@@ -14,6 +14,7 @@ import gc
 
 import checks_contexts  # noqa: F401  (each checks_* module registers its checks, in this order)
 import checks_errors  # noqa: F401
+import checks_interop  # noqa: F401
 import checks_launch  # noqa: F401
 import checks_lifetime  # noqa: F401
 import checks_memory  # noqa: F401
