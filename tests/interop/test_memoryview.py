@@ -1007,8 +1007,13 @@ def test_torch_native_view_equals_pure_and_dlpack_paths(monkeypatch):
                 )
     assert served > 0, "the native reader should serve CUDA tensors"
     base = torch.arange(6, device="cuda").to(torch.complex64)
-    for unusual in (base.conj(), base.conj().imag, torch.ones(3)):  # conjugate, negative, host
+    for unusual in (base.conj(), base.conj().imag):  # conjugate, negative
         assert native.torch_view(StridedMemoryView, unusual, sp) is NotImplemented
+    host = torch.ones(3)  # host memory: served, ordered on no stream
+    view = native.torch_view(StridedMemoryView, host, sp)
+    fields = bridge.torch_fields(host, sp)
+    assert view is not NotImplemented and fields is not None
+    assert _fields(view) == _fields(_view_of(StridedMemoryView, fields, host))
     assert (
         native.torch_view(StridedMemoryView, warm, None) is NotImplemented
     )  # the pure reader raises
