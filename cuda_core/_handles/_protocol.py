@@ -36,7 +36,7 @@ from ._protocol_launch import PreparedLaunchBase as PreparedLaunchBase
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 13
+ABI_VERSION = 14
 """The protocol's version. The native module's ``ABI_VERSION`` (``CC_ABI_VERSION`` in
 ``_csrc/native.h``) must equal it, or the native module is not used (a stale build)."""
 
@@ -460,11 +460,10 @@ class Backend(Protocol):
     def torch_view(self, cls: type[_V], tensor: Any, stream_ptr: Any, /) -> _V | NotImplementedType:
         """A view of an exact ``torch.Tensor``. For a CUDA tensor, PyTorch's current stream is
         ordered before ``stream_ptr`` (an event recorded on it, waited on by the consumer); a
-        host tensor is ordered on nothing and is CUDA host memory where the driver says its
-        address is pinned (what ``t.is_pinned()`` asks). Else ``NotImplemented`` (not set up,
-        another type, a host tensor before the driver is bound, a negative or conjugate view, a
-        stream value DLPack treats specially, no order event yet, a failed record), and the
-        caller reads the tensor another way. Pure: always ``NotImplemented``."""
+        host tensor, pinned or not, is CPU memory ordered on nothing (as ``cuda.core`` 1.2
+        reports it). Else ``NotImplemented`` (not set up, another type, a negative or conjugate
+        view, a stream value DLPack treats specially, no order event yet, a failed record), and
+        the caller reads the tensor another way. Pure: always ``NotImplemented``."""
         ...
 
     def set_order_event(self, device_id: int, event: int, /) -> bool:
@@ -482,11 +481,17 @@ class Backend(Protocol):
 class ViewEntry(Protocol):
     """``from_dlpack(cls, obj, stream_ptr)`` in C: where ``stream_ptr`` is an ``int`` and
     ``kinds`` (a dict of producer type -> kind) gives ``dlpack_kind`` for ``type(obj)``, it
-    returns :meth:`Backend.dlpack_view`'s view; anything else goes to ``fallback`` with the
-    same arguments. It has a ``__dict__`` (for ``functools.update_wrapper``)."""
+    returns :meth:`Backend.dlpack_view`'s view; for ``torch_kind``, :meth:`Backend.torch_view`'s
+    view where that reader does not decline; anything else goes to ``fallback`` with the same
+    arguments. It has a ``__dict__`` (for ``functools.update_wrapper``)."""
 
     def __init__(
-        self, fallback: Callable[..., Any], kinds: dict[type, int], dlpack_kind: int, /
+        self,
+        fallback: Callable[..., Any],
+        kinds: dict[type, int],
+        dlpack_kind: int,
+        torch_kind: int,
+        /,
     ) -> None: ...
 
     def __call__(self, cls: type, obj: Any, stream_ptr: Any = None, /) -> Any: ...
@@ -534,7 +539,7 @@ class NativeBackend(Backend, Protocol):
 
     @property
     def ViewEntry(self) -> type[ViewEntry]:
-        """``ViewEntry(fallback, kinds, dlpack_kind)``: the C entry of
+        """``ViewEntry(fallback, kinds, dlpack_kind, torch_kind)``: the C entry of
         ``StridedMemoryView.from_dlpack`` (see :class:`ViewEntry`)."""
         ...
 

@@ -211,9 +211,7 @@ def torch_fields(t: Any, stream_ptr: int | None) -> Fields | None:
         strides = t.stride()
         if is_cuda:
             dev_type, accessible = _KDLCUDA, True
-        elif t.is_pinned():
-            dev_type, device_id, accessible = _KDLCUDAHOST, -1, True
-        else:
+        else:  # pinned or not, as cuda.core 1.2 reports a CPU tensor
             dev_type, device_id, accessible = _KDLCPU, -1, False
     except RuntimeError:  # no storage (functorch wrappers, ...), no strides (nested)
         return None
@@ -227,7 +225,7 @@ def torch_fields(t: Any, stream_ptr: int | None) -> Fields | None:
             producer = tt["raw_stream"](device_id) or _LEGACY_STREAM
             if producer != consumer and not order_after(producer, consumer, device_id):
                 return None
-    # Host memory (pinned included): PyTorch orders nothing for CPU tensors.
+    # Host memory: PyTorch orders nothing for CPU tensors.
     return ptr, shape, strides, dt, device_id, accessible, dev_type
 
 

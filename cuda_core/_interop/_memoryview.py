@@ -533,9 +533,10 @@ class StridedMemoryView(_ViewBase):
 
 if hasattr(backend, "ViewEntry"):
     # The native backend: from_dlpack is its C entry, which reads a producer type classified
-    # as plain DLPack without a Python frame and hands everything else to the function above.
+    # as plain DLPack, and a torch.Tensor its reader takes, without a Python frame, and hands
+    # everything else to the function above.
     _from_dlpack_py = StridedMemoryView.__dict__["from_dlpack"].__func__
-    _entry = backend.ViewEntry(_from_dlpack_py, _kinds, _KIND_DLPACK)
+    _entry = backend.ViewEntry(_from_dlpack_py, _kinds, _KIND_DLPACK, _KIND_TORCH)
     functools.update_wrapper(_entry, _from_dlpack_py)
     StridedMemoryView.from_dlpack = classmethod(_entry)  # type: ignore[method-assign, assignment]
 _from_dlpack = StridedMemoryView.from_dlpack

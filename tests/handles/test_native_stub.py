@@ -33,6 +33,7 @@ CHECKS = (  # in the order drive.py registers them (its checks_* modules, alphab
     "driver_errors",
     "dealloc_warns",
     "torch_host_tensors",
+    "view_entry_reads_torch_tensors",
     "launch",
     "gc_cycles",
     "types",

@@ -705,22 +705,27 @@ def test_gpu_torch_fast_path_equals_dlpack_path(monkeypatch):
             assert _same(fast, ref), name
     with pytest.raises(BufferError, match="ambiguous"):
         StridedMemoryView.from_dlpack(torch.ones(2, device="cuda"), None)
-    pinned = torch.arange(4.0).pin_memory()
+    pinned = torch.arange(4.0).pin_memory()  # CPU memory, as cuda.core 1.2 reports it
     view = StridedMemoryView.from_dlpack(pinned, -1)
-    assert (view.ptr, view.device_id, view.is_device_accessible) == (pinned.data_ptr(), -1, True)
-    assert view.__dlpack_device__() == (dl.kDLCUDAHost, 0)
+    assert (view.ptr, view.device_id, view.is_device_accessible) == (pinned.data_ptr(), -1, False)
+    assert view.__dlpack_device__() == (dl.kDLCPU, 0)
 
 
 @pytest.mark.gpu
 def test_gpu_torch_host_tensors_read_natively_as_through_their_attributes(monkeypatch):
     """Host tensors (plain, pinned, strided, 0-d, empty) through the backend's reader (on the
-    native backend, PyTorch's exchange API and the driver's word on pinned memory) give the
-    view their attributes give (bridge.torch_fields), and, unpinned, the view DLPack gives."""
+    native backend, PyTorch's exchange API) give the view their attributes give
+    (bridge.torch_fields), and, unpinned, the view DLPack gives; pinned or not, CPU memory, as
+    cuda.core 1.2 reports a CPU tensor."""
     torch = pytest.importorskip("torch")
     from cuda_core import Device
     from cuda_core._handles._backend import NATIVE, backend
 
     Device().set_current()
+    try:
+        from cuda.core.utils import StridedMemoryView as peer
+    except ImportError:
+        peer = None
     base = torch.arange(24.0).reshape(4, 6)
     tensors = {
         "plain": base,
@@ -739,7 +744,13 @@ def test_gpu_torch_host_tensors_read_natively_as_through_their_attributes(monkey
         assert _same(view, by_attributes), label
         if not t.is_pinned():  # DLPack's own word on pinned memory varies between versions
             assert _same(view, _via_dlpack(monkeypatch, torch.Tensor, t, -1)), label
-        assert view.is_device_accessible == t.is_pinned(), label
+        assert not view.is_device_accessible and view.__dlpack_device__()[0] == dl.kDLCPU, label
+        if peer is not None:  # what cuda.core says of the same tensor
+            theirs = peer.from_dlpack(t, -1)
+            assert (theirs.is_device_accessible, theirs.__dlpack_device__()) == (
+                view.is_device_accessible,
+                view.__dlpack_device__(),
+            ), label
         if NATIVE and bridge._torch.get("native"):
             assert backend.torch_view(type(view), t, -1) is not NotImplemented, label
 

@@ -423,7 +423,7 @@ torch_view_impl(PyObject *cls, PyObject *t, PyObject *sp)
         return api_refused();
     }
     int host = dl.device_type == DL_CPU;
-    if ((dl.device_type != DL_CUDA && !(host && cc_bound)) || dl.ndim < 0 || dl.ndim > MAX_NDIM ||
+    if ((dl.device_type != DL_CUDA && !host) || dl.ndim < 0 || dl.ndim > MAX_NDIM ||
         (dl.ndim && (!dl.shape || !dl.strides))) {
         Py_RETURN_NOTIMPLEMENTED;
     }
@@ -439,14 +439,9 @@ torch_view_impl(PyObject *cls, PyObject *t, PyObject *sp)
         dl.strides = (int64_t *)no_extents; /* a 0-d tensor's strides are (), as t.stride() says */
     }
     if (host) {
-        /* PyTorch's exchange API says CPU for pinned memory too, where its __dlpack_device__
-         * says CUDA host (t.is_pinned(), which asks CUDA what the address is): the driver is
-         * asked the same, without a Python call. Host memory is ordered on no stream. */
-        unsigned int type = 0;
-        unsigned long long ptr = (unsigned long long)(uintptr_t)dl.data + dl.byte_offset;
-        int st = ptr ? cc_driver.pointer_get_attribute(&type, CC_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr) : 1;
-        int pinned = st == CC_SUCCESS && type == CC_MEMORYTYPE_HOST;
-        return tensor_view(cls, &dl, PyLong_FromLong(-1), pinned, 0, t, Py_None, pinned ? DL_CUDA_HOST : DL_CPU);
+        /* Host memory, pinned or not, as cuda.core 1.2 reports a CPU tensor (PyTorch's
+         * exchange API says CPU for both): not device accessible, ordered on no stream. */
+        return tensor_view(cls, &dl, PyLong_FromLong(-1), 0, 0, t, Py_None, DL_CPU);
     }
     /* The view is built before any GIL release: dl's arrays belong to the tensor. */
     PyObject *view = tensor_view(cls, &dl, PyLong_FromLong(dl.device_id), 1, 0, t, Py_None, DL_CUDA);
@@ -486,8 +481,8 @@ torch_view_impl(PyObject *cls, PyObject *t, PyObject *sp)
     return view;
 }
 
-static PyObject *
-torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+PyObject *
+cc_torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "torch_view(cls, tensor, stream_ptr) takes 3 arguments");
@@ -510,7 +505,7 @@ PyMethodDef cc_interop_functions[] = {
      "dlpack_view(cls, obj, stream_ptr) -> cls: a view of a DLPack producer"},
     {"torch_setup", (PyCFunction)(void (*)(void))torch_setup, METH_FASTCALL,
      "torch_setup(tensor_type, exchange_api) -> whether torch_view reads that type natively"},
-    {"torch_view", (PyCFunction)(void (*)(void))torch_view, METH_FASTCALL,
+    {"torch_view", (PyCFunction)(void (*)(void))cc_torch_view, METH_FASTCALL,
      "torch_view(cls, tensor, stream_ptr) -> cls, or NotImplemented (the pure reader decides)"},
     {"set_order_event", (PyCFunction)(void (*)(void))set_order_event, METH_FASTCALL,
      "set_order_event(device_id, event) -> whether the event orders torch_view on that device"},

@@ -24,6 +24,9 @@ int cc_check_view_cls(PyObject *cls);
 
 /* dlpack_view(cls, obj, stream_ptr): a view of a DLPack producer (interop.c). */
 PyObject *cc_dlpack_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* torch_view(cls, tensor, stream_ptr): a view of an exact torch.Tensor, or NotImplemented (a new
+ * reference) where the Python reader decides; NULL with an exception. */
+PyObject *cc_torch_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* ViewEntry (interop_entry.c): the C entry of StridedMemoryView.from_dlpack. */
 extern PyTypeObject cc_ViewEntry_Type;

@@ -1,11 +1,13 @@
 /* cuda_core._handles._native: ViewEntry, the C entry of StridedMemoryView.from_dlpack.
  *
- * ViewEntry(fallback, kinds, dlpack_kind) is called as from_dlpack(cls, obj, stream_ptr) (a
- * classmethod binds cls; stream_ptr given by position or by keyword). Where stream_ptr is an int and kinds (the dict Python keeps of the
- * producer types it has classified) says obj's type is a plain DLPack producer, it reads the
- * producer in C (cc_dlpack_view) without a Python frame; every other call, and every type not
- * classified yet, goes to fallback (the Python from_dlpack), which owns the checks, the
- * classification and the messages. */
+ * ViewEntry(fallback, kinds, dlpack_kind, torch_kind) is called as from_dlpack(cls, obj,
+ * stream_ptr) (a classmethod binds cls; stream_ptr given by position or by keyword). Where
+ * stream_ptr is an int and kinds (the dict Python keeps of the producer types it has classified)
+ * says obj's type is a plain DLPack producer, it reads the producer in C (cc_dlpack_view), and
+ * exactly torch.Tensor through PyTorch's exchange API (cc_torch_view), without a Python frame.
+ * Every other call, every tensor the torch reader declines, and every type not classified yet,
+ * goes to fallback (the Python from_dlpack), which owns the checks, the classification and the
+ * messages. */
 #include "entry.h"
 #include "interop.h"
 
@@ -13,6 +15,7 @@ typedef struct {
     CC_ENTRY_HEAD     /* fallback(cls, obj, stream_ptr=None): from_dlpack in Python */
     PyObject *kinds;  /* dict: producer type -> kind (int) */
     long dlpack_kind;   /* the kind read by cc_dlpack_view */
+    long torch_kind;    /* the kind read by cc_torch_view (exactly torch.Tensor) */
 } cc_ventry;
 
 /* Whether a keyword is "stream_ptr" (keywords are interned: a pointer compare first). */
@@ -42,8 +45,16 @@ ventry_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     }
     if (n == 3 && PyLong_CheckExact(args[2])) {
         PyObject *kind = PyDict_GetItemWithError(self->kinds, (PyObject *)Py_TYPE(args[1])); /* borrowed */
-        if (kind != NULL && PyLong_CheckExact(kind) && PyLong_AsLong(kind) == self->dlpack_kind) {
+        long k = kind != NULL && PyLong_CheckExact(kind) ? PyLong_AsLong(kind) : -1;
+        if (k == self->dlpack_kind) {
             return cc_dlpack_view(NULL, args, 3);
+        }
+        if (k == self->torch_kind) {
+            PyObject *view = cc_torch_view(NULL, args, 3);
+            if (view != Py_NotImplemented) {
+                return view; /* the view, or NULL with the reader's error */
+            }
+            Py_DECREF(view); /* declined: the Python reader decides */
         }
         if (kind == NULL && PyErr_Occurred()) {
             return NULL;
@@ -52,17 +63,17 @@ ventry_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     return cc_entry_fallback(op, args, nargsf, kwnames);
 }
 
-/* ViewEntry(fallback, kinds, dlpack_kind) */
+/* ViewEntry(fallback, kinds, dlpack_kind, torch_kind) */
 static PyObject *
 ventry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
 {
     PyObject *fallback, *kinds;
-    long dlpack_kind;
+    long dlpack_kind, torch_kind;
     if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "ViewEntry takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OO!l:ViewEntry", &fallback, &PyDict_Type, &kinds, &dlpack_kind)) {
+    if (!PyArg_ParseTuple(args, "OO!ll:ViewEntry", &fallback, &PyDict_Type, &kinds, &dlpack_kind, &torch_kind)) {
         return NULL;
     }
     cc_ventry *self = PyObject_GC_New(cc_ventry, cls);
@@ -76,6 +87,7 @@ ventry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
     }
     self->kinds = Py_NewRef(kinds);
     self->dlpack_kind = dlpack_kind;
+    self->torch_kind = torch_kind;
     PyObject_GC_Track(self);
     return (PyObject *)self;
 }
@@ -99,7 +111,7 @@ PyTypeObject cc_ViewEntry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.ViewEntry",
     CC_ENTRY_TYPE_SLOTS(cc_ventry),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "ViewEntry(fallback, kinds, dlpack_kind): from_dlpack(cls, obj, stream_ptr) in C for a DLPack "
+    .tp_doc = "ViewEntry(fallback, kinds, dlpack_kind, torch_kind): from_dlpack(cls, obj, stream_ptr) in C for a DLPack "
               "producer type kinds names, fallback(...) for anything else",
     .tp_traverse = ventry_traverse,
     .tp_clear = ventry_clear,

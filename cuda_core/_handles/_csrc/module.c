@@ -107,7 +107,6 @@ static const struct {
     EP("cuMemAllocFromPoolAsync", mem_alloc_from_pool_async),
     EP("cuMemFreeAsync", mem_free_async),
     EP("cuMemcpyAsync", memcpy_async),
-    EP("cuPointerGetAttribute", pointer_get_attribute),
 #undef EP
 };
 #define N_ENTRY_POINTS (sizeof(entry_points) / sizeof(entry_points[0]))

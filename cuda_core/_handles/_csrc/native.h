@@ -36,7 +36,7 @@
 
 /* Bumped whenever anything Python relies on changes (names, signatures, semantics). Python
  * checks it at import (cuda_core/_handles/_backend.py) and falls back to pure Python on a mismatch. */
-#define CC_ABI_VERSION 13
+#define CC_ABI_VERSION 14
 
 /* The driver entry points (CUDA 12.0 ABI), resolved by Python through cuGetProcAddress and
  * handed to bind(). NULL until then: every call checks cc_bound first. */
@@ -65,7 +65,6 @@ typedef struct {
     int (*mem_alloc_from_pool_async)(unsigned long long *ptr, size_t size, void *pool, void *stream);
     int (*mem_free_async)(unsigned long long ptr, void *stream);
     int (*memcpy_async)(unsigned long long dst, unsigned long long src, size_t n, void *stream);
-    int (*pointer_get_attribute)(void *data, int attribute, unsigned long long ptr);
 } cc_driver_t;
 
 extern cc_driver_t cc_driver;
@@ -82,9 +81,6 @@ extern int cc_last_status;
 #define CC_ERROR_NOT_READY 600
 #define CC_ERROR_CONTEXT_IS_DESTROYED 709
 #define CC_ERROR_STREAM_CAPTURE_UNSUPPORTED 900
-/* cuPointerGetAttribute: CU_POINTER_ATTRIBUTE_MEMORY_TYPE, and its CU_MEMORYTYPE_HOST. */
-#define CC_POINTER_ATTRIBUTE_MEMORY_TYPE 2
-#define CC_MEMORYTYPE_HOST 1
 
 /* Run a driver call with the GIL released, as cuda.bindings does: a call that blocks (a full
  * launch queue, a growing pool, a synchronisation) must not stop other Python threads, above

@@ -1,6 +1,5 @@
 """Checks of the PyTorch reader (``torch_view``) on host tensors, without PyTorch: a type whose
-DLPack C exchange table (the capsule PyTorch publishes) describes NumPy arrays. The stub's
-``cuPointerGetAttribute`` says which addresses are pinned."""
+DLPack C exchange table (the capsule PyTorch publishes) describes NumPy arrays."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ import ctypes
 from typing import Any
 
 import numpy as np
-from stub_env import N, check, count, lib
+from stub_env import N, check, count
 
 
 class DLTensor(ctypes.Structure):
@@ -85,17 +84,45 @@ def _capsule() -> Any:
 @check
 def torch_host_tensors() -> None:
     assert N.torch_setup(HostTensor, _capsule()) is True
-    plain = HostTensor(np.arange(6, dtype=np.float32).reshape(2, 3))
-    pinned = HostTensor(np.arange(4, dtype=np.float32))
-    lo = pinned.array.ctypes.data
-    lib.stub_set_pinned(ctypes.c_ulonglong(lo), ctypes.c_ulonglong(lo + 16))
-    v = N.torch_view(N.ViewInfo, plain, -1)
-    assert (v.ptr, v.shape, v.strides) == (plain.array.ctypes.data, (2, 3), (3, 1))
-    assert (v.device_id, v.is_device_accessible, v._dl_device_type) == (-1, False, 1)
-    v = N.torch_view(N.ViewInfo, pinned, 12345)  # host memory: no stream is ordered
-    assert (v.ptr, v.shape, v.device_id) == (lo, (4,), -1)
-    assert (v.is_device_accessible, v._dl_device_type) == (True, 3)  # CUDA host (pinned)
-    assert count("cuPointerGetAttribute") == 2
+    t = HostTensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    for stream_ptr in (-1, 0, 12345):  # host memory: no stream is ordered, whichever is given
+        v = N.torch_view(N.ViewInfo, t, stream_ptr)
+        assert (v.ptr, v.shape, v.strides) == (t.array.ctypes.data, (2, 3), (3, 1))
+        # CPU memory, as cuda.core 1.2 reports a CPU tensor (pinned ones too)
+        assert (v.device_id, v.is_device_accessible, v._dl_device_type) == (-1, False, 1)
+        assert v.exporting_obj is t  # a view keeps what it was made from
     assert count("cuStreamWaitEvent") == 0 and count("cuEventRecord") == 0
-    # A view keeps the tensor, as every view keeps what it was made from.
-    assert v.exporting_obj is pinned
+    assert count("cuCtxGetDevice") == 0
+
+
+class NegativeTensor(HostTensor):
+    """A tensor the reader declines (PyTorch's negative bit): the Python reader decides."""
+
+    def is_neg(self) -> bool:
+        return True
+
+
+@check
+def view_entry_reads_torch_tensors() -> None:
+    # from_dlpack's C entry: a type classified as torch goes to the reader with no Python
+    # frame; what the reader declines, and every other kind, goes to the fallback.
+    calls: list[tuple[Any, ...]] = []
+
+    def fallback(*args: Any, **kwargs: Any) -> str:
+        calls.append(args + tuple(kwargs.items()))
+        return "fallback"
+
+    kinds = {HostTensor: 2, NegativeTensor: 2, bytes: 3}
+    entry = N.ViewEntry(fallback, kinds, 0, 2)
+    assert N.torch_setup(HostTensor, _capsule()) is True
+    t = HostTensor(np.arange(3, dtype=np.float32))
+    v = entry(N.ViewInfo, t, -1)
+    assert type(v) is N.ViewInfo and (v.ptr, v.shape) == (t.array.ctypes.data, (3,))
+    assert entry(N.ViewInfo, t, stream_ptr=-1).shape == (3,)  # the keyword form too
+    assert calls == []
+    neg = NegativeTensor(np.arange(2, dtype=np.float32))
+    assert N.torch_setup(NegativeTensor, _capsule()) is True  # the reader's exact type
+    assert entry(N.ViewInfo, neg, -1) == "fallback"
+    assert entry(N.ViewInfo, b"x", -1) == "fallback"  # a kind read by neither reader
+    assert entry(N.ViewInfo, t, None) == "fallback"  # no stream address: Python decides
+    assert calls == [(N.ViewInfo, neg, -1), (N.ViewInfo, b"x", -1), (N.ViewInfo, t, None)]

@@ -26,7 +26,7 @@ enum {
     A_PrimaryCtxRetain, A_PrimaryCtxRelease, A_StreamCreate, A_StreamCreateWithPriority,
     A_StreamDestroy, A_StreamQuery, A_StreamIsCapturing, A_StreamSynchronize, A_StreamWaitEvent, A_StreamGetCtx,
     A_EventCreate, A_EventDestroy, A_EventRecord, A_EventQuery, A_EventSynchronize, A_LaunchKernelEx,
-    A_MemAllocFromPoolAsync, A_MemFreeAsync, A_MemcpyAsync, A_PointerGetAttribute, N_API
+    A_MemAllocFromPoolAsync, A_MemFreeAsync, A_MemcpyAsync, N_API
 };
 static const char *api_names[N_API] = {
     "cuCtxGetId", "cuCtxGetCurrent", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuCtxGetDevice",
@@ -34,7 +34,7 @@ static const char *api_names[N_API] = {
     "cuStreamCreateWithPriority", "cuStreamDestroy", "cuStreamQuery", "cuStreamIsCapturing", "cuStreamSynchronize",
     "cuStreamWaitEvent", "cuStreamGetCtx", "cuEventCreate", "cuEventDestroy", "cuEventRecord", "cuEventQuery",
     "cuEventSynchronize", "cuLaunchKernelEx", "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
-    "cuMemcpyAsync", "cuPointerGetAttribute",
+    "cuMemcpyAsync",
 };
 
 typedef struct {
@@ -77,8 +77,6 @@ struct {
     size_t n;
     void *stream;
 } stub_memcpy;
-/* The host range cuPointerGetAttribute reports as pinned (CU_MEMORYTYPE_HOST); the test sets it. */
-unsigned long long stub_pinned_lo, stub_pinned_hi;
 /* The bytes the parameters of the last launch pointed at, one after the other, copied for the
  * sizes the test declared with stub_expect_params (nothing is copied before it does). */
 #define MAX_PARAMS 1024
@@ -169,7 +167,6 @@ void stub_reset(void)
     stub_retains = stub_releases = 0;
     memset(&stub_launch, 0, sizeof(stub_launch));
     memset(&stub_memcpy, 0, sizeof(stub_memcpy));
-    stub_pinned_lo = stub_pinned_hi = 0;
     n_allocs = 0;
     expect_n = 0;
     stub_params_len = 0;
@@ -189,7 +186,6 @@ int stub_depth(void) { return depth; }
 void stub_change_ctx_id(void) { primary.id = next_id++; }
 /* A primary context reset: gone until retained again. */
 void stub_destroy_ctx(void) { primary.id = 0; }
-void stub_set_pinned(unsigned long long lo, unsigned long long hi) { stub_pinned_lo = lo, stub_pinned_hi = hi; }
 int stub_count(const char *name)
 {
     int i = api_index(name);
@@ -541,19 +537,6 @@ int cuMemFreeAsync(unsigned long long ptr, void *stream)
     }
     stub_errors++;
     return ERR_INVALID_VALUE;
-}
-int cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr)
-{
-    ENTER(A_PointerGetAttribute);
-    if (attribute != 2 || data == NULL) { /* CU_POINTER_ATTRIBUTE_MEMORY_TYPE only */
-        stub_errors++;
-        return ERR_INVALID_VALUE;
-    }
-    if (ptr < stub_pinned_lo || ptr >= stub_pinned_hi) {
-        return ERR_INVALID_VALUE; /* memory CUDA does not know: what the driver says of it */
-    }
-    *(unsigned int *)data = 1; /* CU_MEMORYTYPE_HOST */
-    return OK;
 }
 int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n, void *stream)
 {
