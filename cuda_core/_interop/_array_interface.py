@@ -15,6 +15,7 @@ from typing import Any
 import numpy
 
 from .._compat import driver
+from .._handles._backend import NATIVE, backend
 from .._handles._contexts import CtxScope
 from .._handles._driver import driver_available
 from .._utils import BufferAttributeError, BufferValueError, check_cleanup, handle_return
@@ -29,6 +30,7 @@ Fields = tuple[int, tuple[int, ...], tuple[int, ...] | None, numpy.dtype[Any], i
 _KDLCPU = _dl.kDLCPU
 _KDLCUDA = _dl.kDLCUDA
 _typestr_dtypes: dict[str, numpy.dtype[Any]] = {}  # typestr -> dtype (bounded cache)
+_ctx_get_device = backend.ctx_get_device
 
 
 def read_cuda_array_interface(obj: Any, stream_ptr: int | None) -> Fields:
@@ -64,12 +66,19 @@ def read_array_interface(obj: Any) -> Fields:
     return _read_interface_dict(iface, _current_device(), False, _KDLCPU)
 
 
+_NOT_BOUND = -int(driver.CUresult.CUDA_ERROR_NOT_INITIALIZED)
+
+
 def _current_device() -> int:
     """The current context's device ordinal; -1 without one (or without a driver)."""
-    if not driver_available():
+    if NATIVE:  # asked in C; -status where there is no current context
+        dev = _ctx_get_device()
+        if dev >= 0 or dev != _NOT_BOUND:
+            return max(dev, -1)
+    if not driver_available():  # (native: a driver cuda_core has not bound yet)
         return -1
-    err, dev = driver.cuCtxGetDevice()
-    return int(dev) if err == driver.CUresult.CUDA_SUCCESS else -1
+    err, ordinal = driver.cuCtxGetDevice()
+    return int(ordinal) if err == driver.CUresult.CUDA_SUCCESS else -1
 
 
 def _typestr_dtype(typestr: str) -> numpy.dtype[Any]:
