@@ -210,21 +210,16 @@ def check_value(value: Any, timeline: bool, name: str = "value") -> int:
     return check_int(name, value, 0, _MAX_VALUE)
 
 
-def signal_params(values: Sequence[int]) -> list[Any]:
-    """One ``CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS`` per fence value."""
+def fence_params(values: Sequence[int], signal: bool) -> list[Any]:
+    """One ``CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS`` (or ``..._WAIT_PARAMS``) per fence value."""
+    cls = (
+        driver.CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS
+        if signal
+        else driver.CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS
+    )
     out = []
     for v in values:
-        p = driver.CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS()
-        p.params.fence.value = v
-        out.append(p)
-    return out
-
-
-def wait_params(values: Sequence[int]) -> list[Any]:
-    """One ``CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS`` per fence value."""
-    out = []
-    for v in values:
-        p = driver.CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS()
+        p = cls()
         p.params.fence.value = v
         out.append(p)
     return out
@@ -236,7 +231,7 @@ def signal(sems: Sequence[int], values: Sequence[int], stream: Any) -> None:
     handles = [driver.CUexternalSemaphore(a) for a in sems]
     handle_return(
         driver.cuSignalExternalSemaphoresAsync(
-            handles, signal_params(values), len(handles), stream
+            handles, fence_params(values, True), len(handles), stream
         ),
         "cuSignalExternalSemaphoresAsync",
     )
@@ -247,6 +242,8 @@ def wait(sems: Sequence[int], values: Sequence[int], stream: Any) -> None:
     one call, ordered on ``stream`` (a ``CUstream``)."""
     handles = [driver.CUexternalSemaphore(a) for a in sems]
     handle_return(
-        driver.cuWaitExternalSemaphoresAsync(handles, wait_params(values), len(handles), stream),
+        driver.cuWaitExternalSemaphoresAsync(
+            handles, fence_params(values, False), len(handles), stream
+        ),
         "cuWaitExternalSemaphoresAsync",
     )

@@ -11,7 +11,7 @@ Python objects go in.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from .. import _links
 from .._handles import _external as _ext
@@ -37,7 +37,46 @@ def device_of(device: Any, api: str) -> tuple[int, Any]:
     return dev._id, dev._require_ctx(api)
 
 
-class ExternalMemory:
+class Imported:
+    """What ExternalMemory and ExternalSemaphore share: the import's handle, its device and
+    context, ``close()`` (drops this object's reference; the handle layer destroys the import
+    once nothing holds it), ``with``, :attr:`is_closed`, :attr:`handle` and :attr:`device`."""
+
+    __slots__ = ("__weakref__", "_ctx", "_device_id", "_ref")
+
+    _ref: OwnedHandle | None
+    _ctx: Any
+    _device_id: int
+
+    def close(self) -> None:
+        """Drop this object's reference to the import; idempotent (see the class for when the
+        import is destroyed)."""
+        self._ref = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._ref is None
+
+    @property
+    def handle(self) -> int:
+        """The driver handle's address (``0`` once closed)."""
+        r = self._ref
+        return 0 if r is None or r.value is None else int(r.value)
+
+    @property
+    def device(self) -> Any:
+        """The :class:`~cuda_core.Device` it was imported into."""
+        return _links.Device(self._device_id)
+
+
+class ExternalMemory(Imported):
     """Memory exported by another API, imported into CUDA (``CUexternalMemory``).
 
     Made by :meth:`from_fd`; not constructed directly. Map parts of it with :meth:`map_buffer`
@@ -59,11 +98,8 @@ class ExternalMemory:
     ...         launch(s, config, kernel, buf, n)
     """
 
-    __slots__ = ("__weakref__", "_ctx", "_device_id", "_handle_type", "_ref", "_size")
+    __slots__ = ("_handle_type", "_size")
 
-    _ref: OwnedHandle | None
-    _ctx: Any
-    _device_id: int
     _size: int
     _handle_type: str
 
@@ -229,32 +265,7 @@ class ExternalMemory:
         arr._num_levels = o.num_levels
         return arr
 
-    # -- lifetime and facts -------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Drop this object's reference to the import; idempotent.
-
-        ``cuDestroyExternalMemory`` runs now when no buffer or array mapped from it is open,
-        else when the last of them is closed or collected.
-        """
-        self._ref = None
-
-    def __enter__(self) -> ExternalMemory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def is_closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._ref is None
-
-    @property
-    def handle(self) -> int:
-        """The ``CUexternalMemory`` address (``0`` once closed)."""
-        r = self._ref
-        return 0 if r is None or r.value is None else int(r.value)
+    # -- facts --------------------------------------------------------------------------------
 
     @property
     def size(self) -> int:
@@ -265,11 +276,6 @@ class ExternalMemory:
     def handle_type(self) -> str:
         """``"opaque_fd"`` or ``"dmabuf_fd"``."""
         return self._handle_type
-
-    @property
-    def device(self) -> Any:
-        """The :class:`~cuda_core.Device` the memory was imported into."""
-        return _links.Device(self._device_id)
 
     def __repr__(self) -> str:
         state = "closed" if self.is_closed else f"handle=0x{self.handle:x}"

@@ -20,12 +20,12 @@ from .. import _links
 from .._handles import _external as _ext
 from .._handles._owned import OwnedHandle
 from .._utils import arg_error
-from ._external_memory import device_of
+from ._external_memory import Imported, device_of
 
 __all__ = ["ExternalSemaphore", "signal_external_semaphores", "wait_external_semaphores"]
 
 
-class ExternalSemaphore:
+class ExternalSemaphore(Imported):
     """A semaphore exported by another API, imported into CUDA (``CUexternalSemaphore``).
 
     Made by :meth:`from_fd`; not constructed directly. A *binary* semaphore (Vulkan's
@@ -46,11 +46,8 @@ class ExternalSemaphore:
     >>> sem.signal(2 * k + 1, stream=s)    # Vulkan may go on
     """
 
-    __slots__ = ("__weakref__", "_ctx", "_device_id", "_kind", "_ref")
+    __slots__ = ("_kind",)
 
-    _ref: OwnedHandle | None
-    _ctx: Any
-    _device_id: int
     _kind: str
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -144,23 +141,7 @@ class ExternalSemaphore:
         """
         wait_external_semaphores([self], None if value is None else [value], stream=stream)
 
-    # -- lifetime and facts -------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Drop this object's reference to the import; idempotent. It is destroyed now, unless
-        a graph made with it still holds it (then with the last such graph)."""
-        self._ref = None
-
-    def __enter__(self) -> ExternalSemaphore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def is_closed(self) -> bool:
-        """Whether :meth:`close` was called."""
-        return self._ref is None
+    # -- facts --------------------------------------------------------------------------------
 
     @property
     def is_timeline(self) -> bool:
@@ -171,17 +152,6 @@ class ExternalSemaphore:
     def kind(self) -> str:
         """``"binary"`` or ``"timeline"``."""
         return self._kind
-
-    @property
-    def handle(self) -> int:
-        """The ``CUexternalSemaphore`` address (``0`` once closed)."""
-        r = self._ref
-        return 0 if r is None or r.value is None else int(r.value)
-
-    @property
-    def device(self) -> Any:
-        """The :class:`~cuda_core.Device` the semaphore was imported into."""
-        return _links.Device(self._device_id)
 
     def __repr__(self) -> str:
         state = "closed" if self.is_closed else f"handle=0x{self.handle:x}"

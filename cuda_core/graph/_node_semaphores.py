@@ -26,14 +26,14 @@ def _add(node: Any, semaphores: Any, values: Any, signal: bool) -> Any:
     handles = [driver.CUexternalSemaphore(int(r.value)) for r in refs]
     if signal:
         p: Any = driver.CUDA_EXT_SEM_SIGNAL_NODE_PARAMS()
-        p.paramsArray = _ext.signal_params(vals)
+        p.paramsArray = _ext.fence_params(vals, True)
         fn, api = (
             driver.cuGraphAddExternalSemaphoresSignalNode,
             "cuGraphAddExternalSemaphoresSignalNode",
         )
     else:
         p = driver.CUDA_EXT_SEM_WAIT_NODE_PARAMS()
-        p.paramsArray = _ext.wait_params(vals)
+        p.paramsArray = _ext.fence_params(vals, False)
         fn, api = (
             driver.cuGraphAddExternalSemaphoresWaitNode,
             "cuGraphAddExternalSemaphoresWaitNode",
