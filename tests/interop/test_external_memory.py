@@ -136,7 +136,7 @@ def test_map_buffer_reads_and_writes_the_shared_memory(dev, exported):
     part.copy_to(got, stream=s)
     s.sync()
     assert np.array_equal(got, data[1024:3072])
-    part.fill(0xDEADBEEF, stream=s)
+    part.fill(np.uint32(0xDEADBEEF), stream=s)
     back = np.empty_like(data)
     whole.copy_to(back, stream=s)
     s.sync()
