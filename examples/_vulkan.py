@@ -403,11 +403,15 @@ class Vulkan:
 
     # -- semaphores -----------------------------------------------------------------------------
 
-    def timeline_semaphore(self, initial: int = 0, *, exportable: bool = True) -> int:
-        """A timeline semaphore at ``initial``, exportable as an opaque fd (or not)."""
+    def timeline_semaphore(
+        self, initial: int = 0, *, exportable: bool = True, binary: bool = False
+    ) -> int:
+        """A timeline semaphore at ``initial`` (``binary``: a binary semaphore instead),
+        exportable as an opaque fd (or not)."""
         export = HandleTypesInfo(_EXPORT_SEMAPHORE_INFO, None, OPAQUE_FD)
+        next_ = _ref(export) if exportable else None
         kind = SemaphoreTypeInfo(
-            _SEMAPHORE_TYPE_INFO, _ref(export) if exportable else None, 1, initial
+            _SEMAPHORE_TYPE_INFO, next_, int(not binary), 0 if binary else initial
         )
         info = SemaphoreInfo(_SEMAPHORE_INFO, _ref(kind), 0)
         sem = _Object()
