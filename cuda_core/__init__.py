@@ -67,6 +67,10 @@ from ._host_callbacks import host_launch as host_launch
 from ._host_callbacks import pack_host_copy_args as pack_host_copy_args
 from ._interop import _graphics as _graphics
 from ._interop import _memoryview as _memoryview
+from ._interop._external_memory import ExternalMemory as ExternalMemory
+from ._interop._external_semaphore import ExternalSemaphore as ExternalSemaphore
+from ._interop._external_semaphore import signal_external_semaphores as signal_external_semaphores
+from ._interop._external_semaphore import wait_external_semaphores as wait_external_semaphores
 from ._interop._graphics import GraphicsResource as GraphicsResource
 from ._interop._memoryview import StridedMemoryView as StridedMemoryView
 from ._kernel import Kernel as Kernel
@@ -128,6 +132,8 @@ __all__ = [
     "DeviceResources",
     "Event",
     "EventOptions",
+    "ExternalMemory",
+    "ExternalSemaphore",
     "Graph",
     "GraphBuilder",
     "GraphCompleteOptions",
@@ -180,6 +186,8 @@ __all__ = [
     "launch",
     "pack_host_copy_args",
     "show_config",
+    "signal_external_semaphores",
+    "wait_external_semaphores",
 ]
 
 # Pickles made before the wings became subpackages name these module paths (options dataclasses,

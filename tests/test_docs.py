@@ -333,6 +333,8 @@ def test_index_toctree_lists_the_pages():
         "compiling",
         "launching",
         "interop",
+        "external_memory",
+        "external_semaphores",
         "graphs",
         "nccl",
         "profiling",

@@ -3,8 +3,9 @@
 A cold kind is made and destroyed off the hot paths: a loaded library, an NVRTC or NVVM
 program, an nvJitLink (or driver) link state, a graph, an executable graph, a graph node's
 user object, a CUDA array or mipmapped array, a texture or surface object, a memory pool, a
-graphics resource. (An owned context has a handle of its own: ``_owned_context``.) Each such object is owned by one
-:class:`OwnedHandle`, which
+graphics resource, an import of external memory, an external semaphore
+(``_external``). (An owned context has a handle of its own: ``_owned_context``.) Each such
+object is owned by one :class:`OwnedHandle`, which
 
 * destroys it exactly once: at :meth:`~OwnedHandle.release`, or when the handle is collected
   (a ``weakref.finalize`` that references only the raw value and the destroy function, never
@@ -47,6 +48,8 @@ KINDS = {
     "memory pool": "cuMemPoolDestroy",  # pool resources (peer access revoked first)
     "ipc file descriptor": "close",  # os.close (IPCAllocationHandle: a pool's shareable handle)
     "graphics resource": "cuGraphicsUnregisterResource",  # GraphicsResource
+    "external memory": "cuDestroyExternalMemory",  # ExternalMemory (after its mappings)
+    "external semaphore": "cuDestroyExternalSemaphore",  # ExternalSemaphore
     "nvjitlink handle": "nvJitLinkDestroy",  # Linker.link
     "driver link state": "cuLinkDestroy",  # Linker.link where nvJitLink is missing
     "nvvm program": "nvvmDestroyProgram",  # Program.compile of NVVM IR

@@ -29,6 +29,8 @@ from ._node_kinds import ConditionalNode as ConditionalNode
 from ._node_kinds import EmptyNode as EmptyNode
 from ._node_kinds import EventRecordNode as EventRecordNode
 from ._node_kinds import EventWaitNode as EventWaitNode
+from ._node_kinds import ExternalSemaphoresSignalNode as ExternalSemaphoresSignalNode
+from ._node_kinds import ExternalSemaphoresWaitNode as ExternalSemaphoresWaitNode
 from ._node_kinds import FreeNode as FreeNode
 from ._node_kinds import HostCallbackNode as HostCallbackNode
 from ._node_kinds import IfElseNode as IfElseNode
@@ -56,6 +58,8 @@ __all__ = [
     "ExecutableKernelNode",
     "ExecutableMemcpyNode",
     "ExecutableMemsetNode",
+    "ExternalSemaphoresSignalNode",
+    "ExternalSemaphoresWaitNode",
     "FreeNode",
     "Graph",
     "GraphBuilder",

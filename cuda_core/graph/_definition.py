@@ -214,6 +214,16 @@ class GraphDefinition:
         """Add a host callback node with no dependencies; see :meth:`GraphNode.callback`."""
         return self._entry.callback(fn, user_data=user_data)
 
+    def signal_external_semaphores(self, semaphores: Any, values: Any = None) -> Any:
+        """Add an external semaphore signal node with no dependencies; see
+        :meth:`GraphNode.signal_external_semaphores`."""
+        return self._entry.signal_external_semaphores(semaphores, values)
+
+    def wait_external_semaphores(self, semaphores: Any, values: Any = None) -> Any:
+        """Add an external semaphore wait node with no dependencies; see
+        :meth:`GraphNode.wait_external_semaphores`."""
+        return self._entry.wait_external_semaphores(semaphores, values)
+
     def create_condition(self, default_value: int | None = None) -> GraphCondition:
         """Create a condition for this graph's conditional nodes.
 

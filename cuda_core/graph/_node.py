@@ -22,6 +22,7 @@ from .._compat import MANAGED_ALLOCATION, driver, require_cuda13
 from .._utils import arg_error, check_int, handle_return
 from .._utils._renamed import renamed_method
 from . import _node_control as _control
+from . import _node_semaphores as _semaphores
 from ._driver import current_context
 from ._params import (
     check_event,
@@ -529,6 +530,10 @@ class GraphNode:
     if_else = _control.if_else
     while_loop = _control.while_loop
     switch = _control.switch
+
+    # External semaphores (cuda_core.graph._node_semaphores): signal and wait nodes.
+    signal_external_semaphores = _semaphores.signal_external_semaphores
+    wait_external_semaphores = _semaphores.wait_external_semaphores
 
 
 KINDS["node"] = GraphNode

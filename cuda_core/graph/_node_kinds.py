@@ -521,8 +521,36 @@ class SwitchNode(ConditionalNode):
     __slots__ = ()
 
 
+class _SemaphoresNode(GraphNode):
+    __slots__ = ()
+
+    @property
+    def semaphores(self) -> tuple[Any, ...]:
+        """The :class:`~cuda_core.ExternalSemaphore` objects, as given to the builder."""
+        return _meta(self).get("semaphores", ())  # type: ignore[no-any-return]
+
+    @property
+    def values(self) -> tuple[int, ...]:
+        """The fence value of each semaphore (``0`` for a binary one)."""
+        return _meta(self).get("values", ())  # type: ignore[no-any-return]
+
+
+class ExternalSemaphoresSignalNode(_SemaphoresNode):
+    """A node that signals external semaphores (:meth:`GraphNode.signal_external_semaphores`)."""
+
+    __slots__ = ()
+
+
+class ExternalSemaphoresWaitNode(_SemaphoresNode):
+    """A node that waits for external semaphores (:meth:`GraphNode.wait_external_semaphores`)."""
+
+    __slots__ = ()
+
+
 KINDS.update(
     {
+        _T.CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL: ExternalSemaphoresSignalNode,
+        _T.CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT: ExternalSemaphoresWaitNode,
         _T.CU_GRAPH_NODE_TYPE_EMPTY: EmptyNode,
         _T.CU_GRAPH_NODE_TYPE_KERNEL: KernelNode,
         _T.CU_GRAPH_NODE_TYPE_MEM_ALLOC: AllocNode,

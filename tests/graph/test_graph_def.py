@@ -70,6 +70,8 @@ EXPECTED_NAMES = {
     "ExecutableGraphNode",
     "ExecutableHostCallbackNode",
     "ExecutableKernelNode",
+    "ExternalSemaphoresSignalNode",  # an extension of cuda_core (external semaphores)
+    "ExternalSemaphoresWaitNode",
     "ExecutableMemcpyNode",
     "ExecutableMemsetNode",
     "FreeNode",
