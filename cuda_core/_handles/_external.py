@@ -64,6 +64,36 @@ def check_fd(fd: Any) -> int:
     return n
 
 
+def _import_taking(fd: int, call: Any, ctx: Any, desc: Any) -> tuple[int, Any]:
+    """``call(desc)`` with ``ctx`` current, ``desc.handle.fd`` a duplicate of ``fd``: the
+    driver's ``(status, handle)``. On success the import owns the duplicate and ``fd`` is closed
+    (consumed, as CUDA consumes the descriptor it imports); on failure ``fd`` is untouched. The
+    driver may close a descriptor it refuses (driver 580 does, for a pipe): with a duplicate,
+    the caller's stays open either way, and the duplicate is closed only while it still names
+    the caller's file (the driver may have closed it, and its number been reused)."""
+    dup = os.dup(fd)
+    desc.handle.fd = dup
+    try:
+        err, handle = in_context(ctx, call, desc)
+    except BaseException:
+        _close_if_same_file(dup, fd)
+        raise
+    if err:
+        _close_if_same_file(dup, fd)
+        return err, None
+    os.close(fd)
+    return 0, handle
+
+
+def _close_if_same_file(dup: int, fd: int) -> None:
+    try:
+        a, b = os.fstat(dup), os.fstat(fd)
+    except OSError:  # the driver closed the duplicate
+        return
+    if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino):
+        os.close(dup)
+
+
 def _import_failed(status: int, api: str, fd: int, what: str) -> Exception:
     return make_error(
         status,
@@ -99,13 +129,13 @@ class _Destroy:
 
 def import_memory(ctx: Any, fd: int, size: int, handle_type: Any, dedicated: bool) -> OwnedHandle:
     """``cuImportExternalMemory`` of ``size`` bytes from ``fd`` with ``ctx`` current: the
-    import's handle. On failure, the error funnel's exception; ``fd`` is not taken."""
+    import's handle, ``fd`` consumed. On failure, the error funnel's exception; ``fd`` is not
+    taken."""
     desc = driver.CUDA_EXTERNAL_MEMORY_HANDLE_DESC()
     desc.type = handle_type
-    desc.handle.fd = fd
     desc.size = size
     desc.flags = _DEDICATED if dedicated else 0
-    err, ext = in_context(ctx, driver.cuImportExternalMemory, desc)
+    err, ext = _import_taking(fd, driver.cuImportExternalMemory, ctx, desc)
     if err:
         raise _import_failed(err, "cuImportExternalMemory", fd, f"{size} bytes of memory")
     destroy = _Destroy(_destroy_memory, ctx)
@@ -183,9 +213,8 @@ def import_semaphore(ctx: Any, fd: int, kind: str) -> OwnedHandle:
     ``fd`` with ``ctx`` current. On failure, the error funnel's exception; ``fd`` is not taken."""
     desc = driver.CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC()
     desc.type = SEMAPHORE_KINDS[kind]
-    desc.handle.fd = fd
     desc.flags = 0
-    err, sem = in_context(ctx, driver.cuImportExternalSemaphore, desc)
+    err, sem = _import_taking(fd, driver.cuImportExternalSemaphore, ctx, desc)
     if err:
         raise _import_failed(err, "cuImportExternalSemaphore", fd, f"a {kind} semaphore")
     destroy = _Destroy(_destroy_semaphore, ctx)

@@ -120,9 +120,11 @@ class ExternalMemory(Imported):
     ) -> ExternalMemory:
         """Import ``size`` bytes of memory exported as the file descriptor ``fd``.
 
-        On success the CUDA driver owns ``fd``: it is closed when the import is destroyed,
-        and the caller must neither use nor close it (``os.dup`` it first to keep a copy). On
-        failure nothing was taken: ``fd`` is still the caller's to close.
+        On success ``fd`` is consumed, as CUDA consumes an imported descriptor: it is closed
+        (the import keeps a duplicate until it is destroyed), and the caller must neither use
+        nor close it (``os.dup`` it first to keep a copy). On failure nothing was taken:
+        ``fd`` is still open and the caller's to close, even where the driver closes a
+        descriptor it refuses (the driver is handed a duplicate).
 
         Parameters
         ----------

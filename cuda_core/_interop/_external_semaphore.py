@@ -59,8 +59,9 @@ class ExternalSemaphore(Imported):
     def from_fd(cls, fd: int, *, kind: str = "binary", device: Any = None) -> ExternalSemaphore:
         """Import the semaphore exported as the file descriptor ``fd``.
 
-        On success the CUDA driver owns ``fd`` (closed when the import is destroyed; do not
-        use or close it); on failure nothing was taken and ``fd`` is still the caller's.
+        On success ``fd`` is consumed (closed; the import keeps a duplicate until it is
+        destroyed): do not use or close it. On failure nothing was taken and ``fd`` is still
+        open and the caller's (the driver is handed a duplicate).
 
         Parameters
         ----------

@@ -125,6 +125,8 @@ def test_map_buffer_reads_and_writes_the_shared_memory(dev, exported):
     fd, size = exported
     s = dev.create_stream()
     mem = _import(fd, size)
+    with pytest.raises(OSError):  # consumed: the import keeps a duplicate of its own
+        os.fstat(fd)
     assert mem.size == size and mem.handle and not mem.is_closed and mem.handle_type == "opaque_fd"
     assert mem.device == dev and "ExternalMemory" in repr(mem)
     whole = mem.map_buffer()
