@@ -17,6 +17,7 @@ import numpy
 from .._interop._dlpack import kDLCUDA, kDLCUDAManaged
 from .._interop._memoryview import StridedMemoryView
 from .._memory import Buffer
+from .._stream import as_stream
 from .._utils import arg_error
 
 __all__: list[str] = []  # private module
@@ -39,6 +40,8 @@ UINT8 = 1
 _Buffer = Buffer
 _View = StridedMemoryView
 _from_any = StridedMemoryView.from_any_interface
+_DTYPE_NAMES = {0: "int8", 1: "uint8", 2: "int32", 3: "uint32", 4: "int64", 5: "uint64", 6: "float16",
+                7: "float32", 8: "float64", 9: "bfloat16", 10: "float8_e4m3fn", 11: "float8_e5m2"}  # fmt: skip
 _DEVICE_TYPES = (kDLCUDA, kDLCUDAManaged)
 
 
@@ -174,3 +177,30 @@ def resolve(
     if dest and obj.readonly:
         raise arg_error(name, "writable (NCCL writes the result into it)", obj)
     return obj.ptr, obj.size, code
+
+
+def closed() -> RuntimeError:
+    return RuntimeError("Communicator has been closed; it cannot be used after close() or abort()")
+
+
+def stream_ptr(stream: Any, device_id: int) -> int:
+    st = as_stream(stream)
+    h = st._h
+    if h.is_released:
+        raise RuntimeError("Stream has been closed; it cannot be used after close()")
+    ordinal = st._device_id
+    if ordinal >= 0 and ordinal != device_id:
+        raise arg_error("stream", f"a stream of device {device_id}, the communicator's device", st,
+                        hint=f"it belongs to device {ordinal}")  # fmt: skip
+    return h.address  # type: ignore[no-any-return]
+
+
+def same_type(name: str, want: int, got: int) -> None:
+    if got != want:
+        raise arg_error(name, f"of the same data type as sendbuf ({_DTYPE_NAMES.get(want, want)})",
+                        _DTYPE_NAMES.get(got, got), hint="pass dtype= for Buffers")  # fmt: skip
+
+
+def at_least(name: str, have: int, need: int, why: str) -> None:
+    if have < need:
+        raise arg_error(name, f"at least {need} elements long ({why})", f"{have} elements")
