@@ -34,6 +34,8 @@ _DTYPE_RULE = (
 )
 _codes: dict[Any, tuple[int, int]] = {}  # dtype (or what named it) -> (code, item size), as seen
 
+ITEMSIZE = {0: 1, 1: 1, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 10: 1, 11: 1}  # by code
+
 # ncclRedOp_t
 OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
 UINT8 = 1
@@ -183,7 +185,8 @@ def closed() -> RuntimeError:
     return RuntimeError("Communicator has been closed; it cannot be used after close() or abort()")
 
 
-def stream_ptr(stream: Any, device_id: int) -> int:
+def stream_of(stream: Any, device_id: int) -> tuple[Any, int]:
+    """``(Stream, address)`` of a collective's ``stream``, checked: open, of ``device_id``."""
     st = as_stream(stream)
     h = st._h
     if h.is_released:
@@ -192,7 +195,7 @@ def stream_ptr(stream: Any, device_id: int) -> int:
     if ordinal >= 0 and ordinal != device_id:
         raise arg_error("stream", f"a stream of device {device_id}, the communicator's device", st,
                         hint=f"it belongs to device {ordinal}")  # fmt: skip
-    return h.address  # type: ignore[no-any-return]
+    return st, h.address
 
 
 def same_type(name: str, want: int, got: int) -> None:
@@ -204,3 +207,41 @@ def same_type(name: str, want: int, got: int) -> None:
 def at_least(name: str, have: int, need: int, why: str) -> None:
     if have < need:
         raise arg_error(name, f"at least {need} elements long ({why})", f"{have} elements")
+
+
+def rank_arg(name: str, value: Any, nranks: int, rank: int = -1, grouped: bool = True) -> int:
+    """A ``root`` or ``peer`` argument: an int rank in ``0..nranks-1``; for a peer (``rank``
+    given), this rank itself only inside a group (NCCL pairs a send to oneself with its recv
+    there)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise arg_error(name, "an int rank", value, exc=TypeError)
+    if not 0 <= value < nranks:
+        raise arg_error(name, f"a rank in 0..{nranks - 1}", value)
+    if value == rank and not grouped:
+        raise arg_error(name, f"another rank than this one ({rank}) outside nccl.group()", value,
+                        hint="a rank sends to itself only inside a group, with the matching recv")  # fmt: skip
+    return value
+
+
+def equal_blocks(count: int, nranks: int) -> int:
+    """The block length of an all-to-all over ``count`` elements: ``count`` must divide evenly."""
+    if count % nranks:
+        raise arg_error("sendbuf", f"{nranks} equal blocks, one per rank (a length that is a "
+                        f"multiple of nranks, {nranks})", f"{count} elements")  # fmt: skip
+    return count // nranks
+
+
+def excluded_ranks(value: Any, rank: int, nranks: int) -> list[int]:
+    """``exclude_ranks`` of a shrink: distinct int ranks, not this one, not all the others."""
+    try:
+        ranks = list(value)
+    except TypeError:
+        raise arg_error("exclude_ranks", "a sequence of int ranks", value, exc=TypeError) from None
+    for r in ranks:
+        rank_arg("exclude_ranks", r, nranks)
+    if len(set(ranks)) != len(ranks):
+        raise arg_error("exclude_ranks", "distinct ranks", value)
+    if rank in ranks:
+        raise arg_error("exclude_ranks", f"ranks other than this one ({rank})", value,
+                        hint="an excluded rank does not call shrink()")  # fmt: skip
+    return ranks

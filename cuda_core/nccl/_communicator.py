@@ -18,21 +18,45 @@ from .._errors import warn_release_failure
 from .._utils import arg_error
 from . import _args
 from ._collectives import Collectives
-from ._errors import nccl_error
+from ._errors import NCCLError, nccl_error, status_error
+from ._group import open_calls
 from ._loader import load
+from ._timeout import check_timeout, get_default_timeout
+from ._watchdog import Watchdog
 
 __all__ = ["Communicator"]
 
 _UNIQUE_ID_BYTES = 128  # NCCL_UNIQUE_ID_BYTES
 
 
-def _abort_quietly(n4p: Any) -> None:
+def _abort_quietly(n4p: Any, w: Watchdog | None = None) -> None:
     # The safety net for a communicator that was never closed: abort is local (it does not wait
-    # for the other ranks, as destroy would), and a finalizer never raises.
+    # for the other ranks, as destroy would), and a finalizer never raises. The watchdog thread
+    # is joined first: nothing is left running.
     try:
-        n4p.abort()
+        if w is None:
+            n4p.abort()
+        else:
+            w.stop()
+            w.abort()
     except Exception as exc:  # a CUDAWarning (silent at interpreter exit)
         warn_release_failure("an NCCL communicator", id(n4p), exc, "ncclCommAbort")
+
+
+def _watchdog(n4p: Any, b: Any, timeout: float, rank: int, nranks: int, device_id: int) -> Watchdog:
+    """The watchdog of nccl4py communicator ``n4p``: NCCL's calls as callables (no reference to
+    the cuda_core Communicator, which stays collectable)."""
+    comm = b.Comm(n4p.ptr)
+    where = f"rank {rank} of {nranks} ranks (device {device_id})"
+    return Watchdog(
+        timeout,
+        rank,
+        nranks,
+        device_id,
+        lambda: int(b.comm_get_async_error(comm)),
+        n4p.abort,
+        lambda api, code: status_error(api, code, b, comm, where),
+    )
 
 
 def _unique_id(core: Any, unique_id: Any) -> Any:
@@ -89,6 +113,8 @@ class Communicator(Collectives):
         "_n4p",
         "_nranks",
         "_rank",
+        "_scratch",
+        "_w",
     )
 
     _b: Any  # nccl.bindings.nccl
@@ -106,7 +132,9 @@ class Communicator(Collectives):
         )
 
     @classmethod
-    def _adopt(cls, n4p: Any, bindings: Any) -> Communicator:
+    def _adopt(
+        cls, n4p: Any, bindings: Any, timeout: float, w: Watchdog | None = None
+    ) -> Communicator:
         self = object.__new__(cls)
         comm = bindings.Comm(n4p.ptr)
         try:
@@ -114,22 +142,51 @@ class Communicator(Collectives):
             self._nranks = int(bindings.comm_count(comm))
             self._device_id = int(bindings.comm_cu_device(comm))
         except bindings.NCCLError as exc:
-            _abort_quietly(n4p)
+            _abort_quietly(n4p, w)
             raise nccl_error("ncclCommUserRank", exc, bindings, comm) from None
+        if w is None:
+            w = _watchdog(n4p, bindings, timeout, self._rank, self._nranks, self._device_id)
         self._b = bindings
         self._comm = comm
         self._n4p = n4p
-        self._finalizer = weakref.finalize(self, _abort_quietly, n4p)
+        self._w = w
+        self._scratch = None
+        self._finalizer = weakref.finalize(self, _abort_quietly, n4p, w)
         return self
 
     @classmethod
+    def _start(cls, core: Any, b: Any, api: str, make: Any, timeout: float, rank: int,
+               nranks: int, device_id: int) -> Communicator:  # fmt: skip
+        """Make a non-blocking communicator with ``make(config)`` and wait, sleeping, until NCCL
+        finished making it (or abort it after ``timeout`` and raise)."""
+        try:
+            n4p = make(core.NCCLConfig(blocking=False))
+        except b.NCCLError as exc:
+            raise nccl_error(api, exc, b) from None
+        w = _watchdog(n4p, b, timeout, rank, nranks, device_id)
+        try:
+            w.settle(api)
+        except BaseException:
+            w.abort()  # a KeyboardInterrupt too: nothing half-made is left behind
+            raise
+        return cls._adopt(n4p, b, timeout, w)
+
+    @classmethod
     def init(
-        cls, nranks: int, rank: int, unique_id: Any, *, device: Device | int | None = None
+        cls,
+        nranks: int,
+        rank: int,
+        unique_id: Any,
+        *,
+        device: Device | int | None = None,
+        timeout: float | None = None,
     ) -> Communicator:
         """Join the group of ``nranks`` ranks identified by ``unique_id`` as ``rank``.
 
         Every rank calls this with the same ``nranks`` and ``unique_id``; the call returns once
-        all of them have joined (NCCL waits for them, without a time limit).
+        all of them have joined. The communicator is non-blocking (NCCL's ``blocking=0``): this
+        call waits, sleeping, for at most ``timeout`` seconds; when a rank never joins, it
+        aborts the communicator and raises :class:`NCCLTimeoutError`.
 
         Parameters
         ----------
@@ -143,6 +200,12 @@ class Communicator(Collectives):
         device : cuda_core.Device or int, optional
             This rank's GPU; its context must exist (``Device.set_current()``). ``None``: the
             current device (``Device()``).
+        timeout : float, optional
+            Seconds this communicator waits for NCCL before it aborts and raises
+            :class:`NCCLTimeoutError`: for ``init`` itself, for each collective (counted from
+            when it becomes the oldest unfinished one), for ``finalize`` and ``close``.
+            ``None``: :func:`get_default_timeout` (600 s unless changed by
+            :func:`set_default_timeout` or ``CUDA_CORE_NCCL_TIMEOUT``); ``math.inf``: never.
 
         Returns
         -------
@@ -154,23 +217,27 @@ class Communicator(Collectives):
             nccl4py or the NCCL library is missing.
         NCCLError
             NCCL refused (a bad unique id, a rank joined twice, ...).
+        NCCLTimeoutError
+            Not every rank joined within ``timeout``.
         CUDAError
             The device has no context yet (call ``Device.set_current()``).
         """
         _args.check_rank(rank, nranks, "nranks")
+        limit = get_default_timeout() if timeout is None else check_timeout(timeout)
         core, bindings = load()
         uid = _unique_id(core, unique_id)
         dev = Device(device)
         with dev._scope():  # NCCL binds the communicator to the current device
-            try:
-                n4p = core.Communicator.init(nranks, rank, uid)
-            except bindings.NCCLError as exc:
-                raise nccl_error("ncclCommInitRank", exc, bindings) from None
-        return cls._adopt(n4p, bindings)
+            return cls._start(core, bindings, "ncclCommInitRank",
+                              lambda config: core.Communicator.init(nranks, rank, uid, config),
+                              limit, rank, nranks, dev._id)  # fmt: skip
 
     @classmethod
-    def init_all(cls, devices: Any = None) -> list[Communicator]:
+    def init_all(cls, devices: Any = None, *, timeout: float | None = None) -> list[Communicator]:
         """One communicator per GPU of this process, forming one group (``ncclCommInitAll``).
+
+        These communicators are blocking (``ncclCommInitAll`` takes no configuration); their
+        watchdogs still abort them after ``timeout`` (see :meth:`init`).
 
         Collectives over them must be issued inside one :func:`group` so that NCCL runs them
         together (one thread drives every GPU); so must :meth:`finalize`, before each is closed::
@@ -185,6 +252,8 @@ class Communicator(Collectives):
         ----------
         devices : sequence of cuda_core.Device or int, optional
             The GPUs, rank ``i`` on ``devices[i]``; ``None``: every visible GPU.
+        timeout : float, optional
+            As for :meth:`init`.
 
         Returns
         -------
@@ -199,6 +268,7 @@ class Communicator(Collectives):
         ValueError
             ``devices`` is empty or names a device twice.
         """
+        limit = get_default_timeout() if timeout is None else check_timeout(timeout)
         core, bindings = load()
         if devices is None:
             ids = list(range(system.get_num_devices()))
@@ -210,7 +280,7 @@ class Communicator(Collectives):
             comms = core.Communicator.init_all(ids)
         except bindings.NCCLError as exc:
             raise nccl_error("ncclCommInitAll", exc, bindings) from None
-        return [cls._adopt(c, bindings) for c in comms]
+        return [cls._adopt(c, bindings, limit) for c in comms]
 
     # -- facts ----------------------------------------------------------------------------------
 
@@ -234,6 +304,11 @@ class Communicator(Collectives):
         """The address of the NCCL communicator (``ncclComm_t``); ``0`` once closed."""
         n4p = self._n4p
         return 0 if n4p is None else int(n4p.ptr)
+
+    @property
+    def timeout(self) -> float:
+        """Seconds this communicator waits for NCCL before it aborts (``math.inf``: never)."""
+        return self._w.timeout  # type: ignore[no-any-return]
 
     @property
     def is_closed(self) -> bool:
@@ -266,60 +341,155 @@ class Communicator(Collectives):
 
     # -- lifetime -------------------------------------------------------------------------------
 
-    def finalize(self) -> None:
-        """Finish the communicator's pending work and release its network resources
-        (``ncclCommFinalize``); :meth:`close` then only frees memory.
+    def shrink(self, exclude_ranks: Any, *, timeout: float | None = None) -> Communicator:
+        """A new communicator of the ranks not in ``exclude_ranks``, renumbered from 0
+        (``ncclCommShrink``, NCCL 2.27 and later).
 
-        Every rank calls it. When one thread drives several communicators (:meth:`init_all`),
-        finalise them inside one :func:`group`, then close each.
+        Every rank that stays calls it with the same ``exclude_ranks``; the excluded ranks do
+        not. This communicator stays as it was (close it after). For a communicator still
+        working: after a timeout or an NCCL error the communicator is aborted and cannot be
+        shrunk; build a new one from a new unique id then.
+
+        Parameters
+        ----------
+        exclude_ranks : sequence of int
+            The ranks left out, distinct, not this rank.
+        timeout : float, optional
+            The new communicator's timeout; ``None``: this one's.
+
+        Returns
+        -------
+        Communicator
 
         Raises
         ------
+        TypeError, ValueError
+            A bad ``exclude_ranks``.
         NCCLError
-            NCCL reported an error.
+            NCCL refused, or the installed NCCL has no ``ncclCommShrink`` (the message says
+            which version is installed); :class:`NCCLTimeoutError` after the timeout.
         RuntimeError
             The communicator is closed.
         """
         n4p = self._n4p
         if n4p is None:
             raise _args.closed()
-        b = self._b
-        try:
-            n4p.finalize()
-        except b.NCCLError as exc:
-            raise nccl_error("ncclCommFinalize", exc, b, self._comm) from None
+        w = self._w
+        w.check()
+        limit = w.timeout if timeout is None else check_timeout(timeout)
+        ranks = _args.excluded_ranks(exclude_ranks, self._rank, self._nranks)
+        core, b = load()
+        new_rank = self._rank - sum(1 for r in ranks if r < self._rank)
 
-    def close(self) -> None:
-        """Destroy the communicator (``ncclCommDestroy``, after flushing its work); idempotent.
+        def make(config: Any) -> Any:
+            with w.lock:
+                try:
+                    return n4p.shrink(ranks, config)
+                except b.NCCLError:
+                    raise
+                except Exception as exc:  # no ncclCommShrink in this library
+                    from ._loader import library_info
 
-        Every rank calls it: NCCL finalises the group together, so a rank closing alone waits
-        for the others. Use :meth:`abort` when the other ranks may be gone.
+                    raise NCCLError("ncclCommShrink", "ncclInvalidUsage",
+                                    f"the installed NCCL ({library_info()['version']}) has no "
+                                    "ncclCommShrink (NCCL 2.27 and later): build a new "
+                                    f"communicator from a new unique id ({exc})") from None  # fmt: skip
+
+        with Device(self._device_id)._scope():
+            return self._start(core, b, "ncclCommShrink", make, limit, new_rank,
+                               self._nranks - len(ranks), self._device_id)  # fmt: skip
+
+    def finalize(self) -> None:
+        """Finish the communicator's pending work and release its network resources
+        (``ncclCommFinalize``); :meth:`close` then only frees memory.
+
+        Every rank calls it. Waits (sleeping) at most the communicator's timeout, then aborts
+        the communicator and raises. When one thread drives several communicators
+        (:meth:`init_all`), finalise them inside one :func:`group`, then close each.
 
         Raises
         ------
         NCCLError
-            NCCL reported an error while destroying (the communicator is released anyway).
+            NCCL reported an error; :class:`NCCLTimeoutError` after the timeout.
+        RuntimeError
+            The communicator is closed.
+        """
+        n4p = self._n4p
+        if n4p is None:
+            raise _args.closed()
+        w = self._w
+        w.check()
+        b = self._b
+        with w.lock:
+            try:
+                n4p.finalize()
+            except b.NCCLError as exc:
+                raise nccl_error("ncclCommFinalize", exc, b, self._comm) from None
+        w.finalized = True
+        if open_calls() is None:  # in a group, NCCL finalises when the group ends
+            w.settle("ncclCommFinalize")
+
+    def close(self) -> None:
+        """Destroy the communicator (``ncclCommFinalize``, then ``ncclCommDestroy``); idempotent.
+
+        Every rank calls it: NCCL finalises the group together, so a rank closing alone waits
+        for the others -- at most the communicator's timeout, after which it aborts and raises
+        :class:`NCCLTimeoutError`. Use :meth:`abort` when the other ranks may be gone. After a
+        failure (a timeout or an NCCL error, already aborted) it only releases, and raises
+        that failure if no call raised it yet. The watchdog thread has ended when it returns.
+
+        Raises
+        ------
+        NCCLError
+            NCCL reported an error (the communicator is released anyway);
+            :class:`NCCLTimeoutError` when the other ranks did not close in time.
         """
         n4p = self._n4p
         if n4p is None:
             return
+        w = self._w
         self._finalizer.detach()
         self._n4p = self._comm = None
+        w.stop()
+        self._free_scratch()
+        if w.failure is not None:
+            if not w.reported:
+                w.check()
+            return
         b = self._b
         try:
-            n4p.destroy()
+            if not w.finalized:
+                with w.lock:
+                    n4p.finalize()
+                w.settle("ncclCommFinalize")
+            with w.lock:
+                n4p.destroy()
         except b.NCCLError as exc:
+            w.abort()
             raise nccl_error("ncclCommDestroy", exc, b) from None
+        except BaseException:
+            w.abort()  # the timeout aborted it already; anything else: abort, never leak
+            raise
 
     def abort(self) -> None:
         """Abort the communicator (``ncclCommAbort``): stop its pending work and free it without
-        waiting for the other ranks; idempotent. For error paths."""
+        waiting for the other ranks; idempotent. For error paths. The watchdog thread has
+        ended when it returns."""
         n4p = self._n4p
         if n4p is None:
             return
         self._finalizer.detach()
         self._n4p = self._comm = None
-        _abort_quietly(n4p)
+        _abort_quietly(n4p, self._w)
+        self._free_scratch()
+
+    def _free_scratch(self) -> None:
+        scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            try:
+                scratch.close()
+            except Exception as exc:  # its context is gone: the memory went with it
+                warn_release_failure("barrier scratch memory", id(scratch), exc, "cuMemFree")
 
     def __enter__(self) -> Communicator:
         return self
