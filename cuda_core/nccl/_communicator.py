@@ -317,7 +317,8 @@ class Communicator(Collectives):
 
     def as_nccl4py(self) -> Any:
         """The nccl4py ``nccl.core.Communicator`` behind this one, for what this class does not wrap
-        (point-to-point, ``reduce``, ``split``, buffer registration, ...).
+        (``gather``, ``scatter``, ``split``, buffer registration, ...; the watchdog does not
+        watch its calls).
 
         nccl4py's methods take cuda_core's objects as they are: a
         :class:`~cuda_core.utils.StridedMemoryView` through DLPack (its dtype), a

@@ -37,9 +37,9 @@ class group:  # lower case: used like a function, ``with nccl.group():``
     """Batch the NCCL calls issued inside a ``with`` block into one group.
 
     Needed when one thread drives several GPUs (communicators from
-    :meth:`Communicator.init_all`): their collectives only complete together, so they must be
+    :meth:`~cuda_core.nccl.Communicator.init_all`): their collectives only complete together, so they must be
     issued inside one group. Needed too for point-to-point calls that depend on each other
-    (a :meth:`~Communicator.send` and a :meth:`~Communicator.recv` to and from the same or
+    (a :meth:`~cuda_core.nccl.Communicator.send` and a :meth:`~cuda_core.nccl.Communicator.recv` to and from the same or
     different peers, a rank sending to itself): NCCL runs the whole group at once, where the
     same calls one after the other could wait for each other forever. Also lets NCCL fuse
     several collectives of one communicator. Groups nest; NCCL runs the work when the outermost
