@@ -311,11 +311,7 @@ class Collectives:
         NCCLError
             NCCL refused the call or failed; :class:`NCCLTimeoutError` after a timeout.
         """
-        comm, dev, st, s = self._begin(stream)
-        grouped = open_calls() is not None
-        peer = _args.rank_arg("peer", peer, self._nranks, self._rank, grouped)
-        sptr, count, dt = _resolve(sendbuf, dtype, "sendbuf", s, dev, False, False)
-        self._enqueue("ncclSend", st, self._b.send, sptr, count, dt, peer, comm, s)
+        self._p2p("ncclSend", False, "sendbuf", sendbuf, peer, stream, dtype)
 
     def recv(self, recvbuf: Any, peer: int, *, stream: Any, dtype: Any = None) -> None:
         """Receive into ``recvbuf`` what rank ``peer`` sends with :meth:`send` (``ncclRecv``).
@@ -338,11 +334,18 @@ class Collectives:
         NCCLError
             NCCL refused the call or failed; :class:`NCCLTimeoutError` after a timeout.
         """
+        self._p2p("ncclRecv", True, "recvbuf", recvbuf, peer, stream, dtype)
+
+    def _p2p(
+        self, api: str, dest: bool, name: str, buf: Any, peer: Any, stream: Any, dtype: Any
+    ) -> None:
+        """send or recv: ``peer`` checked, ``buf`` read (written, for a recv), enqueued."""
         comm, dev, st, s = self._begin(stream)
         grouped = open_calls() is not None
         peer = _args.rank_arg("peer", peer, self._nranks, self._rank, grouped)
-        rptr, count, dt = _resolve(recvbuf, dtype, "recvbuf", s, dev, False, True)
-        self._enqueue("ncclRecv", st, self._b.recv, rptr, count, dt, peer, comm, s)
+        ptr, count, dt = _resolve(buf, dtype, name, s, dev, False, dest)
+        fn = self._b.recv if dest else self._b.send
+        self._enqueue(api, st, fn, ptr, count, dt, peer, comm, s)
 
     def barrier(self, *, stream: Any) -> None:
         """Return once every rank has called ``barrier`` and all of this communicator's work

@@ -372,11 +372,7 @@ class Communicator(Collectives):
         RuntimeError
             The communicator is closed.
         """
-        n4p = self._n4p
-        if n4p is None:
-            raise _args.closed()
-        w = self._w
-        w.check()
+        n4p, w = self._working()
         limit = w.timeout if timeout is None else check_timeout(timeout)
         ranks = _args.excluded_ranks(exclude_ranks, self._rank, self._nranks)
         core, b = load()
@@ -415,11 +411,7 @@ class Communicator(Collectives):
         RuntimeError
             The communicator is closed.
         """
-        n4p = self._n4p
-        if n4p is None:
-            raise _args.closed()
-        w = self._w
-        w.check()
+        n4p, w = self._working()
         b = self._b
         with w.lock:
             try:
@@ -483,6 +475,15 @@ class Communicator(Collectives):
         self._n4p = self._comm = None
         _abort_quietly(n4p, self._w)
         self._free_scratch()
+
+    def _working(self) -> tuple[Any, Watchdog]:
+        """(the nccl4py communicator, the watchdog) of a communicator neither closed nor failed."""
+        n4p = self._n4p
+        if n4p is None:
+            raise _args.closed()
+        w = self._w
+        w.check()
+        return n4p, w
 
     def _free_scratch(self) -> None:
         scratch, self._scratch = self._scratch, None
