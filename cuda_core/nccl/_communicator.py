@@ -56,7 +56,13 @@ def _watchdog(n4p: Any, b: Any, timeout: float, rank: int, nranks: int, device_i
         lambda: int(b.comm_get_async_error(comm)),
         n4p.abort,
         lambda api, code: status_error(api, code, b, comm, where),
+        lambda: _make_current(device_id),
     )
+
+
+def _make_current(device_id: int) -> None:
+    # On the watchdog's thread: its event queries run with the device's context current.
+    Device(device_id).set_current()
 
 
 def _unique_id(core: Any, unique_id: Any) -> Any:

@@ -29,6 +29,7 @@ __all__: list[str] = []  # private module
 IN_PROGRESS = 7  # ncclInProgress
 WATCH_MIN, WATCH_MAX = 0.001, 0.1  # the watchdog's sleeps between looks, seconds
 SETTLE_MIN, SETTLE_MAX = 0.0001, 0.05  # a caller's sleeps while NCCL says ncclInProgress
+ABORT_LOCK_WAIT = 1.0  # seconds an abort waits for a caller's NCCL call to return
 
 
 class Watchdog:
@@ -45,6 +46,7 @@ class Watchdog:
         "_async_error",
         "_cond",
         "_head_since",
+        "_on_start",
         "_pending",
         "_status_error",
         "_stopping",
@@ -69,12 +71,14 @@ class Watchdog:
         async_error: Callable[[], int],
         abort: Callable[[], None],
         status_error: Callable[[str, int], NCCLError],
+        on_start: Callable[[], None] | None = None,
     ) -> None:
         self.timeout = timeout
         self.rank, self.nranks, self.device_id = rank, nranks, device_id
         self._async_error = async_error
         self._abort = abort
         self._status_error = status_error
+        self._on_start = on_start  # run first on the thread (makes the device's context current)
         self.lock = threading.Lock()
         self._cond = threading.Condition(threading.Lock())
         self._pending: deque[tuple[Any, str]] = deque()
@@ -113,12 +117,15 @@ class Watchdog:
             self.reported = True
             raise failure
 
-    def status(self) -> int:
-        """NCCL's asynchronous status of the communicator (``ncclCommGetAsyncError``)."""
-        with self.lock:
-            if self._aborted:
-                return 0
-            return self._async_error()
+    def status(self, wait: float = -1) -> int:
+        """NCCL's asynchronous status of the communicator (``ncclCommGetAsyncError``); ``0``
+        once aborted, or when the lock was not free within ``wait`` seconds (-1: no limit)."""
+        if not self.lock.acquire(timeout=wait):
+            return 0  # a caller is inside NCCL: look again next round
+        try:
+            return 0 if self._aborted else self._async_error()
+        finally:
+            self.lock.release()
 
     def settle(self, api: str, timeout: float | None = None) -> None:
         """Wait while NCCL says ``ncclInProgress`` for ``api``; an error or ``timeout`` (default:
@@ -157,11 +164,19 @@ class Watchdog:
         self.check()
 
     def abort(self) -> None:
-        """Abort the communicator now (idempotent); no failure is recorded."""
-        with self.lock:
+        """Abort the communicator now (idempotent); no failure is recorded.
+
+        Waits at most ``ABORT_LOCK_WAIT`` for the lock: a caller stuck inside an NCCL call
+        (an enqueue waiting for room, on a rank whose peer died) holds it, and ncclCommAbort
+        from this thread is what frees it (NCCL allows that)."""
+        got = self.lock.acquire(timeout=ABORT_LOCK_WAIT)
+        try:
             if not self._aborted:
                 self._aborted = True
                 self._abort()
+        finally:
+            if got:
+                self.lock.release()
 
     def stop(self) -> None:
         """Stop watching and join the thread (from any thread but the watchdog's own)."""
@@ -201,6 +216,11 @@ class Watchdog:
                 self._cond.notify_all()
 
     def _run(self) -> None:
+        if self._on_start is not None:
+            try:
+                self._on_start()
+            except Exception:  # the looks below say what is wrong, if anything is
+                pass
         delay = WATCH_MIN
         cond, pending = self._cond, self._pending
         while True:
@@ -213,7 +233,7 @@ class Watchdog:
                 since = self._head_since
             try:
                 done = item.is_done
-                code = 0 if done else self.status()
+                code = 0 if done else self.status(delay)
             except Exception as exc:  # the event or NCCL itself broke: that ends the communicator
                 error = (
                     exc

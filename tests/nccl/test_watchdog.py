@@ -212,3 +212,20 @@ def test_many_watchdogs_leave_no_thread_behind():
         d.wait_idle()
         d.stop()
     assert not [t for t in threading.enumerate() if t.name.startswith("cuda_core.nccl watchdog")]
+
+
+def test_an_abort_does_not_wait_forever_for_a_caller_stuck_in_nccl():
+    # A caller holds the lock inside an NCCL call that only the abort can end (an enqueue on a
+    # rank whose peer died): the watchdog aborts after ABORT_LOCK_WAIT without it.
+    from cuda_core.nccl._watchdog import ABORT_LOCK_WAIT
+
+    fake = Fake()
+    w = fake.make(timeout=0.2)
+    w.lock.acquire()
+    try:
+        w.watch(Work(), "ncclAllReduce")
+        took = _until(lambda: w.failure is not None)
+    finally:
+        w.lock.release()
+    assert fake.aborts == 1 and took < 0.2 + ABORT_LOCK_WAIT + 1.0
+    w.stop()
