@@ -1,4 +1,5 @@
-"""All-reduce bus bandwidth and latency on two GPUs: cuda_core.nccl against torch.distributed.
+"""All-reduce bus bandwidth and latency on every visible GPU, and point-to-point bandwidth between
+two: cuda_core.nccl against torch.distributed.
 
 For each library, one spawned process per GPU runs the same schedule on float32 data, in place,
 ``sum``: for each size from 1 MiB to 1 GiB (powers of 4), a warm-up, then ``--reps`` rounds
@@ -14,9 +15,13 @@ stream). Both should run the same ``libnccl.so.2``: where PyTorch is installed t
 process imports it first, so nccl4py finds PyTorch's library already loaded; each side prints
 the path and version it used.
 
-Run: ``python benchmarks/bench_allreduce.py`` (``--first torch`` runs PyTorch first, to see
-order effects; ``--gpus N`` for more GPUs). Targets: busbw >= 0.95x PyTorch from 64 MiB,
-lower latency than PyTorch at 1 MiB.
+Point-to-point: GPU 0 sends to GPU 1 (``send``/``recv`` against ``dist.send``/``dist.recv``),
+the same sizes, timed the same way on both ranks (the slower); bandwidth = bytes / time.
+
+Run: ``python benchmarks/bench_allreduce.py`` (every visible GPU; ``--gpus N`` for fewer,
+``--first torch`` runs PyTorch first, to see order effects, ``--no-p2p`` skips the
+point-to-point table). Every process runs with ``NCCL_NVLS_ENABLE=0``. Targets: busbw >= 0.95x
+PyTorch from 64 MiB, lower latency than PyTorch at 1 MiB.
 """
 
 from __future__ import annotations
@@ -86,8 +91,30 @@ def _measure(
     return per_op, statistics.median(lat)
 
 
+def _measure_p2p(
+    send: Any, recv: Any, sync: Any, rank: int, views: dict[int, Any], reps: int
+) -> dict[int, float]:
+    """Median seconds per transfer by size, rank 0 sending to rank 1 (other ranks idle)."""
+    per_op: dict[int, float] = {}
+    for size in SIZES:
+        v, n = views[size], _iters(size)
+        rounds = []
+        for r in range(WARMUP // 5 + reps):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                if rank == 0:
+                    send(v)
+                elif rank == 1:
+                    recv(v)
+            sync()
+            if r >= WARMUP // 5:
+                rounds.append((time.perf_counter() - t0) / n)
+        per_op[size] = statistics.median(rounds)
+    return per_op
+
+
 def worker_cuda_core(
-    rank: int, world: int, port: int, reps: int, pin_torch_nccl: bool
+    rank: int, world: int, port: int, reps: int, pin_torch_nccl: bool, p2p: bool
 ) -> dict[str, Any]:
     if pin_torch_nccl:
         try:  # PyTorch loads its libnccl.so.2 at import; nccl4py then finds it already loaded
@@ -115,14 +142,21 @@ def worker_cuda_core(
         all_reduce(v, op="sum", stream=s)
 
     per_op, lat = _measure(op, s.sync, views, reps)
+    p2p_op: dict[int, float] = {}
+    if p2p:
+        p2p_op = _measure_p2p(lambda v: comm.send(v, 1, stream=s), lambda v: comm.recv(v, 0, stream=s),
+                              s.sync, rank, views, reps)  # fmt: skip
+        comm.barrier(stream=s)
     info = nccl.library_info()
     comm.close()
     buf.close()
     return {"per_op": per_op, "lat": lat, "nccl": f"{info['version']} ({_loaded_nccl()})",
-            "extra": f"nccl4py {info['nccl4py']}"}  # fmt: skip
+            "extra": f"nccl4py {info['nccl4py']}", "p2p": p2p_op}  # fmt: skip
 
 
-def worker_torch(rank: int, world: int, port: int, reps: int, _pin: bool) -> dict[str, Any]:
+def worker_torch(
+    rank: int, world: int, port: int, reps: int, _pin: bool, p2p: bool
+) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
@@ -144,6 +178,11 @@ def worker_torch(rank: int, world: int, port: int, reps: int, _pin: bool) -> dic
         all_reduce(v)
 
     per_op, lat = _measure(op, torch.cuda.synchronize, views, reps)
+    p2p_op: dict[int, float] = {}
+    if p2p:
+        p2p_op = _measure_p2p(lambda v: dist.send(v, 1), lambda v: dist.recv(v, 0),
+                              torch.cuda.synchronize, rank, views, reps)  # fmt: skip
+        dist.barrier()
     ver = ".".join(str(x) for x in torch.cuda.nccl.version())
     dist.destroy_process_group()
     return {
@@ -151,12 +190,16 @@ def worker_torch(rank: int, world: int, port: int, reps: int, _pin: bool) -> dic
         "lat": lat,
         "nccl": f"{ver} ({_loaded_nccl()})",
         "extra": f"torch {torch.__version__}",
+        "p2p": p2p_op,
     }
 
 
-def _entry(fn: Any, rank: int, world: int, port: int, reps: int, pin: bool, out: Any) -> None:
+def _entry(
+    fn: Any, rank: int, world: int, port: int, reps: int, pin: bool, p2p: bool, out: Any
+) -> None:
+    os.environ["NCCL_NVLS_ENABLE"] = "0"
     try:
-        out.put((rank, True, fn(rank, world, port, reps, pin)))
+        out.put((rank, True, fn(rank, world, port, reps, pin, p2p)))
     except BaseException:
         out.put((rank, False, traceback.format_exc()))
 
@@ -168,14 +211,15 @@ def _free_port() -> int:
 
 
 def run_library(
-    fn: Any, world: int, reps: int, pin: bool, timeout: float = 300.0
+    fn: Any, world: int, reps: int, pin: bool, p2p: bool, timeout: float = 300.0
 ) -> dict[str, Any] | str:
     """Run ``fn`` on every rank in spawned processes; the slower rank's time per size (or an error)."""
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     port = _free_port()
     procs = [
-        ctx.Process(target=_entry, args=(fn, r, world, port, reps, pin, out)) for r in range(world)
+        ctx.Process(target=_entry, args=(fn, r, world, port, reps, pin, p2p, out))
+        for r in range(world)
     ]
     for p in procs:
         p.start()
@@ -203,7 +247,22 @@ def run_library(
     res = dict(got[0])
     res["per_op"] = {size: max(g["per_op"][size] for g in got.values()) for size in SIZES}
     res["lat"] = max(g["lat"] for g in got.values())
+    if p2p:
+        res["p2p"] = {size: max(got[r]["p2p"][size] for r in (0, 1)) for size in SIZES}
     return res
+
+
+def _p2p_table(results: dict[str, dict[str, Any]]) -> str:
+    rows = [["size", "cuda_core us", "torch us", "cuda_core GB/s", "torch GB/s", "ratio"]]
+    for size in SIZES:
+        t = {k: r["p2p"][size] for k, r in results.items() if r.get("p2p")}
+        bw = {k: size / v / 1e9 for k, v in t.items()}
+        cells = [f"{size // MIB} MiB"]
+        cells += [f"{t[k] * 1e6:.1f}" if k in t else "n/a" for k in ("cuda_core", "torch")]
+        cells += [f"{bw[k]:.1f}" if k in bw else "n/a" for k in ("cuda_core", "torch")]
+        cells.append(f"{bw['cuda_core'] / bw['torch']:.3f}" if len(bw) == 2 else "n/a")
+        rows.append(cells)
+    return markdown_table("point-to-point, GPU 0 sends to GPU 1 (send/recv), float32", rows)
 
 
 def _table(title: str, world: int, results: dict[str, dict[str, Any]]) -> str:
@@ -243,7 +302,10 @@ def _table(title: str, world: int, results: dict[str, dict[str, Any]]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--first", choices=("cuda_core", "torch"), default="cuda_core")
-    ap.add_argument("--gpus", type=int, default=2)
+    ap.add_argument(
+        "--gpus", type=int, default=0, help="how many GPUs (default: every visible one)"
+    )
+    ap.add_argument("--no-p2p", action="store_true", help="skip the point-to-point table")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument(
         "--no-pin", action="store_true", help="do not import torch first in the cuda_core processes"
@@ -257,9 +319,11 @@ def main() -> int:
     except Exception as exc:
         print(f"no GPU: {exc}")
         return 0
-    if n < args.gpus:
-        print(f"needs {args.gpus} GPUs (this machine has {n})")
+    args.gpus = args.gpus or n
+    if n < args.gpus or args.gpus < 2:
+        print(f"needs {max(2, args.gpus)} GPUs (this machine has {n})")
         return 0
+    os.environ["NCCL_NVLS_ENABLE"] = "0"
     libs = {"cuda_core": worker_cuda_core, "torch": worker_torch}
     if not nccl.is_available():
         print('cuda_core: n/a (pip install "cudacore[nccl]")')
@@ -272,7 +336,7 @@ def main() -> int:
     order = sorted(libs, key=lambda k: k != args.first)
     results: dict[str, dict[str, Any]] = {}
     for name in order:
-        res = run_library(libs[name], args.gpus, args.reps, not args.no_pin)
+        res = run_library(libs[name], args.gpus, args.reps, not args.no_pin, not args.no_p2p)
         if isinstance(res, str):
             print(f"{name}: {res}")
             continue
@@ -289,6 +353,9 @@ def main() -> int:
             results,
         )
     )
+    if not args.no_p2p and results:
+        print()
+        print(_p2p_table(results))
     return 0 if results else 1
 
 

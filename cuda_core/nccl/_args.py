@@ -17,6 +17,7 @@ import numpy
 from .._interop._dlpack import kDLCUDA, kDLCUDAManaged
 from .._interop._memoryview import StridedMemoryView
 from .._memory import Buffer
+from .._stream import as_stream
 from .._utils import arg_error
 
 __all__: list[str] = []  # private module
@@ -33,12 +34,16 @@ _DTYPE_RULE = (
 )
 _codes: dict[Any, tuple[int, int]] = {}  # dtype (or what named it) -> (code, item size), as seen
 
+ITEMSIZE = {0: 1, 1: 1, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 10: 1, 11: 1}  # by code
+
 # ncclRedOp_t
 OPS = {"sum": 0, "prod": 1, "max": 2, "min": 3, "avg": 4}
 UINT8 = 1
 _Buffer = Buffer
 _View = StridedMemoryView
 _from_any = StridedMemoryView.from_any_interface
+_DTYPE_NAMES = {0: "int8", 1: "uint8", 2: "int32", 3: "uint32", 4: "int64", 5: "uint64", 6: "float16",
+                7: "float32", 8: "float64", 9: "bfloat16", 10: "float8_e4m3fn", 11: "float8_e5m2"}  # fmt: skip
 _DEVICE_TYPES = (kDLCUDA, kDLCUDAManaged)
 
 
@@ -174,3 +179,69 @@ def resolve(
     if dest and obj.readonly:
         raise arg_error(name, "writable (NCCL writes the result into it)", obj)
     return obj.ptr, obj.size, code
+
+
+def closed() -> RuntimeError:
+    return RuntimeError("Communicator has been closed; it cannot be used after close() or abort()")
+
+
+def stream_of(stream: Any, device_id: int) -> tuple[Any, int]:
+    """``(Stream, address)`` of a collective's ``stream``, checked: open, of ``device_id``."""
+    st = as_stream(stream)
+    h = st._h
+    if h.is_released:
+        raise RuntimeError("Stream has been closed; it cannot be used after close()")
+    ordinal = st._device_id
+    if ordinal >= 0 and ordinal != device_id:
+        raise arg_error("stream", f"a stream of device {device_id}, the communicator's device", st,
+                        hint=f"it belongs to device {ordinal}")  # fmt: skip
+    return st, h.address
+
+
+def same_type(name: str, want: int, got: int) -> None:
+    if got != want:
+        raise arg_error(name, f"of the same data type as sendbuf ({_DTYPE_NAMES.get(want, want)})",
+                        _DTYPE_NAMES.get(got, got), hint="pass dtype= for Buffers")  # fmt: skip
+
+
+def at_least(name: str, have: int, need: int, why: str) -> None:
+    if have < need:
+        raise arg_error(name, f"at least {need} elements long ({why})", f"{have} elements")
+
+
+def rank_arg(name: str, value: Any, nranks: int, rank: int = -1, grouped: bool = True) -> int:
+    """A ``root`` or ``peer`` argument: an int rank in ``0..nranks-1``; for a peer (``rank``
+    given), this rank itself only inside a group (NCCL pairs a send to oneself with its recv
+    there)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise arg_error(name, "an int rank", value, exc=TypeError)
+    if not 0 <= value < nranks:
+        raise arg_error(name, f"a rank in 0..{nranks - 1}", value)
+    if value == rank and not grouped:
+        raise arg_error(name, f"another rank than this one ({rank}) outside nccl.group()", value,
+                        hint="a rank sends to itself only inside a group, with the matching recv")  # fmt: skip
+    return value
+
+
+def equal_blocks(count: int, nranks: int) -> int:
+    """The block length of an all-to-all over ``count`` elements: ``count`` must divide evenly."""
+    if count % nranks:
+        raise arg_error("sendbuf", f"{nranks} equal blocks, one per rank (a length that is a "
+                        f"multiple of nranks, {nranks})", f"{count} elements")  # fmt: skip
+    return count // nranks
+
+
+def excluded_ranks(value: Any, rank: int, nranks: int) -> list[int]:
+    """``exclude_ranks`` of a shrink: distinct int ranks, not this one, not all the others."""
+    try:
+        ranks = list(value)
+    except TypeError:
+        raise arg_error("exclude_ranks", "a sequence of int ranks", value, exc=TypeError) from None
+    for r in ranks:
+        rank_arg("exclude_ranks", r, nranks)
+    if len(set(ranks)) != len(ranks):
+        raise arg_error("exclude_ranks", "distinct ranks", value)
+    if rank in ranks:
+        raise arg_error("exclude_ranks", f"ranks other than this one ({rank})", value,
+                        hint="an excluded rank does not call shrink()")  # fmt: skip
+    return ranks

@@ -15,55 +15,54 @@ from typing import Any
 from .. import system
 from .._device import Device
 from .._errors import warn_release_failure
-from .._stream import as_stream
 from .._utils import arg_error
 from . import _args
-from ._errors import nccl_error
+from ._collectives import Collectives
+from ._errors import NCCLError, nccl_error, status_error
+from ._group import open_calls
 from ._loader import load
+from ._timeout import check_timeout, get_default_timeout
+from ._watchdog import Watchdog
 
 __all__ = ["Communicator"]
 
-_resolve = _args.resolve
-_op = _args.reduction_op
 _UNIQUE_ID_BYTES = 128  # NCCL_UNIQUE_ID_BYTES
-_DTYPE_NAMES = {0: "int8", 1: "uint8", 2: "int32", 3: "uint32", 4: "int64", 5: "uint64", 6: "float16",
-                7: "float32", 8: "float64", 9: "bfloat16", 10: "float8_e4m3fn", 11: "float8_e5m2"}  # fmt: skip
 
 
-def _closed() -> RuntimeError:
-    return RuntimeError("Communicator has been closed; it cannot be used after close() or abort()")
-
-
-def _abort_quietly(n4p: Any) -> None:
+def _abort_quietly(n4p: Any, w: Watchdog | None = None) -> None:
     # The safety net for a communicator that was never closed: abort is local (it does not wait
-    # for the other ranks, as destroy would), and a finalizer never raises.
+    # for the other ranks, as destroy would), and a finalizer never raises. The watchdog thread
+    # is joined first: nothing is left running.
     try:
-        n4p.abort()
+        if w is None:
+            n4p.abort()
+        else:
+            w.stop()
+            w.abort()
     except Exception as exc:  # a CUDAWarning (silent at interpreter exit)
         warn_release_failure("an NCCL communicator", id(n4p), exc, "ncclCommAbort")
 
 
-def _stream_ptr(stream: Any, device_id: int) -> int:
-    st = as_stream(stream)
-    h = st._h
-    if h.is_released:
-        raise RuntimeError("Stream has been closed; it cannot be used after close()")
-    ordinal = st._device_id
-    if ordinal >= 0 and ordinal != device_id:
-        raise arg_error("stream", f"a stream of device {device_id}, the communicator's device", st,
-                        hint=f"it belongs to device {ordinal}")  # fmt: skip
-    return h.address  # type: ignore[no-any-return]
+def _watchdog(n4p: Any, b: Any, timeout: float, rank: int, nranks: int, device_id: int) -> Watchdog:
+    """The watchdog of nccl4py communicator ``n4p``: NCCL's calls as callables (no reference to
+    the cuda_core Communicator, which stays collectable)."""
+    comm = b.Comm(n4p.ptr)
+    where = f"rank {rank} of {nranks} ranks (device {device_id})"
+    return Watchdog(
+        timeout,
+        rank,
+        nranks,
+        device_id,
+        lambda: int(b.comm_get_async_error(comm)),
+        n4p.abort,
+        lambda api, code: status_error(api, code, b, comm, where),
+        lambda: _make_current(device_id),
+    )
 
 
-def _same_type(name: str, want: int, got: int) -> None:
-    if got != want:
-        raise arg_error(name, f"of the same data type as sendbuf ({_DTYPE_NAMES.get(want, want)})",
-                        _DTYPE_NAMES.get(got, got), hint="pass dtype= for Buffers")  # fmt: skip
-
-
-def _at_least(name: str, have: int, need: int, why: str) -> None:
-    if have < need:
-        raise arg_error(name, f"at least {need} elements long ({why})", f"{have} elements")
+def _make_current(device_id: int) -> None:
+    # On the watchdog's thread: its event queries run with the device's context current.
+    Device(device_id).set_current()
 
 
 def _unique_id(core: Any, unique_id: Any) -> Any:
@@ -86,7 +85,7 @@ def _unique_id(core: Any, unique_id: Any) -> Any:
     )
 
 
-class Communicator:
+class Communicator(Collectives):
     """One rank of a group of GPUs that run NCCL collectives together.
 
     Create one per rank with :meth:`init` (one process or thread per GPU, on one or several
@@ -120,6 +119,8 @@ class Communicator:
         "_n4p",
         "_nranks",
         "_rank",
+        "_scratch",
+        "_w",
     )
 
     _b: Any  # nccl.bindings.nccl
@@ -137,7 +138,9 @@ class Communicator:
         )
 
     @classmethod
-    def _adopt(cls, n4p: Any, bindings: Any) -> Communicator:
+    def _adopt(
+        cls, n4p: Any, bindings: Any, timeout: float, w: Watchdog | None = None
+    ) -> Communicator:
         self = object.__new__(cls)
         comm = bindings.Comm(n4p.ptr)
         try:
@@ -145,22 +148,51 @@ class Communicator:
             self._nranks = int(bindings.comm_count(comm))
             self._device_id = int(bindings.comm_cu_device(comm))
         except bindings.NCCLError as exc:
-            _abort_quietly(n4p)
+            _abort_quietly(n4p, w)
             raise nccl_error("ncclCommUserRank", exc, bindings, comm) from None
+        if w is None:
+            w = _watchdog(n4p, bindings, timeout, self._rank, self._nranks, self._device_id)
         self._b = bindings
         self._comm = comm
         self._n4p = n4p
-        self._finalizer = weakref.finalize(self, _abort_quietly, n4p)
+        self._w = w
+        self._scratch = None
+        self._finalizer = weakref.finalize(self, _abort_quietly, n4p, w)
         return self
 
     @classmethod
+    def _start(cls, core: Any, b: Any, api: str, make: Any, timeout: float, rank: int,
+               nranks: int, device_id: int) -> Communicator:  # fmt: skip
+        """Make a non-blocking communicator with ``make(config)`` and wait, sleeping, until NCCL
+        finished making it (or abort it after ``timeout`` and raise)."""
+        try:
+            n4p = make(core.NCCLConfig(blocking=False))
+        except b.NCCLError as exc:
+            raise nccl_error(api, exc, b) from None
+        w = _watchdog(n4p, b, timeout, rank, nranks, device_id)
+        try:
+            w.settle(api)
+        except BaseException:
+            w.abort()  # a KeyboardInterrupt too: nothing half-made is left behind
+            raise
+        return cls._adopt(n4p, b, timeout, w)
+
+    @classmethod
     def init(
-        cls, nranks: int, rank: int, unique_id: Any, *, device: Device | int | None = None
+        cls,
+        nranks: int,
+        rank: int,
+        unique_id: Any,
+        *,
+        device: Device | int | None = None,
+        timeout: float | None = None,
     ) -> Communicator:
         """Join the group of ``nranks`` ranks identified by ``unique_id`` as ``rank``.
 
         Every rank calls this with the same ``nranks`` and ``unique_id``; the call returns once
-        all of them have joined (NCCL waits for them, without a time limit).
+        all of them have joined. The communicator is non-blocking (NCCL's ``blocking=0``): this
+        call waits, sleeping, for at most ``timeout`` seconds; when a rank never joins, it
+        aborts the communicator and raises :class:`NCCLTimeoutError`.
 
         Parameters
         ----------
@@ -174,6 +206,12 @@ class Communicator:
         device : cuda_core.Device or int, optional
             This rank's GPU; its context must exist (``Device.set_current()``). ``None``: the
             current device (``Device()``).
+        timeout : float, optional
+            Seconds this communicator waits for NCCL before it aborts and raises
+            :class:`NCCLTimeoutError`: for ``init`` itself, for each collective (counted from
+            when it becomes the oldest unfinished one), for ``finalize`` and ``close``.
+            ``None``: :func:`get_default_timeout` (600 s unless changed by
+            :func:`set_default_timeout` or ``CUDA_CORE_NCCL_TIMEOUT``); ``math.inf``: never.
 
         Returns
         -------
@@ -185,23 +223,27 @@ class Communicator:
             nccl4py or the NCCL library is missing.
         NCCLError
             NCCL refused (a bad unique id, a rank joined twice, ...).
+        NCCLTimeoutError
+            Not every rank joined within ``timeout``.
         CUDAError
             The device has no context yet (call ``Device.set_current()``).
         """
         _args.check_rank(rank, nranks, "nranks")
+        limit = get_default_timeout() if timeout is None else check_timeout(timeout)
         core, bindings = load()
         uid = _unique_id(core, unique_id)
         dev = Device(device)
         with dev._scope():  # NCCL binds the communicator to the current device
-            try:
-                n4p = core.Communicator.init(nranks, rank, uid)
-            except bindings.NCCLError as exc:
-                raise nccl_error("ncclCommInitRank", exc, bindings) from None
-        return cls._adopt(n4p, bindings)
+            return cls._start(core, bindings, "ncclCommInitRank",
+                              lambda config: core.Communicator.init(nranks, rank, uid, config),
+                              limit, rank, nranks, dev._id)  # fmt: skip
 
     @classmethod
-    def init_all(cls, devices: Any = None) -> list[Communicator]:
+    def init_all(cls, devices: Any = None, *, timeout: float | None = None) -> list[Communicator]:
         """One communicator per GPU of this process, forming one group (``ncclCommInitAll``).
+
+        These communicators are blocking (``ncclCommInitAll`` takes no configuration); their
+        watchdogs still abort them after ``timeout`` (see :meth:`init`).
 
         Collectives over them must be issued inside one :func:`group` so that NCCL runs them
         together (one thread drives every GPU); so must :meth:`finalize`, before each is closed::
@@ -216,6 +258,8 @@ class Communicator:
         ----------
         devices : sequence of cuda_core.Device or int, optional
             The GPUs, rank ``i`` on ``devices[i]``; ``None``: every visible GPU.
+        timeout : float, optional
+            As for :meth:`init`.
 
         Returns
         -------
@@ -230,6 +274,7 @@ class Communicator:
         ValueError
             ``devices`` is empty or names a device twice.
         """
+        limit = get_default_timeout() if timeout is None else check_timeout(timeout)
         core, bindings = load()
         if devices is None:
             ids = list(range(system.get_num_devices()))
@@ -241,7 +286,7 @@ class Communicator:
             comms = core.Communicator.init_all(ids)
         except bindings.NCCLError as exc:
             raise nccl_error("ncclCommInitAll", exc, bindings) from None
-        return [cls._adopt(c, bindings) for c in comms]
+        return [cls._adopt(c, bindings, limit) for c in comms]
 
     # -- facts ----------------------------------------------------------------------------------
 
@@ -267,13 +312,19 @@ class Communicator:
         return 0 if n4p is None else int(n4p.ptr)
 
     @property
+    def timeout(self) -> float:
+        """Seconds this communicator waits for NCCL before it aborts (``math.inf``: never)."""
+        return self._w.timeout  # type: ignore[no-any-return]
+
+    @property
     def is_closed(self) -> bool:
         """Whether :meth:`close` or :meth:`abort` was called."""
         return self._n4p is None
 
     def as_nccl4py(self) -> Any:
         """The nccl4py ``nccl.core.Communicator`` behind this one, for what this class does not wrap
-        (point-to-point, ``reduce``, ``split``, buffer registration, ...).
+        (``gather``, ``scatter``, ``split``, buffer registration, ...; the watchdog does not
+        watch its calls).
 
         nccl4py's methods take cuda_core's objects as they are: a
         :class:`~cuda_core.utils.StridedMemoryView` through DLPack (its dtype), a
@@ -292,246 +343,161 @@ class Communicator:
         """
         n4p = self._n4p
         if n4p is None:
-            raise _closed()
+            raise _args.closed()
         return n4p
 
-    # -- collectives ----------------------------------------------------------------------------
-
-    def all_reduce(
-        self, sendbuf: Any, recvbuf: Any = None, op: Any = "sum", *, stream: Any, dtype: Any = None
-    ) -> None:
-        """Reduce ``sendbuf`` over all ranks into every rank's ``recvbuf`` (``ncclAllReduce``).
-
-        Parameters
-        ----------
-        sendbuf : Buffer, StridedMemoryView or device array
-            This rank's contribution; its element count is the count reduced.
-        recvbuf : Buffer, StridedMemoryView or device array, optional
-            Where the result goes, at least as long as ``sendbuf``; ``None``: in place, into
-            ``sendbuf``.
-        op : str or int
-            ``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"avg"``, or an NCCL op from nccl4py.
-        stream : Stream
-            The stream the reduction is ordered on (keyword-only, required).
-        dtype : numpy.dtype, optional
-            The element type of Buffer arguments (required for them: a reduction must know it);
-            a view's own dtype must match it when both are given.
-
-        Raises
-        ------
-        TypeError, ValueError
-            A bad argument (named in the message): a Buffer without ``dtype``, host memory,
-            memory of another device, a non-contiguous or read-only view, mismatched types or
-            lengths, a stream of another device.
-        NCCLError
-            NCCL refused the call.
-        RuntimeError
-            The communicator, a Buffer or the stream is closed.
-        """
-        comm, dev, s = self._begin(stream)
-        sptr, count, dt = _resolve(sendbuf, dtype, "sendbuf", s, dev, True, recvbuf is None)
-        if recvbuf is None or recvbuf is sendbuf:
-            rptr = sptr
-        else:
-            rptr, rcount, rdt = _resolve(recvbuf, dtype, "recvbuf", s, dev, True, True)
-            _same_type("recvbuf", dt, rdt)
-            _at_least("recvbuf", rcount, count, "sendbuf's length")
-        code = _op(op)
-        self._enqueue("ncclAllReduce", self._b.all_reduce, sptr, rptr, count, dt, code, comm, s)
-
-    def broadcast(
-        self, sendbuf: Any, recvbuf: Any = None, root: int = 0, *, stream: Any, dtype: Any = None
-    ) -> None:
-        """Copy ``root``'s ``sendbuf`` into every rank's ``recvbuf`` (``ncclBroadcast``).
-
-        Parameters
-        ----------
-        sendbuf : Buffer, StridedMemoryView or device array
-            The data, read on ``root`` only; on the other ranks it may be ``None`` when
-            ``recvbuf`` is given.
-        recvbuf : Buffer, StridedMemoryView or device array, optional
-            Where the data lands; ``None``: in place, into ``sendbuf`` (on every rank).
-        root : int
-            The rank whose data is sent.
-        stream : Stream
-            The stream the copy is ordered on (keyword-only, required).
-        dtype : numpy.dtype, optional
-            The element type of Buffer arguments (default: bytes).
-
-        Raises
-        ------
-        TypeError, ValueError
-            A bad argument (named in the message).
-        NCCLError
-            NCCL refused the call.
-        """
-        comm, dev, s = self._begin(stream)
-        root = self._check_root(root)
-        if recvbuf is None:
-            sptr, count, dt = _resolve(sendbuf, dtype, "sendbuf", s, dev, False, True)
-            rptr = sptr
-        else:
-            rptr, count, dt = _resolve(recvbuf, dtype, "recvbuf", s, dev, False, True)
-            sptr = rptr  # NCCL reads sendbuff on the root only
-            if self._rank == root:
-                sptr, scount, sdt = _resolve(sendbuf, dtype, "sendbuf", s, dev, False, False)
-                _same_type("recvbuf", sdt, dt)
-                if scount != count:
-                    raise arg_error(
-                        "recvbuf",
-                        f"as long as sendbuf ({scount} elements) on the root",
-                        f"{count} elements",
-                    )
-        self._enqueue("ncclBroadcast", self._b.broadcast, sptr, rptr, count, dt, root, comm, s)
-
-    def all_gather(self, sendbuf: Any, recvbuf: Any, *, stream: Any, dtype: Any = None) -> None:
-        """Concatenate every rank's ``sendbuf``, in rank order, into every rank's ``recvbuf``
-        (``ncclAllGather``).
-
-        Parameters
-        ----------
-        sendbuf : Buffer, StridedMemoryView or device array
-            This rank's piece.
-        recvbuf : Buffer, StridedMemoryView or device array
-            At least ``nranks`` times as long as ``sendbuf``; rank ``r``'s piece lands at
-            element ``r * len(sendbuf)``. (In place: ``sendbuf`` may be that slice of it.)
-        stream : Stream
-            The stream the gather is ordered on (keyword-only, required).
-        dtype : numpy.dtype, optional
-            The element type of Buffer arguments (default: bytes).
-
-        Raises
-        ------
-        TypeError, ValueError
-            A bad argument (named in the message).
-        NCCLError
-            NCCL refused the call.
-        """
-        comm, dev, s = self._begin(stream)
-        sptr, count, dt = _resolve(sendbuf, dtype, "sendbuf", s, dev, False, False)
-        rptr, rcount, rdt = _resolve(recvbuf, dtype, "recvbuf", s, dev, False, True)
-        _same_type("recvbuf", dt, rdt)
-        _at_least(
-            "recvbuf", rcount, count * self._nranks, f"nranks ({self._nranks}) x sendbuf's {count}"
-        )
-        self._enqueue("ncclAllGather", self._b.all_gather, sptr, rptr, count, dt, comm, s)
-
-    def reduce_scatter(
-        self, sendbuf: Any, recvbuf: Any, op: Any = "sum", *, stream: Any, dtype: Any = None
-    ) -> None:
-        """Reduce ``sendbuf`` over all ranks and give rank ``r`` the ``r``-th block of the result
-        (``ncclReduceScatter``).
-
-        Parameters
-        ----------
-        sendbuf : Buffer, StridedMemoryView or device array
-            ``nranks`` blocks of ``len(recvbuf)`` elements (at least).
-        recvbuf : Buffer, StridedMemoryView or device array
-            This rank's block of the result; its length is the block size.
-        op : str or int
-            ``"sum"``, ``"prod"``, ``"max"``, ``"min"``, ``"avg"``, or an NCCL op from nccl4py.
-        stream : Stream
-            The stream the reduction is ordered on (keyword-only, required).
-        dtype : numpy.dtype, optional
-            The element type of Buffer arguments (required for them).
-
-        Raises
-        ------
-        TypeError, ValueError
-            A bad argument (named in the message).
-        NCCLError
-            NCCL refused the call.
-        """
-        comm, dev, s = self._begin(stream)
-        sptr, scount, dt = _resolve(sendbuf, dtype, "sendbuf", s, dev, True, False)
-        rptr, count, rdt = _resolve(recvbuf, dtype, "recvbuf", s, dev, True, True)
-        _same_type("recvbuf", dt, rdt)
-        _at_least(
-            "sendbuf", scount, count * self._nranks, f"nranks ({self._nranks}) x recvbuf's {count}"
-        )
-        code = _op(op)
-        self._enqueue(
-            "ncclReduceScatter", self._b.reduce_scatter, sptr, rptr, count, dt, code, comm, s
-        )
-
-    def _begin(self, stream: Any) -> tuple[Any, int, int]:
-        """(the Comm, the device ordinal, the stream's address) for a collective, checked."""
-        comm = self._comm
-        if comm is None:
-            raise _closed()
-        dev = self._device_id
-        return comm, dev, _stream_ptr(stream, dev)
-
-    def _enqueue(self, api: str, fn: Any, *args: Any) -> None:
-        """Call the binding ``fn``; an NCCL failure becomes :class:`NCCLError` naming ``api``."""
-        try:
-            fn(*args)
-        except self._b.NCCLError as exc:
-            raise nccl_error(api, exc, self._b, self._comm) from None
-
-    def _check_root(self, root: Any) -> int:
-        if isinstance(root, bool) or not isinstance(root, int):
-            raise arg_error("root", "an int rank", root, exc=TypeError)
-        if not 0 <= root < self._nranks:
-            raise arg_error("root", f"a rank in 0..{self._nranks - 1}", root)
-        return root
-
     # -- lifetime -------------------------------------------------------------------------------
+
+    def shrink(self, exclude_ranks: Any, *, timeout: float | None = None) -> Communicator:
+        """A new communicator of the ranks not in ``exclude_ranks``, renumbered from 0
+        (``ncclCommShrink``, NCCL 2.27 and later).
+
+        Every rank that stays calls it with the same ``exclude_ranks``; the excluded ranks do
+        not. This communicator stays as it was (close it after). For a communicator still
+        working: after a timeout or an NCCL error the communicator is aborted and cannot be
+        shrunk; build a new one from a new unique id then.
+
+        Parameters
+        ----------
+        exclude_ranks : sequence of int
+            The ranks left out, distinct, not this rank.
+        timeout : float, optional
+            The new communicator's timeout; ``None``: this one's.
+
+        Returns
+        -------
+        Communicator
+
+        Raises
+        ------
+        TypeError, ValueError
+            A bad ``exclude_ranks``.
+        NCCLError
+            NCCL refused, or the installed NCCL has no ``ncclCommShrink`` (the message says
+            which version is installed); :class:`NCCLTimeoutError` after the timeout.
+        RuntimeError
+            The communicator is closed.
+        """
+        n4p, w = self._working()
+        limit = w.timeout if timeout is None else check_timeout(timeout)
+        ranks = _args.excluded_ranks(exclude_ranks, self._rank, self._nranks)
+        core, b = load()
+        new_rank = self._rank - sum(1 for r in ranks if r < self._rank)
+
+        def make(config: Any) -> Any:
+            with w.lock:
+                try:
+                    return n4p.shrink(ranks, config)
+                except b.NCCLError:
+                    raise
+                except Exception as exc:  # no ncclCommShrink in this library
+                    from ._loader import library_info
+
+                    raise NCCLError("ncclCommShrink", "ncclInvalidUsage",
+                                    f"the installed NCCL ({library_info()['version']}) has no "
+                                    "ncclCommShrink (NCCL 2.27 and later): build a new "
+                                    f"communicator from a new unique id ({exc})") from None  # fmt: skip
+
+        with Device(self._device_id)._scope():
+            return self._start(core, b, "ncclCommShrink", make, limit, new_rank,
+                               self._nranks - len(ranks), self._device_id)  # fmt: skip
 
     def finalize(self) -> None:
         """Finish the communicator's pending work and release its network resources
         (``ncclCommFinalize``); :meth:`close` then only frees memory.
 
-        Every rank calls it. When one thread drives several communicators (:meth:`init_all`),
-        finalise them inside one :func:`group`, then close each.
+        Every rank calls it. Waits (sleeping) at most the communicator's timeout, then aborts
+        the communicator and raises. When one thread drives several communicators
+        (:meth:`init_all`), finalise them inside one :func:`group`, then close each.
 
         Raises
         ------
         NCCLError
-            NCCL reported an error.
+            NCCL reported an error; :class:`NCCLTimeoutError` after the timeout.
         RuntimeError
             The communicator is closed.
         """
-        n4p = self._n4p
-        if n4p is None:
-            raise _closed()
+        n4p, w = self._working()
         b = self._b
-        try:
-            n4p.finalize()
-        except b.NCCLError as exc:
-            raise nccl_error("ncclCommFinalize", exc, b, self._comm) from None
+        with w.lock:
+            try:
+                n4p.finalize()
+            except b.NCCLError as exc:
+                raise nccl_error("ncclCommFinalize", exc, b, self._comm) from None
+        w.finalized = True
+        if open_calls() is None:  # in a group, NCCL finalises when the group ends
+            w.settle("ncclCommFinalize")
 
     def close(self) -> None:
-        """Destroy the communicator (``ncclCommDestroy``, after flushing its work); idempotent.
+        """Destroy the communicator (``ncclCommFinalize``, then ``ncclCommDestroy``); idempotent.
 
         Every rank calls it: NCCL finalises the group together, so a rank closing alone waits
-        for the others. Use :meth:`abort` when the other ranks may be gone.
+        for the others -- at most the communicator's timeout, after which it aborts and raises
+        :class:`NCCLTimeoutError`. Use :meth:`abort` when the other ranks may be gone. After a
+        failure (a timeout or an NCCL error, already aborted) it only releases, and raises
+        that failure if no call raised it yet. The watchdog thread has ended when it returns.
 
         Raises
         ------
         NCCLError
-            NCCL reported an error while destroying (the communicator is released anyway).
+            NCCL reported an error (the communicator is released anyway);
+            :class:`NCCLTimeoutError` when the other ranks did not close in time.
         """
         n4p = self._n4p
         if n4p is None:
             return
+        w = self._w
         self._finalizer.detach()
         self._n4p = self._comm = None
+        w.stop()
+        self._free_scratch()
+        if w.failure is not None:
+            if not w.reported:
+                w.check()
+            return
         b = self._b
         try:
-            n4p.destroy()
+            if not w.finalized:
+                with w.lock:
+                    n4p.finalize()
+                w.settle("ncclCommFinalize")
+            with w.lock:
+                n4p.destroy()
         except b.NCCLError as exc:
+            w.abort()
             raise nccl_error("ncclCommDestroy", exc, b) from None
+        except BaseException:
+            w.abort()  # the timeout aborted it already; anything else: abort, never leak
+            raise
 
     def abort(self) -> None:
         """Abort the communicator (``ncclCommAbort``): stop its pending work and free it without
-        waiting for the other ranks; idempotent. For error paths."""
+        waiting for the other ranks; idempotent. For error paths. The watchdog thread has
+        ended when it returns."""
         n4p = self._n4p
         if n4p is None:
             return
         self._finalizer.detach()
         self._n4p = self._comm = None
-        _abort_quietly(n4p)
+        _abort_quietly(n4p, self._w)
+        self._free_scratch()
+
+    def _working(self) -> tuple[Any, Watchdog]:
+        """(the nccl4py communicator, the watchdog) of a communicator neither closed nor failed."""
+        n4p = self._n4p
+        if n4p is None:
+            raise _args.closed()
+        w = self._w
+        w.check()
+        return n4p, w
+
+    def _free_scratch(self) -> None:
+        scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            try:
+                scratch.close()
+            except Exception as exc:  # its context is gone: the memory went with it
+                warn_release_failure("barrier scratch memory", id(scratch), exc, "cuMemFree")
 
     def __enter__(self) -> Communicator:
         return self

@@ -10,7 +10,7 @@ from typing import Any
 
 from .._errors import CUDAError, _DynamicLibNotFoundError, library_not_found
 
-__all__ = ["NCCLError", "NCCLNotFoundError"]
+__all__ = ["NCCLError", "NCCLNotFoundError", "NCCLTimeoutError"]
 
 REMEDY = 'pip install "cudacore[nccl]"'
 
@@ -60,6 +60,60 @@ class NCCLNotFoundError(CUDAError, ImportError, _DynamicLibNotFoundError):  # ty
 
     def __init__(self, library: str, what: str, detail: str = "") -> None:
         library_not_found(self, library, what, "cuda_core.nccl", REMEDY, detail)
+
+
+class NCCLTimeoutError(NCCLError):
+    """An NCCL operation did not complete within its communicator's timeout; the communicator
+    was aborted.
+
+    Raised on every rank whose collective (or ``init``, ``finalize``, ``close``) waited longer
+    than the timeout -- usually because another rank died, hung, or did not call the same
+    collective. The message reads ``"<ncclCall>: timeout: rank <r> of <n> ranks (device <d>):
+    ..."``. The communicator is unusable after it (every later call raises this error again,
+    ``close()`` is free); the process, its memory and streams are not: build a new communicator
+    from a new unique id.
+
+    Attributes
+    ----------
+    api : str
+        The NCCL call that did not complete, e.g. ``"ncclAllReduce"``.
+    rank, nranks, device_id : int
+        This rank, the number of ranks and this rank's GPU.
+    timeout : float
+        The communicator's timeout, in seconds.
+    """
+
+    rank: int
+    nranks: int
+    device_id: int
+    timeout: float
+
+    def __init__(self, api: str, rank: int, nranks: int, device_id: int, timeout: float) -> None:
+        self.rank, self.nranks, self.device_id, self.timeout = rank, nranks, device_id, timeout
+        super().__init__(
+            api,
+            "timeout",
+            f"rank {rank} of {nranks} ranks (device {device_id}): not complete after "
+            f"{timeout:g} s, the communicator's timeout; the communicator was aborted (its "
+            "unfinished work stopped, their results undefined). Another rank probably died, "
+            "hangs or did not make the same call; build a new communicator from a new unique id "
+            "to go on (set the limit with timeout= or nccl.set_default_timeout())",
+            None,
+        )
+
+
+def status_error(api: str, code: int, bindings: Any, comm: Any, where: str) -> NCCLError:
+    """The :class:`NCCLError` for an asynchronous status ``code`` NCCL reported for ``api``."""
+    err = nccl_error(api, _Status(code), bindings, comm)
+    err.explanation = f"{where}: {err.explanation}; the communicator was aborted"
+    err.args = (err._format(),)
+    return err
+
+
+class _Status(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"NCCL status {status}")
+        self.status = status
 
 
 def nccl_error(api: str, exc: Any, bindings: Any, comm: Any = None) -> NCCLError:

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import faulthandler
 import multiprocessing
+import os
 import queue as _queue
+import signal
 import socket
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -55,6 +58,7 @@ def _entry(
     dump_after: float,
 ) -> None:
     # A rank stuck in NCCL is killed by run_ranks; dump its stacks first so the failure says where.
+    os.environ["NCCL_NVLS_ENABLE"] = "0"  # every GPU process of the tests (NVLink SHARP off)
     faulthandler.dump_traceback_later(dump_after, exit=False)
     try:
         out.put((rank, True, target(rank, world, port, *args)))
@@ -70,11 +74,13 @@ def run_ranks(
     *args: Any,
     procs: int | None = None,
     timeout: float = 180.0,
+    may_die: tuple[int, ...] = (),
 ) -> list[Any]:
     """Run ``target(rank, world, port, *args)`` for each rank in its own spawned process.
 
     ``procs`` processes are started (default ``world``; 1 for a target that drives every GPU
-    itself). Returns the results in rank order; fails with the tracebacks of the ranks that
+    itself). Returns the results in rank order (``None`` for a rank of ``may_die`` that died
+    without answering, as a fault test makes it); fails with the tracebacks of the ranks that
     raised, or names those that never answered.
     """
     ctx = multiprocessing.get_context("spawn")
@@ -91,11 +97,12 @@ def run_ranks(
     results: dict[int, tuple[bool, Any]] = {}
     deadline = time.monotonic() + timeout
     try:
-        while len(results) < n:
+        while len(results) < n - sum(1 for r in may_die if not ps[r].is_alive()):
             try:
                 rank, ok, value = out.get(timeout=max(0.1, min(5.0, deadline - time.monotonic())))
             except _queue.Empty:
-                dead = [r for r, p in enumerate(ps) if not p.is_alive() and r not in results]
+                dead = [r for r, p in enumerate(ps)
+                        if not p.is_alive() and r not in results and r not in may_die]  # fmt: skip
                 if dead or time.monotonic() >= deadline:
                     break
                 continue
@@ -109,14 +116,14 @@ def run_ranks(
                 p.kill()
                 p.join()
     errors = [f"rank {r}:\n{v}" for r, (ok, v) in sorted(results.items()) if not ok]
-    missing = [r for r in range(n) if r not in results]
+    missing = [r for r in range(n) if r not in results and r not in may_die]
     if errors or missing:
         codes = [p.exitcode for p in ps]
         raise AssertionError(
             "\n".join(errors)
             + (f"\nno answer from ranks {missing} (exit codes {codes})" if missing else "")
         )
-    return [results[r][1] for r in range(n)]
+    return [results[r][1] if r in results else None for r in range(n)]
 
 
 # -- ranks --------------------------------------------------------------------------------------
@@ -341,3 +348,171 @@ def rank_group_two_devices(rank: int, world: int, port: int) -> str:
         c.close()
     assert all(c.is_closed for c in comms)
     return "ok"
+
+
+def rank_more_collectives(rank: int, world: int, port: int) -> str:
+    """reduce, send/recv (a ring in a group, and a pair outside one), all_to_all, barrier, wait."""
+    nccl, dev, s, comm = _setup(rank, world, port)
+    with comm:
+        n = 1031
+        ar = np.arange(n)
+
+        # reduce to the last rank, out of place; in place on rank 0
+        for root, in_place in ((world - 1, False), (0, True)):
+            src = _to_device(dev, s, (ar * (rank + 1)).astype(np.float64))
+            dst = dev.allocate(8 * n, stream=s)
+            comm.reduce(_view(src, np.float64), None if in_place else _view(dst, np.float64),
+                        op="sum", root=root, stream=s)  # fmt: skip
+            if rank == root:
+                got = _read(src if in_place else dst, s, np.float64)
+                np.testing.assert_array_equal(got, ar * (world * (world + 1) // 2))
+
+        # a ring in one group: send to the right, receive from the left (bytes of a Buffer)
+        out = _to_device(dev, s, np.full(999, rank, np.uint8))
+        into = _to_device(dev, s, np.zeros(999, np.uint8))
+        with nccl.group():
+            comm.send(out, (rank + 1) % world, stream=s)
+            comm.recv(into, (rank - 1) % world, stream=s)
+        np.testing.assert_array_equal(
+            _read(into, s, np.uint8), np.full(999, (rank - 1) % world, np.uint8)
+        )
+
+        # one pair outside a group: rank 0 sends int32 to rank 1
+        if rank in (0, 1):
+            pair = _to_device(
+                dev, s, (ar * 7).astype(np.int32) if rank == 0 else np.zeros(n, np.int32)
+            )
+            if rank == 0:
+                comm.send(_view(pair, np.int32), 1, stream=s)
+            else:
+                comm.recv(_view(pair, np.int32), 0, stream=s)
+                np.testing.assert_array_equal(_read(pair, s, np.int32), (ar * 7).astype(np.int32))
+
+        # all_to_all: block p of rank r holds r * 1000 + p; rank r receives p * 1000 + r from p
+        blk = 37
+        send = np.repeat(rank * 1000 + np.arange(world), blk).astype(np.int64)
+        sb, rb = _to_device(dev, s, send), dev.allocate(8 * blk * world, stream=s)
+        comm.all_to_all(_view(sb, np.int64), _view(rb, np.int64), stream=s)
+        expect = np.repeat(np.arange(world) * 1000 + rank, blk).astype(np.int64)
+        np.testing.assert_array_equal(_read(rb, s, np.int64), expect)
+
+        comm.barrier(stream=s)
+        comm.wait()
+
+        # the argument errors of the new calls, the same on every rank
+        buf = dev.allocate(4 * n, stream=s)
+        _raises(
+            ValueError,
+            "root must be a rank in",
+            lambda: comm.reduce(buf, root=world, stream=s, dtype=np.float32),
+        )
+        _raises(
+            TypeError,
+            "dtype must be given when sendbuf is a Buffer",
+            lambda: comm.reduce(buf, stream=s),
+        )
+        _raises(
+            ValueError,
+            "peer must be another rank than this one",
+            lambda: comm.send(buf, rank, stream=s),
+        )
+        _raises(ValueError, "peer must be a rank in", lambda: comm.recv(buf, world, stream=s))
+        _raises(
+            ValueError,
+            f"sendbuf must be {world} equal blocks",
+            lambda: comm.all_to_all(
+                _view(buf, np.float32, world * 3 + 1), _view(buf, np.float32), stream=s
+            ),
+        )
+        _raises(ValueError, "recvbuf must be of the same data type as sendbuf (float32)",
+                lambda: comm.all_to_all(_view(buf, np.float32, world), _view(buf, np.int32), stream=s))  # fmt: skip
+        _raises(ValueError, "recvbuf must be another buffer than sendbuf",
+                lambda: comm.all_to_all(_view(buf, np.float32, world), _view(buf, np.float32, world), stream=s))  # fmt: skip
+
+        # shrink with no rank left out, where this NCCL has it
+        try:
+            small = comm.shrink([])
+        except nccl.NCCLError as exc:
+            assert "has no ncclCommShrink" in str(exc), str(exc)
+        else:
+            with small:
+                assert (small.rank, small.nranks) == (rank, world)
+                small.all_reduce(_view(buf, np.float32), stream=s)
+                s.sync()
+    assert comm.is_closed
+    _raises(RuntimeError, "Communicator has been closed", lambda: comm.send(buf, 0, stream=s))
+    assert not [t for t in threading.enumerate() if t.name.startswith("cuda_core.nccl watchdog")]
+    return "ok"
+
+
+def _after_fault(rank: int, world: int, port: int, dev: Any, s: Any) -> None:
+    """What a survivor does after the fault: its memory and stream work, and a new communicator
+    of the survivors (from a new unique id) runs an all-reduce to completion."""
+    from cuda_core import nccl
+
+    assert not [t for t in threading.enumerate() if t.name.startswith("cuda_core.nccl watchdog")]
+    uid = nccl.exchange_unique_id(rank, world, ADDR, port, timeout=60)
+    with nccl.Communicator.init(world, rank, uid, device=dev, timeout=30) as comm:
+        b = _to_device(dev, s, np.full(4096, rank + 1, np.float32))
+        comm.all_reduce(_view(b, np.float32), stream=s)
+        np.testing.assert_array_equal(
+            _read(b, s, np.float32), np.full(4096, world * (world + 1) / 2, np.float32)
+        )
+
+
+def rank_killed_mid_loop(
+    rank: int, world: int, port: int, port2: int, timeout: float
+) -> float | None:
+    """The last rank SIGKILLs itself in the middle of a loop of all-reduces; the others must
+    raise within ``timeout`` + 5 s of their last completed all-reduce, then work on."""
+    from cuda_core import nccl
+
+    nccl.set_default_timeout(timeout)
+    _nccl, dev, s, comm = _setup(rank, world, port)
+    buf = _to_device(dev, s, np.ones(1 << 16, np.float32))
+    view = _view(buf, np.float32)
+    prev = start = time.monotonic()
+    try:
+        for i in range(100000):
+            if rank == world - 1 and i == 50:
+                os.kill(os.getpid(), signal.SIGKILL)
+            prev, start = start, time.monotonic()
+            comm.all_reduce(view, stream=s)
+            s.sync()  # the hung one returns once the watchdog aborted; the next call raises
+    except nccl.NCCLError as exc:
+        took = time.monotonic() - prev  # the hung all-reduce started at the latest then
+        assert took <= timeout + 5, f"raised {took:.1f} s after the hung all-reduce began: {exc}"
+        assert i > 50 - 2, f"failed at iteration {i}, before the kill: {exc}"
+    else:
+        raise AssertionError("the loop ended without an error")
+    assert comm.timeout == timeout
+    comm.close()  # after the failure: releases, raises nothing more
+    _after_fault(rank, world - 1, port2, dev, s)
+    return took
+
+
+def rank_never_joins(rank: int, present: int, port: int, port2: int, timeout: float) -> float:
+    """``present`` ranks init a communicator of ``present + 1``: the last never comes. Each must
+    raise NCCLTimeoutError within ``timeout`` + 5 s, then build a communicator of those present."""
+    from cuda_core import Device, nccl
+
+    dev = Device(rank)
+    dev.set_current()
+    s = dev.create_stream()
+    uid = nccl.exchange_unique_id(rank, present, ADDR, port, timeout=60)
+    t0 = time.monotonic()
+    try:
+        nccl.Communicator.init(present + 1, rank, uid, device=dev, timeout=timeout)
+    except nccl.NCCLTimeoutError as exc:
+        took = time.monotonic() - t0
+        assert took <= timeout + 5, f"raised after {took:.1f} s"
+        assert (exc.api, exc.rank, exc.nranks, exc.timeout) == (
+            "ncclCommInitRank",
+            rank,
+            present + 1,
+            timeout,
+        )
+    else:
+        raise AssertionError("init returned though a rank never joined")
+    _after_fault(rank, present, port2, dev, s)
+    return took

@@ -353,16 +353,17 @@ def test_nccl4py_reads_our_views_through_dlpack():
 # -- GPU tier: two GPUs --------------------------------------------------------------------
 
 
-def _need_two_gpus() -> None:
-    reason = nccl_ranks.nccl_skip_reason(2)
+def _need_two_gpus(gpus: int = 2) -> None:
+    reason = nccl_ranks.nccl_skip_reason(gpus)
     if reason:
         pytest.skip(reason)
 
 
 @pytest.mark.gpu
-def test_collectives_on_two_gpus_in_two_processes():
-    _need_two_gpus()
-    assert nccl_ranks.run_ranks(nccl_ranks.rank_collectives, 2) == ["ok", "ok"]
+@pytest.mark.parametrize("world", [2, 4])
+def test_collectives_in_one_process_per_gpu(world):
+    _need_two_gpus(world)
+    assert nccl_ranks.run_ranks(nccl_ranks.rank_collectives, world) == ["ok"] * world
 
 
 @pytest.mark.gpu
@@ -372,9 +373,10 @@ def test_nccl4py_takes_our_buffers_views_and_streams_directly():
 
 
 @pytest.mark.gpu
-def test_one_process_drives_two_gpus_in_a_group():
-    _need_two_gpus()
-    assert nccl_ranks.run_ranks(nccl_ranks.rank_group_two_devices, 2, procs=1) == ["ok"]
+@pytest.mark.parametrize("world", [2, 4])
+def test_one_process_drives_several_gpus_in_a_group(world):
+    _need_two_gpus(world)
+    assert nccl_ranks.run_ranks(nccl_ranks.rank_group_two_devices, world, procs=1) == ["ok"]
 
 
 @pytest.mark.gpu
@@ -383,6 +385,7 @@ def test_example_spawns_one_rank_per_gpu():
     env = _env()
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK"):
         env.pop(k, None)
+    env["NCCL_NVLS_ENABLE"] = "0"
     proc = subprocess.run(
         [sys.executable, str(EXAMPLE)],
         capture_output=True,
@@ -392,7 +395,9 @@ def test_example_spawns_one_rank_per_gpu():
         cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "ranks on" in proc.stdout and "agree with NumPy" in proc.stdout
+    from tests.helpers import gpu_count
+
+    assert f"{gpu_count()} ranks on {gpu_count()} GPUs agree with NumPy" in proc.stdout
 
 
 def _load_example():
@@ -453,6 +458,7 @@ def test_example_under_launcher_variables_as_torchrun_sets_them():
     with socket.create_server(("127.0.0.1", port)):
         for rank in range(2):
             env = _env()
+            env["NCCL_NVLS_ENABLE"] = "0"
             env.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE="2",
                        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), TORCHELASTIC_RUN_ID="test")  # fmt: skip
             procs.append(subprocess.Popen([sys.executable, str(EXAMPLE)], stdout=subprocess.PIPE,

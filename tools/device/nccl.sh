@@ -4,7 +4,7 @@
 # brings libnccl.so.2 in site-packages/nvidia/nccl/lib), then runs tests/nccl/test_nccl.py on both
 # backends, the example plainly and under torchrun-style variables, and the benchmark twice (each
 # library first once). Full logs under $OUT/nccl/; a one-line-per-step summary in summary.txt.
-# Usage: bash tools/device/nccl.sh            (all parts, about 5-6 minutes)
+# Usage: bash tools/device/nccl.sh            (all parts, about 8-10 minutes)
 #        PARTS="tests" bash tools/device/nccl.sh  (any of: tests examples bench; to split a run)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,6 +14,7 @@ mkdir -p "$LOG"
 : > "$LOG/summary.txt"
 TARGET=/tmp/nccl4py
 export PYTHONPATH=$ROOT:$TARGET PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0  # every GPU process (issue 24)
 export CUDA_CORE_CACHE_DIR=$(mktemp -d)
 
 step() {  # step <name> <timeout-seconds> <command...>: run, log, record rc
@@ -64,8 +65,10 @@ PARTS=${PARTS:-tests examples bench}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 if has tests; then
-step test_nccl_native 280 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider tests/nccl/test_nccl.py
-CUDA_CORE_BACKEND=python step test_nccl_pure 280 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider tests/nccl/test_nccl.py
+# the GPU tests of tests/nccl (collectives on 2 and, where visible, 4 GPUs; the fault cases,
+# CUDA_CORE_NCCL_FAULT_TRIES tries each, default 5); the pure backend with one try of each
+step test_nccl_native 420 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider -m gpu tests/nccl
+CUDA_CORE_BACKEND=python CUDA_CORE_NCCL_FAULT_TRIES=${PURE_TRIES:-1} step test_nccl_pure 300 python3 -X faulthandler -m pytest -q -rfEs -p no:cacheprovider -m gpu tests/nccl
 step test_examples_nccl 200 python3 -m pytest -q -rfEs -p no:cacheprovider tests/test_examples.py -k "nccl or indexed or judge"
 fi
 
@@ -84,8 +87,10 @@ echo "example_env: rank0 rc=$RC0 rank1 rc=$RC1" | tee -a "$LOG/summary.txt"
 fi
 
 if has bench; then
-step bench_allreduce_1 280 python3 benchmarks/bench_allreduce.py --first cuda_core
-step bench_allreduce_2 280 python3 benchmarks/bench_allreduce.py --first torch
+step bench_allreduce_1 280 python3 benchmarks/bench_allreduce.py --first cuda_core --reps ${BENCH_REPS:-15}
+if [ -z "${BENCH_ONCE:-}" ]; then
+step bench_allreduce_2 280 python3 benchmarks/bench_allreduce.py --first torch --reps ${BENCH_REPS:-15}
+fi
 fi
 echo; cat "$LOG/summary.txt"
 grep -h -E "^(FAILED|ERROR)|Fatal Python|Traceback" "$LOG"/test_*.txt 2>/dev/null | head -40

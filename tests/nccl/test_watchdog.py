@@ -1,0 +1,231 @@
+"""The watchdog of a communicator (cuda_core/nccl/_watchdog.py), without NCCL: completion objects
+and NCCL's status come from the test, so every path (done, timeout, asynchronous error,
+ncclInProgress, stop) runs on the CPU tier. The same class runs on the GPU in test_faults.py."""
+
+from __future__ import annotations
+
+import pickle
+import threading
+import time
+
+import pytest
+
+from cuda_core import nccl
+from cuda_core.nccl._errors import NCCLError
+from cuda_core.nccl._watchdog import IN_PROGRESS, WATCH_MAX, Watchdog
+
+
+class Work:
+    """A completion object: done once ``finish()`` was called; counts how often it was asked."""
+
+    def __init__(self, done: bool = False) -> None:
+        self.done = done
+        self.looks = 0
+        self.closed = False
+
+    @property
+    def is_done(self) -> bool:
+        self.looks += 1
+        return self.done
+
+    def finish(self) -> None:
+        self.done = True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Fake:
+    """NCCL's side: an asynchronous status the test sets, and a record of aborts."""
+
+    def __init__(self) -> None:
+        self.code = 0
+        self.aborts = 0
+
+    def make(self, timeout: float = 0.3) -> Watchdog:
+        return Watchdog(timeout, 1, 4, 3, lambda: self.code, self.abort,
+                        lambda api, code: NCCLError(api, f"status{code}", "from the test", code))  # fmt: skip
+
+    def abort(self) -> None:
+        self.aborts += 1
+
+
+def _until(pred, limit: float = 5.0) -> float:
+    t0 = time.monotonic()
+    while not pred():
+        assert time.monotonic() - t0 < limit, "condition never came"
+        time.sleep(0.005)
+    return time.monotonic() - t0
+
+
+def test_completed_work_is_recycled_and_the_thread_ends_at_stop():
+    fake = Fake()
+    w = fake.make()
+    works = [Work() for _ in range(3)]
+    for i, work in enumerate(works):
+        w.watch(work, f"op{i}")
+    assert w.is_alive
+    for work in works:
+        work.finish()
+    w.wait_idle()  # returns: everything completed
+    assert list(w.free) == works and w.failure is None and fake.aborts == 0
+    w.stop()
+    assert not w.is_alive and all(work.closed for work in works)
+    assert not [t for t in threading.enumerate() if t.name.startswith("cuda_core.nccl watchdog")]
+
+
+def test_work_that_never_completes_aborts_once_and_raises_a_timeout_naming_everything():
+    fake = Fake()
+    w = fake.make(timeout=0.3)
+    t0 = time.monotonic()
+    w.watch(Work(), "ncclAllReduce")
+    with pytest.raises(nccl.NCCLTimeoutError) as info:
+        w.wait_idle()
+    took = time.monotonic() - t0
+    assert 0.3 <= took < 0.3 + WATCH_MAX + 0.5
+    err = info.value
+    assert fake.aborts == 1 and isinstance(err, nccl.NCCLError)
+    assert (err.api, err.rank, err.nranks, err.device_id, err.timeout) == (
+        "ncclAllReduce",
+        1,
+        4,
+        3,
+        0.3,
+    )
+    assert str(err).startswith(
+        "ncclAllReduce: timeout: rank 1 of 4 ranks (device 3): not complete after 0.3 s"
+    )
+    assert "new unique id" in str(err)
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is nccl.NCCLTimeoutError and str(back) == str(err) and back.rank == 1
+    _until(lambda: not w.is_alive)  # the thread ended by itself after the abort
+    with pytest.raises(nccl.NCCLTimeoutError):
+        w.check()  # and every later call raises it again
+    w.stop()
+    assert fake.aborts == 1
+
+
+def test_the_clock_starts_when_work_becomes_the_oldest():
+    # Three operations of 0.2 s each, queued at once, with a 0.35 s timeout: the last one ends
+    # 0.6 s after it was queued, but was never the oldest for longer than 0.2 s.
+    fake = Fake()
+    w = fake.make(timeout=0.35)
+    works = [Work() for _ in range(3)]
+    for work in works:
+        w.watch(work, "ncclAllReduce")
+    for work in works:
+        time.sleep(0.2)
+        work.finish()
+    w.wait_idle()
+    assert fake.aborts == 0
+    w.stop()
+
+
+def test_an_asynchronous_error_aborts_without_waiting_for_the_timeout():
+    fake = Fake()
+    w = fake.make(timeout=60)
+    w.watch(Work(), "ncclSend")
+    fake.code = 6  # ncclRemoteError
+    took = _until(lambda: w.failure is not None)
+    assert took < 1.0 and fake.aborts == 1
+    with pytest.raises(NCCLError, match="ncclSend: status6") as info:
+        w.check()
+    assert not isinstance(info.value, nccl.NCCLTimeoutError)
+    w.stop()
+
+
+def test_in_progress_is_not_an_error_and_the_watchdog_sleeps_rather_than_spins():
+    fake = Fake()
+    fake.code = IN_PROGRESS
+    w = fake.make(timeout=60)
+    work = Work()
+    w.watch(work, "ncclAllReduce")
+    time.sleep(1.0)
+    # sleeps that grow from 1 ms to 100 ms: about 20 looks in a second, never thousands
+    assert 3 <= work.looks <= 40, work.looks
+    assert w.failure is None and fake.aborts == 0
+    w.stop()
+    assert not w.is_alive
+
+
+def test_settle_waits_out_in_progress_then_returns_or_times_out():
+    fake = Fake()
+    w = fake.make(timeout=0.3)
+    fake.code = IN_PROGRESS
+    threading.Timer(0.1, lambda: setattr(fake, "code", 0)).start()
+    w.settle("ncclCommInitRank")  # in progress for 0.1 s, then done
+    assert fake.aborts == 0
+    fake.code = IN_PROGRESS
+    t0 = time.monotonic()
+    with pytest.raises(nccl.NCCLTimeoutError, match="ncclCommInitRank: timeout: rank 1 of 4"):
+        w.settle("ncclCommInitRank")
+    assert 0.3 <= time.monotonic() - t0 < 1.0 and fake.aborts == 1
+    assert w.reported
+
+
+def test_settle_turns_an_error_status_into_an_abort_and_the_error():
+    fake = Fake()
+    w = fake.make()
+    fake.code = 3  # ncclInternalError
+    with pytest.raises(NCCLError, match="ncclCommFinalize: status3"):
+        w.settle("ncclCommFinalize")
+    assert fake.aborts == 1
+    w.abort()  # idempotent: NCCL is never asked twice
+    assert fake.aborts == 1 and w.status() == 0
+
+
+def test_a_broken_completion_object_ends_the_communicator_with_its_error():
+    class Broken:
+        @property
+        def is_done(self) -> bool:
+            raise RuntimeError("cuEventQuery: CUDA_ERROR_LAUNCH_FAILED")
+
+    fake = Fake()
+    w = fake.make(timeout=60)
+    w.watch(Broken(), "ncclAllGather")
+    _until(lambda: w.failure is not None)
+    with pytest.raises(NCCLError, match="ncclAllGather: RuntimeError: cuEventQuery"):
+        w.check()
+    assert fake.aborts == 1
+    w.stop()
+
+
+def test_stop_joins_a_waiting_thread_at_once_and_watch_after_stop_is_ignored():
+    fake = Fake()
+    w = fake.make(timeout=60)
+    w.watch(Work(), "ncclAllReduce")
+    t0 = time.monotonic()
+    w.stop()
+    assert time.monotonic() - t0 < 0.5 and not w.is_alive
+    w.watch(Work(), "ncclAllReduce")
+    assert not w.is_alive and fake.aborts == 0
+
+
+def test_many_watchdogs_leave_no_thread_behind():
+    fakes = [Fake() for _ in range(20)]
+    dogs = [f.make() for f in fakes]
+    for d in dogs:
+        work = Work()
+        d.watch(work, "ncclAllReduce")
+        work.finish()
+    for d in dogs:
+        d.wait_idle()
+        d.stop()
+    assert not [t for t in threading.enumerate() if t.name.startswith("cuda_core.nccl watchdog")]
+
+
+def test_an_abort_does_not_wait_forever_for_a_caller_stuck_in_nccl():
+    # A caller holds the lock inside an NCCL call that only the abort can end (an enqueue on a
+    # rank whose peer died): the watchdog aborts after ABORT_LOCK_WAIT without it.
+    from cuda_core.nccl._watchdog import ABORT_LOCK_WAIT
+
+    fake = Fake()
+    w = fake.make(timeout=0.2)
+    w.lock.acquire()
+    try:
+        w.watch(Work(), "ncclAllReduce")
+        took = _until(lambda: w.failure is not None)
+    finally:
+        w.lock.release()
+    assert fake.aborts == 1 and took < 0.2 + ABORT_LOCK_WAIT + 1.0
+    w.stop()
