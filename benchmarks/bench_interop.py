@@ -91,10 +91,10 @@ def cpu_main(impls) -> None:
     for name in names:
         mod = impls.get(name)
         V = _view_cls(mod) if mod is not None else None
-        # cuda.core 1.2 asks the driver for the current device here: it needs a GPU and a
-        # current context (CUDA_ERROR_INVALID_CONTEXT without one), which it is given when
-        # there is a GPU, as code that uses a view would have.
-        if name == "cuda.core" and mod is not None:
+        # Both ask the driver for the current device here; cuda.core 1.2 needs a GPU and a
+        # current context (CUDA_ERROR_INVALID_CONTEXT without one). Each is given its device
+        # where there is a GPU, as code that uses a view would have.
+        if mod is not None:
             try:
                 mod.Device().set_current()
             except Exception:
