@@ -237,6 +237,9 @@ def excluded_ranks(value: Any, rank: int, nranks: int) -> list[int]:
         ranks = list(value)
     except TypeError:
         raise arg_error("exclude_ranks", "a sequence of int ranks", value, exc=TypeError) from None
+    if not ranks:  # NCCL 2.28 refuses it (ncclInvalidArgument)
+        raise arg_error("exclude_ranks", "at least one rank", value,
+                        hint="to keep every rank, keep this communicator")  # fmt: skip
     for r in ranks:
         rank_arg("exclude_ranks", r, nranks)
     if len(set(ranks)) != len(ranks):

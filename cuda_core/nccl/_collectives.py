@@ -377,7 +377,9 @@ class Collectives:
         self._w.wait_idle()
 
     def wait(self) -> None:
-        """Block until all work this communicator enqueued (on any stream) has completed.
+        """Block until all work this communicator enqueued (on any stream) has completed, and
+        until NCCL has enqueued what was handed to it through :meth:`as_nccl4py` (the
+        communicator is non-blocking: such a call may return while NCCL still enqueues).
 
         Sleeps with growing pauses rather than spinning; returns at the latest after the
         communicator's timeout, by raising :class:`NCCLTimeoutError`.
@@ -391,6 +393,7 @@ class Collectives:
         """
         if self._comm is None:
             raise _args.closed()
+        self._w.settle("wait")
         self._w.wait_idle()
 
     def _begin(self, stream: Any) -> tuple[Any, int, Any, int]:

@@ -329,7 +329,10 @@ class Communicator(Collectives):
         nccl4py's methods take cuda_core's objects as they are: a
         :class:`~cuda_core.utils.StridedMemoryView` through DLPack (its dtype), a
         :class:`~cuda_core.Buffer` through DLPack (as ``uint8``), a :class:`~cuda_core.Stream`
-        through ``__cuda_stream__``. It stays owned by this object: do not destroy it.
+        through ``__cuda_stream__``. It stays owned by this object: do not destroy it. The
+        communicator is non-blocking (NCCL's ``blocking=0``): a call through nccl4py may return
+        while NCCL still enqueues its work (``ncclInProgress``); call :meth:`wait` before
+        relying on the stream.
 
         Returns
         -------

@@ -178,7 +178,7 @@ def _readers():
 
     out = [pytest.param(_interop_py.read_capsule, id="pure")]
     try:
-        from cuda_core import _native
+        from cuda_core._handles import _native
     except ImportError:
         out.append(
             pytest.param(
