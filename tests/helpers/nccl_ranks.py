@@ -352,6 +352,29 @@ def rank_group_two_devices(rank: int, world: int, port: int) -> str:
     return "ok"
 
 
+def rank_shrink(rank: int, world: int, port: int) -> str:
+    """The last rank left out by the others (it does not call shrink), where this NCCL has
+    ncclCommShrink; the new communicator all-reduces."""
+    nccl, dev, s, comm = _setup(rank, world, port)
+    buf = _to_device(dev, s, np.ones(256, np.float32))
+    with comm:
+        if rank < world - 1:
+            try:
+                small = comm.shrink([world - 1])
+            except nccl.NCCLError as exc:
+                assert "has no ncclCommShrink" in str(exc), str(exc)
+            else:
+                with small:
+                    assert (small.rank, small.nranks) == (rank, world - 1)
+                    small.all_reduce(_view(buf, np.float32), stream=s)
+                    s.sync()
+                    np.testing.assert_array_equal(
+                        _read(buf, s, np.float32), np.full(256, world - 1, np.float32)
+                    )
+    buf.close()
+    return "ok"
+
+
 def rank_more_collectives(rank: int, world: int, port: int) -> str:
     """reduce, send/recv (a ring in a group, and a pair outside one), all_to_all, barrier, wait."""
     nccl, dev, s, comm = _setup(rank, world, port)
@@ -431,19 +454,8 @@ def rank_more_collectives(rank: int, world: int, port: int) -> str:
         _raises(ValueError, "recvbuf must be another buffer than sendbuf",
                 lambda: comm.all_to_all(_view(buf, np.float32, world), _view(buf, np.float32, world), stream=s))  # fmt: skip
 
-        # shrink: nothing left out is refused before NCCL (NCCL 2.28 refuses it too); the last
-        # rank left out, where this NCCL has shrink (the excluded rank does not call it)
+        # shrink: nothing left out is refused before NCCL (NCCL 2.28 refuses it too)
         _raises(ValueError, "exclude_ranks must be at least one rank", lambda: comm.shrink([]))
-        if rank < world - 1:
-            try:
-                small = comm.shrink([world - 1])
-            except nccl.NCCLError as exc:
-                assert "has no ncclCommShrink" in str(exc), str(exc)
-            else:
-                with small:
-                    assert (small.rank, small.nranks) == (rank, world - 1)
-                    small.all_reduce(_view(buf, np.float32), stream=s)
-                    s.sync()
     assert comm.is_closed
     _raises(RuntimeError, "Communicator has been closed", lambda: comm.send(buf, 0, stream=s))
     assert not [t for t in threading.enumerate() if t.name.startswith("cuda_core.nccl watchdog")]

@@ -33,6 +33,17 @@ def test_reduce_send_recv_all_to_all_barrier_against_numpy(world):
 
 
 @pytest.mark.gpu
+@pytest.mark.xfail(
+    reason="on two H200s (NCCL 2.28.9, non-blocking communicators) ncclCommGetAsyncError on "
+    "the communicator ncclCommShrink made answers ncclInvalidArgument; not understood yet",
+    strict=False,
+)
+def test_shrink_leaves_the_last_rank_out():
+    _need(2)
+    assert nccl_ranks.run_ranks(nccl_ranks.rank_shrink, 2, timeout=120) == ["ok", "ok"]
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("attempt", range(TRIES))
 def test_a_rank_killed_mid_loop_makes_the_others_raise_then_work_on(attempt):
     _need(2)

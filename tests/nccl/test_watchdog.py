@@ -11,6 +11,7 @@ import time
 import pytest
 
 from cuda_core import nccl
+from cuda_core.nccl import _watchdog
 from cuda_core.nccl._errors import NCCLError
 from cuda_core.nccl._watchdog import IN_PROGRESS, WATCH_MAX, Watchdog
 
@@ -161,6 +162,25 @@ def test_settle_waits_out_in_progress_then_returns_or_times_out():
         w.settle("ncclCommInitRank")
     assert 0.3 <= time.monotonic() - t0 < 1.0 and fake.aborts == 1
     assert w.reported
+
+
+def test_settle_polls_without_sleeping_while_the_enqueue_is_short(monkeypatch):
+    # A non-blocking communicator answers most calls ncclInProgress for microseconds; the
+    # shortest sleep costs 100 us or more: the first SETTLE_SPIN seconds are polled with
+    # sleep(0) only, then the pauses grow from SETTLE_MIN.
+    fake = Fake()
+    w = fake.make(timeout=5.0)
+    slept: list[float] = []
+    real_sleep = time.sleep
+    monkeypatch.setattr(_watchdog.time, "sleep", lambda d: slept.append(d) or real_sleep(d))
+    for spin, want in ((60.0, {0}), (0.0, {_watchdog.SETTLE_MIN, 2 * _watchdog.SETTLE_MIN})):
+        monkeypatch.setattr(_watchdog, "SETTLE_SPIN", spin)
+        answers = iter([IN_PROGRESS, IN_PROGRESS, 0])
+        w._async_error = lambda a=answers: next(a)
+        slept.clear()
+        w.settle("ncclAllReduce")
+        assert set(slept) == want, (spin, slept)
+    assert fake.aborts == 0
 
 
 def test_settle_turns_an_error_status_into_an_abort_and_the_error():
