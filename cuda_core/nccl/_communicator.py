@@ -20,7 +20,7 @@ from . import _args
 from ._collectives import Collectives
 from ._errors import NCCLError, nccl_error, status_error
 from ._group import open_calls
-from ._loader import load
+from ._loader import library_info, load
 from ._timeout import check_timeout, get_default_timeout
 from ._watchdog import Watchdog
 
@@ -394,8 +394,6 @@ class Communicator(Collectives):
                 except b.NCCLError:
                     raise
                 except Exception as exc:  # no ncclCommShrink in this library
-                    from ._loader import library_info
-
                     raise NCCLError("ncclCommShrink", "ncclInvalidUsage",
                                     f"the installed NCCL ({library_info()['version']}) has no "
                                     "ncclCommShrink (NCCL 2.27 and later): build a new "
