@@ -42,6 +42,15 @@ def nccl_skip_reason(gpus: int = 2) -> str | None:
     return None
 
 
+def need_gpus(gpus: int = 2) -> None:
+    """Skip the calling test, saying why, unless NCCL collectives over ``gpus`` GPUs can run."""
+    import pytest
+
+    reason = nccl_skip_reason(gpus)
+    if reason:
+        pytest.skip(reason)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((ADDR, 0))

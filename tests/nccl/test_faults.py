@@ -17,16 +17,10 @@ TRIES = int(os.environ.get("CUDA_CORE_NCCL_FAULT_TRIES", "5"))
 TIMEOUT = 5.0
 
 
-def _need(gpus: int) -> None:
-    reason = nccl_ranks.nccl_skip_reason(gpus)
-    if reason:
-        pytest.skip(reason)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("world", [2, 4])
 def test_reduce_send_recv_all_to_all_barrier_against_numpy(world):
-    _need(world)
+    nccl_ranks.need_gpus(world)
     assert (
         nccl_ranks.run_ranks(nccl_ranks.rank_more_collectives, world, timeout=120) == ["ok"] * world
     )
@@ -39,14 +33,14 @@ def test_reduce_send_recv_all_to_all_barrier_against_numpy(world):
     strict=False,
 )
 def test_shrink_leaves_the_last_rank_out():
-    _need(2)
+    nccl_ranks.need_gpus(2)
     assert nccl_ranks.run_ranks(nccl_ranks.rank_shrink, 2, timeout=120) == ["ok", "ok"]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("attempt", range(TRIES))
 def test_a_rank_killed_mid_loop_makes_the_others_raise_then_work_on(attempt):
-    _need(2)
+    nccl_ranks.need_gpus(2)
     world = 2
     got = nccl_ranks.run_ranks(nccl_ranks.rank_killed_mid_loop, world, nccl_ranks.free_port(), TIMEOUT,
                                timeout=90, may_die=(world - 1,))  # fmt: skip
@@ -57,7 +51,7 @@ def test_a_rank_killed_mid_loop_makes_the_others_raise_then_work_on(attempt):
 @pytest.mark.gpu
 @pytest.mark.parametrize("attempt", range(TRIES))
 def test_a_rank_that_never_joins_makes_the_others_raise_then_work_on(attempt):
-    _need(2)
+    nccl_ranks.need_gpus(2)
     present = 1  # two GPUs: one rank present, a communicator of two, the second never comes
     got = nccl_ranks.run_ranks(nccl_ranks.rank_never_joins, present, nccl_ranks.free_port(), TIMEOUT,
                                timeout=90)  # fmt: skip
@@ -66,7 +60,7 @@ def test_a_rank_that_never_joins_makes_the_others_raise_then_work_on(attempt):
 
 @pytest.mark.gpu
 def test_faults_on_four_gpus():
-    _need(4)
+    nccl_ranks.need_gpus(4)
     got = nccl_ranks.run_ranks(nccl_ranks.rank_killed_mid_loop, 4, nccl_ranks.free_port(), TIMEOUT,
                                timeout=90, may_die=(3,))  # fmt: skip
     assert got[3] is None and all(t <= TIMEOUT + 5 for t in got[:3]), got

@@ -353,35 +353,29 @@ def test_nccl4py_reads_our_views_through_dlpack():
 # -- GPU tier: two GPUs --------------------------------------------------------------------
 
 
-def _need_two_gpus(gpus: int = 2) -> None:
-    reason = nccl_ranks.nccl_skip_reason(gpus)
-    if reason:
-        pytest.skip(reason)
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("world", [2, 4])
 def test_collectives_in_one_process_per_gpu(world):
-    _need_two_gpus(world)
+    nccl_ranks.need_gpus(world)
     assert nccl_ranks.run_ranks(nccl_ranks.rank_collectives, world) == ["ok"] * world
 
 
 @pytest.mark.gpu
 def test_nccl4py_takes_our_buffers_views_and_streams_directly():
-    _need_two_gpus()
+    nccl_ranks.need_gpus()
     assert nccl_ranks.run_ranks(nccl_ranks.rank_nccl4py_direct, 2) == ["ok", "ok"]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("world", [2, 4])
 def test_one_process_drives_several_gpus_in_a_group(world):
-    _need_two_gpus(world)
+    nccl_ranks.need_gpus(world)
     assert nccl_ranks.run_ranks(nccl_ranks.rank_group_two_devices, world, procs=1) == ["ok"]
 
 
 @pytest.mark.gpu
 def test_example_spawns_one_rank_per_gpu():
-    _need_two_gpus()
+    nccl_ranks.need_gpus()
     env = _env()
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK"):
         env.pop(k, None)
@@ -451,7 +445,7 @@ def _two_free_ports() -> int:
 def test_example_under_launcher_variables_as_torchrun_sets_them():
     import socket
 
-    _need_two_gpus()
+    nccl_ranks.need_gpus()
     port = _two_free_ports()
     procs = []
     # torchrun's agent serves its store on MASTER_PORT while the ranks run: hold it the same way
