@@ -19,6 +19,7 @@ from .._interop._memoryview import StridedMemoryView
 from .._memory import Buffer
 from .._stream import as_stream
 from .._utils import arg_error
+from ._errors import closed as closed
 
 __all__: list[str] = []  # private module
 
@@ -179,10 +180,6 @@ def resolve(
     if dest and obj.readonly:
         raise arg_error(name, "writable (NCCL writes the result into it)", obj)
     return obj.ptr, obj.size, code
-
-
-def closed() -> RuntimeError:
-    return RuntimeError("Communicator has been closed; it cannot be used after close() or abort()")
 
 
 def stream_of(stream: Any, device_id: int) -> tuple[Any, int]:

@@ -14,7 +14,7 @@ from typing import Any
 from .._device import Device
 from .._utils import arg_error
 from . import _args
-from ._errors import nccl_error
+from ._errors import closed, nccl_error
 from ._group import group, open_calls
 
 __all__: list[str] = []  # private module: Communicator is the public face
@@ -414,6 +414,8 @@ class Collectives:
         hand an event recorded after the work to the watchdog (after the group, inside one)."""
         w = self._w
         with w.lock:
+            if w.aborted and w.failure is None:  # abort() or close() on another thread since
+                raise closed()  # _begin: the communicator NCCL had is freed
             if w.failure is None:
                 try:
                     fn(*args)

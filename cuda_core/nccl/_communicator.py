@@ -162,13 +162,20 @@ class Communicator(Collectives):
 
     @classmethod
     def _start(cls, core: Any, b: Any, api: str, make: Any, timeout: float, rank: int,
-               nranks: int, device_id: int) -> Communicator:  # fmt: skip
+               nranks: int, device_id: int, parent: Watchdog | None = None) -> Communicator:  # fmt: skip
         """Make a non-blocking communicator with ``make(config)`` and wait, sleeping, until NCCL
-        finished making it (or abort it after ``timeout`` and raise)."""
+        finished making it (or abort it after ``timeout`` and raise).
+
+        A child of ``parent`` (shrink): NCCL runs the child's making as the parent's
+        asynchronous work and writes the child's handle only when it is done (NULL until then),
+        so the parent is waited for first; on failure the parent is aborted, which stops the
+        child's making too."""
         try:
             n4p = make(core.NCCLConfig(blocking=False))
         except b.NCCLError as exc:
             raise nccl_error(api, exc, b) from None
+        if parent is not None:
+            parent.settle(api, timeout)  # n4p is kept alive: NCCL writes the handle into it
         w = _watchdog(n4p, b, timeout, rank, nranks, device_id)
         try:
             w.settle(api)
@@ -399,9 +406,10 @@ class Communicator(Collectives):
                                     "ncclCommShrink (NCCL 2.27 and later): build a new "
                                     f"communicator from a new unique id ({exc})") from None  # fmt: skip
 
+        w.wait_idle()  # NCCL's default shrink wants no operation of this one outstanding
         with Device(self._device_id)._scope():
             return self._start(core, b, "ncclCommShrink", make, limit, new_rank,
-                               self._nranks - len(ranks), self._device_id)  # fmt: skip
+                               self._nranks - len(ranks), self._device_id, parent=w)  # fmt: skip
 
     def finalize(self) -> None:
         """Finish the communicator's pending work and release its network resources

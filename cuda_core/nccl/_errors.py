@@ -135,3 +135,8 @@ def nccl_error(api: str, exc: Any, bindings: Any, comm: Any = None) -> NCCLError
         if last:
             explanation += f"; NCCL said: {last.strip()}"
     return NCCLError(api, name, explanation, code)
+
+
+def closed() -> RuntimeError:
+    """What any use of a closed or aborted communicator raises."""
+    return RuntimeError("Communicator has been closed; it cannot be used after close() or abort()")

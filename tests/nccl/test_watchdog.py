@@ -166,21 +166,46 @@ def test_settle_waits_out_in_progress_then_returns_or_times_out():
 
 def test_settle_polls_without_sleeping_while_the_enqueue_is_short(monkeypatch):
     # A non-blocking communicator answers most calls ncclInProgress for microseconds; the
-    # shortest sleep costs 100 us or more: the first SETTLE_SPIN seconds are polled with
-    # sleep(0) only, then the pauses grow from SETTLE_MIN.
+    # shortest sleep costs 100 us or more, and time.sleep(0) the timer's slack (about 60 us on
+    # Linux): the first SETTLE_SPIN seconds only yield, then the pauses grow from SETTLE_MIN.
     fake = Fake()
     w = fake.make(timeout=5.0)
     slept: list[float] = []
+    yields: list[int] = []
     real_sleep = time.sleep
     monkeypatch.setattr(_watchdog.time, "sleep", lambda d: slept.append(d) or real_sleep(d))
-    for spin, want in ((60.0, {0}), (0.0, {_watchdog.SETTLE_MIN, 2 * _watchdog.SETTLE_MIN})):
+    monkeypatch.setattr(_watchdog.os, "sched_yield", lambda: yields.append(1))
+    for spin, want_sleeps, want_yields in (
+        (60.0, [], 2),
+        (0.0, [_watchdog.SETTLE_MIN, 2 * _watchdog.SETTLE_MIN], 0),
+    ):
         monkeypatch.setattr(_watchdog, "SETTLE_SPIN", spin)
         answers = iter([IN_PROGRESS, IN_PROGRESS, 0])
         w._async_error = lambda a=answers: next(a)
         slept.clear()
+        yields.clear()
         w.settle("ncclAllReduce")
-        assert set(slept) == want, (spin, slept)
+        assert (slept, len(yields)) == (want_sleeps, want_yields), spin
     assert fake.aborts == 0
+
+
+def test_after_a_plain_abort_settle_and_wait_raise_instead_of_succeeding():
+    # abort() records no failure, and status() answers 0 once aborted: a settle or a wait then
+    # must not report NCCL's work as done (a caller would go on to use the freed communicator).
+    fake = Fake()
+    w = fake.make(timeout=5.0)
+    fake.code = IN_PROGRESS
+    w.abort()
+    assert fake.aborts == 1 and w.failure is None
+    with pytest.raises(RuntimeError, match="Communicator has been closed"):
+        w.settle("ncclAllReduce")
+    # A wait cut short by stop() (close() or abort() on another thread) with work pending
+    # raises too, instead of returning as if the work had completed.
+    w2 = fake.make(timeout=5.0)
+    w2.watch(Work(), "ncclAllReduce")
+    threading.Timer(0.05, w2.stop).start()
+    with pytest.raises(RuntimeError, match="Communicator has been closed"):
+        w2.wait_idle()
 
 
 def test_settle_turns_an_error_status_into_an_abort_and_the_error():
@@ -249,3 +274,52 @@ def test_an_abort_does_not_wait_forever_for_a_caller_stuck_in_nccl():
         w.lock.release()
     assert fake.aborts == 1 and took < 0.2 + ABORT_LOCK_WAIT + 1.0
     w.stop()
+
+
+def test_a_child_communicator_is_read_only_once_its_parent_settled(monkeypatch):
+    # ncclCommShrink on a non-blocking communicator: NCCL makes the child as the parent's
+    # asynchronous work and writes the child's handle (NULL until then) when that is done.
+    # Reading it at once (what the H200 run did) polled a NULL communicator: ncclInvalidArgument.
+    from cuda_core.nccl import _communicator
+
+    parent_code = [IN_PROGRESS, IN_PROGRESS, 0]
+    fake = Fake()
+    parent = fake.make(timeout=5.0)
+    parent._async_error = lambda: parent_code.pop(0) if len(parent_code) > 1 else parent_code[0]
+
+    class Child:  # nccl4py's Communicator: NCCL writes ptr when the parent's work is done
+        def __init__(self) -> None:
+            self.aborted = False
+
+        @property
+        def ptr(self) -> int:
+            return 0xC0FFEE if parent_code == [0] else 0
+
+        def abort(self) -> None:
+            self.aborted = True
+
+    class Bindings:  # the binding calls the child's watchdog and adoption make
+        class NCCLError(Exception):
+            pass
+
+        @staticmethod
+        def Comm(ptr: int) -> int:
+            assert ptr, "the child's handle was read before NCCL wrote it"
+            return ptr
+
+        comm_get_async_error = staticmethod(lambda comm: 0)
+        comm_user_rank = staticmethod(lambda comm: 0)
+        comm_count = staticmethod(lambda comm: 1)
+        comm_cu_device = staticmethod(lambda comm: 0)
+
+    class Core:
+        NCCLConfig = staticmethod(lambda **kw: kw)
+
+    child = Child()
+    monkeypatch.setattr(_communicator, "_make_current", lambda device_id: None)
+    made = _communicator.Communicator._start(
+        Core, Bindings, "ncclCommShrink", lambda config: child, 5.0, 0, 1, 0, parent=parent
+    )
+    assert (made._rank, made._nranks, made._comm) == (0, 1, 0xC0FFEE) and not child.aborted
+    made._w.stop()
+    made._finalizer.detach()
