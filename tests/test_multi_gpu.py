@@ -575,6 +575,7 @@ def test_views_on_two_devices_copy_when_contiguous():
     values = np.arange(n, dtype=np.int32) * 3 - 7
     src = d0.allocate(n * 4, stream=s0)
     src.copy_from(values, stream=s0)
+    s0.sync()  # the copies below run on s1 too: src must hold the values first
     dst = d1.allocate(n * 4, stream=s1)
     dst.fill(0, stream=s1)
     s1.sync()
@@ -585,6 +586,7 @@ def test_views_on_two_devices_copy_when_contiguous():
         s1.sync()
         np.testing.assert_array_equal(host_ints(dst, s1), values)
         dst.fill(0, stream=s1)
+        s1.sync()  # the copy below runs on s0: the fill must not land after it
         sv.copy_to(dv, s0)
         s0.sync()
         np.testing.assert_array_equal(host_ints(dst, s1), values)
