@@ -16,7 +16,7 @@ export PYTHONPATH=${EXTRA_PATH:+$EXTRA_PATH:}$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 BACKENDS=${BACKENDS:-native}
 JOBS=${JOBS:-1}
-SERIAL=${SERIAL:-"tests/memory/test_vmm.py tests/system/test_system_nvml_compare.py tests/system/test_system_nvml.py tests/system/test_system_nvml_queries.py tests/report/test_nvml_report.py"}
+SERIAL=${SERIAL:-"tests/memory/test_vmm.py tests/interop/test_external_memory.py tests/system/test_system_nvml_compare.py tests/system/test_system_nvml.py tests/system/test_system_nvml_queries.py tests/report/test_nvml_report.py"}
 export FILE_TIMEOUT=${FILE_TIMEOUT:-240}
 [ -d .devcarry/gl ] && export LD_LIBRARY_PATH="$PWD/.devcarry/gl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 WORK=$(mktemp -d); export WORK
