@@ -369,15 +369,31 @@ class Device(
         """The number of NVLink links this GPU has (NVML's ``DEV_NVLINK_LINK_COUNT`` field;
         0 where NVML says NVLink is not supported, e.g. on PCIe boards).
 
+        Where the field says 0, the links whose state NVML reports are counted instead: on a
+        four-H200 host (driver 580) the field read 0 for a GPU with 18 links up in some
+        processes and 18 in others, while every link's state answered in all of them.
+
         Returns
         -------
         int
             The link count; the links are numbered 0 to count - 1.
         """
         try:
-            return int(self.get_field_values([_NVLINK_LINK_COUNT])[0].value)
+            count = int(self.get_field_values([_NVLINK_LINK_COUNT])[0].value)
         except ERROR_CLASSES["NotSupportedError"]:
-            return 0
+            count = 0
+        return count or self._links_with_a_state()
+
+    def _links_with_a_state(self) -> int:
+        """How many links, from link 0 on, NVML reports a state of (0 on a board without)."""
+        count = 0
+        for link in range(nvml.NVLINK_MAX_LINKS):
+            try:
+                call(nvml.device_get_nvlink_state, self._handle, link)
+            except (ERROR_CLASSES["NotSupportedError"], ERROR_CLASSES["InvalidArgumentError"]):
+                break
+            count += 1
+        return count
 
     def get_nvlink(self, link: int) -> NvlinkInfo:
         """The :class:`NvlinkInfo` of one NVLink link.
