@@ -89,6 +89,33 @@ def test_work_of_a_group_that_ncclgroupend_refused_is_still_watched(monkeypatch)
     comm.abort()
 
 
+def test_finalize_in_a_group_is_settled_before_close_destroys(monkeypatch):
+    # A non-blocking communicator finalises in the background after ncclGroupEnd: destroying it
+    # before its state is ncclSuccess is what NCCL forbids.
+    fake = fake_nccl.Fake()
+    fake_nccl.use_fake(monkeypatch, fake)
+    comm = fake_nccl.communicator(monkeypatch, fake)
+    states: list[int] = []
+
+    def group_end_starts_finalize() -> None:
+        fake.state[:] = [_watchdog.IN_PROGRESS] * 5 + [0]
+
+    fake.on_group_end = group_end_starts_finalize
+    real = fake.bindings.comm_get_async_error
+
+    def poll(c: int) -> int:
+        code = real(c)
+        states.append(code)
+        return code
+
+    fake.bindings.comm_get_async_error = poll
+    with nccl.group():
+        comm.finalize()
+    comm.close()
+    assert fake.log.index("ncclCommDestroy 100") > fake.log.index("ncclCommFinalize 100")
+    assert states[-1] == 0 and fake.state == [0], states  # NCCL said done before the destroy
+
+
 def test_a_hung_blocking_group_end_is_aborted_after_the_timeout(monkeypatch):
     monkeypatch.setattr(_watchdog, "ABORT_LOCK_WAIT", 0.1)
     fake = fake_nccl.Fake()
