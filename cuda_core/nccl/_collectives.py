@@ -14,8 +14,8 @@ from typing import Any
 from .._device import Device
 from .._utils import arg_error
 from . import _args
-from ._errors import closed, nccl_error
-from ._group import group, open_calls
+from ._errors import nccl_error
+from ._group import add_call, group, open_calls
 
 __all__: list[str] = []  # private module: Communicator is the public face
 
@@ -351,8 +351,8 @@ class Collectives:
         """Return once every rank has called ``barrier`` and all of this communicator's work
         enqueued before it has completed (an all-reduce of one integer on ``stream``, waited for).
 
-        Unlike the other calls, this one blocks the calling thread (sleeping, not spinning),
-        at most the communicator's timeout; it must not be called inside a :class:`group`.
+        Unlike the other calls, this one blocks the calling thread, at most the communicator's
+        timeout (it learns of the completion within about 2 ms, and sleeps through a long wait); it must not be called inside a :class:`group`.
 
         Parameters
         ----------
@@ -381,7 +381,8 @@ class Collectives:
         until NCCL has enqueued what was handed to it through :meth:`as_nccl4py` (the
         communicator is non-blocking: such a call may return while NCCL still enqueues).
 
-        Sleeps with growing pauses rather than spinning; returns at the latest after the
+        Learns of the completion within about 2 ms and sleeps through a long wait (no core is
+        kept busy); returns at the latest after the
         communicator's timeout, by raising :class:`NCCLTimeoutError`.
 
         Raises
@@ -410,30 +411,33 @@ class Collectives:
         return comm, dev, st, s
 
     def _enqueue(self, api: str, st: Any, fn: Any, *args: Any) -> None:
-        """Call the binding ``fn`` under the communicator's lock; wait out ``ncclInProgress``;
-        hand an event recorded after the work to the watchdog (after the group, inside one)."""
+        """Call the binding ``fn`` and hand an event recorded after the work to the watchdog,
+        all under one hold of the communicator's lock (inside a group: note the call, the group's
+        end records); NCCL is asked for its status once, and only when it said
+        ``ncclInProgress`` is it waited for, outside the lock, before the event is recorded."""
         w = self._w
-        with w.lock:
-            if w.aborted and w.failure is None:  # abort() or close() on another thread since
-                raise closed()  # _begin: the communicator NCCL had is freed
-            if w.failure is None:
-                try:
-                    fn(*args)
-                except self._b.NCCLError as exc:
-                    raise nccl_error(api, exc, self._b, self._comm) from None
-        w.check()
         calls = open_calls()
-        if calls is not None:
-            calls.append((w, st, api))
-            return
-        if w.status():
-            w.settle(api)
-        event = None
-        try:
-            event = st.record(w.free.popleft())
-        except IndexError:  # no completed event to reuse yet
-            event = st.record()
-        w.watch(event, api)
+        with w.lock:
+            if w.aborted or w.failure is not None:  # abort() or close() on another thread
+                w.raise_ended()  # since _begin: the communicator NCCL had is freed
+            try:
+                fn(*args)
+            except self._b.NCCLError as exc:
+                if w.aborted:  # the watchdog's abort ended the call: say why
+                    w.raise_ended()
+                raise nccl_error(api, exc, self._b, self._comm) from None
+            if calls is not None:
+                add_call(calls, w, st, api)
+                return
+            code = w.poll_locked()
+            if not code:
+                w.record_locked(st, api)
+                return
+        w.settle(api, code=code)
+        with w.lock:
+            if w.aborted or w.failure is not None:  # ended while NCCL enqueued
+                w.raise_ended()
+            w.record_locked(st, api)
 
     def _check_root(self, root: Any) -> int:
         return _args.rank_arg("root", root, self._nranks)

@@ -19,7 +19,7 @@ from .._utils import arg_error
 from . import _args
 from ._collectives import Collectives
 from ._errors import NCCLError, nccl_error, status_error
-from ._group import open_calls
+from ._group import add_call, open_calls
 from ._loader import library_info, load
 from ._timeout import check_timeout, get_default_timeout
 from ._watchdog import Watchdog
@@ -250,7 +250,11 @@ class Communicator(Collectives):
         """One communicator per GPU of this process, forming one group (``ncclCommInitAll``).
 
         These communicators are blocking (``ncclCommInitAll`` takes no configuration); their
-        watchdogs still abort them after ``timeout`` (see :meth:`init`).
+        watchdogs still abort them after ``timeout`` (see :meth:`init`), a ``finalize``,
+        ``close`` or group end that blocks included. ``ncclCommInitAll`` itself is not bounded
+        (NCCL gives no communicator to abort before it returns; its ranks are all in this
+        process). When one cannot be set up, every one made is aborted before the error is
+        raised.
 
         Collectives over them must be issued inside one :func:`group` so that NCCL runs them
         together (one thread drives every GPU); so must :meth:`finalize`, before each is closed::
@@ -290,10 +294,20 @@ class Communicator(Collectives):
         if not ids or len(set(ids)) != len(ids):
             raise arg_error("devices", "a non-empty sequence of distinct devices", devices)
         try:
-            comms = core.Communicator.init_all(ids)
+            made = core.Communicator.init_all(ids)
         except bindings.NCCLError as exc:
             raise nccl_error("ncclCommInitAll", exc, bindings) from None
-        return [cls._adopt(c, bindings, limit) for c in comms]
+        comms: list[Communicator] = []
+        try:
+            for n4p in made:
+                comms.append(cls._adopt(n4p, bindings, limit))
+        except BaseException:  # none is left half-made: the adopted ones and the rest aborted
+            for c in comms:
+                c.abort()
+            for n4p in made[len(comms) + 1 :]:  # _adopt aborted the one that failed
+                _abort_quietly(n4p)
+            raise
+        return comms
 
     # -- facts ----------------------------------------------------------------------------------
 
@@ -428,21 +442,34 @@ class Communicator(Collectives):
         """
         n4p, w = self._working()
         b = self._b
-        with w.lock:
-            try:
-                n4p.finalize()
-            except b.NCCLError as exc:
-                raise nccl_error("ncclCommFinalize", exc, b, self._comm) from None
-        w.finalized = True
-        if open_calls() is None:  # in a group, NCCL finalises when the group ends
-            w.settle("ncclCommFinalize")
+        calls = open_calls()
+        if calls is not None:  # NCCL finalises when the group ends; the group's end settles it
+            with w.lock:
+                if w.aborted or w.failure is not None:
+                    w.raise_ended()
+                try:
+                    n4p.finalize()
+                except b.NCCLError as exc:
+                    raise nccl_error("ncclCommFinalize", exc, b, self._comm) from None
+                w.finalized = 1
+                add_call(calls, w, None, "ncclCommFinalize")
+            return
+        try:  # blocking for a communicator of init_all: watched
+            w.blocking("ncclCommFinalize", n4p.finalize)
+        except b.NCCLError as exc:
+            raise nccl_error("ncclCommFinalize", exc, b, self._comm) from None
+        w.finalized = 1
+        w.settle("ncclCommFinalize")
+        w.finalized = 2
 
     def close(self) -> None:
         """Destroy the communicator (``ncclCommFinalize``, then ``ncclCommDestroy``); idempotent.
 
         Every rank calls it: NCCL finalises the group together, so a rank closing alone waits
         for the others -- at most the communicator's timeout, after which it aborts and raises
-        :class:`NCCLTimeoutError`. Use :meth:`abort` when the other ranks may be gone. After a
+        :class:`NCCLTimeoutError`; ``ncclCommDestroy`` is bounded by the timeout too (a
+        destroy that hangs is aborted). A :meth:`finalize` issued inside a group is waited for
+        before the destroy. Use :meth:`abort` when the other ranks may be gone. After a
         failure (a timeout or an NCCL error, already aborted) it only releases, and raises
         that failure if no call raised it yet. The watchdog thread has ended when it returns.
 
@@ -458,26 +485,31 @@ class Communicator(Collectives):
         w = self._w
         self._finalizer.detach()
         self._n4p = self._comm = None
-        w.stop()
-        self._free_scratch()
         if w.failure is not None:
+            w.stop()
+            self._free_scratch()
             if not w.reported:
                 w.check()
             return
         b = self._b
-        try:
-            if not w.finalized:
-                with w.lock:
-                    n4p.finalize()
+        try:  # the watchdog watches until the communicator is gone
+            if w.finalized != 2:  # not finalised, or finalised in a group not yet settled
+                if not w.finalized:
+                    w.blocking("ncclCommFinalize", n4p.finalize)
+                    w.finalized = 1
                 w.settle("ncclCommFinalize")
-            with w.lock:
-                n4p.destroy()
+                w.finalized = 2
+            w.blocking("ncclCommDestroy", n4p.destroy)  # bounded: aborted after the timeout
+            w.gone()
         except b.NCCLError as exc:
             w.abort()
             raise nccl_error("ncclCommDestroy", exc, b) from None
         except BaseException:
             w.abort()  # the timeout aborted it already; anything else: abort, never leak
             raise
+        finally:
+            w.stop()
+            self._free_scratch()
 
     def abort(self) -> None:
         """Abort the communicator (``ncclCommAbort``): stop its pending work and free it without

@@ -7,30 +7,95 @@ from typing import Any
 
 from ._errors import nccl_error
 from ._loader import load
+from ._watchdog import Blocking
 
 __all__ = ["group"]
 
-_local = threading.local()  # .calls: the (watchdog, stream, api) of this thread's open group
+_local = threading.local()  # .calls: the calls of this thread's open group (see open_calls)
+
+Calls = dict[Any, dict[Any, tuple[Any, list[str]]]]  # watchdog -> stream address -> (stream, apis)
 
 
-def open_calls() -> list[tuple[Any, Any, str]] | None:
-    """The calls of the group this thread has open (outermost ``with``), or ``None``."""
+def open_calls() -> Calls | None:
+    """The calls of the group this thread has open (outermost ``with``), or ``None``: for each
+    communicator's watchdog, its streams (``None`` for a call without one, ``finalize``) with
+    the NCCL calls made on them."""
     return getattr(_local, "calls", None)
 
 
-def finish(calls: list[tuple[Any, Any, str]]) -> None:
-    """After ``ncclGroupEnd``: wait while each communicator's work is ``ncclInProgress``, then
-    hand one event per (communicator, stream) to the communicator's watchdog."""
-    watched: dict[tuple[int, int], tuple[Any, Any, list[str]]] = {}
-    for w, st, api in calls:
-        key = (id(w), st._h.address)
-        entry = watched.setdefault(key, (w, st, []))
-        if api not in entry[2]:
-            entry[2].append(api)
-    for w, _st, apis in watched.values():
-        w.settle(" + ".join(apis))
-    for w, st, apis in watched.values():
-        w.watch(st.record(), " + ".join(apis))
+def add_call(calls: Calls, w: Any, st: Any, api: str) -> None:
+    """With ``w.lock`` held: ``api`` was called inside the group on ``st`` (``None``: no stream).
+    The first call of a communicator counts the group in ``w.grouped``, so that an abort waits
+    for ``ncclGroupEnd``."""
+    streams = calls.get(w)
+    if streams is None:
+        calls[w] = streams = {}
+        w.grouped += 1
+    key = None if st is None else st._h.address
+    entry = streams.get(key)
+    if entry is None:
+        streams[key] = (st, [api])
+    elif api not in entry[1]:
+        entry[1].append(api)
+
+
+def end(b: Any, calls: Calls) -> BaseException | None:
+    """``ncclGroupEnd`` under the locks of the group's communicators (taken in one order, so
+    two threads never wait for each other), so that no abort runs while NCCL starts their work;
+    then each leaves the group, and an abort left to its end runs. The watchdogs watch the call
+    (a blocking communicator's work, ``finalize`` included, runs in it). Returns NCCL's error."""
+    dogs = sorted(calls, key=id)
+    marks = [Blocking() for _ in dogs]  # a blocking communicator's work runs in ncclGroupEnd
+    for w, mark in zip(dogs, marks):
+        w.watch(mark, "ncclGroupEnd")
+    taken = []
+    try:
+        for w in dogs:
+            w.lock.acquire()
+            taken.append(w)
+        try:
+            b.group_end()  # always: NCCL's group depth must come back down
+        except b.NCCLError as exc:
+            for w in dogs:  # a watchdog's abort ended the call: say why
+                if w.failure is not None:
+                    return w.failure  # type: ignore[no-any-return]
+            return nccl_error("ncclGroupEnd", exc, b)
+        return None
+    finally:
+        for mark in marks:
+            mark.is_done = True
+        for w in reversed(taken):
+            try:
+                w.group_left()
+            finally:
+                w.lock.release()
+
+
+def finish(calls: Calls) -> BaseException | None:
+    """After ``ncclGroupEnd``, on every path (the block or NCCL raised too): wait while each
+    communicator's work is ``ncclInProgress``, then hand one event per stream to its watchdog,
+    so that nothing the group started goes unwatched. Returns the first error (the others are
+    kept as their communicators' failures)."""
+    first: BaseException | None = None
+    for w, streams in calls.items():
+        apis: list[str] = []
+        for _st, names in streams.values():
+            apis += [a for a in names if a not in apis]
+        api = " + ".join(apis)
+        try:
+            w.settle(api)
+            if None in streams:  # ncclCommFinalize: done once settled
+                w.finalized = 2
+            with w.lock:
+                if w.aborted or w.failure is not None:
+                    w.raise_ended()
+                for st, _names in streams.values():
+                    if st is not None:
+                        w.record_locked(st, api)
+        except Exception as exc:  # this communicator ended: its failure says why
+            if first is None:
+                first = exc
+    return first
 
 
 class group:  # lower case: used like a function, ``with nccl.group():``
@@ -77,7 +142,7 @@ class group:  # lower case: used like a function, ``with nccl.group():``
             raise nccl_error("ncclGroupStart", exc, b) from None
         self._outer = open_calls() is None
         if self._outer:
-            _local.calls = []
+            _local.calls = {}
         return self
 
     def __exit__(self, exc_type: Any, *rest: object) -> None:
@@ -85,11 +150,17 @@ class group:  # lower case: used like a function, ``with nccl.group():``
         calls = open_calls() if self._outer else None
         if self._outer:
             _local.calls = None
+        if calls:
+            error = end(b, calls)
+            late = finish(calls)
+            if exc_type is None:  # never hide the block's own exception behind these
+                if error is not None:
+                    raise error from None
+                if late is not None:
+                    raise late from None
+            return
         try:
             b.group_end()  # always: NCCL's group depth must come back down
         except b.NCCLError as exc:
-            if exc_type is None:  # never hide the block's own exception behind this one
+            if exc_type is None:
                 raise nccl_error("ncclGroupEnd", exc, b) from None
-            return
-        if calls and exc_type is None:
-            finish(calls)

@@ -4,6 +4,8 @@ Their results are checked against NumPy on 2 and 4 GPUs in tests/helpers/nccl_ra
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from cuda_core import nccl
@@ -108,3 +110,94 @@ def test_every_call_after_a_timeout_raises_the_timeout(call):
     with pytest.raises(nccl.NCCLTimeoutError) as info:
         CALLS[call](_communicator(err))
     assert info.value is err
+
+
+# -- the hot path, against a fake NCCL ---------------------------------------------------------
+
+
+class _CountingLock:
+    """A lock that counts its acquisitions (the communicator's lock, watched)."""
+
+    def __init__(self, lock) -> None:
+        self._lock, self.taken = lock, 0
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        self.taken += 1
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def test_a_collective_takes_the_lock_once_and_asks_nccl_its_status_once(monkeypatch):
+    from tests.helpers import fake_nccl
+
+    fake = fake_nccl.Fake()
+    comm = fake_nccl.communicator(monkeypatch, fake, timeout=60)
+    w = comm._w
+    s = fake_nccl.Stream(10)
+    comm._enqueue("ncclAllReduce", s, lambda: None)  # the first one starts the thread
+    mine = threading.current_thread()
+    polls = []
+    real = fake.bindings.comm_get_async_error
+    fake.bindings.comm_get_async_error = lambda c: (
+        polls.append(threading.current_thread()) or real(c)
+    )
+    lock = w.lock = _CountingLock(w.lock)
+    taken = []
+    for _ in range(5):
+        lock.taken = 0  # the watchdog thread's looks count too: one call at a time
+        comm._enqueue("ncclAllReduce", s, lambda: None)
+        taken.append(lock.taken)
+    # once per call; the watchdog thread's own looks (a lock try each) may add one now and then
+    assert min(taken) == 1 and polls.count(mine) == 5, taken
+    assert len(s.events) == 6
+    comm.abort()
+
+
+def test_in_progress_is_waited_out_without_asking_nccl_again_at_once(monkeypatch):
+    from cuda_core.nccl import _watchdog
+    from tests.helpers import fake_nccl
+
+    fake = fake_nccl.Fake()
+    comm = fake_nccl.communicator(monkeypatch, fake, timeout=60)
+    yields = []
+    monkeypatch.setattr(_watchdog.os, "sched_yield", lambda: yields.append(fake.polls))
+    fake.state[:] = [_watchdog.IN_PROGRESS, 0]
+    s = fake_nccl.Stream(10)
+    comm._enqueue("ncclAllReduce", s, lambda: None)
+    assert fake.polls == 2 and yields[:1] == [1]  # asked, yielded, asked again
+    assert len(s.events) == 1
+    comm.abort()
+
+
+def test_events_are_reused_only_on_a_stream_of_their_own_context(monkeypatch):
+    from tests.helpers import fake_nccl
+
+    fake = fake_nccl.Fake()
+    comm = fake_nccl.communicator(monkeypatch, fake, timeout=60)
+    a, a2, b, unknown = (fake_nccl.Stream(10, ctx=1), fake_nccl.Stream(11, ctx=1),
+                         fake_nccl.Stream(20, ctx=2), fake_nccl.Stream(30, ctx=None))  # fmt: skip
+    comm._enqueue("ncclAllReduce", a, lambda: None)  # the pool is empty: a new event
+    first = a.events[0]
+    first.is_done = True
+    comm.wait()
+    assert comm._w.free == {1: [first]}
+    comm._enqueue("ncclAllReduce", b, lambda: None)  # another context: not that event
+    comm._enqueue("ncclAllReduce", unknown, lambda: None)
+    comm._enqueue("ncclAllReduce", a2, lambda: None)  # the same context: reused
+    assert b.events[0] is not first and unknown.events[0] is not first and a2.events == [first]
+    for ev in (b.events[0], unknown.events[0], first):
+        ev.is_done = True
+    comm.wait()
+    assert set(comm._w.free) == {1, 2, 30}
+    comm.abort()
+    assert first.closed and b.events[0].closed

@@ -64,12 +64,12 @@ def test_completed_work_is_recycled_and_the_thread_ends_at_stop():
     w = fake.make()
     works = [Work() for _ in range(3)]
     for i, work in enumerate(works):
-        w.watch(work, f"op{i}")
+        w.watch(work, f"op{i}", "ctx")
     assert w.is_alive
     for work in works:
         work.finish()
     w.wait_idle()  # returns: everything completed
-    assert list(w.free) == works and w.failure is None and fake.aborts == 0
+    assert w.free == {"ctx": works} and w.failure is None and fake.aborts == 0
     w.stop()
     assert not w.is_alive and all(work.closed for work in works)
     assert not [t for t in threading.enumerate() if t.name.startswith("cuda_core.nccl watchdog")]
@@ -269,7 +269,8 @@ def test_an_abort_does_not_wait_forever_for_a_caller_stuck_in_nccl():
     w.lock.acquire()
     try:
         w.watch(Work(), "ncclAllReduce")
-        took = _until(lambda: w.failure is not None)
+        took = _until(lambda: fake.aborts == 1)  # aborted while the caller still holds the lock
+        assert w.failure is not None
     finally:
         w.lock.release()
     assert fake.aborts == 1 and took < 0.2 + ABORT_LOCK_WAIT + 1.0
@@ -323,3 +324,24 @@ def test_a_child_communicator_is_read_only_once_its_parent_settled(monkeypatch):
     assert (made._rank, made._nranks, made._comm) == (0, 1, 0xC0FFEE) and not child.aborted
     made._w.stop()
     made._finalizer.detach()
+
+
+def test_wait_idle_notices_completion_promptly_without_spinning_for_long():
+    # The watchdog's sleeps grow to 100 ms while nobody waits; a waiter (wait(), barrier())
+    # must learn of the completion within a few ms, not up to 100 ms later, and a long wait
+    # must not burn a core.
+    fake = Fake()
+    w = fake.make(timeout=60)
+    work = Work()
+    w.watch(work, "ncclAllReduce")
+    time.sleep(0.3)  # the watchdog's sleeps have grown by now
+    finished = []
+    threading.Timer(0.45, lambda: (work.finish(), finished.append(time.monotonic()))).start()
+    cpu0 = time.process_time()
+    w.wait_idle()
+    late = time.monotonic() - finished[0]
+    cpu = time.process_time() - cpu0
+    assert late < 0.02, late
+    assert cpu < 0.25, cpu  # 0.45 s of waiting: mostly asleep
+    assert work.looks < 2000, work.looks
+    w.stop()
