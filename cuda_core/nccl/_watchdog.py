@@ -89,6 +89,7 @@ class Watchdog:
         "_on_start",
         "_pending",
         "_status_error",
+        "_stopped_with_work",
         "_stopping",
         "_thread",
         "_wait_gen",
@@ -130,6 +131,7 @@ class Watchdog:
         self._head_since = 0.0
         self._thread: threading.Thread | None = None
         self._stopping = False
+        self._stopped_with_work = False  # stop() found work not yet completed
         self._aborted = False  # NCCL's communicator is gone (aborted, or destroyed) or going
         self._abort_due = False  # an abort waits for the end of the open groups
         self._waiters = 0
@@ -284,7 +286,9 @@ class Watchdog:
                     cond.wait()
             finally:
                 self._waiters -= 1
-            unfinished = self._stopping and bool(self._pending)
+            # stop() empties the queue once the thread is joined: a waiter woken by it may get
+            # the lock only after that, so whether work was left is kept when stop() begins
+            unfinished = self._stopping and (bool(self._pending) or self._stopped_with_work)
         self.check()
         if unfinished:  # closed or aborted by another thread while this one waited
             raise closed()
@@ -339,15 +343,17 @@ class Watchdog:
         """Stop watching and join the thread (from any thread but the watchdog's own)."""
         with self._cond:
             self._stopping = True
+            self._stopped_with_work = self._stopped_with_work or bool(self._pending)
             self._cond.notify_all()
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
-        items = [d for d, _api, _key in self._pending]
-        self._pending.clear()
-        for pool in self.free.values():
-            items += pool
-        self.free.clear()
+        with self._cond:
+            items = [d for d, _api, _key in self._pending]
+            self._pending.clear()
+            for pool in self.free.values():
+                items += pool
+            self.free.clear()
         for item in items:
             close = getattr(item, "close", None)
             if close is not None:

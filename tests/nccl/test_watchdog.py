@@ -208,6 +208,22 @@ def test_after_a_plain_abort_settle_and_wait_raise_instead_of_succeeding():
         w2.wait_idle()
 
 
+def test_a_wait_that_wakes_after_stop_emptied_the_queue_still_raises():
+    # stop() empties the queue once it has joined the thread; a waiter that gets the lock only
+    # after that (it lost the race on a loaded 64-core machine) must still hear that work was
+    # dropped. Waiting after stop() is the same state, without the race.
+    fake = Fake()
+    w = fake.make(timeout=5.0)
+    w.watch(Work(), "ncclAllReduce")
+    w.stop()
+    w.stop()  # a second stop() does not forget the first one's dropped work
+    with pytest.raises(RuntimeError, match="Communicator has been closed"):
+        w.wait_idle()
+    idle = fake.make(timeout=5.0)
+    idle.stop()
+    idle.wait_idle()  # nothing was pending: nothing to report
+
+
 def test_settle_turns_an_error_status_into_an_abort_and_the_error():
     fake = Fake()
     w = fake.make()
