@@ -16,8 +16,8 @@ Importing this module needs neither; the first call that does raises
         grad = StridedMemoryView.from_buffer(buf, (n,), dtype="float32")
         comm.all_reduce(grad, op="sum", stream=s)  # in place, ordered on s
 
-Faults end in errors, not hangs: communicators are non-blocking, and a watchdog thread per
-communicator aborts it when NCCL reports an error or a collective has not completed within
+Faults end in errors, not hangs: a communicator is made non-blocking (a rank that never joins
+ends in a timeout), its calls are watched, and a watchdog thread per communicator aborts it when NCCL reports an error or a collective has not completed within
 its timeout (:func:`set_default_timeout`, ``CUDA_CORE_NCCL_TIMEOUT``, ``timeout=``); the next
 call then raises :class:`NCCLTimeoutError` (or :class:`NCCLError`).
 

@@ -352,7 +352,8 @@ class Collectives:
         enqueued before it has completed (an all-reduce of one integer on ``stream``, waited for).
 
         Unlike the other calls, this one blocks the calling thread, at most the communicator's
-        timeout (it learns of the completion within about 2 ms, and sleeps through a long wait); it must not be called inside a :class:`group`.
+        timeout (it learns of the completion within about 2 ms, and sleeps through a long
+        wait); it must not be called inside a :class:`group`.
 
         Parameters
         ----------
@@ -377,13 +378,11 @@ class Collectives:
         self._w.wait_idle()
 
     def wait(self) -> None:
-        """Block until all work this communicator enqueued (on any stream) has completed, and
-        until NCCL has enqueued what was handed to it through :meth:`as_nccl4py` (the
-        communicator is non-blocking: such a call may return while NCCL still enqueues).
+        """Block until all work this communicator enqueued (on any stream) has completed.
 
         Learns of the completion within about 2 ms and sleeps through a long wait (no core is
-        kept busy); returns at the latest after the
-        communicator's timeout, by raising :class:`NCCLTimeoutError`.
+        kept busy); returns at the latest after the communicator's timeout, by raising
+        :class:`NCCLTimeoutError`.
 
         Raises
         ------
@@ -414,18 +413,25 @@ class Collectives:
         """Call the binding ``fn`` and hand an event recorded after the work to the watchdog,
         all under one hold of the communicator's lock (inside a group: note the call, the group's
         end records); NCCL is asked for its status once, and only when it said
-        ``ncclInProgress`` is it waited for, outside the lock, before the event is recorded."""
+        ``ncclInProgress`` is it waited for, outside the lock, before the event is recorded.
+
+        The call itself is watched too: a blocking communicator may wait inside it (for room
+        in its queue, or to connect to a peer that died), and the watchdog's abort ends that."""
         w = self._w
         calls = open_calls()
         with w.lock:
             if w.aborted or w.failure is not None:  # abort() or close() on another thread
                 w.raise_ended()  # since _begin: the communicator NCCL had is freed
+            mark = None if calls is not None else w.watch_call(api)
             try:
                 fn(*args)
             except self._b.NCCLError as exc:
                 if w.aborted:  # the watchdog's abort ended the call: say why
                     w.raise_ended()
                 raise nccl_error(api, exc, self._b, self._comm) from None
+            finally:
+                if mark is not None:
+                    mark.is_done = True
             if calls is not None:
                 add_call(calls, w, st, api)
                 return

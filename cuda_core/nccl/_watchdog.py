@@ -7,7 +7,8 @@ it completed. The watchdog thread looks at the oldest unfinished one with sleeps
 error. While a thread waits for the work (``wait()``, ``barrier()``) it looks more often: it
 yields for the first 2 ms, then sleeps from 0.1 ms up to 2 ms, so the waiter learns of the
 completion within about 2 ms without a core burnt for a long wait. A blocking NCCL call
-(``ncclCommDestroy``) is watched the same way, as an item that completes when the call returns.
+(``ncclCommDestroy``, and each collective's own call, which a blocking communicator may spend
+waiting) is watched the same way, as an item that completes when the call returns.
 When NCCL reports an error, or the oldest item has been the oldest for longer than the timeout,
 it aborts the communicator (NCCL stops its kernels, so the streams move on) and keeps the error;
 the next call on the communicator, on any thread, raises it. The thread starts with the first
@@ -163,6 +164,12 @@ class Watchdog:
                     self._thread.start()
                 self._cond.notify_all()
 
+    def watch_call(self, api: str) -> Blocking:
+        """Watch an NCCL call about to be made (its mark's ``is_done`` is set when it returned)."""
+        mark = Blocking()
+        self.watch(mark, api)
+        return mark
+
     def record_locked(self, st: Any, api: str) -> None:
         """With ``lock`` held: record an event (one from the pool of ``st``'s context when one is
         free) on ``st`` after the work of ``api`` and watch it."""
@@ -193,8 +200,7 @@ class Watchdog:
         """``fn(*args)``, an NCCL call that may block, under ``lock`` and watched: after the
         timeout the watchdog aborts the communicator (which ends the call) and this raises
         :class:`NCCLTimeoutError` (or the error that ended the communicator meanwhile)."""
-        mark = Blocking()
-        self.watch(mark, api)
+        mark = self.watch_call(api)
         try:
             with self.lock:
                 if self._aborted or self.failure is not None:

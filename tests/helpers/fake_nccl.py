@@ -104,13 +104,41 @@ class N4P:
         self.fake.log.append(f"ncclCommAbort {self.ptr}")
         self.fake.aborted.set()
 
+    def split(self, color: int, key: int, config: Config) -> N4P:
+        self.fake.log.append(f"ncclCommSplit {self.ptr} color={color} key={key} {config}")
+        return N4P(self.fake, self.ptr + 100)
+
+
+class Config:
+    """nccl4py's NCCLConfig (the one field cuda_core sets)."""
+
+    def __init__(self, blocking: bool) -> None:
+        self.blocking = blocking
+
+    def __repr__(self) -> str:
+        return f"blocking={int(self.blocking)}"
+
+
+class UniqueId:
+    @classmethod
+    def from_bytes(cls, data: bytes) -> UniqueId:
+        return cls()
+
 
 class Core:
-    """``nccl.core``: init_all only."""
+    """``nccl.core``: init (as nccl4py's, non-blocking: the handle is there at once) and
+    init_all."""
+
+    NCCLConfig = Config
+    UniqueId = UniqueId
 
     def __init__(self, fake: Fake) -> None:
         self.fake = fake
         self.Communicator = self
+
+    def init(self, nranks: int, rank: int, uid: UniqueId, config: Config) -> N4P:
+        self.fake.log.append(f"ncclCommInitRank {nranks} {rank} {config}")
+        return N4P(self.fake, 200 + rank)
 
     def init_all(self, ids: list[int]) -> list[N4P]:
         return [N4P(self.fake, 100 + i) for i in range(len(ids))]
@@ -163,6 +191,18 @@ def communicator(monkeypatch: Any, fake: Fake, timeout: float = 5.0, ptr: int = 
 
     monkeypatch.setattr(_communicator, "_make_current", lambda device_id: None)
     return _communicator.Communicator._adopt(N4P(fake, ptr), fake.bindings, timeout)
+
+
+class Device:
+    """cuda_core's Device as Communicator.init uses it: an ordinal and a scope."""
+
+    def __init__(self, device: Any = None) -> None:
+        self._id = 0 if device is None else int(device)
+
+    def _scope(self) -> Any:
+        import contextlib
+
+        return contextlib.nullcontext()
 
 
 def use_fake(monkeypatch: Any, fake: Fake) -> None:

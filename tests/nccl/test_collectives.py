@@ -169,12 +169,19 @@ def test_in_progress_is_waited_out_without_asking_nccl_again_at_once(monkeypatch
 
     fake = fake_nccl.Fake()
     comm = fake_nccl.communicator(monkeypatch, fake, timeout=60)
+    mine = threading.current_thread()
+    polls = []  # the caller's own (the watchdog thread, watching the call, may ask too)
+
+    def status(comm: int) -> int:  # the caller's first question is answered ncclInProgress
+        polls.append(threading.current_thread())
+        return _watchdog.IN_PROGRESS if polls.count(mine) == 1 and polls[-1] is mine else 0
+
+    fake.bindings.comm_get_async_error = status
     yields = []
-    monkeypatch.setattr(_watchdog.os, "sched_yield", lambda: yields.append(fake.polls))
-    fake.state[:] = [_watchdog.IN_PROGRESS, 0]
+    monkeypatch.setattr(_watchdog.os, "sched_yield", lambda: yields.append(polls.count(mine)))
     s = fake_nccl.Stream(10)
     comm._enqueue("ncclAllReduce", s, lambda: None)
-    assert fake.polls == 2 and yields[:1] == [1]  # asked, yielded, asked again
+    assert polls.count(mine) == 2 and yields[:1] == [1]  # asked, yielded, asked again
     assert len(s.events) == 1
     comm.abort()
 

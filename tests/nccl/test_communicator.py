@@ -118,3 +118,53 @@ def test_init_all_aborts_every_communicator_when_one_cannot_be_adopted(monkeypat
         "ncclCommAbort 102",
     ]
     assert not [t for t in threading.enumerate() if t.name.startswith("cuda_core.nccl watchdog")]
+
+
+def test_init_makes_a_non_blocking_communicator_then_works_on_its_blocking_twin(monkeypatch, fake):
+    # Making is non-blocking (a rank that never joins ends in a timeout); the collectives run on
+    # a blocking twin split off it (a non-blocking one hands each call to a thread of NCCL's),
+    # and the non-blocking one is closed on every rank.
+    from cuda_core.nccl import _communicator
+
+    monkeypatch.setattr(_communicator, "Device", fake_nccl.Device)
+    comm = nccl.Communicator.init(2, 1, bytes(128), timeout=5.0)
+    assert fake.log == [
+        "ncclCommInitRank 2 1 blocking=0",
+        "ncclCommSplit 201 color=0 key=1 blocking=1",
+        "ncclCommFinalize 201",
+        "ncclCommDestroy 201",
+    ]
+    assert comm.handle == 301 and comm.rank == 1
+    comm.close()
+    assert fake.log[-2:] == ["ncclCommFinalize 301", "ncclCommDestroy 301"]
+    assert "ncclCommAbort" not in " ".join(fake.log)
+
+
+def test_a_split_that_never_completes_aborts_the_first_communicator(monkeypatch, fake):
+    from cuda_core.nccl import _communicator
+
+    monkeypatch.setattr(_communicator, "Device", fake_nccl.Device)
+    fake.state[:] = [0, _watchdog.IN_PROGRESS]  # made; then the split never ends
+    t0 = time.monotonic()
+    with pytest.raises(nccl.NCCLTimeoutError, match="ncclCommSplit: timeout"):
+        nccl.Communicator.init(2, 0, bytes(128), timeout=0.3)
+    assert time.monotonic() - t0 < 0.3 + 1.0
+    assert fake.log[-1] == "ncclCommAbort 200"  # which stops NCCL's making of the twin
+    assert "ncclCommDestroy" not in " ".join(fake.log)
+
+
+def test_a_collective_stuck_inside_a_blocking_call_is_aborted_after_the_timeout(monkeypatch, fake):
+    # A blocking communicator may wait inside the call (for room in its queue, or to connect to
+    # a peer that died) with nothing else queued: the call itself is watched.
+    comm = fake_nccl.communicator(monkeypatch, fake, timeout=0.3)
+
+    def stuck() -> None:
+        assert fake.aborted.wait(10), "never aborted"
+        raise fake_nccl.NCCLError(3)
+
+    t0 = time.monotonic()
+    with pytest.raises(nccl.NCCLTimeoutError, match="ncclAllReduce: timeout"):
+        comm._enqueue("ncclAllReduce", fake_nccl.Stream(10), stuck)
+    assert time.monotonic() - t0 < 0.3 + 0.1 + 1.0
+    assert fake.log.count("ncclCommAbort 100") == 1
+    comm.close()
