@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -416,6 +417,8 @@ class Kernel:
         """
         if isinstance(handle, bool) or not isinstance(handle, int):
             raise arg_error("handle", "an int (the CUkernel address)", handle, exc=TypeError)
+        if mod is None:  # a kernel of a library loaded here keeps it alive, as in cuda.core
+            mod = _KERNEL_OWNERS.get(handle)
         return Kernel._from_handle(driver.CUkernel(handle), mod)
 
     @property
@@ -520,3 +523,19 @@ class Kernel:
 
 
 _UNSET: Any = object()
+
+# The ObjectCode each kernel it gave out belongs to, by the kernel's address, while loaded: a
+# kernel wrapped again from its bare handle (Kernel.from_handle) keeps its library. No driver
+# call: an address that is not a kernel is never handed to the driver here.
+_KERNEL_OWNERS: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+
+def kernel_loaded(kernel: Any, owner: Any) -> None:
+    """Note that ``kernel`` (a CUkernel) belongs to ``owner`` (an ObjectCode)."""
+    _KERNEL_OWNERS[int(kernel)] = owner
+
+
+def library_unloaded(owner: Any) -> None:
+    """Forget the kernels of ``owner``, whose library was unloaded."""
+    for address in [a for a, o in _KERNEL_OWNERS.items() if o is owner]:
+        _KERNEL_OWNERS.pop(address, None)

@@ -17,7 +17,7 @@ from typing import Any
 from .._compat import driver
 from .._handles._driver import ensure_driver
 from .._handles._owned import OwnedHandle
-from .._kernel import Kernel, KernelAttributes, KernelOccupancy
+from .._kernel import Kernel, KernelAttributes, KernelOccupancy, kernel_loaded, library_unloaded
 from .._utils import arg_error, handle_return, make_error
 from ._param_types import kernel_param_types
 
@@ -211,6 +211,7 @@ class ObjectCode:
         if self._kernels is None:
             return
         if self._holder is not None:
+            library_unloaded(self)
             self._holder.release()
         self._holder = None
         self._kernels = None
@@ -322,6 +323,7 @@ class ObjectCode:
                 f"no kernel named {name!r}{mapped} in {self._name or 'this module'}; kernels: {listing}",
             )
         k = Kernel._from_handle(handle, self)
+        kernel_loaded(handle, self)
         # The parameter types, read at the kernel's first packing plan: from the mangled symbol,
         # or from the PTX's .entry.
         k._signature = functools.partial(kernel_param_types, sym, self._code, self._code_type)

@@ -237,6 +237,35 @@ def test_lazy_load_and_get_kernel(mod):
 
 
 @pytest.mark.gpu
+def test_kernel_from_a_bare_handle_keeps_the_library_it_was_loaded_from(dev):
+    # As in cuda.core: Kernel.from_handle of a kernel loaded here keeps its library loaded
+    # after every other reference is gone (a graph's kernel node is rebuilt that way).
+    import gc
+    import weakref
+
+    code = Program(SRC, options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin", name_expressions=NAMES, cache=False
+    )
+    k = code.get_kernel("mixed")
+    again = Kernel.from_handle(int(k.handle))
+    gone = weakref.ref(code)
+    del k, code
+    gc.collect()
+    assert gone() is not None  # kept by the kernel made from the bare handle
+    assert again.attributes.max_threads_per_block > 0
+    del again
+    gc.collect()
+    assert gone() is None  # and let go with it
+    # A closed ObjectCode's kernels are forgotten: a bare handle of one keeps nothing.
+    code = Program(SRC, options=ProgramOptions(arch=f"sm_{dev.arch}")).compile(
+        "cubin", name_expressions=NAMES, cache=False
+    )
+    address = int(code.get_kernel("mixed").handle)
+    code.close()
+    assert Kernel.from_handle(address)._module is None
+
+
+@pytest.mark.gpu
 def test_unknown_kernel_lists_kernels(mod):
     with pytest.raises(CUDAError) as ei:
         mod.get_kernel("nope")
