@@ -27,12 +27,6 @@ def test_reduce_send_recv_all_to_all_barrier_against_numpy(world):
 
 
 @pytest.mark.gpu
-@pytest.mark.xfail(
-    reason="on two H200s (NCCL 2.28.9) the communicator ncclCommShrink made answered "
-    "ncclInvalidArgument: its handle was read before NCCL wrote it (the parent is now waited "
-    "for first, checked on the CPU; not yet run on a GPU)",
-    strict=False,
-)
 def test_shrink_leaves_the_last_rank_out():
     nccl_ranks.need_gpus(2)
     assert nccl_ranks.run_ranks(nccl_ranks.rank_shrink, 2, timeout=120) == ["ok", "ok"]
