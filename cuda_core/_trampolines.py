@@ -108,6 +108,7 @@ _drop_kept = immortal(HostFn(_drop_kept_body))
 # entry here (a new callback or graph hold) asks again.
 _released: list[Any] = []
 _drain_queued = False
+_refused = 0  # times CPython's queue was full when asked (read by tests: refused_drains())
 _PendingFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 _add_pending_call = ctypes.pythonapi.Py_AddPendingCall
 _add_pending_call.argtypes = (_PendingFn, ctypes.c_void_p)
@@ -146,7 +147,7 @@ def _inside_drop_kept() -> bool:
 
 def _queue_drain() -> None:
     """Ask CPython to run :func:`_drain` on the main thread, unless asked already."""
-    global _drain_queued
+    global _drain_queued, _refused
     with _lock:
         if _drain_queued or not _released:
             return
@@ -154,6 +155,7 @@ def _queue_drain() -> None:
     if _add_pending_call(_drain, None) != 0:  # the queue is full: a later entry asks again
         with _lock:
             _drain_queued = False
+            _refused += 1
 
 
 def release_on_main_thread(obj: Any) -> None:
@@ -216,6 +218,12 @@ def retain_in_graph(graph: Any, obj: Any) -> None:
 def pending_callbacks() -> tuple[int, int]:
     """``(one-shot entries waiting to run, entries held by graphs)``, for tests."""
     return len(_once), len(_kept)
+
+
+def refused_drains() -> int:
+    """How many times a hand-over to the main thread found CPython's pending-call queue full,
+    for tests (a release counts once its attempt has ended, not when its entry leaves the table)."""
+    return _refused
 
 
 def new_user_object(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int, Any]:

@@ -19,6 +19,7 @@ import pytest
 import cuda_core
 from cuda_core import _host_callbacks as _callbacks
 from cuda_core import host_launch
+from tests.helpers import settled_kept_callbacks
 
 BUMP = r"""
 extern "C" __global__ void bump(int* v, unsigned long long i, int by) { v[i] += by; }
@@ -147,7 +148,7 @@ def test_graph_builder_callback_takes_ctypes_function_pointers(dev, bump):
     buf, values = _pinned_ints(1)
     got = []
     cfn = HostFn(lambda p: got.append((ctypes.string_at(p, 3), int(values[0]))))
-    kept_before = _callbacks.pending_callbacks()[1]
+    kept_before = settled_kept_callbacks()
     data = bytearray(b"one")
     b = s.create_graph_builder().begin_building()
     launch(b, LaunchConfig(grid=1, block=1), bump, buf, np.uint64(0), np.int32(1))

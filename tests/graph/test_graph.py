@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from cuda_core.graph._builder import Graph, GraphBuilder, GraphCompleteOptions
+from tests.helpers import settled_kept_callbacks
 
 KERNELS = r"""
 extern "C" __global__ void add_one(int* a, int n)
@@ -285,7 +286,7 @@ def test_graph_host_callback_runs_each_replay_and_is_released(env, monkeypatch):
     def boom():
         raise KeyError("inside a graph")
 
-    kept_before = _callbacks.pending_callbacks()[1]
+    kept_before = settled_kept_callbacks()
     b = s.create_graph_builder().begin_building()
     b.callback(lambda: calls.append("plain"))
     b.callback(boom)

@@ -24,6 +24,7 @@ from cuda_core import _trampolines as _table
 from cuda_core._kernel_arg_handler import ParamHolder
 from cuda_core.graph import _params as P
 from cuda_core.graph._condition import GraphCondition, check_branch_count, check_condition
+from tests.helpers import settled_kept_callbacks
 
 # A kernel sets a condition with cudaGraphSetConditional; NVRTC knows the handle type but not
 # the function, so the source declares it (or includes <cuda_device_runtime_api.h> from a CUDA
@@ -461,7 +462,7 @@ def test_host_callback_node_runs_every_launch_and_is_released(env, monkeypatch):
     dev, _, _ = env
     s = dev.create_stream()
     calls = []
-    before = _callback_table.pending_callbacks()[1]
+    before = settled_kept_callbacks()
     g = G.GraphDefinition()
     n = g.callback(lambda: calls.append("a"))
     assert isinstance(n, G.HostCallbackNode) and n.callback is not None

@@ -18,6 +18,7 @@ import cuda_core.graph as G
 from cuda_core import Buffer, CUDAWarning, DeviceMemoryResource
 from cuda_core import _trampolines as table
 from cuda_core._utils import handle_return
+from tests.helpers import settled_kept_callbacks
 from tests.memory.test_memory import HostIntResource
 
 
@@ -182,13 +183,7 @@ def test_a_full_pending_call_queue_delays_the_release_to_the_next_graph_hold(dev
     add.restype = ctypes.c_int
     noop = pending(lambda _: 0)
     threads: list[int] = []
-    kept_before = -1
-    for _ in range(100):  # earlier graphs' user objects released first, so the count is ours
-        gc.collect()
-        time.sleep(0.02)
-        if table.pending_callbacks()[1] == kept_before:
-            break
-        kept_before = table.pending_callbacks()[1]
+    kept_before = settled_kept_callbacks()  # earlier graphs' entries gone, so the count is ours
     holder = [G.GraphDefinition()]
     holder[0].callback(_Recording(threads))
     filled = []
@@ -197,11 +192,16 @@ def test_a_full_pending_call_queue_delays_the_release_to_the_next_graph_hold(dev
         while add(noop, None) == 0:
             pass
         filled.append(True)
+        refused = table.refused_drains()
         holder.clear()
-        # Keep the queue full until the driver's thread has let go of every user object of
-        # the graph (the main thread runs no pending call while it waits in join()).
+        # Keep the queue full until the driver's thread has let go of every user object of the
+        # graph and both hand-overs (the definition's own, here, and the driver's) have been
+        # refused (the main thread runs no pending call while it waits in join()). The entry
+        # leaves the table before the driver's hand-over asks: the count alone is not enough.
         end = time.monotonic() + 10
-        while table.pending_callbacks()[1] > kept_before and time.monotonic() < end:
+        while (
+            table.pending_callbacks()[1] > kept_before or table.refused_drains() < refused + 2
+        ) and time.monotonic() < end:
             time.sleep(0.001)
 
     t = threading.Thread(target=fill_then_drop)

@@ -120,3 +120,23 @@ def in_thread(fn: Callable[[], Any]) -> Any:
     if "error" in box:
         raise box["error"]
     return box.get("value")
+
+
+def settled_kept_callbacks() -> int:
+    """The number of host-callback entries graphs hold, once the releases of earlier tests'
+    graphs have ended (the driver releases a graph's user objects on a thread of its own, a
+    moment after the graph goes), so a test can count its own entries against it."""
+    import gc
+    import time
+
+    from cuda_core import _trampolines
+
+    count = -1
+    for _ in range(100):
+        gc.collect()
+        time.sleep(0.02)
+        now = _trampolines.pending_callbacks()[1]
+        if now == count:
+            break
+        count = now
+    return count
