@@ -345,11 +345,13 @@ plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
 }
 
 /* Many doubles (the 512-argument case): no per-argument descriptor read. With types, each
- * argument's type is checked as it is read (0 at the first other one). */
-static int
+ * argument's type is checked as it is read (0 at the first other one). Always inlined: each
+ * caller gets its own loop, with or without the check (types NULL is a constant there). */
+static inline Py_ALWAYS_INLINE int
 pack_dense_f64(const cc_plan *plan, PyObject *const *args, PyObject *const *types, char *bytes)
 {
-    for (Py_ssize_t i = 0; i < plan->nargs; i++) {
+    Py_ssize_t n = plan->nargs; /* a local: the stores into bytes may alias the plan, for all C knows */
+    for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *a = args[i];
         if (types != NULL && (PyObject *)Py_TYPE(a) != types[i]) {
             return 0;
@@ -367,8 +369,10 @@ plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes)
         pack_dense_f64(plan, args, NULL, bytes);
         return 0;
     }
-    for (Py_ssize_t i = 0; i < plan->nargs; i++) {
-        cc_arg *d = &plan->args[i];
+    Py_ssize_t n = plan->nargs; /* fixed for the plan's life: read once (see pack_dense_f64) */
+    cc_arg *descr = plan->args;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        cc_arg *d = &descr[i];
         PyObject *a = args[i];
         char *dst = bytes + d->offset;
         int done = 0;
