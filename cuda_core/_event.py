@@ -34,7 +34,6 @@ _DISABLE_TIMING = int(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
 _BLOCKING_SYNC = int(driver.CUevent_flags.CU_EVENT_BLOCKING_SYNC)
 _INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
 _new_object = object.__new__
-_UNSET: Any = driver.CUevent(0)  # Event._handle before .handle was first asked for
 
 
 @renamed_fields(
@@ -150,7 +149,7 @@ class Event:
     __slots__ = ("__weakref__", "_device_id", "_flags", "_h", "_handle", "_ipc")
 
     _h: Any  # the EventHandle (released once closed)
-    _handle: driver.CUevent  # the binding object, made on first use of .handle
+    _handle: driver.CUevent  # the binding object, set on first use of .handle (unset before)
     _device_id: int  # the ordinal of the device it was created on
     _flags: int  # the CUevent_flags it was created with
     _ipc: IPCEventDescriptor  # the descriptor of an IPC event, set once asked for (or opened from)
@@ -163,9 +162,9 @@ class Event:
 
     @classmethod
     def _wrap(cls, h: Any, device_id: int) -> Event:
+        # Device.create_event and Stream.record() build their common case inline, as here.
         self = _new_object(cls)
         self._h = h
-        self._handle = _UNSET
         self._device_id = device_id
         self._flags = h.flags
         return self
@@ -200,10 +199,11 @@ class Event:
         if self._h.is_released:
             return driver.CUevent(0)  # as cuda.core: a closed event's handle is NULL, not an error
         self._h.expose()  # whoever holds the handle may record it: not pooled as never recorded
-        h = self._handle
-        if h is _UNSET:
+        try:
+            return self._handle
+        except AttributeError:  # first use (left unset by the factories: one store fewer)
             h = self._handle = driver.CUevent(self._h.address)
-        return h
+            return h
 
     @property
     def _recorded(self) -> bool:

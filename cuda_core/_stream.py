@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from . import _links
 from ._compat import driver
 from ._context import Context, adopt_child
-from ._event import Event, EventOptions
+from ._event import Event, EventOptions, _new_object
 from ._handles._backend import backend
 from ._handles._contexts import CtxScope, current_context_handle
 from ._handles._driver import ensure_driver
@@ -330,15 +330,20 @@ class Stream:
             ``cuda.core``); record a new one with ``options=EventOptions(ipc_enabled=True)``.
         """
         if event is None:
-            h = self._h
+            h, ordinal = self._h, self._device_id
+            ctxh = h.ctx
+            if options is None and ctxh is not None and ordinal >= 0 and ctxh.device >= 0:
+                if not h.is_released:  # the usual case (the branch below, Event._wrap inlined)
+                    ev = _new_object(Event)
+                    ev._h, ev._device_id = ctxh.record_event(_DISABLE_TIMING, h), ordinal
+                    ev._flags = _DISABLE_TIMING
+                    return ev
             if h.is_released:
                 raise RuntimeError("Stream has been closed: nothing can be recorded on it")
             if options is None:
                 flags = _DISABLE_TIMING
             else:
                 flags = check_or_create_options(EventOptions, options, "options")._flags()
-            ctxh = h.ctx
-            ordinal = self._device_id
             if ctxh is not None and ordinal >= 0 and ctxh.device >= 0:
                 # the usual case: a stream of a primary context; the event is pooled there
                 ev = Event._wrap(ctxh.record_event(flags, h), ordinal)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy
 
 from .._compat import driver
+from .._handles import _driver as _drv
 from .._handles._backend import NATIVE, backend
 from .._handles._contexts import CtxScope
 from .._handles._driver import driver_available
@@ -51,11 +52,14 @@ def read_cuda_array_interface(obj: Any, stream_ptr: int | None) -> Fields:
     return _read_interface_dict(iface, device_id, True, _KDLCUDA)
 
 
-def read_array_interface(obj: Any) -> Fields:
-    """The view fields of ``obj.__array_interface__`` (host memory).
+def array_interface_view(cls: Any, obj: Any) -> Any:
+    """``StridedMemoryView.from_array_interface(obj)``: a view of ``obj.__array_interface__``.
 
-    ``device_id`` is what ``cuda.core`` gives such a view: the current context's device
-    (-1 where there is none, or no driver: ``cuda.core`` raises there).
+    Installed as that classmethod (its documentation is the method's); like it, the view is
+    always a ``StridedMemoryView`` (``VIEW``), whatever ``cls``. ``device_id`` is what
+    ``cuda.core`` gives such a view: the current context's device (-1 where there is none, or
+    no driver: ``cuda.core`` raises there). The steps of :func:`_current_device` and
+    :func:`_read_interface_dict` in one frame, in their order: every call saved is a frame.
     """
     try:
         iface = obj.__array_interface__
@@ -63,10 +67,55 @@ def read_array_interface(obj: Any) -> Fields:
         raise BufferAttributeError(
             f"'{type(obj).__name__}' object has no attribute '__array_interface__'"
         ) from None
-    return _read_interface_dict(iface, _current_device(), False, _KDLCPU)
+    if _NATIVE:
+        device_id = _ctx_get_device()
+        if device_id < 0:
+            device_id = -1 if device_id != _NOT_BOUND else _current_device()
+    elif _drv._driver_ready:  # the pure backend, driver started: _current_device's last step
+        err, ordinal = _cu_ctx_get_device()
+        device_id = int(ordinal) if err == _SUCCESS else -1
+    else:
+        device_id = _current_device()
+    get = iface.get
+    if get("mask") is not None:
+        raise BufferError("masked arrays are not supported")
+    shape = iface["shape"]
+    if type(shape) is not tuple:
+        shape = tuple(shape)
+    descr = get("descr")
+    if descr and (len(descr) > 1 or descr[0][0]):  # a structured dtype
+        dt = numpy.dtype(descr)
+    else:
+        typestr = iface["typestr"]
+        dt = _typestr_dtypes.get(typestr)
+        if dt is None:
+            dt = _typestr_dtype(typestr)
+    ptr, ro = iface["data"]
+    offset = get("offset", 0)
+    byte_strides = get("strides")
+    strides = None
+    if byte_strides is not None:
+        strides = _element_strides(byte_strides, dt.itemsize)
+    view = _new_view(VIEW)
+    view.ptr = (ptr or 0) + offset
+    view.shape = shape
+    view._raw_strides = strides
+    view._dtype = dt
+    view.device_id = device_id
+    view.is_device_accessible = False
+    view.readonly = ro if ro is True or ro is False else bool(ro)
+    view._dl_device_type = _KDLCPU
+    view.exporting_obj = obj
+    view._capsule = None
+    return view
 
 
 _NOT_BOUND = -int(driver.CUresult.CUDA_ERROR_NOT_INITIALIZED)
+_NATIVE = NATIVE
+_SUCCESS = driver.CUresult.CUDA_SUCCESS
+_cu_ctx_get_device = driver.cuCtxGetDevice
+_new_view = backend.ViewInfo.__new__
+VIEW: Any = None  # StridedMemoryView, set once that class exists
 
 
 def _current_device() -> int:
@@ -110,14 +159,18 @@ def _read_interface_dict(
     byte_strides = get("strides")
     strides = None
     if byte_strides is not None:
-        item = dt.itemsize
-        if any(map(item.__rmod__, byte_strides)):
-            raise BufferValueError(
-                f"strides must be divisible by itemsize: the strides {tuple(byte_strides)} "
-                f"(bytes) are not multiples of the item size {item}"
-            )
-        strides = tuple(map(item.__rfloordiv__, byte_strides))
+        strides = _element_strides(byte_strides, dt.itemsize)
     return ((ptr or 0) + offset, shape, strides, dt, device_id, accessible, bool(ro), dev_type)
+
+
+def _element_strides(byte_strides: Any, item: int) -> tuple[int, ...]:
+    """``byte_strides`` in elements of ``item`` bytes; a stride that is not a multiple is refused."""
+    if any(map(item.__rmod__, byte_strides)):
+        raise BufferValueError(
+            f"strides must be divisible by itemsize: the strides {tuple(byte_strides)} "
+            f"(bytes) are not multiples of the item size {item}"
+        )
+    return tuple(map(item.__rfloordiv__, byte_strides))
 
 
 _ATTR_ORDINAL = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL

@@ -235,7 +235,7 @@ class StridedMemoryView(_ViewBase):
         BufferError
             The interface is malformed or masked.
         """
-        return _from_fields(obj, _ai.read_array_interface(obj))
+        return _ai.array_interface_view(cls, obj)  # type: ignore[no-any-return]  # replaced below
 
     @classmethod
     def from_any_interface(cls, obj: object, stream_ptr: int | None = None) -> StridedMemoryView:
@@ -540,6 +540,12 @@ if hasattr(backend, "ViewEntry"):
     functools.update_wrapper(_entry, _from_dlpack_py)
     StridedMemoryView.from_dlpack = classmethod(_entry)  # type: ignore[method-assign, assignment]
 _from_dlpack = StridedMemoryView.from_dlpack
+# from_array_interface is the reader itself (one frame less), documented as the method above.
+_ai.VIEW = StridedMemoryView
+functools.update_wrapper(
+    _ai.array_interface_view, StridedMemoryView.__dict__["from_array_interface"].__func__
+)
+StridedMemoryView.from_array_interface = classmethod(_ai.array_interface_view)  # type: ignore[method-assign, assignment]
 
 
 def _classify(tp: type) -> int:

@@ -233,6 +233,21 @@ def test_a_pointer_slot_read_in_place_falls_back_when_unset():
         plan.native.pack((closed,))
 
 
+def test_a_pointer_slot_remembers_only_the_int_it_read_last():
+    # launch_pack.c keeps the int a Buffer's slot held last with its value: the same int object
+    # packs without a conversion, any other int (an equal one, another address, a Buffer closed
+    # since) is read again.
+    a, b = Buffer.from_handle(0x5000, 8), Buffer.from_handle(2**47 + 0x1000, 8)
+    plan = make_plan((Buffer,), (a,), None)
+    plan.bind_launch(1)
+    for buf in (a, a, b, a, b, b, Buffer.from_handle(int("5000", 16), 8), a):
+        assert plan.native.pack((buf,)) == buf.handle.to_bytes(8, "little")
+    a.close()  # its slot now holds None: the getter's path refuses, as for any closed Buffer
+    with pytest.raises(TypeError):
+        plan.native.pack((a,))
+    assert plan.native.pack((b,)) == (2**47 + 0x1000).to_bytes(8, "little")
+
+
 @pytest.mark.parametrize("n", [1, 3, 512])
 def test_a_plan_of_only_doubles_packs_them_in_one_loop_as_the_python_plan(n):
     # Every argument a float at 8 * its index (launch_pack.c's dense_f64 loop): floats and

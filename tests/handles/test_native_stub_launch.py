@@ -139,3 +139,25 @@ def test_stub_benchmark_runs_and_ends_with_a_line_per_case(artifacts: dict[str, 
             for args in ("0args", "4args", "10mixed", "512doubles"):
                 assert f"{backend}-{entry}-{args}" in cases, sorted(cases)
     assert all(re.fullmatch(r"stub-overhead \S+ -?\d+", ln) for ln in tail), tail
+
+
+def test_stub_objects_benchmark_runs_and_ends_with_a_line_per_case() -> None:
+    """``benchmarks/bench_stub_objects.py`` works on both backends; its times are not judged."""
+    bench = ROOT / "benchmarks" / "bench_stub_objects.py"
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_CORE_BACKEND", "LD_PRELOAD")}
+    proc = subprocess.run(
+        [sys.executable, str(bench), "--number", "20", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tail = [ln for ln in proc.stdout.splitlines() if ln.startswith("stub-overhead ")]
+    assert tail and proc.stdout.rstrip().endswith(tail[-1])
+    cases = {ln.split()[1] for ln in tail}
+    built = "native backend: n/a" not in proc.stdout
+    for backend in ("python", "native") if built else ("python",):
+        for case in ("event_create+close", "record()_dropped", "alloc+close_1_MiB"):
+            assert f"{backend}-{case}" in cases, sorted(cases)
+    assert all(re.fullmatch(r"stub-overhead \S+ \d+", ln) for ln in tail), tail

@@ -78,14 +78,3 @@ cc_plain_member(PyObject *descr)
     PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
     return m->type == T_OBJECT_EX && !(m->flags & READ_RESTRICTED) ? m : NULL;
 }
-
-PyObject *
-cc_slot_value(PyObject *descr, PyMemberDef *member, PyObject *obj)
-{
-    PyObject *v = member != NULL ? PyMember_GetOne((const char *)obj, member)
-                                  : Py_TYPE(descr)->tp_descr_get(descr, obj, (PyObject *)Py_TYPE(obj));
-    if (v == NULL) {
-        PyErr_Clear();
-    }
-    return v;
-}

@@ -141,6 +141,31 @@ dtype_word(const DLTensorABI *t)
     return word;
 }
 
+/* The dtype word as a Python int: the few words seen most are kept (an int of that size is
+ * otherwise allocated and freed with every view). */
+#define WORD_CACHE 16
+static uint32_t word_keys[WORD_CACHE];
+static PyObject *word_values[WORD_CACHE];
+
+static PyObject *
+word_int(uint32_t word)
+{
+    for (int i = 0; i < WORD_CACHE && word_values[i] != NULL; i++) {
+        if (word_keys[i] == word) {
+            return Py_NewRef(word_values[i]);
+        }
+    }
+    PyObject *v = PyLong_FromUnsignedLong(word);
+    for (int i = 0; v != NULL && i < WORD_CACHE; i++) {
+        if (word_values[i] == NULL) { /* kept for the process */
+            word_keys[i] = word;
+            word_values[i] = Py_NewRef(v);
+            break;
+        }
+    }
+    return v;
+}
+
 /* A view of cls over tensor t, whose memory the capsule keeps alive. */
 static PyObject *
 tensor_view(PyObject *cls, const DLTensorABI *t, PyObject *device_id, int accessible, int readonly, PyObject *exporting,
@@ -150,7 +175,7 @@ tensor_view(PyObject *cls, const DLTensorABI *t, PyObject *device_id, int access
      * gave none: what cuda.core 1.2 reports. */
     PyObject *strides = t->strides ? int64_tuple(t->strides, t->ndim) : Py_NewRef(Py_None);
     return cc_make_view(cls, PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)t->data + t->byte_offset),
-                     int64_tuple(t->shape, t->ndim), strides, PyLong_FromUnsignedLong(dtype_word(t)), device_id,
+                     int64_tuple(t->shape, t->ndim), strides, word_int(dtype_word(t)), device_id,
                      accessible, readonly, exporting, capsule, devtype);
 }
 
@@ -355,7 +380,7 @@ set_order_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 /* ---------------------------------------------------------------------------------------------
  * PyTorch */
 
-static PyObject *torch_type, *torch_api_capsule;
+static PyObject *torch_type, *torch_api_capsule, *torch_is_neg, *torch_is_conj;
 static const ExchangeAPI *torch_api;
 
 static PyObject *
@@ -376,17 +401,29 @@ torch_setup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         api->current_work_stream == NULL) {
         Py_RETURN_FALSE;
     }
+    /* The type's is_neg and is_conj, called on an exact instance without the attribute lookup
+     * (the instance dict, the MRO) of a method call. */
+    PyObject *is_neg = PyObject_GetAttr(args[0], s_is_neg);
+    PyObject *is_conj = is_neg ? PyObject_GetAttr(args[0], s_is_conj) : NULL;
+    if (is_conj == NULL) {
+        Py_XDECREF(is_neg);
+        return NULL;
+    }
+    Py_XSETREF(torch_is_neg, is_neg);
+    Py_XSETREF(torch_is_conj, is_conj);
     Py_XSETREF(torch_type, Py_NewRef(args[0]));
     Py_XSETREF(torch_api_capsule, Py_NewRef(args[1])); /* keeps the table alive */
     torch_api = api;
     Py_RETURN_TRUE;
 }
 
-/* Whether the no-argument method name of t returns exactly False; -1 with an error. */
+/* Whether method(t) returns exactly False; -1 with an error. */
 static int
-method_false(PyObject *t, PyObject *name)
+method_false(PyObject *t, PyObject *method)
 {
-    PyObject *r = PyObject_VectorcallMethod(name, &t, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_INCREF(method); /* torch_setup may replace it while the GIL is released in the call */
+    PyObject *r = PyObject_Vectorcall(method, &t, 1, NULL);
+    Py_DECREF(method);
     if (r == NULL) {
         return -1;
     }
@@ -427,9 +464,9 @@ torch_view_impl(PyObject *cls, PyObject *t, PyObject *sp)
         (dl.ndim && (!dl.shape || !dl.strides))) {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    int plain = method_false(t, s_is_neg);
+    int plain = method_false(t, torch_is_neg);
     if (plain == 1 && dl.code == DL_COMPLEX) {
-        plain = method_false(t, s_is_conj);
+        plain = method_false(t, torch_is_conj);
     }
     if (plain != 1) {
         return plain < 0 ? NULL : Py_NewRef(Py_NotImplemented);

@@ -41,6 +41,9 @@ typedef struct {
     signed char inline_ok; /* CC_FAST_INLINE: 1 once a value's buffer was seen to be its inline
                               storage (so every value of the type keeps it there), -1 not, 0 unknown */
     PyMemberDef *member; /* CC_FAST_SLOT: the getter's member, read with PyMember_GetOne */
+    PyObject *last_int;  /* CC_FAST_SLOT: the int the slot held last (a strong reference: while it
+                            lives, no other int has its address, and an int never changes) */
+    uint64_t last_addr;  /* its value, as packed: the same int again packs without a conversion */
 } cc_arg;
 
 /* Shortcuts parse_arg chooses (the general packing stays the reference; each shortcut gives the
@@ -90,15 +93,15 @@ int cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n);
 /* Write args (of the plan's types) into bytes at their offsets: 0, or -1 with an exception set
  * (bytes then holds some new values). May run Python code (the call kinds, __index__, ...). */
 int cc_plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes);
-/* cc_plan_matches and cc_plan_pack in one: 1 packed; 0 (no exception) the types are not the plan's,
- * and bytes may hold some new values; -1 with an exception set. A dense-doubles plan checks each
- * argument's type as it packs it: one pass over the arguments. */
-int cc_plan_match_pack(const cc_plan *plan, PyObject *const *args, Py_ssize_t n, char *bytes);
 /* Check and pack args[0..n) into a parameter buffer and cuLaunchKernelEx them on cfg, the GIL
  * released around the driver call: the status (>= 0); -1 with an exception set when packing
  * failed; -2 (no exception) when the arguments are not of the plan's types, or cfg's stream was
- * closed meanwhile. */
+ * closed meanwhile. The caller holds references to plan and cfg across the call (packing may
+ * run Python code). In launch_pack.c, beside the packing it inlines. */
 int cc_plan_launch(cc_plan *plan, cc_launch *cfg, PyObject *const *args, Py_ssize_t n);
+/* A fresh parameter buffer for plan (the storage to PyMem_Free, its bytes and void* array): for
+ * a launch while another one uses the plan's own. NULL with MemoryError set. */
+char *cc_plan_new_storage(const cc_plan *plan, char **bytes, void ***params);
 
 /* ARG_KINDS: the kind names, in enum order (a new reference, NULL with the error set). */
 PyObject *cc_arg_kind_names(void);

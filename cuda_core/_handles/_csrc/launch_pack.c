@@ -177,111 +177,111 @@ pack_buffer(PyObject *a, unsigned int size, char *dst, int strict)
     return 0;
 }
 
+/* CC_FAST_INLINE, on the first value of the type: whether its buffer is its inline storage (then
+ * every value of the type keeps it there). Sets inline_ok; 1 confirmed. */
+static int
+inline_confirm(cc_arg *d, PyObject *a)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(a, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        d->inline_ok = -1;
+        return 0;
+    }
+    d->inline_ok = view.buf == (char *)a + sizeof(PyObject) && view.len == (Py_ssize_t)d->size ? 1 : -1;
+    PyBuffer_Release(&view);
+    return d->inline_ok > 0;
+}
+
 /* A NumPy scalar's value from its inline storage: 1 packed, 0 not (the general path decides).
  * The first value of the type is checked through its buffer: the shortcut is kept only when
- * the buffer is that storage. */
-static int
+ * the buffer is that storage. As pack_number_buffer: a NaN or a bool byte above 1 takes the
+ * general path. One fixed-size copy per size, no call. */
+static inline Py_ALWAYS_INLINE int
 pack_inline(cc_arg *d, PyObject *a, char *dst)
 {
+    if (d->inline_ok <= 0 && (d->inline_ok < 0 || !inline_confirm(d, a))) {
+        return 0;
+    }
     const char *at = (const char *)a + sizeof(PyObject);
-    if (d->inline_ok == 0) {
-        Py_buffer view;
-        if (PyObject_GetBuffer(a, &view, PyBUF_SIMPLE) < 0) {
-            PyErr_Clear();
-            d->inline_ok = -1;
+    switch (d->size) {
+    case 8: {
+        double x;
+        memcpy(&x, at, 8);
+        if (d->kind == CC_ARG_FLOAT && isnan(x)) {
             return 0;
         }
-        d->inline_ok = view.buf == at && view.len == (Py_ssize_t)d->size ? 1 : -1;
-        PyBuffer_Release(&view);
-        if (d->inline_ok < 0) {
-            return 0;
-        }
-    }
-    switch (d->kind) { /* as pack_number_buffer: a NaN or a bool byte above 1 takes the general path */
-    case CC_ARG_FLOAT:
-        if (d->size == 8) {
-            double x;
-            memcpy(&x, at, 8);
-            if (isnan(x)) {
-                return 0;
-            }
-        } else if (d->size == 4) {
-            float f;
-            memcpy(&f, at, 4);
-            if (isnan(f)) {
-                return 0;
-            }
-        } else {
-            uint16_t h;
-            memcpy(&h, at, 2);
-            if ((h & 0x7c00) == 0x7c00 && (h & 0x03ff) != 0) {
-                return 0;
-            }
-        }
-        break;
-    case CC_ARG_BOOL:
-        if (*(const unsigned char *)at > 1) {
-            return 0;
-        }
-        break;
-    default:
-        break;
-    }
-    switch (d->size) { /* a fixed-size copy each: no call to memcpy */
-    case 1:
-        memcpy(dst, at, 1);
-        break;
-    case 2:
-        memcpy(dst, at, 2);
-        break;
-    case 4:
-        memcpy(dst, at, 4);
-        break;
-    case 8:
         memcpy(dst, at, 8);
-        break;
+        return 1;
+    }
+    case 4: {
+        float f;
+        memcpy(&f, at, 4);
+        if (d->kind == CC_ARG_FLOAT && isnan(f)) {
+            return 0;
+        }
+        memcpy(dst, at, 4);
+        return 1;
+    }
+    case 2: {
+        uint16_t h;
+        memcpy(&h, at, 2);
+        if (d->kind == CC_ARG_FLOAT && (h & 0x7c00) == 0x7c00 && (h & 0x03ff) != 0) { /* a binary16 NaN */
+            return 0;
+        }
+        memcpy(dst, at, 2);
+        return 1;
+    }
+    case 1:
+        if (d->kind == CC_ARG_BOOL && *(const unsigned char *)at > 1) {
+            return 0;
+        }
+        memcpy(dst, at, 1);
+        return 1;
     default:
         memcpy(dst, at, d->size);
-        break;
+        return 1;
     }
+}
+
+/* CC_FAST_SLOT: the address the slot holds (an exact int): 1 packed, 0 not (no exception: the
+ * general path decides), -1 with an exception (an int that is no address). The int read last is
+ * kept with its value: a Buffer launched again packs with no conversion. */
+static inline int
+pack_slot(cc_arg *d, PyObject *a, char *dst)
+{
+    PyObject *v = PyMember_GetOne((const char *)a, d->member); /* a's type is the plan's */
+    if (v == NULL) {
+        PyErr_Clear(); /* unset: the getter's path says so */
+        return 0;
+    }
+    if (v == d->last_int) {
+        memcpy(dst, &d->last_addr, 8);
+        Py_DECREF(v);
+        return 1;
+    }
+    if (!PyLong_CheckExact(v)) {
+        Py_DECREF(v);
+        return 0; /* not an int: the getter says what is wrong */
+    }
+    _Static_assert(sizeof(unsigned long) == 8, "an address read as an unsigned long (LP64)");
+    unsigned long u = PyLong_AsUnsignedLong(v); /* one loop over the digits */
+    if (u == (unsigned long)-1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* negative or too large: pack_int says which */
+        int err = pack_int(v, CC_ARG_UNSIGNED, 8, dst);
+        Py_DECREF(v);
+        return err < 0 ? -1 : 1;
+    }
+    d->last_addr = (uint64_t)u;
+    memcpy(dst, &d->last_addr, 8);
+    Py_XSETREF(d->last_int, v); /* the reference PyMember_GetOne gave */
     return 1;
 }
 
+/* The general packing of one value (every kind; the reference the shortcuts agree with). */
 static int
-pack_one(cc_arg *d, PyObject *a, char *dst)
+pack_general(cc_arg *d, PyObject *a, char *dst)
 {
-    switch (d->fast) { /* CC_FAST_F64 never comes here: cc_plan_pack packs it */
-    case CC_FAST_INLINE:
-        if (d->inline_ok >= 0 && pack_inline(d, a, dst)) {
-            return 0;
-        }
-        break;
-    case CC_FAST_SLOT: {
-        PyObject *v = PyMember_GetOne((const char *)a, d->member); /* a's type is the plan's */
-        if (v == NULL) {
-            PyErr_Clear(); /* unset: the getter's path says so */
-            break;
-        }
-        if (PyLong_CheckExact(v)) {
-            _Static_assert(sizeof(unsigned long) == 8, "an address read as an unsigned long (LP64)");
-            unsigned long u = PyLong_AsUnsignedLong(v); /* one loop over the digits */
-            if (u != (unsigned long)-1 || !PyErr_Occurred()) {
-                uint64_t x = (uint64_t)u;
-                memcpy(dst, &x, 8);
-                Py_DECREF(v);
-                return 0;
-            }
-            PyErr_Clear(); /* negative or too large: pack_int says which */
-            int err = pack_int(v, CC_ARG_UNSIGNED, 8, dst);
-            Py_DECREF(v);
-            return err;
-        }
-        Py_DECREF(v);
-        break; /* not an int: the getter says what is wrong */
-    }
-    default:
-        break;
-    }
     if (d->buffer && pack_number_buffer(d, a, dst)) {
         return 0;
     }
@@ -327,8 +327,10 @@ pack_one(cc_arg *d, PyObject *a, char *dst)
     }
 }
 
-int
-cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
+/* The steps of a launch, inlined into cc_plan_launch (one call per launch, not one per step);
+ * cc_plan_matches and cc_plan_pack are the same for PreparedLaunchBase and LaunchPlan.pack. */
+static inline Py_ALWAYS_INLINE int
+plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
 {
     if (n != plan->nargs || plan->types == NULL) { /* types is NULL once the collector cleared it */
         return 0;
@@ -343,11 +345,13 @@ cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
 }
 
 /* Many doubles (the 512-argument case): no per-argument descriptor read. With types, each
- * argument's type is checked as it is read (0 at the first other one). */
-static int
+ * argument's type is checked as it is read (0 at the first other one). Always inlined: each
+ * caller gets its own loop, with or without the check (types NULL is a constant there). */
+static inline Py_ALWAYS_INLINE int
 pack_dense_f64(const cc_plan *plan, PyObject *const *args, PyObject *const *types, char *bytes)
 {
-    for (Py_ssize_t i = 0; i < plan->nargs; i++) {
+    Py_ssize_t n = plan->nargs; /* a local: the stores into bytes may alias the plan, for all C knows */
+    for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *a = args[i];
         if (types != NULL && (PyObject *)Py_TYPE(a) != types[i]) {
             return 0;
@@ -358,8 +362,59 @@ pack_dense_f64(const cc_plan *plan, PyObject *const *args, PyObject *const *type
     return 1;
 }
 
+static inline Py_ALWAYS_INLINE int
+plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes)
+{
+    if (plan->dense_f64) {
+        pack_dense_f64(plan, args, NULL, bytes);
+        return 0;
+    }
+    Py_ssize_t n = plan->nargs; /* fixed for the plan's life: read once (see pack_dense_f64) */
+    cc_arg *descr = plan->args;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        cc_arg *d = &descr[i];
+        PyObject *a = args[i];
+        char *dst = bytes + d->offset;
+        int done = 0;
+        switch (d->fast) { /* the common values here, without a call; anything else: pack_general */
+        case CC_FAST_F64: {
+            double x = PyFloat_AS_DOUBLE(a);
+            memcpy(dst, &x, 8);
+            continue;
+        }
+        case CC_FAST_INLINE:
+            done = pack_inline(d, a, dst);
+            break;
+        case CC_FAST_SLOT:
+            done = pack_slot(d, a, dst);
+            break;
+        default:
+            break;
+        }
+        if (done < 0 || (!done && pack_general(d, a, dst) < 0)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int
-cc_plan_match_pack(const cc_plan *plan, PyObject *const *args, Py_ssize_t n, char *bytes)
+cc_plan_matches(const cc_plan *plan, PyObject *const *args, Py_ssize_t n)
+{
+    return plan_matches(plan, args, n);
+}
+
+int
+cc_plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes)
+{
+    return plan_pack(plan, args, bytes);
+}
+
+/* Whether args have the plan's types, and packed: 1 packed; 0 (no exception) other types (bytes
+ * may hold some new values); -1 with an exception set. A dense-doubles plan checks each
+ * argument's type as it packs it: one pass over the arguments. */
+static inline Py_ALWAYS_INLINE int
+plan_match_pack(const cc_plan *plan, PyObject *const *args, Py_ssize_t n, char *bytes)
 {
     if (plan->dense_f64) {
         if (n != plan->nargs || plan->types == NULL) {
@@ -367,29 +422,40 @@ cc_plan_match_pack(const cc_plan *plan, PyObject *const *args, Py_ssize_t n, cha
         }
         return pack_dense_f64(plan, args, &PyTuple_GET_ITEM(plan->types, 0), bytes);
     }
-    if (!cc_plan_matches(plan, args, n)) {
+    if (!plan_matches(plan, args, n)) {
         return 0;
     }
-    return cc_plan_pack(plan, args, bytes) == 0 ? 1 : -1;
+    return plan_pack(plan, args, bytes) == 0 ? 1 : -1;
 }
 
 int
-cc_plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes)
+cc_plan_launch(cc_plan *plan, cc_launch *cfg, PyObject *const *args, Py_ssize_t n)
 {
-    if (plan->dense_f64) {
-        pack_dense_f64(plan, args, NULL, bytes);
-        return 0;
+    char *bytes = plan->bytes, *fresh = NULL;
+    void **params = plan->params;
+    int own = !plan->busy;
+    if (own) {
+        plan->busy = 1;
+    } else if ((fresh = cc_plan_new_storage(plan, &bytes, &params)) == NULL) { /* another launch uses ours */
+        return -1;
     }
-    for (Py_ssize_t i = 0; i < plan->nargs; i++) {
-        cc_arg *d = &plan->args[i];
-        if (d->fast == CC_FAST_F64) { /* the commonest value, here without a call */
-            double x = PyFloat_AS_DOUBLE(args[i]);
-            memcpy(bytes + d->offset, &x, 8);
-            continue;
-        }
-        if (pack_one(d, args[i], bytes + d->offset) < 0) {
-            return -1;
+    int st = -1;
+    int packed = plan_match_pack(plan, args, n, bytes);
+    if (packed == 0) {
+        st = -2; /* other types: the Python path finds (or makes) their plan */
+    } else if (packed == 1) {
+        if (cfg->stream == NULL || cfg->stream->released) {
+            st = -2; /* closed by the code packing ran: the Python path says so */
+        } else {
+            void *function = plan->function, **p = plan->nargs ? params : NULL;
+            CC_LAUNCH_CALL(st, cc_driver.launch_kernel_ex(&cfg->cfg, function, p, NULL));
         }
     }
-    return 0;
+    if (own) {
+        plan->busy = 0;
+    }
+    if (fresh != NULL) {
+        PyMem_Free(fresh);
+    }
+    return st;
 }

@@ -10,8 +10,8 @@ static const char *const kind_names[CC_N_ARG_KINDS] = {
 
 /* A parameter buffer: the bytes (64-byte aligned, for CUtensorMap; zeroed) and the void* array
  * pointing at each parameter. NULL with MemoryError set. */
-static char *
-new_storage(const cc_plan *plan, char **bytes, void ***params)
+char *
+cc_plan_new_storage(const cc_plan *plan, char **bytes, void ***params)
 {
     size_t n = (size_t)plan->nargs;
     size_t at = (plan->size + 7) & ~(size_t)7;
@@ -28,41 +28,6 @@ new_storage(const cc_plan *plan, char **bytes, void ***params)
     *bytes = b;
     *params = p;
     return raw;
-}
-
-int
-cc_plan_launch(cc_plan *plan, cc_launch *cfg, PyObject *const *args, Py_ssize_t n)
-{
-    char *bytes = plan->bytes, *fresh = NULL;
-    void **params = plan->params;
-    int own = !plan->busy;
-    if (own) {
-        plan->busy = 1;
-    } else if ((fresh = new_storage(plan, &bytes, &params)) == NULL) { /* another launch uses ours */
-        return -1;
-    }
-    int st = -1;
-    /* Strong references across the Python code packing may run and the driver call. */
-    Py_INCREF(plan);
-    Py_INCREF(cfg);
-    int packed = cc_plan_match_pack(plan, args, n, bytes);
-    if (packed == 0) {
-        st = -2; /* other types: the Python path finds (or makes) their plan */
-    } else if (packed == 1) {
-        if (cfg->stream == NULL || cfg->stream->released) {
-            st = -2; /* closed by the code packing ran: the Python path says so */
-        } else {
-            void *function = plan->function, **p = plan->nargs ? params : NULL;
-            CC_LAUNCH_CALL(st, cc_driver.launch_kernel_ex(&cfg->cfg, function, p, NULL));
-        }
-    }
-    if (own) {
-        plan->busy = 0;
-    }
-    PyMem_Free(fresh);
-    Py_DECREF(cfg);
-    Py_DECREF(plan);
-    return st;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -127,6 +92,8 @@ parse_arg(cc_plan *self, Py_ssize_t i, PyObject *type, PyObject *kind, PyObject 
     d->fast = CC_FAST_NONE;
     d->inline_ok = 0;
     d->member = NULL;
+    d->last_int = NULL;
+    d->last_addr = 0;
     PyTypeObject *t = (PyTypeObject *)type;
     if (k == CC_ARG_FLOAT && sz == 8 && PyType_IsSubtype(t, &PyFloat_Type)) { /* PyFloat_AsDouble reads ob_fval */
         d->fast = CC_FAST_F64;
@@ -196,7 +163,7 @@ plan_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
             break;
         }
     }
-    self->storage = new_storage(self, &self->bytes, &self->params);
+    self->storage = cc_plan_new_storage(self, &self->bytes, &self->params);
     if (self->storage == NULL) {
         Py_DECREF(self);
         return NULL;
@@ -222,6 +189,7 @@ plan_clear(PyObject *op)
     cc_plan *self = (cc_plan *)op;
     for (Py_ssize_t i = 0; self->args != NULL && i < self->nargs; i++) {
         Py_CLEAR(self->args[i].getter);
+        Py_CLEAR(self->args[i].last_int);
     }
     Py_CLEAR(self->types);
     return 0;
@@ -255,7 +223,7 @@ plan_pack(PyObject *op, PyObject *args)
     } else {
         char *bytes;
         void **params;
-        char *raw = new_storage(self, &bytes, &params);
+        char *raw = cc_plan_new_storage(self, &bytes, &params);
         if (raw != NULL && cc_plan_pack(self, &PyTuple_GET_ITEM(args, 0), bytes) == 0) {
             out = PyBytes_FromStringAndSize(bytes, (Py_ssize_t)self->size);
         }

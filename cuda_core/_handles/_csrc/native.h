@@ -7,7 +7,7 @@
  *              (handles_stream.c, handles_event.c), Allocation (handles_memory.c), LaunchConfigHandle
  *              (handles_launch.c); handles.h and handles_util.c hold their shared internals
  *   host_copy.c HOST_COPY_FN's compiled body (HOST_COPY_ADDRESS): a host copy run by the driver
- *   launch*.c  the launch fast path: LaunchPlan, packing arguments in C (launch_plan.c); LaunchEntry,
+ *   launch*.c  the launch fast path: LaunchPlan (launch_plan.c), packing arguments in C (launch_pack.c); LaunchEntry,
  *              the C entry of cuda_core.launch, and PreparedLaunchBase (launch_entry.c); launch.h
  *   interop*.c readers of foreign arrays: DLPack capsules, PyTorch tensors and the stream
  *              ordering they need (interop.c); ViewInfo, the C base of StridedMemoryView
