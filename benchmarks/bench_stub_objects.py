@@ -1,6 +1,7 @@
-"""Host overhead of the basic objects without a GPU: events, records, Device(), allocations.
+"""Host overhead of the basic objects without a GPU: events, records, Device(), allocations, copies.
 
-The rows of ``bench_objects.py`` and ``bench_memory.py``'s ``alloc+close 1 MiB``, timed against
+The rows of ``bench_objects.py``, ``bench_memory.py``'s ``alloc+close 1 MiB`` and a 4 KiB copy
+between two buffers with ``Stream.sync()`` (its pinned rows' shape), timed against
 the CPU tier's stub driver (``tests/handles/native_stub/stub_cuda.c``), so that what is timed is
 cuda_core's own work per operation. The whole package runs as on a GPU: ``cuda.bindings.driver``
 is given a stand-in for each driver function the package calls (the stub's own, through
@@ -47,6 +48,8 @@ CASES = (
     "record(event)",
     "record() dropped",
     "alloc+close 1 MiB",
+    "copy_from+sync 4 KiB",
+    "Stream.sync()",
 )
 BACKENDS = ("native", "python")
 MIB = 1 << 20
@@ -89,6 +92,7 @@ def fake_driver(lib: Any) -> None:
     lib.cuStreamWaitEvent.argtypes = [vp, vp, ctypes.c_uint]
     lib.cuMemAllocFromPoolAsync.argtypes = [ctypes.POINTER(u64), ctypes.c_size_t, vp, vp]
     lib.cuMemFreeAsync.argtypes = [u64, vp]
+    lib.cuMemcpyAsync.argtypes = [u64, u64, ctypes.c_size_t, vp]
     lib.cuCtxGetId.argtypes = [vp, ctypes.POINTER(u64)]
     lib.cuStreamIsCapturing.argtypes = [vp, ctypes.POINTER(c_int)]
     lib.cuStreamGetCtx.argtypes = [vp, ctypes.POINTER(vp)]
@@ -164,6 +168,7 @@ def fake_driver(lib: Any) -> None:
         "cuEventSynchronize": plain(lib.cuEventSynchronize, addr),
         "cuMemAllocFromPoolAsync": alloc,
         "cuMemFreeAsync": plain(lib.cuMemFreeAsync, int, addr),
+        "cuMemcpyAsync": plain(lib.cuMemcpyAsync, int, int, int, addr),
     }  # fmt: skip
     for name, fn in stand_ins.items():
         setattr(d, name, fn)
@@ -220,6 +225,12 @@ def child(backend: str, stub_so: str, root: str, number: int, repeat: int) -> di
     def alloc_close() -> None:
         alloc(MIB, stream=s).close()
 
+    dst, src = alloc(4096, stream=s), alloc(4096, stream=s)
+
+    def copy_sync() -> None:
+        dst.copy_from(src, stream=s)
+        s.sync()
+
     ops: dict[str, Callable[[], object]] = {
         "Device()": Device,
         "stream create+close": stream_cycle,
@@ -227,6 +238,8 @@ def child(backend: str, stub_so: str, root: str, number: int, repeat: int) -> di
         "record(event)": lambda: s.record(ev),
         "record() dropped": lambda: s.record(),
         "alloc+close 1 MiB": alloc_close,
+        "copy_from+sync 4 KiB": copy_sync,
+        "Stream.sync()": s.sync,
     }
     jobs = {case: loop(op) for case, op in ops.items()}
     for job in jobs.values():  # warm up

@@ -17,6 +17,7 @@ from ._handles._driver import ensure_driver
 from ._host_callbacks import launch_host_func
 from ._interop._foreign_streams import _foreign_handle_attrs as _foreign_handle_attrs
 from ._interop._foreign_streams import foreign_stream_handle
+from ._memory._buffer import Buffer as _Buffer
 from ._utils import TypeValueError, arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
@@ -523,22 +524,20 @@ class _DeviceDefaultStream(Stream):
         return Stream.__hash__(self)
 
 
-if hasattr(backend, "RecordEntry"):
-    # The native backend: Stream.record is its C entry, which records an Event (of the exact
-    # class, not IPC-enabled) on the stream without a Python frame and hands every other call
-    # to the function above, which owns the checks and the messages.
-    _record_py = Stream.__dict__["record"]
-    _record_entry = backend.RecordEntry(
-        _record_py,
-        Stream,
-        Stream.__dict__["_h"],
-        Event,
-        Event.__dict__["_h"],
-        Event.__dict__["_flags"],
-        _INTERPROCESS,
+if hasattr(backend, "RecordEntry") and hasattr(backend, "CopyEntry"):
+    # The native backend's C entries (Stream.record of an Event of the exact class, not IPC;
+    # Buffer.copy_from/copy_to between buffers on a stream of its own) hand every other call
+    # to the Python functions, which own the checks and the messages.
+    _slot, _record_py, _ev = Stream.__dict__["_h"], Stream.__dict__["record"], Event.__dict__
+    _entry = backend.RecordEntry(
+        _record_py, Stream, _slot, Event, _ev["_h"], _ev["_flags"], _INTERPROCESS
     )
-    functools.update_wrapper(_record_entry, _record_py)
-    Stream.record = _record_entry  # type: ignore[method-assign]
+    Stream.record = functools.update_wrapper(_entry, _record_py)  # type: ignore[method-assign]
+    _ptr, _size = _Buffer.__dict__["_ptr"], _Buffer.__dict__["_size"]
+    for _name, _to in (("copy_from", False), ("copy_to", True)):
+        _py = _Buffer.__dict__[_name]
+        _entry = backend.CopyEntry(_py, _Buffer, _ptr, _size, Stream, _slot, _to)
+        setattr(_Buffer, _name, functools.update_wrapper(_entry, _py))
 
 _CUstream = driver.CUstream
 _CUcontext = driver.CUcontext

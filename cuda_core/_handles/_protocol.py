@@ -36,7 +36,7 @@ from ._protocol_launch import PreparedLaunchBase as PreparedLaunchBase
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 14
+ABI_VERSION = 15
 """The protocol's version. The native module's ``ABI_VERSION`` (``CC_ABI_VERSION`` in
 ``_csrc/native.h``) must equal it, or the native module is not used (a stale build)."""
 
@@ -519,6 +519,27 @@ class RecordEntry(Protocol):
     def __call__(self, stream: Any, event: Any = None, options: Any = None, /) -> Any: ...
 
 
+class CopyEntry(Protocol):
+    """``Buffer.copy_from`` (``copy_to`` if ``to``) in C, an instance method, as RecordEntry:
+    ``buf.copy_from(other, stream=s)``, both buffers of exactly ``buffer_type``, open and of one
+    size above zero, on an open stream of its own, queues ``cuMemcpyAsync``; anything else, and
+    a copy the driver refuses, goes to ``fallback`` with the same arguments."""
+
+    def __init__(
+        self,
+        fallback: Callable[..., Any],
+        buffer_type: type,
+        ptr_slot: Any,
+        size_slot: Any,
+        stream_type: type,
+        stream_slot: Any,
+        to: bool,
+        /,
+    ) -> None: ...
+
+    def __call__(self, buf: Any, other: Any = None, /, **kwargs: Any) -> Any: ...
+
+
 class NativeBackend(Backend, Protocol):
     """The native module: a :class:`Backend` that also names the entry points it needs, and the
     launch fast path (:class:`LaunchPlan`, :class:`LaunchEntry`, :class:`PreparedLaunchBase`)."""
@@ -547,6 +568,12 @@ class NativeBackend(Backend, Protocol):
     def RecordEntry(self) -> type[RecordEntry]:
         """``RecordEntry(fallback, stream_type, stream_slot, event_type, event_slot,
         flags_slot, refused)``: the C entry of ``Stream.record`` (see :class:`RecordEntry`)."""
+        ...
+
+    @property
+    def CopyEntry(self) -> type[CopyEntry]:
+        """``CopyEntry(fallback, buffer_type, ptr_slot, size_slot, stream_type, stream_slot,
+        to)``: the C entry of ``Buffer.copy_from`` and ``copy_to`` (see :class:`CopyEntry`)."""
         ...
 
     def launch_counters(self) -> tuple[int, int, int, int, int, int]:

@@ -47,6 +47,7 @@ CHECKS = (
     "threads",
     "references",
     "stream_record",
+    "buffer_copy",
 )
 
 

@@ -1,10 +1,11 @@
 /* cuda_core._handles._native: what the C entries share. An entry is a callable that runs the
  * steady state of one Python function in C and hands every other call to that function (its
  * fallback), which owns the checks, the slow paths and the messages: LaunchEntry (cuda_core.launch,
- * launch_entry.c), ViewEntry (StridedMemoryView.from_dlpack, interop_entry.c) and RecordEntry
- * (Stream.record, entry_record.c). Each has a __dict__ (functools.update_wrapper gives it the
- * function's name, doc and __wrapped__) and reads the slots of the Python objects it is called
- * with only through the member descriptors Python handed it. */
+ * launch_entry.c), ViewEntry (StridedMemoryView.from_dlpack, interop_entry.c), RecordEntry
+ * (Stream.record, entry_record.c) and CopyEntry (Buffer.copy_from/copy_to, entry_copy.c). Each
+ * has a __dict__ (functools.update_wrapper gives it the function's name, doc and __wrapped__) and
+ * reads the slots of the Python objects it is called with only through the member descriptors
+ * Python handed it. */
 #ifndef CUDA_CORE_ENTRY_H
 #define CUDA_CORE_ENTRY_H
 
@@ -60,5 +61,7 @@ cc_slot_value(PyObject *descr, PyMemberDef *member, PyObject *obj)
 
 /* Adds RecordEntry to the module (entry_record.c). */
 int cc_entry_record_init(PyObject *module);
+/* Adds CopyEntry to the module (entry_copy.c). */
+int cc_entry_copy_init(PyObject *module);
 
 #endif

@@ -207,7 +207,8 @@ module_exec(PyObject *m)
         return -1;
     }
     if (cc_handles_init(m) < 0 || cc_interop_init(m) < 0 || cc_host_copy_init(m) < 0 ||
-        cc_launch_init(m) < 0 || cc_entry_record_init(m) < 0) {
+        cc_launch_init(m) < 0 || cc_entry_record_init(m) < 0 ||
+        cc_entry_copy_init(m) < 0) {
         return -1;
     }
     return 0;
