@@ -82,7 +82,7 @@ def cpu_main(impls) -> None:
         for name in names:
             mod = impls.get(name)
             V = _view_cls(mod) if mod is not None else None
-            suite.run(
+            suite.add(
                 f"from_dlpack {label}",
                 name,
                 None if V is None else (lambda V=V, a=a: V.from_dlpack(a, -1)),
@@ -99,7 +99,7 @@ def cpu_main(impls) -> None:
                 mod.Device().set_current()
             except Exception:
                 pass  # no GPU: the row says why
-        suite.run(
+        suite.add(
             "from_array_interface (3,4) float64",
             name,
             None if V is None else (lambda V=V, a=a: V.from_array_interface(a)),
@@ -113,7 +113,7 @@ def cpu_main(impls) -> None:
     for name in names:
         mod = impls.get(name)
         V = _view_cls(mod) if mod is not None and t is not None else None
-        suite.run(
+        suite.add(
             "from_dlpack torch CPU tensor (3,4)",
             name,
             None if V is None else (lambda V=V, t=t: V.from_dlpack(t, -1)),
@@ -128,6 +128,7 @@ def cpu_main(impls) -> None:
         lambda: (dev(), dl(stream=None, max_version=(1, 0))),
     )
     producer.run("__array_interface__", "numpy", lambda: a.__array_interface__)
+    suite.measure()  # round-robin: a slow spell of the host hits both implementations alike
     print(suite.table())
     print()
     print(producer.table())

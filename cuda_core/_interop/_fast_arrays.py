@@ -182,6 +182,11 @@ _KDLCUDA = _dl.kDLCUDA
 _KDLCUDAHOST = _dl.kDLCUDAHost
 _KDLCUDAMANAGED = _dl.kDLCUDAManaged
 
+NEGATIVE_BIT = (
+    "Can't view a tensor with the negative bit set (x.conj().imag, torch._neg_view): its values "
+    "are the negation of its memory; call tensor.resolve_neg() first"
+)
+
 Fields = tuple[int, tuple[int, ...], tuple[int, ...] | None, Any, int, bool, int]
 """``(ptr, shape, strides_in_elements, dtype, device_id, is_device_accessible, dl_device_type)``;
 ``dtype`` is a DLPack dtype word (torch) or a NumPy dtype (CuPy)."""
@@ -198,10 +203,11 @@ def torch_fields(t: Any, stream_ptr: int | None) -> Fields | None:
         if (
             dt is None
             or t.layout is not tt["strided"]
-            or t.is_neg()
-            or (tdt in tt["complex"] and t.is_conj())
+            or (tdt in tt["complex"] and t.is_conj())  # PyTorch's DLPack export refuses it
         ):
             return None
+        if t.is_neg():  # PyTorch's DLPack export does not refuse it, and a view would be wrong
+            raise BufferError(NEGATIVE_BIT)
         is_cuda = t.is_cuda
         if not is_cuda and not t.is_cpu:  # meta, xpu, mps, ...
             return None

@@ -587,9 +587,15 @@ def test_torch_fast_view_exports_back_and_keeps_tensor_alive():
 def test_torch_unusual_tensors_fall_back_to_dlpack():
     torch = pytest.importorskip("torch")
     base = torch.arange(6).to(torch.complex64)
+    negative = torch.tensor([1 + 2j, 3 + 4j]).conj().imag  # [-2, -4]; its memory holds [2, 4]
+    with pytest.raises(BufferError, match="negative bit"):  # cuda.core 1.2 reads [2, 4]
+        StridedMemoryView.from_dlpack(negative, -1)
+    with pytest.raises(BufferError, match="resolve_neg"):
+        bridge.torch_fields(negative, -1)
+    view = StridedMemoryView.from_dlpack(negative.resolve_neg(), -1)
+    assert np.from_dlpack(view).tolist() == negative.tolist() == [-2.0, -4.0]
     unusual = {
         "conjugate": base.conj(),
-        "negative": base.conj().imag,
         "sparse": torch.eye(3).to_sparse(),
         "meta": torch.empty(3, device="meta"),
         "complex32": torch.zeros(3, dtype=torch.complex32),
