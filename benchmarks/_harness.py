@@ -9,11 +9,15 @@ run twice to see the noise.
 from __future__ import annotations
 
 import gc
+import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["Row", "Suite", "environment_line", "markdown_table", "time_op"]
 
@@ -184,3 +188,29 @@ def environment_line() -> str:
         except Exception:
             parts.append(f"{mod} absent")
     return "; ".join(parts)
+
+
+def run_backend_child(bench: str, backend: str, cmd: list[str]) -> dict:
+    """Run ``cmd`` (a benchmark's own child process) on ``backend`` and return the JSON of its
+    last line; exit naming ``bench`` if the child failed (its output goes to stderr)."""
+    env = {**os.environ, "CUDA_CORE_BACKEND": backend}
+    env.pop("CUDA_CORE_NO_FASTPATH", None)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout + proc.stderr)
+        raise SystemExit(f"{bench}: the {backend} run failed")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def run_rounds(
+    jobs: dict[Any, Callable[[int], object]], number: int, repeat: int
+) -> dict[Any, float]:
+    """Median seconds per operation of each job (``job(n)`` makes ``n`` operations); rounds run
+    round-robin over all jobs, so a slow spell of a shared machine hits all alike."""
+    rounds: dict[Any, list[float]] = {key: [] for key in jobs}
+    for _ in range(repeat):
+        for key, job in jobs.items():
+            t0 = time.perf_counter()
+            job(number)
+            rounds[key].append((time.perf_counter() - t0) / number)
+    return {key: statistics.median(r) for key, r in rounds.items()}

@@ -25,11 +25,8 @@ import argparse
 import ctypes
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,7 +36,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "handles" / "native_stub"))
 sys.path.insert(0, str(ROOT))  # the checkout's cuda_core, where it is run from one
-from _harness import environment_line, markdown_table  # noqa: E402
+from _harness import environment_line, markdown_table, run_backend_child, run_rounds  # noqa: E402
 
 # The kernels of benchmarks/bench_launch.py: name -> parameter sizes in declaration order.
 K10_SIZES = (8, 8, 4, 4, 8, 8, 8, 2, 1, 8)  # float*, float*, int, float, double, u64, float*,
@@ -135,20 +132,6 @@ def loop_of(call: str, names: dict[str, Any]) -> Callable[[int], object]:
     return ns["make"](**names)  # type: ignore[no-any-return]
 
 
-def run_rounds(
-    jobs: dict[tuple[str, str], Callable[[int], object]], number: int, repeat: int
-) -> dict:
-    """Median seconds per launch of each job (``job(number)`` makes ``number`` launches);
-    rounds run round-robin over all jobs, so a slow spell of a shared machine hits all alike."""
-    rounds: dict[tuple[str, str], list[float]] = {key: [] for key in jobs}
-    for _ in range(repeat):
-        for key, job in jobs.items():
-            t0 = time.perf_counter()
-            job(number)
-            rounds[key].append((time.perf_counter() - t0) / number)
-    return {key: statistics.median(r) for key, r in rounds.items()}
-
-
 def child(
     backend: str, stub_so: str, floor_so: str, number: int, repeat: int, native_so: str | None
 ) -> dict:
@@ -242,18 +225,12 @@ def main() -> None:
         src.write_text(FLOOR_C)
         floor = build_shared(cc, [src], Path(tmp) / "libfloor.so", ["-O2"])
         for backend in BACKENDS:
-            env = {**os.environ, "CUDA_CORE_BACKEND": backend}
-            env.pop("CUDA_CORE_NO_FASTPATH", None)
             cmd = [sys.executable, __file__, "--child", backend, "--stub", str(stub)]
             cmd += ["--floor", str(floor), "--number", str(opts.number)]
             cmd += ["--repeat", str(opts.repeat)]
             if opts.native_so:
                 cmd += ["--native-so", opts.native_so]
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if proc.returncode != 0:
-                sys.stderr.write(proc.stdout + proc.stderr)
-                raise SystemExit(f"bench_stub_launch: the {backend} run failed")
-            results[backend] = json.loads(proc.stdout.strip().splitlines()[-1])
+            results[backend] = run_backend_child("bench_stub_launch", backend, cmd)
     print(environment_line())
     print(
         f"stub driver, {opts.number} launches per round, median of {opts.repeat} rounds, "

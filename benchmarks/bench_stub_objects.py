@@ -27,11 +27,8 @@ import argparse
 import ctypes
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -177,20 +174,10 @@ def fake_driver(lib: Any) -> None:
 _MAX = (1 << 64) - 1
 
 
-def run_rounds(jobs: dict[str, Callable[[int], object]], number: int, repeat: int) -> dict:
-    """Median seconds per operation of each job (``job(n)`` makes ``n`` operations); rounds run
-    round-robin over all jobs, so a slow spell of a shared machine hits all alike."""
-    rounds: dict[str, list[float]] = {key: [] for key in jobs}
-    for _ in range(repeat):
-        for key, job in jobs.items():
-            t0 = time.perf_counter()
-            job(number)
-            rounds[key].append((time.perf_counter() - t0) / number)
-    return {key: statistics.median(r) for key, r in rounds.items()}
-
-
 def child(backend: str, stub_so: str, root: str, number: int, repeat: int) -> dict:
     """Time one backend in this process; the results as a JSON-able dict."""
+    from _harness import run_rounds
+
     sys.path.insert(0, root)
     lib = ctypes.CDLL(stub_so)
     lib.stub_reset()
@@ -266,7 +253,7 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    from _harness import environment_line, markdown_table
+    from _harness import environment_line, markdown_table, run_backend_child
     from stub_build import STUB_SOURCE, build_shared, compiler
 
     cc = compiler()
@@ -283,15 +270,9 @@ def main() -> None:
         flags = ["-std=c11", "-Wall", "-Werror", "-O2", f"-DMAX_ALLOCS={n_allocs}"]
         stub = build_shared(cc, [STUB_SOURCE], Path(tmp) / "libstub_cuda.so", flags)
         for backend in backends:
-            env = {**os.environ, "CUDA_CORE_BACKEND": backend}
-            env.pop("CUDA_CORE_NO_FASTPATH", None)
             cmd = [sys.executable, __file__, "--child", backend, "--stub", str(stub)]
             cmd += ["--root", root, "--number", str(opts.number), "--repeat", str(opts.repeat)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if proc.returncode != 0:
-                sys.stderr.write(proc.stdout + proc.stderr)
-                raise SystemExit(f"bench_stub_objects: the {backend} run failed")
-            results[backend] = json.loads(proc.stdout.strip().splitlines()[-1])
+            results[backend] = run_backend_child("bench_stub_objects", backend, cmd)
     print(environment_line())
     print(
         f"stub driver, {opts.number} operations per round, median of {opts.repeat} rounds, "

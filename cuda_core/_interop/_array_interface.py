@@ -59,7 +59,8 @@ def array_interface_view(cls: Any, obj: Any) -> Any:
     always a ``StridedMemoryView`` (``VIEW``), whatever ``cls``. ``device_id`` is what
     ``cuda.core`` gives such a view: the current context's device (-1 where there is none, or
     no driver: ``cuda.core`` raises there). The steps of :func:`_current_device` and
-    :func:`_read_interface_dict` in one frame, in their order: every call saved is a frame.
+    :func:`_read_interface_dict` in one frame, in their order (the dtype aside, which both read
+    through :func:`_iface_dtype`): every call saved is a frame.
     """
     try:
         iface = obj.__array_interface__
@@ -82,14 +83,7 @@ def array_interface_view(cls: Any, obj: Any) -> Any:
     shape = iface["shape"]
     if type(shape) is not tuple:
         shape = tuple(shape)
-    descr = get("descr")
-    if descr and (len(descr) > 1 or descr[0][0]):  # a structured dtype
-        dt = numpy.dtype(descr)
-    else:
-        typestr = iface["typestr"]
-        dt = _typestr_dtypes.get(typestr)
-        if dt is None:
-            dt = _typestr_dtype(typestr)
+    dt = _iface_dtype(iface, get("descr"))
     ptr, ro = iface["data"]
     offset = get("offset", 0)
     byte_strides = get("strides")
@@ -130,6 +124,16 @@ def _current_device() -> int:
     return int(ordinal) if err == driver.CUresult.CUDA_SUCCESS else -1
 
 
+def _iface_dtype(iface: dict[str, Any], descr: Any) -> numpy.dtype[Any]:
+    """The dtype an array interface describes: its ``descr`` where that is structured, else its
+    ``typestr``."""
+    if descr and (len(descr) > 1 or descr[0][0]):  # a structured dtype
+        return numpy.dtype(descr)
+    typestr = iface["typestr"]
+    dt = _typestr_dtypes.get(typestr)
+    return dt if dt is not None else _typestr_dtype(typestr)
+
+
 def _typestr_dtype(typestr: str) -> numpy.dtype[Any]:
     dt = _typestr_dtypes.get(typestr)
     if dt is None:
@@ -146,14 +150,7 @@ def _read_interface_dict(
     if get("mask") is not None:
         raise BufferError("masked arrays are not supported")
     shape = tuple(iface["shape"])
-    descr = get("descr")
-    if descr and (len(descr) > 1 or descr[0][0]):  # a structured dtype
-        dt = numpy.dtype(descr)
-    else:
-        typestr = iface["typestr"]
-        dt = _typestr_dtypes.get(typestr)
-        if dt is None:
-            dt = _typestr_dtype(typestr)
+    dt = _iface_dtype(iface, get("descr"))
     ptr, ro = iface["data"]
     offset = get("offset", 0) if dev_type == _KDLCPU else 0
     byte_strides = get("strides")

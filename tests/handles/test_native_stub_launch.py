@@ -118,10 +118,11 @@ def test_misuse_outcomes_are_the_same_on_both_backends(native_run: str, pure_run
     assert len(native) >= 15 and all(case[1][0].endswith("Error") for case in native)
 
 
-def test_stub_benchmark_runs_and_ends_with_a_line_per_case(artifacts: dict[str, Path]) -> None:
-    """``benchmarks/bench_stub_launch.py`` (which CI runs) works; its times are not judged."""
-    bench = ROOT / "benchmarks" / "bench_stub_launch.py"
-    assert f"python {bench.relative_to(ROOT)}" in (ROOT / ".ci" / "run").read_text()
+def _run_stub_bench(name: str) -> tuple[list[str], set[str], bool]:
+    """Run ``benchmarks/<name>`` briefly: its closing ``stub-overhead`` lines (asserted to end
+    the output), the cases they name, and whether the native backend ran (it is not built
+    everywhere: then there are only Python's lines)."""
+    bench = ROOT / "benchmarks" / name
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_CORE_BACKEND", "LD_PRELOAD")}
     proc = subprocess.run(
         [sys.executable, str(bench), "--number", "20", "--repeat", "1"],
@@ -133,8 +134,13 @@ def test_stub_benchmark_runs_and_ends_with_a_line_per_case(artifacts: dict[str, 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     tail = [ln for ln in proc.stdout.splitlines() if ln.startswith("stub-overhead ")]
     assert tail and proc.stdout.rstrip().endswith(tail[-1])
-    cases = {ln.split()[1] for ln in tail}
-    built = "native backend: n/a" not in proc.stdout  # not built here: only Python's lines
+    return tail, {ln.split()[1] for ln in tail}, "native backend: n/a" not in proc.stdout
+
+
+def test_stub_benchmark_runs_and_ends_with_a_line_per_case(artifacts: dict[str, Path]) -> None:
+    """``benchmarks/bench_stub_launch.py`` (which CI runs) works; its times are not judged."""
+    assert "python benchmarks/bench_stub_launch.py" in (ROOT / ".ci" / "run").read_text()
+    tail, cases, built = _run_stub_bench("bench_stub_launch.py")
     for backend in ("python", "native") if built else ("python",):
         for entry in ("launch", "prepared"):
             for args in ("0args", "4args", "10mixed", "512doubles"):
@@ -144,21 +150,13 @@ def test_stub_benchmark_runs_and_ends_with_a_line_per_case(artifacts: dict[str, 
 
 def test_stub_objects_benchmark_runs_and_ends_with_a_line_per_case() -> None:
     """``benchmarks/bench_stub_objects.py`` works on both backends; its times are not judged."""
-    bench = ROOT / "benchmarks" / "bench_stub_objects.py"
-    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_CORE_BACKEND", "LD_PRELOAD")}
-    proc = subprocess.run(
-        [sys.executable, str(bench), "--number", "20", "--repeat", "1"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    tail = [ln for ln in proc.stdout.splitlines() if ln.startswith("stub-overhead ")]
-    assert tail and proc.stdout.rstrip().endswith(tail[-1])
-    cases = {ln.split()[1] for ln in tail}
-    built = "native backend: n/a" not in proc.stdout
+    tail, cases, built = _run_stub_bench("bench_stub_objects.py")
     for backend in ("python", "native") if built else ("python",):
-        for case in ("event_create+close", "record()_dropped", "alloc+close_1_MiB"):
+        for case in (
+            "event_create+close",
+            "record()_dropped",
+            "alloc+close_1_MiB",
+            "Stream.sync()",
+        ):
             assert f"{backend}-{case}" in cases, sorted(cases)
     assert all(re.fullmatch(r"stub-overhead \S+ \d+", ln) for ln in tail), tail

@@ -78,3 +78,76 @@ cc_plain_member(PyObject *descr)
     PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
     return m->type == T_OBJECT_EX && !(m->flags & READ_RESTRICTED) ? m : NULL;
 }
+
+PyObject *
+cc_method_entry_new(PyTypeObject *cls, const char *name, vectorcallfunc call, PyObject *fallback,
+                    PyObject *const types[2], PyObject *const slots[3], const int slot_type[3])
+{
+    for (int i = 0; i < 2; i++) {
+        if (!PyType_Check(types[i])) {
+            return PyErr_Format(PyExc_TypeError, "%s: a type was expected (got %R)", name, types[i]);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!PyObject_TypeCheck(slots[i], &PyMemberDescr_Type) ||
+            !PyType_IsSubtype((PyTypeObject *)types[slot_type[i]], PyDescr_TYPE(slots[i]))) {
+            return PyErr_Format(PyExc_TypeError, "%s: each slot must be a member descriptor of its type", name);
+        }
+    }
+    cc_method_entry *self = PyObject_GC_New(cc_method_entry, cls);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->types[0] = self->types[1] = NULL;
+    self->slots[0] = self->slots[1] = self->slots[2] = NULL;
+    if (cc_entry_init((PyObject *)self, name, fallback, call) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        self->types[i] = Py_NewRef(types[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        self->slots[i] = Py_NewRef(slots[i]);
+        self->members[i] = cc_plain_member(slots[i]);
+    }
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+int
+cc_method_entry_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    cc_method_entry *self = (cc_method_entry *)op;
+    for (int i = 0; i < 2; i++) {
+        Py_VISIT(self->types[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        Py_VISIT(self->slots[i]);
+    }
+    return cc_entry_traverse(op, visit, arg);
+}
+
+int
+cc_method_entry_clear(PyObject *op)
+{
+    cc_method_entry *self = (cc_method_entry *)op;
+    cc_entry_clear(op);
+    for (int i = 0; i < 2; i++) {
+        Py_CLEAR(self->types[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        Py_CLEAR(self->slots[i]);
+    }
+    return 0;
+}
+
+/* As a Python function: looked up on an instance, it binds to it. */
+PyObject *
+cc_method_entry_get(PyObject *op, PyObject *obj, PyObject *type)
+{
+    if (obj == NULL || obj == Py_None) {
+        return Py_NewRef(op);
+    }
+    return PyMethod_New(op, obj);
+}

@@ -59,6 +59,33 @@ cc_slot_value(PyObject *descr, PyMemberDef *member, PyObject *obj)
     return v;
 }
 
+/* A method entry (RecordEntry, CopyEntry): an instance method, a method descriptor as a Python
+ * function is (obj.method(...) calls it with obj first, and no bound method is made), that
+ * takes objects of two exact types and reads their slots through three member descriptors. */
+#define CC_METHOD_ENTRY_HEAD                                                                       \
+    CC_ENTRY_HEAD                                                                                  \
+    PyObject *types[2];      /* the exact types it takes */                                        \
+    PyObject *slots[3];      /* the member descriptors it reads */                                 \
+    PyMemberDef *members[3]; /* cc_plain_member of each slot */
+
+typedef struct {
+    CC_METHOD_ENTRY_HEAD
+} cc_method_entry;
+
+/* A new method entry of cls (a type whose struct begins with CC_METHOD_ENTRY_HEAD), tracked by
+ * the garbage collector, holding fallback, types and slots; NULL with the error set. Each slot
+ * must be a member descriptor of types[slot_type[i]] (TypeError naming name otherwise). */
+PyObject *cc_method_entry_new(PyTypeObject *cls, const char *name, vectorcallfunc call, PyObject *fallback,
+                              PyObject *const types[2], PyObject *const slots[3], const int slot_type[3]);
+/* tp_traverse, tp_clear and tp_descr_get of the method entry types. */
+int cc_method_entry_traverse(PyObject *op, visitproc visit, void *arg);
+int cc_method_entry_clear(PyObject *op);
+PyObject *cc_method_entry_get(PyObject *op, PyObject *obj, PyObject *type);
+#define CC_METHOD_ENTRY_TYPE_SLOTS(T)                                                              \
+    CC_ENTRY_TYPE_SLOTS(T), .tp_traverse = cc_method_entry_traverse, .tp_clear = cc_method_entry_clear, \
+    .tp_descr_get = cc_method_entry_get,                                                           \
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR
+
 /* Adds RecordEntry to the module (entry_record.c). */
 int cc_entry_record_init(PyObject *module);
 /* Adds CopyEntry to the module (entry_copy.c). */

@@ -16,13 +16,12 @@
 #include "handles.h"
 
 typedef struct {
-    CC_ENTRY_HEAD
-    PyObject *types[2];      /* the exact types of the buffers and of the stream */
-    PyObject *slots[3];      /* member descriptors: a buffer's address, its size, the stream's handle */
-    PyMemberDef *members[3]; /* cc_plain_member of each slot */
-    int to;                  /* copy_to: self is the source, and the call returns other */
-    PyObject *stream_kw;     /* "stream", interned */
+    CC_METHOD_ENTRY_HEAD /* types: the buffers' and the stream's; slots: a buffer's address, its
+                            size, the stream's handle */
+    int to;              /* copy_to: self is the source, and the call returns other */
 } cc_centry;
+
+static PyObject *stream_kw; /* "stream", interned (kept for the process) */
 
 /* The slot's int as an unsigned 64-bit value: 0 and 1, or -1 (no exception) when the slot is
  * unset, not an int, or out of range. */
@@ -70,23 +69,13 @@ centry_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         (PyObject *)Py_TYPE(args[0]) == self->types[0] && (PyObject *)Py_TYPE(args[1]) == self->types[0] &&
         (PyObject *)Py_TYPE(args[2]) == self->types[1]) {
         PyObject *kw = PyTuple_GET_ITEM(kwnames, 0);
-        if ((kw == self->stream_kw || PyUnicode_Compare(kw, self->stream_kw) == 0) &&
+        if ((kw == stream_kw || PyUnicode_Compare(kw, stream_kw) == 0) &&
             centry_copy(self, args[0], args[1], args[2]) == 0) {
             return Py_NewRef(self->to ? args[1] : Py_None);
         }
         PyErr_Clear(); /* PyUnicode_Compare cannot fail on two str, but leave nothing behind */
     }
     return cc_entry_fallback(op, args, nargsf, kwnames);
-}
-
-/* As a Python function: looked up on an instance, it binds to it. */
-static PyObject *
-centry_get(PyObject *op, PyObject *obj, PyObject *type)
-{
-    if (obj == NULL || obj == Py_None) {
-        return Py_NewRef(op);
-    }
-    return PyMethod_New(op, obj);
 }
 
 /* CopyEntry(fallback, buffer_type, ptr_slot, size_slot, stream_type, stream_slot, to) */
@@ -104,84 +93,31 @@ centry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
                           &to)) {
         return NULL;
     }
-    if (!PyType_IsSubtype((PyTypeObject *)a[0], PyDescr_TYPE(a[1])) ||
-        !PyType_IsSubtype((PyTypeObject *)a[0], PyDescr_TYPE(a[2])) ||
-        !PyType_IsSubtype((PyTypeObject *)a[3], PyDescr_TYPE(a[4]))) {
-        PyErr_SetString(PyExc_TypeError, "CopyEntry: each slot must be a member descriptor of its type");
-        return NULL;
+    PyObject *const types[2] = {a[0], a[3]}, *const slots[3] = {a[1], a[2], a[4]};
+    static const int slot_type[3] = {0, 0, 1};
+    PyObject *self = cc_method_entry_new(cls, "CopyEntry", centry_vectorcall, fallback, types, slots, slot_type);
+    if (self != NULL) {
+        ((cc_centry *)self)->to = to;
     }
-    cc_centry *self = PyObject_GC_New(cc_centry, cls);
-    if (self == NULL) {
-        return NULL;
-    }
-    self->types[0] = self->types[1] = NULL;
-    self->slots[0] = self->slots[1] = self->slots[2] = NULL;
-    self->stream_kw = NULL;
-    if (cc_entry_init((PyObject *)self, "CopyEntry", fallback, centry_vectorcall) < 0) {
-        Py_DECREF(self);
-        return NULL;
-    }
-    self->stream_kw = PyUnicode_InternFromString("stream");
-    if (self->stream_kw == NULL) {
-        Py_DECREF(self);
-        return NULL;
-    }
-    self->types[0] = Py_NewRef(a[0]);
-    self->types[1] = Py_NewRef(a[3]);
-    PyObject *slots[3] = {a[1], a[2], a[4]};
-    for (int i = 0; i < 3; i++) {
-        self->slots[i] = Py_NewRef(slots[i]);
-        self->members[i] = cc_plain_member(slots[i]);
-    }
-    self->to = to;
-    PyObject_GC_Track(self);
-    return (PyObject *)self;
-}
-
-static int
-centry_traverse(PyObject *op, visitproc visit, void *arg)
-{
-    cc_centry *self = (cc_centry *)op;
-    for (int i = 0; i < 2; i++) {
-        Py_VISIT(self->types[i]);
-    }
-    for (int i = 0; i < 3; i++) {
-        Py_VISIT(self->slots[i]);
-    }
-    return cc_entry_traverse(op, visit, arg);
-}
-
-static int
-centry_clear(PyObject *op)
-{
-    cc_centry *self = (cc_centry *)op;
-    cc_entry_clear(op);
-    for (int i = 0; i < 2; i++) {
-        Py_CLEAR(self->types[i]);
-    }
-    for (int i = 0; i < 3; i++) {
-        Py_CLEAR(self->slots[i]);
-    }
-    Py_CLEAR(self->stream_kw);
-    return 0;
+    return self;
 }
 
 PyTypeObject cc_CopyEntry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.CopyEntry",
-    CC_ENTRY_TYPE_SLOTS(cc_centry),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    CC_METHOD_ENTRY_TYPE_SLOTS(cc_centry),
     .tp_doc = "CopyEntry(fallback, buffer_type, ptr_slot, size_slot, stream_type, stream_slot, to): "
               "Buffer.copy_from(other, stream=s) (copy_to when to) in C between two open buffers of the exact type "
               "and one size on a stream of its own, fallback(...) for anything else",
-    .tp_traverse = centry_traverse,
-    .tp_clear = centry_clear,
-    .tp_descr_get = centry_get,
     .tp_new = centry_new,
 };
 
 int
 cc_entry_copy_init(PyObject *module)
 {
+    stream_kw = PyUnicode_InternFromString("stream");
+    if (stream_kw == NULL) {
+        return -1;
+    }
     static PyTypeObject *types[] = {&cc_CopyEntry_Type};
     static const char *names[] = {"CopyEntry"};
     return cc_add_types(module, types, names, 1);

@@ -12,11 +12,9 @@
 #include "handles.h"
 
 typedef struct {
-    CC_ENTRY_HEAD
-    PyObject *types[2];      /* the exact types of the stream and the event */
-    PyObject *slots[3];      /* member descriptors: the stream's handle, the event's, its flags */
-    PyMemberDef *members[3]; /* cc_plain_member of each slot */
-    long refused;            /* flag bits that send a call to fallback */
+    CC_METHOD_ENTRY_HEAD /* types: the stream's and the event's; slots: the stream's handle, the
+                            event's, its flags */
+    long refused;        /* flag bits that send a call to fallback */
 } cc_rentry;
 
 /* 1 when the call is the common one, with its handles; 0 (nothing held, no error) when not. */
@@ -55,16 +53,6 @@ rentry_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     return cc_entry_fallback(op, args, nargsf, kwnames);
 }
 
-/* As a Python function: looked up on an instance, it binds to it. */
-static PyObject *
-rentry_get(PyObject *op, PyObject *obj, PyObject *type)
-{
-    if (obj == NULL || obj == Py_None) {
-        return Py_NewRef(op);
-    }
-    return PyMethod_New(op, obj);
-}
-
 /* RecordEntry(fallback, stream_type, stream_slot, event_type, event_slot, flags_slot, refused) */
 static PyObject *
 rentry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
@@ -80,71 +68,21 @@ rentry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
                           &refused)) {
         return NULL;
     }
-    if (!PyType_IsSubtype((PyTypeObject *)a[0], PyDescr_TYPE(a[1])) ||
-        !PyType_IsSubtype((PyTypeObject *)a[2], PyDescr_TYPE(a[3])) ||
-        !PyType_IsSubtype((PyTypeObject *)a[2], PyDescr_TYPE(a[4]))) {
-        PyErr_SetString(PyExc_TypeError, "RecordEntry: each slot must be a member descriptor of its type");
-        return NULL;
+    PyObject *const types[2] = {a[0], a[2]}, *const slots[3] = {a[1], a[3], a[4]};
+    static const int slot_type[3] = {0, 1, 1};
+    PyObject *self = cc_method_entry_new(cls, "RecordEntry", rentry_vectorcall, fallback, types, slots, slot_type);
+    if (self != NULL) {
+        ((cc_rentry *)self)->refused = refused;
     }
-    cc_rentry *self = PyObject_GC_New(cc_rentry, cls);
-    if (self == NULL) {
-        return NULL;
-    }
-    self->types[0] = self->types[1] = NULL;
-    self->slots[0] = self->slots[1] = self->slots[2] = NULL;
-    if (cc_entry_init((PyObject *)self, "RecordEntry", fallback, rentry_vectorcall) < 0) {
-        Py_DECREF(self);
-        return NULL;
-    }
-    self->types[0] = Py_NewRef(a[0]);
-    self->types[1] = Py_NewRef(a[2]);
-    PyObject *slots[3] = {a[1], a[3], a[4]};
-    for (int i = 0; i < 3; i++) {
-        self->slots[i] = Py_NewRef(slots[i]);
-        self->members[i] = cc_plain_member(slots[i]);
-    }
-    self->refused = refused;
-    PyObject_GC_Track(self);
-    return (PyObject *)self;
-}
-
-static int
-rentry_traverse(PyObject *op, visitproc visit, void *arg)
-{
-    cc_rentry *self = (cc_rentry *)op;
-    for (int i = 0; i < 2; i++) {
-        Py_VISIT(self->types[i]);
-    }
-    for (int i = 0; i < 3; i++) {
-        Py_VISIT(self->slots[i]);
-    }
-    return cc_entry_traverse(op, visit, arg);
-}
-
-static int
-rentry_clear(PyObject *op)
-{
-    cc_rentry *self = (cc_rentry *)op;
-    cc_entry_clear(op);
-    for (int i = 0; i < 2; i++) {
-        Py_CLEAR(self->types[i]);
-    }
-    for (int i = 0; i < 3; i++) {
-        Py_CLEAR(self->slots[i]);
-    }
-    return 0;
+    return self;
 }
 
 PyTypeObject cc_RecordEntry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cuda_core._handles._native.RecordEntry",
-    CC_ENTRY_TYPE_SLOTS(cc_rentry),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
+    CC_METHOD_ENTRY_TYPE_SLOTS(cc_rentry),
     .tp_doc = "RecordEntry(fallback, stream_type, stream_slot, event_type, event_slot, flags_slot, refused): "
               "Stream.record(event) in C for an event of the exact type without a refused flag, fallback(...) "
               "for anything else",
-    .tp_traverse = rentry_traverse,
-    .tp_clear = rentry_clear,
-    .tp_descr_get = rentry_get,
     .tp_new = rentry_new,
 };
 
