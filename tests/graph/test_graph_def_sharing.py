@@ -183,10 +183,13 @@ def test_a_full_pending_call_queue_delays_the_release_to_the_next_graph_hold(dev
     add.restype = ctypes.c_int
     noop = pending(lambda _: 0)
     threads: list[int] = []
-    kept_before = settled_kept_callbacks()  # earlier graphs' entries gone, so the count is ours
+    # Earlier graphs' entries gone, so the count is ours; and no drain queued before the queue
+    # fills (one queued earlier would run after join() and drain this graph's too).
+    kept_before = settled_kept_callbacks()
     holder = [G.GraphDefinition()]
     holder[0].callback(_Recording(threads))
-    filled = []
+    filled: list[bool] = []
+    state: list[tuple[int, bool, int]] = []  # (refusals, a drain queued, entries handed over)
 
     def fill_then_drop():
         while add(noop, None) == 0:
@@ -203,6 +206,7 @@ def test_a_full_pending_call_queue_delays_the_release_to_the_next_graph_hold(dev
             table.pending_callbacks()[1] > kept_before or table.refused_drains() < refused + 2
         ) and time.monotonic() < end:
             time.sleep(0.001)
+        state.append((table.refused_drains() - refused, table._drain_queued, len(table._released)))
 
     t = threading.Thread(target=fill_then_drop)
     t.start()
@@ -211,7 +215,7 @@ def test_a_full_pending_call_queue_delays_the_release_to_the_next_graph_hold(dev
     assert table.pending_callbacks()[1] <= kept_before  # the driver released them meanwhile
     time.sleep(0.1)
     sum(range(1000))
-    assert threads == []  # no room in the queue, and never finalized off the main thread
+    assert threads == [], state  # no room in the queue, and never finalized off the main thread
     later = G.GraphDefinition()
     later.callback(lambda: None)  # a new hold asks CPython again
     assert _spin_until(lambda: threads)

@@ -125,18 +125,21 @@ def in_thread(fn: Callable[[], Any]) -> Any:
 def settled_kept_callbacks() -> int:
     """The number of host-callback entries graphs hold, once the releases of earlier tests'
     graphs have ended (the driver releases a graph's user objects on a thread of its own, a
-    moment after the graph goes), so a test can count its own entries against it."""
+    moment after the graph goes) and the hand-over they queued for the main thread has run
+    (this loop is on the main thread, which runs it between bytecodes), so a test can count its
+    own entries against it and find no drain pending."""
     import gc
     import time
 
     from cuda_core import _trampolines
 
-    count = -1
-    for _ in range(100):
+    count, same = -1, 0
+    for _ in range(250):  # at most 5 s; settled: the same count for 100 ms, and nothing queued
         gc.collect()
         time.sleep(0.02)
         now = _trampolines.pending_callbacks()[1]
-        if now == count:
+        same = same + 1 if now == count and not _trampolines._drain_queued else 0
+        if same == 5:
             break
         count = now
     return count
