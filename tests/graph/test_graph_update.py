@@ -11,7 +11,7 @@ import pytest
 
 import cuda_core.graph as G
 from cuda_core import CUDAError
-from tests.graph.test_graph_def import _wait
+from tests.graph.test_graph_def_gpu import _wait
 
 
 def _collected(ref, timeout=10.0):

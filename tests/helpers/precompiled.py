@@ -55,7 +55,7 @@ REQUESTS: tuple[tuple[str, str, dict[str, Any], str, tuple[str, ...] | str], ...
     ("tests.test_green_context", "SMID_SRC", {}, "cubin", ()),
     ("tests.handles.test_handles", "SHAPE_SRC", {}, "cubin", ()),
     ("tests.interop.test_interop", "KERNELS", {}, "cubin", ()),
-    ("tests.interop.test_memoryview", "FILL_COPY_SRC", {}, "cubin", ()),
+    ("tests.interop.test_memoryview_readers", "FILL_COPY_SRC", {}, "cubin", ()),
     ("tests.memory.test_vmm", "FILL_SRC", {}, "cubin", ()),
     ("tests.compile.test_module", "SRC", {}, "cubin", "NAMES"),
     ("tests.compile.test_module", "SRC", {}, "ptx", "NAMES"),
@@ -63,10 +63,10 @@ REQUESTS: tuple[tuple[str, str, dict[str, Any], str, tuple[str, ...] | str], ...
     ("tests.test_launcher", "WRITE_SCALAR", _CXX17, "cubin", "SCALAR_NAMES"),
     ("tests.test_launcher", "STRUCT_CODE", _CXX17, "cubin", ()),
     ("tests.test_launcher", "IOTA", _CXX17, "cubin", ()),
-    ("tests.test_launcher", "CLUSTER", _CXX17, "cubin", ()),
-    ("tests.test_launcher", "PDL", _CXX17, "cubin", ()),
-    ("tests.test_launcher", "SHMEM", _CXX17, "cubin", ()),
-    ("tests.test_launcher", "ADD", _CXX17, "cubin", ()),
+    ("tests.test_launcher_features", "CLUSTER", _CXX17, "cubin", ()),
+    ("tests.test_launcher_features", "PDL", _CXX17, "cubin", ()),
+    ("tests.test_launcher_features", "SHMEM", _CXX17, "cubin", ()),
+    ("tests.test_launcher_features", "ADD", _CXX17, "cubin", ()),
     ("tests.test_tensor_map", "TMA_COPY", _CXX17, "cubin", ("tma_copy<8, 16>",)),
     ("tests.texture.test_texture", "TEX_SAMPLE", _CXX17, "cubin", ()),
     ("tests.texture.test_texture", "SURF_WRITE", _CXX17, "cubin", ()),
@@ -76,7 +76,14 @@ REQUESTS: tuple[tuple[str, str, dict[str, Any], str, tuple[str, ...] | str], ...
 # compiles are never answered from the folder, so under 12.x without NVRTC 12 they skip (they run
 # on the CPU tier, where NVRTC 12 is installed).
 NOT_SERVED = frozenset(
-    {"test_cache.py", "test_cli.py", "test_logging.py", "test_program.py", "test_linker.py"}
+    {
+        "test_cache.py",
+        "test_cli.py",
+        "test_logging.py",
+        "test_program.py",
+        "test_program_compile.py",
+        "test_linker.py",
+    }
 )
 active = True
 """Whether :func:`serve`'s compile answers from the folder now (``tests/conftest.py`` sets it per test)."""

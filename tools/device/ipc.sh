@@ -13,7 +13,7 @@ mkdir -p "$LOG"
 export CUDA_CORE_CACHE_DIR=$(mktemp -d)
 python3 setup.py -q build_ext --inplace > "$LOG/build_ext.txt" 2>&1 || tail -5 "$LOG/build_ext.txt"
 nvidia-smi > "$LOG/nvidia-smi.txt" 2>&1
-TESTS="tests/memory/test_ipc_multiprocess.py tests/memory/test_memory_ipc.py tests/test_event.py tests/handles/test_handles.py tests/test_stream.py"
+TESTS="tests/memory/test_ipc_multiprocess.py tests/memory/test_ipc_multiprocess_reuse.py tests/memory/test_memory_ipc.py tests/test_event.py tests/handles/test_handles.py tests/test_stream.py"
 status=0
 : > "$LOG/summary.txt"
 for backend in ${BACKENDS:-native pure}; do
