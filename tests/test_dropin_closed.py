@@ -10,7 +10,7 @@ import pytest
 
 import cuda_core as ours
 from cuda_core._compat import BINDINGS_MAJOR
-from tests.helpers import precompiled
+from tests.helpers import gpu_skip_reason, precompiled
 from tests.helpers.dropin import host_resource as _host_resource
 from tests.helpers.dropin import outcome as _outcome
 from tests.helpers.dropin import same_outcome as _same_outcome
@@ -83,6 +83,10 @@ def test_closed_buffer_matches_cuda_core(nv, kind):
         elif kind == "owner":
             b = lib.Buffer.from_handle(0x1000, 64, owner=bytearray(8))
         else:
+            if (
+                gpu_skip_reason() is None
+            ):  # with a GPU, cuda.core's from_handle(mr=) needs a context
+                lib.Device(0).set_current()
             mr = _host_resource(lib)
             b = mr.allocate(32)
             assert b.memory_resource is mr

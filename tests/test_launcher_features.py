@@ -2,6 +2,8 @@
 launch, dynamic shared memory above 48 KiB), misuse, and PreparedLaunch against launch() (the
 arguments and their packing: test_launcher.py)."""
 
+# ruff: noqa: F811 (the fixtures imported from test_launcher are parameters of its tests)
+
 from __future__ import annotations
 
 import pickle
@@ -12,13 +14,16 @@ import pytest
 from cuda_core import LaunchConfig, PreparedLaunch, launch
 from cuda_core._errors import CUDAError
 from cuda_core._kernel_arg_handler import ParamHolder
-from tests.test_launcher import (
+from tests.test_launcher import (  # noqa: F401 (fixtures)
     EXPECTED_IOTA,
     N,
     Padded,
     _compile,
     _iota_cfg,
     _read,
+    iota,
+    stream,
+    struct_kernel,
 )
 
 CLUSTER = r"""

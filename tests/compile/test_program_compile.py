@@ -12,7 +12,15 @@ from cuda.bindings import nvrtc, nvvm
 from cuda_core._compile._object_code import ObjectCode
 from cuda_core._compile._program import Program, ProgramOptions
 from cuda_core._errors import CUDAError, NVRTCError, NVVMError
-from tests.compile.test_program import ARCH, SIMPLE, TEMPLATED, _nvvm_ir, _opts
+
+from tests.compile.test_program import (
+    ARCH,
+    SIMPLE,
+    TEMPLATED,
+    _nvvm_ir,
+    _opts,
+    _private_cache,  # noqa: F401 (autouse: each test compiles with a cache in tmp_path)
+)
 
 
 @pytest.mark.parametrize("target", ["ptx", "cubin", "ltoir"])

@@ -194,6 +194,10 @@ def test_a_full_pending_call_queue_delays_the_release_to_the_next_graph_hold(dev
     def fill_then_drop():
         while add(noop, None) == 0:
             pass
+        # The main thread runs pending calls until it blocks in join(): top the queue up after.
+        time.sleep(0.05)
+        while add(noop, None) == 0:
+            pass
         filled.append(True)
         refused = table.refused_drains()
         holder.clear()

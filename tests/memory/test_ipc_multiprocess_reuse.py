@@ -1,6 +1,8 @@
 """IPC between processes, repeated and refused: many hand-offs leave every pool and fd table as
 they were, and the receiving process's errors (the hand-offs themselves: test_ipc_multiprocess.py)."""
 
+# ruff: noqa: F811 (the fixture imported from test_ipc_multiprocess are parameters of its tests)
+
 from __future__ import annotations
 
 import pickle
@@ -27,6 +29,7 @@ from tests.memory.test_ipc_multiprocess import (
     _launch,
     _open_fds,
     _report,
+    ipc_mr,  # noqa: F401 (a fixture)
 )
 
 
