@@ -12,7 +12,6 @@ from cuda.bindings import nvrtc, nvvm
 from cuda_core._compile._object_code import ObjectCode
 from cuda_core._compile._program import Program, ProgramOptions
 from cuda_core._errors import CUDAError, NVRTCError, NVVMError
-
 from tests.compile.test_program import (
     ARCH,
     SIMPLE,
