@@ -23,7 +23,7 @@ typedef struct {
 
 static PyObject *stream_kw; /* "stream", interned (kept for the process) */
 
-/* The slot's int as an unsigned 64-bit value: 0 and 1, or -1 (no exception) when the slot is
+/* The slot's int as an unsigned 64-bit value in *out: 0, or -1 (no exception) when the slot is
  * unset, not an int, or out of range. */
 static int
 slot_u64(cc_centry *self, int slot, PyObject *obj, unsigned long long *out)
