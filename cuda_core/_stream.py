@@ -14,6 +14,7 @@ from ._event import Event, EventOptions, _new_object
 from ._handles._backend import backend
 from ._handles._contexts import CtxScope, current_context_handle
 from ._handles._driver import ensure_driver
+from ._handles._tokens import LAST_TOKEN as _LAST_TOKEN
 from ._host_callbacks import launch_host_func
 from ._interop._foreign_streams import _foreign_handle_attrs as _foreign_handle_attrs
 from ._interop._foreign_streams import foreign_stream_handle
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LEGACY_DEFAULT_STREAM", "PER_THREAD_DEFAULT_STREAM", "Stream", "StreamOptions"]
 
-_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # 0, legacy, per-thread: the default-stream tokens
 _LEGACY = int(driver.CU_STREAM_LEGACY)
 _WAIT_RULE = "an Event, a Stream, a graph builder or an object with __cuda_stream__"
 _NON_BLOCKING = int(driver.CUstream_flags.CU_STREAM_NON_BLOCKING)
@@ -586,7 +586,7 @@ def as_stream(
 LEGACY_DEFAULT_STREAM: Stream = Stream._wrap(_LEGACY, None)
 """The legacy default stream of the current context (synchronises with blocking streams)."""
 
-PER_THREAD_DEFAULT_STREAM: Stream = Stream._wrap(_LAST_TOKEN, None)
+PER_THREAD_DEFAULT_STREAM: Stream = Stream._wrap(int(driver.CU_STREAM_PER_THREAD), None)
 """The per-thread default stream of the current context."""
 
 

@@ -13,6 +13,7 @@ from ._compat import driver
 from ._errors import CUDAError
 from ._handles._backend import backend
 from ._handles._contexts import in_context
+from ._handles._tokens import LAST_TOKEN as _LAST_TOKEN
 from ._utils import ValueOverflowError, arg_error, handle_return, raise_status
 
 __all__: list[str] = []  # private module
@@ -28,8 +29,6 @@ _cuMemsetD16Async = driver.cuMemsetD16Async
 _cuMemsetD32Async = driver.cuMemsetD32Async
 _CUstream = driver.CUstream
 _CUcontext = driver.CUcontext
-# Streams whose address is above this are real streams (not the 0 / legacy / per-thread tokens).
-_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)
 _Allocation = backend.Allocation
 _StreamHandle = backend.StreamHandle
 _c_char_from_buffer = ctypes.c_char.from_buffer

@@ -9,6 +9,7 @@ from typing import Any
 from .._compat import driver
 from ._pure_common import _check, _ctx_id, _Current, _is_finalizing, _warn
 from ._pure_streams import ContextHandle, StreamHandle
+from ._tokens import LAST_TOKEN as _LAST_TOKEN
 
 __all__: list[str] = []  # private module
 
@@ -16,7 +17,6 @@ _CUstream = driver.CUstream
 _CAPTURE_UNSUPPORTED = int(driver.CUresult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
 _CAPTURE_NONE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 _LEGACY = int(driver.CU_STREAM_LEGACY)
-_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # streams at or below this address are tokens
 
 
 class Allocation:

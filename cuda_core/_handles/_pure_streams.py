@@ -11,6 +11,7 @@ from typing import Any
 from .._compat import driver
 from . import _pure_common
 from ._pure_common import _check, _closed, _ctx_id, _Current, _fail, _is_finalizing, _warn
+from ._tokens import LAST_TOKEN as _LAST_TOKEN
 
 __all__: list[str] = []  # private module
 
@@ -21,7 +22,6 @@ _NOT_READY = int(driver.CUresult.CUDA_ERROR_NOT_READY)
 _INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
 _STREAM_POOL_CAP = 32
 _EVENT_POOL_CAP = 64
-_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # 0, legacy, per-thread: the default-stream tokens
 
 # ---------------------------------------------------------------------------------------------
 # Contexts and their idle pools.

@@ -19,6 +19,7 @@ from .._handles import _driver as _drv
 from .._handles._backend import NATIVE, backend
 from .._handles._contexts import CtxScope
 from .._handles._driver import driver_available
+from .._handles._tokens import LAST_TOKEN as _LAST_TOKEN
 from .._utils import BufferAttributeError, BufferValueError, check_cleanup, handle_return
 from . import _dlpack as _dl
 from ._fast_arrays import AMBIGUOUS
@@ -184,7 +185,6 @@ def _pointer_device(ptr: int) -> int:
 
 
 _EV_FLAGS = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
-_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # 0, legacy (1), per-thread (2): default streams
 
 
 def _order_streams(producer: int, consumer: int, device_id: int) -> None:

@@ -7,8 +7,8 @@ from typing import Any, Self
 from .. import _links
 from .._errors import CUDAError
 from .._handles._backend import backend
+from .._handles._tokens import LAST_TOKEN as _LAST_TOKEN
 from .._stream_ops import (
-    _LAST_TOKEN,
     UserFree,
     closed_error,
     copy_between,

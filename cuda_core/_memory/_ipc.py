@@ -16,7 +16,8 @@ from .._errors import CUDAError
 from .._handles._contexts import in_context
 from .._handles._driver import ensure_driver
 from .._handles._owned import OwnedHandle
-from .._stream_ops import _LAST_TOKEN, closed_error, stream_context
+from .._handles._tokens import LAST_TOKEN as _LAST_TOKEN
+from .._stream_ops import closed_error, stream_context
 from .._utils import arg_error, handle_return
 from . import _ipc_registry as registry
 from ._buffer import Buffer

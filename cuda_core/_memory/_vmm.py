@@ -21,6 +21,7 @@ from typing import Any
 from .. import _links
 from .._compat import CUDA13, MANAGED_ALLOCATION, driver, missing
 from .._handles._contexts import in_context
+from .._handles._tokens import LAST_TOKEN as _LAST_TOKEN
 from .._utils import arg_error, check_int, check_or_create_options, handle_return, make_error
 from ..typing import (
     VirtualMemoryAccessType,
@@ -64,7 +65,6 @@ _ACCESS: dict[Any, Any] = {
     VirtualMemoryAccessType.READ: _A.CU_MEM_ACCESS_FLAGS_PROT_READ,
 }
 _ACTIVE = driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
-_LAST_TOKEN = int(driver.CU_STREAM_PER_THREAD)  # 0, legacy, per-thread: the default-stream tokens
 _ALLOCATION_TYPES: dict[Any, Any] = {
     VirtualMemoryAllocationType.PINNED: _T.CU_MEM_ALLOCATION_TYPE_PINNED
 }
