@@ -29,6 +29,9 @@ from collections.abc import Callable, Mapping
 from types import NotImplementedType
 from typing import Any, Protocol, TypeVar
 
+from ._protocol_entries import CopyEntry as CopyEntry
+from ._protocol_entries import RecordEntry as RecordEntry
+from ._protocol_entries import ViewEntry as ViewEntry
 from ._protocol_launch import ARG_KINDS as ARG_KINDS
 from ._protocol_launch import LaunchEntry as LaunchEntry
 from ._protocol_launch import LaunchPlan as LaunchPlan
@@ -476,68 +479,6 @@ class Backend(Protocol):
         under one lock: 0, ``-status`` when the record failed (nothing ordered), ``+status``
         when the wait failed."""
         ...
-
-
-class ViewEntry(Protocol):
-    """``from_dlpack(cls, obj, stream_ptr)`` in C: where ``stream_ptr`` is an ``int`` and
-    ``kinds`` (a dict of producer type -> kind) gives ``dlpack_kind`` for ``type(obj)``, it
-    returns :meth:`Backend.dlpack_view`'s view; for ``torch_kind``, :meth:`Backend.torch_view`'s
-    view where that reader does not decline; anything else goes to ``fallback`` with the same
-    arguments. It has a ``__dict__`` (for ``functools.update_wrapper``)."""
-
-    def __init__(
-        self,
-        fallback: Callable[..., Any],
-        kinds: dict[type, int],
-        dlpack_kind: int,
-        torch_kind: int,
-        /,
-    ) -> None: ...
-
-    def __call__(self, cls: type, obj: Any, stream_ptr: Any = None, /) -> Any: ...
-
-
-class RecordEntry(Protocol):
-    """``Stream.record`` in C, an instance method (a method descriptor, as a function is):
-    ``stream.record(event)`` with ``stream`` of exactly ``stream_type`` and ``event`` of exactly
-    ``event_type`` whose flags (``flags_slot``) hold no bit of ``refused`` records the event's
-    handle (``event_slot``) on the stream's (``stream_slot``) and returns the event; anything
-    else goes to ``fallback`` with the same arguments. It has a ``__dict__``."""
-
-    def __init__(
-        self,
-        fallback: Callable[..., Any],
-        stream_type: type,
-        stream_slot: Any,
-        event_type: type,
-        event_slot: Any,
-        flags_slot: Any,
-        refused: int,
-        /,
-    ) -> None: ...
-
-    def __call__(self, stream: Any, event: Any = None, options: Any = None, /) -> Any: ...
-
-
-class CopyEntry(Protocol):
-    """``Buffer.copy_from`` (``copy_to`` if ``to``) in C, an instance method, as RecordEntry:
-    ``buf.copy_from(other, stream=s)``, both buffers of exactly ``buffer_type``, open and of one
-    size above zero, on an open stream of its own, queues ``cuMemcpyAsync``; anything else, and
-    a copy the driver refuses, goes to ``fallback`` with the same arguments."""
-
-    def __init__(
-        self,
-        fallback: Callable[..., Any],
-        buffer_type: type,
-        ptr_slot: Any,
-        size_slot: Any,
-        stream_type: type,
-        stream_slot: Any,
-        to: bool,
-        /,
-    ) -> None: ...
-
-    def __call__(self, buf: Any, other: Any = None, /, **kwargs: Any) -> Any: ...
 
 
 class NativeBackend(Backend, Protocol):

@@ -35,6 +35,8 @@ pytestmark = pytest.mark.skipif(
 ROOT = Path(__file__).resolve().parents[2]
 DRIVE = Path(__file__).resolve().parent / "native_stub" / "drive_launch.py"
 CHECKS = (
+    "stream_record",
+    "buffer_copy",
     "steady_state",
     "dense_doubles",
     "kernels_without_arguments",
@@ -46,8 +48,6 @@ CHECKS = (
     "gil_released_during_the_launch",
     "threads",
     "references",
-    "stream_record",
-    "buffer_copy",
 )
 
 

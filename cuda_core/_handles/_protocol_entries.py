@@ -1,0 +1,80 @@
+"""The handle layer's method entries, in code: C callables that replace a Python function.
+
+Part of the protocol (:mod:`cuda_core._handles._protocol` re-exports each class and lists them
+on ``NativeBackend``; a change bumps ``ABI_VERSION`` there). Only the native backend has them
+(``_csrc/entry*.c``). Each runs the common case of one Python function in C and hands every
+other call, with the same arguments, to that function (its ``fallback``), which owns the
+checks, the slow paths and the messages: the two give the same results and errors. Each reads
+the slots of the objects it is called with only through the member descriptors it was given,
+and has a ``__dict__`` (for ``functools.update_wrapper``). The method entries are method
+descriptors, as Python functions are (``obj.method(...)`` makes no bound method).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+__all__: list[str] = []  # private module
+
+
+class ViewEntry(Protocol):
+    """``from_dlpack(cls, obj, stream_ptr)`` in C: where ``stream_ptr`` is an ``int`` and
+    ``kinds`` (a dict of producer type -> kind) gives ``dlpack_kind`` for ``type(obj)``, it
+    returns :meth:`Backend.dlpack_view`'s view; for ``torch_kind``, :meth:`Backend.torch_view`'s
+    view where that reader does not decline; anything else goes to ``fallback`` with the same
+    arguments. It has a ``__dict__`` (for ``functools.update_wrapper``)."""
+
+    def __init__(
+        self,
+        fallback: Callable[..., Any],
+        kinds: dict[type, int],
+        dlpack_kind: int,
+        torch_kind: int,
+        /,
+    ) -> None: ...
+
+    def __call__(self, cls: type, obj: Any, stream_ptr: Any = None, /) -> Any: ...
+
+
+class RecordEntry(Protocol):
+    """``Stream.record`` in C, an instance method (a method descriptor, as a function is):
+    ``stream.record(event)`` with ``stream`` of exactly ``stream_type`` and ``event`` of exactly
+    ``event_type`` whose flags (``flags_slot``) hold no bit of ``refused`` records the event's
+    handle (``event_slot``) on the stream's (``stream_slot``) and returns the event; anything
+    else goes to ``fallback`` with the same arguments. It has a ``__dict__``."""
+
+    def __init__(
+        self,
+        fallback: Callable[..., Any],
+        stream_type: type,
+        stream_slot: Any,
+        event_type: type,
+        event_slot: Any,
+        flags_slot: Any,
+        refused: int,
+        /,
+    ) -> None: ...
+
+    def __call__(self, stream: Any, event: Any = None, options: Any = None, /) -> Any: ...
+
+
+class CopyEntry(Protocol):
+    """``Buffer.copy_from`` (``copy_to`` if ``to``) in C, an instance method, as RecordEntry:
+    ``buf.copy_from(other, stream=s)``, both buffers of exactly ``buffer_type``, open and of one
+    size above zero, on an open stream of its own, queues ``cuMemcpyAsync``; anything else, and
+    a copy the driver refuses, goes to ``fallback`` with the same arguments."""
+
+    def __init__(
+        self,
+        fallback: Callable[..., Any],
+        buffer_type: type,
+        ptr_slot: Any,
+        size_slot: Any,
+        stream_type: type,
+        stream_slot: Any,
+        to: bool,
+        /,
+    ) -> None: ...
+
+    def __call__(self, buf: Any, other: Any = None, /, **kwargs: Any) -> Any: ...
