@@ -62,6 +62,7 @@ from ._errors import NVVMError as NVVMError
 from ._event import Event as Event
 from ._event import EventOptions as EventOptions
 from ._event import IPCEventDescriptor as IPCEventDescriptor
+from ._handles._method_entries import install as _install_method_entries
 from ._host_callbacks import HOST_COPY_FN as HOST_COPY_FN
 from ._host_callbacks import host_launch as host_launch
 from ._host_callbacks import pack_host_copy_args as pack_host_copy_args
@@ -189,6 +190,11 @@ __all__ = [
     "signal_external_semaphores",
     "wait_external_semaphores",
 ]
+
+# The native backend's C entries of Stream.record and Buffer.copy_from/copy_to, now that every
+# class they read is defined (a no-op on the pure backend).
+_install_method_entries(Stream=Stream, Event=Event, Buffer=Buffer)
+del _install_method_entries
 
 # Pickles made before the wings became subpackages name these module paths (options dataclasses,
 # ObjectCode's rebuild function): they keep loading.

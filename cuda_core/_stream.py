@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from contextlib import nullcontext as _nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,7 +17,6 @@ from ._handles._tokens import LAST_TOKEN as _LAST_TOKEN
 from ._host_callbacks import launch_host_func
 from ._interop._foreign_streams import _foreign_handle_attrs as _foreign_handle_attrs
 from ._interop._foreign_streams import foreign_stream_handle
-from ._memory._buffer import Buffer as _Buffer
 from ._utils import TypeValueError, arg_error, check_or_create_options, handle_return
 
 if TYPE_CHECKING:
@@ -523,21 +521,6 @@ class _DeviceDefaultStream(Stream):
     def __hash__(self) -> int:
         return Stream.__hash__(self)
 
-
-if hasattr(backend, "RecordEntry") and hasattr(backend, "CopyEntry"):
-    # The native backend's C entries (Stream.record of an Event of the exact class, not IPC;
-    # Buffer.copy_from/copy_to between buffers on a stream of its own) hand every other call
-    # to the Python functions, which own the checks and the messages.
-    _slot, _record_py, _ev = Stream.__dict__["_h"], Stream.__dict__["record"], Event.__dict__
-    _entry = backend.RecordEntry(
-        _record_py, Stream, _slot, Event, _ev["_h"], _ev["_flags"], _INTERPROCESS
-    )
-    Stream.record = functools.update_wrapper(_entry, _record_py)  # type: ignore[method-assign]
-    _ptr, _size = _Buffer.__dict__["_ptr"], _Buffer.__dict__["_size"]
-    for _name, _to in (("copy_from", False), ("copy_to", True)):
-        _py = _Buffer.__dict__[_name]
-        _entry = backend.CopyEntry(_py, _Buffer, _ptr, _size, Stream, _slot, _to)
-        setattr(_Buffer, _name, functools.update_wrapper(_entry, _py))
 
 _CUstream = driver.CUstream
 _CUcontext = driver.CUcontext

@@ -7,7 +7,8 @@ other call, with the same arguments, to that function (its ``fallback``), which 
 checks, the slow paths and the messages: the two give the same results and errors. Each reads
 the slots of the objects it is called with only through the member descriptors it was given,
 and has a ``__dict__`` (for ``functools.update_wrapper``). The method entries are method
-descriptors, as Python functions are (``obj.method(...)`` makes no bound method).
+descriptors, as Python functions are (``obj.method(...)`` makes no bound method);
+:mod:`cuda_core._handles._method_entries` installs them.
 """
 
 from __future__ import annotations

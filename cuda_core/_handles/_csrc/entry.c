@@ -69,6 +69,17 @@ cc_entry_fallback(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     return PyObject_Vectorcall(fallback, args, nargsf, kwnames);
 }
 
+int
+cc_entry_is_stream_kw(PyObject *kw)
+{
+    static PyObject *stream_kw; /* "stream", interned (kept for the process) */
+    if (stream_kw == NULL && (stream_kw = PyUnicode_InternFromString("stream")) == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return kw == stream_kw || (PyUnicode_Check(kw) && PyUnicode_Compare(kw, stream_kw) == 0);
+}
+
 PyMemberDef *
 cc_plain_member(PyObject *descr)
 {
@@ -80,16 +91,19 @@ cc_plain_member(PyObject *descr)
 }
 
 PyObject *
-cc_method_entry_new(PyTypeObject *cls, const char *name, vectorcallfunc call, PyObject *fallback,
-                    PyObject *const types[2], PyObject *const slots[3], const int slot_type[3])
+cc_method_entry_new(PyTypeObject *cls, const char *name, vectorcallfunc call, PyObject *fallback, int ntypes,
+                    PyObject *const *types, int nslots, PyObject *const *slots, const int *slot_type)
 {
-    for (int i = 0; i < 2; i++) {
+    if (ntypes < 1 || ntypes > CC_ENTRY_TYPES || nslots < 0 || nslots > CC_ENTRY_SLOTS) {
+        return PyErr_Format(PyExc_SystemError, "%s: too many types or slots", name);
+    }
+    for (int i = 0; i < ntypes; i++) {
         if (!PyType_Check(types[i])) {
             return PyErr_Format(PyExc_TypeError, "%s: a type was expected (got %R)", name, types[i]);
         }
     }
-    for (int i = 0; i < 3; i++) {
-        if (!PyObject_TypeCheck(slots[i], &PyMemberDescr_Type) ||
+    for (int i = 0; i < nslots; i++) {
+        if (slot_type[i] < 0 || slot_type[i] >= ntypes || !PyObject_TypeCheck(slots[i], &PyMemberDescr_Type) ||
             !PyType_IsSubtype((PyTypeObject *)types[slot_type[i]], PyDescr_TYPE(slots[i]))) {
             return PyErr_Format(PyExc_TypeError, "%s: each slot must be a member descriptor of its type", name);
         }
@@ -98,16 +112,21 @@ cc_method_entry_new(PyTypeObject *cls, const char *name, vectorcallfunc call, Py
     if (self == NULL) {
         return NULL;
     }
-    self->types[0] = self->types[1] = NULL;
-    self->slots[0] = self->slots[1] = self->slots[2] = NULL;
+    for (int i = 0; i < CC_ENTRY_TYPES; i++) {
+        self->types[i] = NULL;
+    }
+    for (int i = 0; i < CC_ENTRY_SLOTS; i++) {
+        self->slots[i] = NULL;
+        self->members[i] = NULL;
+    }
     if (cc_entry_init((PyObject *)self, name, fallback, call) < 0) {
         Py_DECREF(self);
         return NULL;
     }
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < ntypes; i++) {
         self->types[i] = Py_NewRef(types[i]);
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < nslots; i++) {
         self->slots[i] = Py_NewRef(slots[i]);
         self->members[i] = cc_plain_member(slots[i]);
     }
@@ -119,10 +138,10 @@ int
 cc_method_entry_traverse(PyObject *op, visitproc visit, void *arg)
 {
     cc_method_entry *self = (cc_method_entry *)op;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < CC_ENTRY_TYPES; i++) {
         Py_VISIT(self->types[i]);
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < CC_ENTRY_SLOTS; i++) {
         Py_VISIT(self->slots[i]);
     }
     return cc_entry_traverse(op, visit, arg);
@@ -133,10 +152,10 @@ cc_method_entry_clear(PyObject *op)
 {
     cc_method_entry *self = (cc_method_entry *)op;
     cc_entry_clear(op);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < CC_ENTRY_TYPES; i++) {
         Py_CLEAR(self->types[i]);
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < CC_ENTRY_SLOTS; i++) {
         Py_CLEAR(self->slots[i]);
     }
     return 0;

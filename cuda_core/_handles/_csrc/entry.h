@@ -38,6 +38,9 @@ int cc_entry_init(PyObject *op, const char *name, PyObject *fallback, vectorcall
 int cc_entry_traverse(PyObject *op, visitproc visit, void *arg);
 void cc_entry_clear(PyObject *op);
 PyObject *cc_entry_fallback(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+/* Whether kw (a keyword name of a vectorcall) is "stream": a pointer compare with the interned
+ * name first, as keywords are interned. */
+int cc_entry_is_stream_kw(PyObject *kw);
 /* tp_dealloc (untrack, the type's tp_clear, free) and tp_repr ("<RecordEntry of <function ...>>"). */
 void cc_entry_dealloc(PyObject *op);
 PyObject *cc_entry_repr(PyObject *op);
@@ -59,24 +62,30 @@ cc_slot_value(PyObject *descr, PyMemberDef *member, PyObject *obj)
     return v;
 }
 
-/* A method entry (RecordEntry, CopyEntry): an instance method, a method descriptor as a Python
- * function is (obj.method(...) calls it with obj first, and no bound method is made), that
- * takes objects of two exact types and reads their slots through three member descriptors. */
+/* A method entry (RecordEntry, CopyEntry): an instance method, a method
+ * descriptor as a Python function is (obj.method(...) calls it with obj first, and no bound
+ * method is made), that takes objects of up to CC_ENTRY_TYPES exact types and reads (or sets)
+ * up to CC_ENTRY_SLOTS of their slots through member descriptors. Unused places are NULL. */
+#define CC_ENTRY_TYPES 3
+#define CC_ENTRY_SLOTS 6
 #define CC_METHOD_ENTRY_HEAD                                                                       \
     CC_ENTRY_HEAD                                                                                  \
-    PyObject *types[2];      /* the exact types it takes */                                        \
-    PyObject *slots[3];      /* the member descriptors it reads */                                 \
-    PyMemberDef *members[3]; /* cc_plain_member of each slot */
+    PyObject *types[CC_ENTRY_TYPES];      /* the exact types it takes */                           \
+    PyObject *slots[CC_ENTRY_SLOTS];      /* the member descriptors it reads */                    \
+    PyMemberDef *members[CC_ENTRY_SLOTS]; /* cc_plain_member of each slot */
 
 typedef struct {
     CC_METHOD_ENTRY_HEAD
 } cc_method_entry;
 
 /* A new method entry of cls (a type whose struct begins with CC_METHOD_ENTRY_HEAD), tracked by
- * the garbage collector, holding fallback, types and slots; NULL with the error set. Each slot
- * must be a member descriptor of types[slot_type[i]] (TypeError naming name otherwise). */
-PyObject *cc_method_entry_new(PyTypeObject *cls, const char *name, vectorcallfunc call, PyObject *fallback,
-                              PyObject *const types[2], PyObject *const slots[3], const int slot_type[3]);
+ * the garbage collector, holding fallback, ntypes types and nslots slots; NULL with the error
+ * set. Each slot i must be a member descriptor of types[slot_type[i]] (TypeError naming name
+ * otherwise). */
+PyObject *cc_method_entry_new(PyTypeObject *cls, const char *name, vectorcallfunc call, PyObject *fallback, int ntypes,
+                              PyObject *const *types, int nslots, PyObject *const *slots, const int *slot_type);
+/* The slot's value of obj as cc_slot_value reads it (a new reference, or NULL: unset). */
+#define CC_ENTRY_SLOT(self, i, obj) cc_slot_value((self)->slots[i], (self)->members[i], (obj))
 /* tp_traverse, tp_clear and tp_descr_get of the method entry types. */
 int cc_method_entry_traverse(PyObject *op, visitproc visit, void *arg);
 int cc_method_entry_clear(PyObject *op);

@@ -21,14 +21,12 @@ typedef struct {
     int to;              /* copy_to: self is the source, and the call returns other */
 } cc_centry;
 
-static PyObject *stream_kw; /* "stream", interned (kept for the process) */
-
 /* The slot's int as an unsigned 64-bit value in *out: 0, or -1 (no exception) when the slot is
  * unset, not an int, or out of range. */
 static int
 slot_u64(cc_centry *self, int slot, PyObject *obj, unsigned long long *out)
 {
-    PyObject *v = cc_slot_value(self->slots[slot], self->members[slot], obj);
+    PyObject *v = CC_ENTRY_SLOT(self, slot, obj);
     int ok = v != NULL && PyLong_CheckExact(v);
     if (ok) {
         *out = PyLong_AsUnsignedLongLong(v);
@@ -49,7 +47,7 @@ centry_copy(cc_centry *self, PyObject *buf, PyObject *other, PyObject *stream)
         slot_u64(self, 1, other, &nb) || na == 0 || na != nb || na > (unsigned long long)PY_SSIZE_T_MAX) {
         return 1;
     }
-    PyObject *h = cc_slot_value(self->slots[2], self->members[2], stream);
+    PyObject *h = CC_ENTRY_SLOT(self, 2, stream);
     int st = 1;
     if (h != NULL && CC_IS_STREAM(h) && !((cc_stream *)h)->released && !CC_IS_TOKEN(((cc_stream *)h)->address)) {
         void *address = ((cc_stream *)h)->address;
@@ -68,12 +66,9 @@ centry_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     if (kwnames != NULL && PyVectorcall_NARGS(nargsf) == 2 && PyTuple_GET_SIZE(kwnames) == 1 && cc_bound &&
         (PyObject *)Py_TYPE(args[0]) == self->types[0] && (PyObject *)Py_TYPE(args[1]) == self->types[0] &&
         (PyObject *)Py_TYPE(args[2]) == self->types[1]) {
-        PyObject *kw = PyTuple_GET_ITEM(kwnames, 0);
-        if ((kw == stream_kw || PyUnicode_Compare(kw, stream_kw) == 0) &&
-            centry_copy(self, args[0], args[1], args[2]) == 0) {
+        if (cc_entry_is_stream_kw(PyTuple_GET_ITEM(kwnames, 0)) && centry_copy(self, args[0], args[1], args[2]) == 0) {
             return Py_NewRef(self->to ? args[1] : Py_None);
         }
-        PyErr_Clear(); /* PyUnicode_Compare cannot fail on two str, but leave nothing behind */
     }
     return cc_entry_fallback(op, args, nargsf, kwnames);
 }
@@ -95,7 +90,7 @@ centry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
     }
     PyObject *const types[2] = {a[0], a[3]}, *const slots[3] = {a[1], a[2], a[4]};
     static const int slot_type[3] = {0, 0, 1};
-    PyObject *self = cc_method_entry_new(cls, "CopyEntry", centry_vectorcall, fallback, types, slots, slot_type);
+    PyObject *self = cc_method_entry_new(cls, "CopyEntry", centry_vectorcall, fallback, 2, types, 3, slots, slot_type);
     if (self != NULL) {
         ((cc_centry *)self)->to = to;
     }
@@ -114,10 +109,6 @@ PyTypeObject cc_CopyEntry_Type = {
 int
 cc_entry_copy_init(PyObject *module)
 {
-    stream_kw = PyUnicode_InternFromString("stream");
-    if (stream_kw == NULL) {
-        return -1;
-    }
     static PyTypeObject *types[] = {&cc_CopyEntry_Type};
     static const char *names[] = {"CopyEntry"};
     return cc_add_types(module, types, names, 1);

@@ -21,15 +21,15 @@ typedef struct {
 static int
 rentry_common(cc_rentry *self, PyObject *stream, PyObject *event, PyObject **sh, PyObject **eh)
 {
-    PyObject *flags = cc_slot_value(self->slots[2], self->members[2], event);
+    PyObject *flags = CC_ENTRY_SLOT(self, 2, event);
     long f = flags != NULL && PyLong_CheckExact(flags) ? PyLong_AsLong(flags) : -1;
     Py_XDECREF(flags);
     if (f < 0 || (f & self->refused)) {
         PyErr_Clear(); /* unset, not an int, or out of range: the Python path decides */
         return 0;
     }
-    *sh = cc_slot_value(self->slots[0], self->members[0], stream);
-    *eh = cc_slot_value(self->slots[1], self->members[1], event);
+    *sh = CC_ENTRY_SLOT(self, 0, stream);
+    *eh = CC_ENTRY_SLOT(self, 1, event);
     if (*sh != NULL && *eh != NULL && CC_IS_STREAM(*sh) && CC_IS_EVENT(*eh)) {
         return 1;
     }
@@ -70,7 +70,7 @@ rentry_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
     }
     PyObject *const types[2] = {a[0], a[2]}, *const slots[3] = {a[1], a[3], a[4]};
     static const int slot_type[3] = {0, 1, 1};
-    PyObject *self = cc_method_entry_new(cls, "RecordEntry", rentry_vectorcall, fallback, types, slots, slot_type);
+    PyObject *self = cc_method_entry_new(cls, "RecordEntry", rentry_vectorcall, fallback, 2, types, 3, slots, slot_type);
     if (self != NULL) {
         ((cc_rentry *)self)->refused = refused;
     }

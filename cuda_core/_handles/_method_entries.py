@@ -1,0 +1,54 @@
+"""Where the native backend's method entries replace Python methods: one place, run once.
+
+A method entry (:mod:`cuda_core._handles._protocol_entries`, ``_csrc/entry*.c``) runs the
+common case of one method in C and hands every other call to the Python function it replaces.
+:func:`install` puts them on their classes. The package ``__init__`` calls it once every module
+is loaded, so that each class an entry reads (a stream's, an event's, a buffer's)
+is complete, and no module patches a class of another. On the pure backend it does nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from .._compat import driver
+from ._backend import backend
+
+__all__: list[str] = []  # private module
+
+_INTERPROCESS = int(driver.CUevent_flags.CU_EVENT_INTERPROCESS)
+
+
+def _replace(cls: type, name: str, make: Any) -> None:
+    """``cls.name`` becomes ``make(python_function)``, wrapped to look like that function
+    (name, docstring, ``__wrapped__``: what ``help()`` and Sphinx read)."""
+    python = cls.__dict__.get(name)
+    if python is None:  # inherited: the entry's fallback is the function the class inherits
+        python = getattr(cls, name)
+    setattr(cls, name, functools.update_wrapper(make(python), python))
+
+
+def _slot(cls: type, name: str) -> Any:
+    """The member descriptor of slot ``name`` of ``cls``, from the class that declares it."""
+    return next(c.__dict__[name] for c in cls.__mro__ if name in c.__dict__)
+
+
+def install(*, Stream: type, Event: type, Buffer: type) -> None:
+    """Install the method entries on these classes (the native backend only)."""
+    if not hasattr(backend, "RecordEntry"):
+        return
+    nb: Any = backend
+    stream_h = _slot(Stream, "_h")
+    ev_h, ev_flags = _slot(Event, "_h"), _slot(Event, "_flags")
+    ptr, size = _slot(Buffer, "_ptr"), _slot(Buffer, "_size")
+
+    def record(py: Any) -> Any:  # of an Event of the exact class, not IPC
+        return nb.RecordEntry(py, Stream, stream_h, Event, ev_h, ev_flags, _INTERPROCESS)
+
+    def copy(to: bool) -> Any:  # between two open buffers on a stream of its own
+        return lambda py: nb.CopyEntry(py, Buffer, ptr, size, Stream, stream_h, to)
+
+    _replace(Stream, "record", record)
+    _replace(Buffer, "copy_from", copy(False))
+    _replace(Buffer, "copy_to", copy(True))
