@@ -191,9 +191,11 @@ __all__ = [
     "wait_external_semaphores",
 ]
 
-# The native backend's C entries of Stream.record and Buffer.copy_from/copy_to, now that every
-# class they read is defined (a no-op on the pure backend).
-_install_method_entries(Stream=Stream, Event=Event, Buffer=Buffer)
+# The native backend's C entries of Stream.record, Buffer.copy_from/copy_to/close and
+# DeviceMemoryResource.allocate, now that every class they read is defined (a no-op on pure).
+_install_method_entries(
+    Stream=Stream, Event=Event, Buffer=Buffer, DeviceMemoryResource=DeviceMemoryResource
+)
 del _install_method_entries
 
 # Pickles made before the wings became subpackages name these module paths (options dataclasses,

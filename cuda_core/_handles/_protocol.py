@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping
 from types import NotImplementedType
 from typing import Any, Protocol, TypeVar
 
+from ._protocol_entries import AllocEntry as AllocEntry
+from ._protocol_entries import CloseEntry as CloseEntry
 from ._protocol_entries import CopyEntry as CopyEntry
 from ._protocol_entries import RecordEntry as RecordEntry
 from ._protocol_entries import ViewEntry as ViewEntry
@@ -39,7 +41,7 @@ from ._protocol_launch import PreparedLaunchBase as PreparedLaunchBase
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 15
+ABI_VERSION = 16
 """The protocol's version. The native module's ``ABI_VERSION`` (``CC_ABI_VERSION`` in
 ``_csrc/native.h``) must equal it, or the native module is not used (a stale build)."""
 
@@ -515,6 +517,19 @@ class NativeBackend(Backend, Protocol):
     def CopyEntry(self) -> type[CopyEntry]:
         """``CopyEntry(fallback, buffer_type, ptr_slot, size_slot, stream_type, stream_slot,
         to)``: the C entry of ``Buffer.copy_from`` and ``copy_to`` (see :class:`CopyEntry`)."""
+        ...
+
+    @property
+    def AllocEntry(self) -> type[AllocEntry]:
+        """``AllocEntry(fallback, resource_type, pool_slot, stream_type, stream_slot,
+        buffer_type, h_slot, ptr_slot, size_slot, mr_slot)``: the C entry of
+        ``DeviceMemoryResource.allocate`` (see :class:`AllocEntry`)."""
+        ...
+
+    @property
+    def CloseEntry(self) -> type[CloseEntry]:
+        """``CloseEntry(fallback, buffer_type, h_slot, ptr_slot, mr_slot)``: the C entry of
+        ``Buffer.close`` (see :class:`CloseEntry`)."""
         ...
 
     def launch_counters(self) -> tuple[int, int, int, int, int, int]:

@@ -79,3 +79,51 @@ class CopyEntry(Protocol):
     ) -> None: ...
 
     def __call__(self, buf: Any, other: Any = None, /, **kwargs: Any) -> Any: ...
+
+
+class AllocEntry(Protocol):
+    """``DeviceMemoryResource.allocate`` in C, an instance method, as RecordEntry:
+    ``mr.allocate(size, stream=s)``, with ``mr`` of exactly ``resource_type`` whose
+    ``pool_slot`` holds a nonzero pool address, ``size`` an ``int`` above zero and ``s`` of
+    exactly ``stream_type`` whose handle (``stream_slot``) is open and knows its context,
+    allocates from the pool on ``s`` and returns a new ``buffer_type`` holding the
+    :class:`~cuda_core._handles._protocol.Allocation`, its address, ``size`` and ``mr`` in
+    ``h_slot``, ``ptr_slot``, ``size_slot`` and ``mr_slot``; anything else, and an allocation
+    the driver refuses, goes to ``fallback`` with the same arguments."""
+
+    def __init__(
+        self,
+        fallback: Callable[..., Any],
+        resource_type: type,
+        pool_slot: Any,
+        stream_type: type,
+        stream_slot: Any,
+        buffer_type: type,
+        h_slot: Any,
+        ptr_slot: Any,
+        size_slot: Any,
+        mr_slot: Any,
+        /,
+    ) -> None: ...
+
+    def __call__(self, mr: Any, size: Any = None, /, **kwargs: Any) -> Any: ...
+
+
+class CloseEntry(Protocol):
+    """``Buffer.close`` in C, an instance method: ``buf.close()``, with ``buf`` of exactly
+    ``buffer_type`` whose ``h_slot`` holds an
+    :class:`~cuda_core._handles._protocol.Allocation`, sets ``h_slot``, ``ptr_slot`` and
+    ``mr_slot`` to ``None``, then closes the allocation (its error, if any, propagates); anything
+    else goes to ``fallback`` with the same arguments."""
+
+    def __init__(
+        self,
+        fallback: Callable[..., Any],
+        buffer_type: type,
+        h_slot: Any,
+        ptr_slot: Any,
+        mr_slot: Any,
+        /,
+    ) -> None: ...
+
+    def __call__(self, buf: Any, /, *args: Any, **kwargs: Any) -> Any: ...

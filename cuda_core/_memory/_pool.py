@@ -144,6 +144,10 @@ class MemoryPoolAttributes:
 class _PoolResource(MemoryResource):
     """Shared implementation of the pool-backed resources (not public)."""
 
+    # _alloc_pool is a slot: the native allocate entry reads it through its member descriptor
+    # (_handles/_method_entries.py); every other attribute lives in the instance __dict__.
+    __slots__ = ("__dict__", "_alloc_pool")
+
     _pool: Any
     _pool_int: int
     _owned: bool
@@ -152,7 +156,6 @@ class _PoolResource(MemoryResource):
     _dev_id: int
     _pool_h: OwnedHandle | None  # owns the pool (None: a pool cuda_core does not own)
     _alloc_handle: Any
-    _alloc_pool: int  # the pool's address while it can allocate; 0 when closed or mapped
     _uuid: Any  # uuid.UUID of an IPC-enabled resource (see uuid), else None
 
     def _init_pool(

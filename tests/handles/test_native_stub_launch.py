@@ -37,6 +37,7 @@ DRIVE = Path(__file__).resolve().parent / "native_stub" / "drive_launch.py"
 CHECKS = (
     "stream_record",
     "buffer_copy",
+    "pool_allocation",
     "steady_state",
     "dense_doubles",
     "kernels_without_arguments",

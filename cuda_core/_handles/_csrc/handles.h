@@ -205,5 +205,14 @@ cc_event *cc_event_new_owned(void *address, cc_ctx *ctx, unsigned int flags);
 int cc_event_record(cc_event *ev, cc_stream *stream);
 
 PyObject *cc_pool_allocate(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+/* A pool allocation of size bytes ordered on an open stream (ctx: made current for a
+ * default-stream token, and for one more try after a refusal), owned by the Allocation returned.
+ * NULL with *status and *api set (no exception) when the driver refused; NULL with *status
+ * CC_SUCCESS and the error set when the object could not be made. */
+cc_alloc *cc_pool_alloc(unsigned long long pool, size_t size, cc_stream *stream, cc_ctx *ctx, int *status,
+                        const char **api);
+/* Allocation.close(): the free, once. None, or NULL with the error set. */
+PyObject *cc_alloc_close(cc_alloc *alloc);
+#define CC_IS_ALLOC(o) (Py_TYPE(o) == &cc_Allocation_Type)
 
 #endif

@@ -160,6 +160,12 @@ alloc_close_impl(cc_alloc *self, PyObject *stream_arg)
     Py_RETURN_NONE;
 }
 
+PyObject *
+cc_alloc_close(cc_alloc *alloc)
+{
+    return alloc_close_impl(alloc, NULL);
+}
+
 static PyObject *
 alloc_close(PyObject *op, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -351,6 +357,33 @@ alloc_from_pool_nogil(unsigned long long *ptr, size_t size, void *pool, void *st
     return pst;
 }
 
+cc_alloc *
+cc_pool_alloc(unsigned long long pool, size_t size, cc_stream *stream, cc_ctx *ctx, int *status, const char **api)
+{
+    *status = CC_SUCCESS;
+    /* The result first: once the driver hands out memory, nothing can fail before it is owned. */
+    cc_alloc *self = alloc_new();
+    if (self == NULL) {
+        return NULL;
+    }
+    self->size = size;
+    self->stream = Py_NewRef((PyObject *)stream); /* held across the GIL release below */
+    self->ctx = (cc_ctx *)Py_XNewRef((PyObject *)ctx);
+    self->gen = ctx != NULL ? ctx->id : 0;
+    void *h = stream->address, *ctx_address = ctx != NULL ? ctx->address : NULL;
+    unsigned long long ptr = 0;
+    int st;
+    CC_CALL(st, alloc_from_pool_nogil(&ptr, size, (void *)(uintptr_t)pool, h, ctx_address, api));
+    if (st != CC_SUCCESS) {
+        Py_DECREF(self); /* never opened: nothing to free */
+        *status = st;
+        return NULL;
+    }
+    self->ptr = ptr;
+    self->open = 1;
+    return self;
+}
+
 /* pool_allocate(pool, size, stream, ctx) */
 PyObject *
 cc_pool_allocate(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -380,25 +413,11 @@ cc_pool_allocate(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyOb
     if (stream->released) {
         return cc_closed("Stream");
     }
-    /* The result first: once the driver hands out memory, nothing can fail before it is owned. */
-    cc_alloc *self = alloc_new();
-    if (self == NULL) {
-        return NULL;
-    }
-    self->size = size;
-    self->stream = Py_NewRef(a[2]);
-    self->ctx = (cc_ctx *)Py_XNewRef(ctx);
-    self->gen = ctx != NULL ? ((cc_ctx *)ctx)->id : 0;
-    void *h = stream->address, *ctx_address = ctx != NULL ? ((cc_ctx *)ctx)->address : NULL;
-    unsigned long long ptr = 0;
-    const char *api;
     int st;
-    CC_CALL(st, alloc_from_pool_nogil(&ptr, size, (void *)(uintptr_t)pool, h, ctx_address, &api));
-    if (st != CC_SUCCESS) {
-        Py_DECREF(self); /* never opened: nothing to free */
-        return cc_raise(st, api);
+    const char *api;
+    cc_alloc *self = cc_pool_alloc(pool, size, stream, (cc_ctx *)ctx, &st, &api);
+    if (self == NULL) {
+        return st != CC_SUCCESS ? cc_raise(st, api) : NULL;
     }
-    self->ptr = ptr;
-    self->open = 1;
     return (PyObject *)self;
 }
