@@ -1,7 +1,8 @@
 """Host overhead of the basic objects: cuda_core vs NVIDIA's cuda.core vs CuPy, same run.
 
-Measures ``Device()`` lookup, stream create+close, event create+close, ``Stream.record(event)``
-and ``Stream.record()`` whose new event is dropped right away (a common timing pattern).
+Measures ``Device()`` lookup, stream create+close, event create+close, ``Stream.record(event)``,
+``Stream.record()`` whose new event is dropped right away (a common timing pattern) and
+``Stream.sync()`` of an idle stream (nothing queued on it: the host cost of the call itself).
 Run on a GPU machine: ``python benchmarks/bench_objects.py``. An implementation that is not
 installed shows as n/a.
 """
@@ -21,7 +22,7 @@ from _harness import Suite, environment_line
 Ops = dict[str, Callable[[], object] | None]
 OP_NAMES = (
     "Device() lookup", "stream create+close", "event create+close", "Stream.record(event)",
-    "Stream.record() dropped",
+    "Stream.record() dropped", "Stream.sync() idle",
 )  # fmt: skip
 
 
@@ -31,6 +32,7 @@ def device_ops(device_cls: Any) -> Ops:
     dev.set_current()
     s = dev.create_stream()
     ev = dev.create_event()
+    idle = dev.create_stream()  # never given work
 
     def stream_cycle() -> None:
         dev.create_stream().close()
@@ -44,6 +46,7 @@ def device_ops(device_cls: Any) -> Ops:
         "event create+close": event_cycle,
         "Stream.record(event)": lambda: s.record(ev),
         "Stream.record() dropped": lambda: s.record(),
+        "Stream.sync() idle": lambda: idle.sync(),
     }
 
 
@@ -71,6 +74,7 @@ def cupy_ops() -> Ops:
         return dict.fromkeys(OP_NAMES)
     s = cp.cuda.Stream(non_blocking=True)
     ev = cp.cuda.Event(disable_timing=True)
+    idle = cp.cuda.Stream(non_blocking=True)
 
     def stream_cycle_del() -> None:  # CuPy has no close(); dropping the last reference destroys it
         st = cp.cuda.Stream(non_blocking=True)
@@ -86,6 +90,7 @@ def cupy_ops() -> Ops:
         "event create+close": event_cycle,
         "Stream.record(event)": lambda: s.record(ev),
         "Stream.record() dropped": lambda: s.record(),
+        "Stream.sync() idle": lambda: idle.synchronize(),
     }
 
 
