@@ -191,7 +191,7 @@ __all__ = [
     "wait_external_semaphores",
 ]
 
-# The native backend's C entries of Stream.record, Buffer.copy_from/copy_to/close and
+# The native backend's C entries of Stream.record/sync, Buffer.copy_from/copy_to/close and
 # DeviceMemoryResource.allocate, now that every class they read is defined (a no-op on pure).
 _install_method_entries(
     Stream=Stream, Event=Event, Buffer=Buffer, DeviceMemoryResource=DeviceMemoryResource

@@ -59,6 +59,7 @@ def install(*, Stream: type, Event: type, Buffer: type, DeviceMemoryResource: ty
         return nb.CloseEntry(py, Buffer, buf_h, ptr, mr)
 
     _replace(Stream, "record", record)
+    _replace(Stream, "sync", lambda py: nb.SyncEntry(py, Stream, stream_h))
     _replace(Buffer, "copy_from", copy(False))
     _replace(Buffer, "copy_to", copy(True))
     _replace(DeviceMemoryResource, "allocate", allocate)

@@ -33,6 +33,7 @@ from ._protocol_entries import AllocEntry as AllocEntry
 from ._protocol_entries import CloseEntry as CloseEntry
 from ._protocol_entries import CopyEntry as CopyEntry
 from ._protocol_entries import RecordEntry as RecordEntry
+from ._protocol_entries import SyncEntry as SyncEntry
 from ._protocol_entries import ViewEntry as ViewEntry
 from ._protocol_launch import ARG_KINDS as ARG_KINDS
 from ._protocol_launch import LaunchEntry as LaunchEntry
@@ -41,7 +42,7 @@ from ._protocol_launch import PreparedLaunchBase as PreparedLaunchBase
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 16
+ABI_VERSION = 17
 """The protocol's version. The native module's ``ABI_VERSION`` (``CC_ABI_VERSION`` in
 ``_csrc/native.h``) must equal it, or the native module is not used (a stale build)."""
 
@@ -511,6 +512,12 @@ class NativeBackend(Backend, Protocol):
     def RecordEntry(self) -> type[RecordEntry]:
         """``RecordEntry(fallback, stream_type, stream_slot, event_type, event_slot,
         flags_slot, refused)``: the C entry of ``Stream.record`` (see :class:`RecordEntry`)."""
+        ...
+
+    @property
+    def SyncEntry(self) -> type[SyncEntry]:
+        """``SyncEntry(fallback, stream_type, stream_slot)``: the C entry of ``Stream.sync``
+        (see :class:`SyncEntry`)."""
         ...
 
     @property

@@ -60,6 +60,19 @@ class RecordEntry(Protocol):
     def __call__(self, stream: Any, event: Any = None, options: Any = None, /) -> Any: ...
 
 
+class SyncEntry(Protocol):
+    """``Stream.sync`` in C, an instance method, as RecordEntry: ``stream.sync()``, with
+    ``stream`` of exactly ``stream_type`` whose ``stream_slot`` holds a
+    :class:`~cuda_core._handles._protocol.StreamHandle`, is that handle's ``sync()``; anything
+    else goes to ``fallback`` with the same arguments."""
+
+    def __init__(
+        self, fallback: Callable[..., Any], stream_type: type, stream_slot: Any, /
+    ) -> None: ...
+
+    def __call__(self, stream: Any, /, *args: Any, **kwargs: Any) -> Any: ...
+
+
 class CopyEntry(Protocol):
     """``Buffer.copy_from`` (``copy_to`` if ``to``) in C, an instance method, as RecordEntry:
     ``buf.copy_from(other, stream=s)``, both buffers of exactly ``buffer_type``, open and of one

@@ -38,6 +38,7 @@ CHECKS = (
     "stream_record",
     "buffer_copy",
     "pool_allocation",
+    "stream_sync",
     "steady_state",
     "dense_doubles",
     "kernels_without_arguments",

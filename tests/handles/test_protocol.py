@@ -113,7 +113,7 @@ def test_protocol_states_every_handle_kind():
     assert members(_protocol.NativeBackend).keys() > members(_protocol.Backend).keys()
     assert NATIVE_ONLY == [
         "AllocEntry", "CloseEntry", "CopyEntry", "LaunchEntry", "LaunchPlan", "PreparedLaunchBase",
-        "RecordEntry", "ViewEntry",
+        "RecordEntry", "SyncEntry", "ViewEntry",
     ]  # fmt: skip
     assert members(_protocol.PreparedLaunchBase) == {
         "_args": "attribute",

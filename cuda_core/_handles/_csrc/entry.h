@@ -2,8 +2,9 @@
  * steady state of one Python function in C and hands every other call to that function (its
  * fallback), which owns the checks, the slow paths and the messages: LaunchEntry (cuda_core.launch,
  * launch_entry.c), ViewEntry (StridedMemoryView.from_dlpack, interop_entry.c), RecordEntry
- * (Stream.record, entry_record.c), CopyEntry (Buffer.copy_from/copy_to, entry_copy.c), AllocEntry
- * and CloseEntry (DeviceMemoryResource.allocate and Buffer.close, entry_alloc.c). Each
+ * (Stream.record, entry_record.c), SyncEntry (Stream.sync, entry_sync.c), CopyEntry
+ * (Buffer.copy_from/copy_to, entry_copy.c), AllocEntry and CloseEntry
+ * (DeviceMemoryResource.allocate and Buffer.close, entry_alloc.c). Each
  * has a __dict__ (functools.update_wrapper gives it the function's name, doc and __wrapped__) and
  * reads the slots of the Python objects it is called with only through the member descriptors
  * Python handed it. */
@@ -63,8 +64,8 @@ cc_slot_value(PyObject *descr, PyMemberDef *member, PyObject *obj)
     return v;
 }
 
-/* A method entry (RecordEntry, CopyEntry, AllocEntry, CloseEntry): an instance method, a method
- * descriptor as a Python function is (obj.method(...) calls it with obj first, and no bound
+/* A method entry (RecordEntry, SyncEntry, CopyEntry, AllocEntry, CloseEntry): an instance method,
+ * a method descriptor as a Python function is (obj.method(...) calls it with obj first, no bound
  * method is made), that takes objects of up to CC_ENTRY_TYPES exact types and reads (or sets)
  * up to CC_ENTRY_SLOTS of their slots through member descriptors. Unused places are NULL. */
 #define CC_ENTRY_TYPES 3
@@ -102,5 +103,7 @@ int cc_entry_record_init(PyObject *module);
 int cc_entry_copy_init(PyObject *module);
 /* Adds AllocEntry and CloseEntry to the module (entry_alloc.c). */
 int cc_entry_alloc_init(PyObject *module);
+/* Adds SyncEntry to the module (entry_sync.c). */
+int cc_entry_sync_init(PyObject *module);
 
 #endif

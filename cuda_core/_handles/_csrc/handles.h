@@ -214,5 +214,8 @@ cc_alloc *cc_pool_alloc(unsigned long long pool, size_t size, cc_stream *stream,
 /* Allocation.close(): the free, once. None, or NULL with the error set. */
 PyObject *cc_alloc_close(cc_alloc *alloc);
 #define CC_IS_ALLOC(o) (Py_TYPE(o) == &cc_Allocation_Type)
+/* StreamHandle.sync() (op a StreamHandle): cuStreamSynchronize, the GIL released. None, or NULL
+ * with the error set (a released handle: "Stream has been closed"). */
+PyObject *cc_stream_sync(PyObject *op, PyObject *unused);
 
 #endif

@@ -151,8 +151,8 @@ stream_repr(PyObject *op)
     return PyUnicode_FromString(buf);
 }
 
-static PyObject *
-stream_sync(PyObject *op, PyObject *unused)
+PyObject *
+cc_stream_sync(PyObject *op, PyObject *unused)
 {
     cc_stream *self = (cc_stream *)op;
     CC_LIVE(self, "Stream");
@@ -299,7 +299,7 @@ stream_context(PyObject *op, PyObject *unused)
 static PyMethodDef stream_methods[] = {
     {"borrow", (PyCFunction)(void (*)(void))stream_borrow, METH_FASTCALL | METH_KEYWORDS | METH_CLASS,
      "StreamHandle.borrow(address, ctx=None, owner=None): a stream cuda_core does not own"},
-    {"sync", stream_sync, METH_NOARGS, "sync(): cuStreamSynchronize"},
+    {"sync", cc_stream_sync, METH_NOARGS, "sync(): cuStreamSynchronize"},
     {"query", stream_query, METH_NOARGS, "query() -> whether all work queued on the stream is done"},
     {"record", stream_record, METH_O, "record(event): cuEventRecord(event, self)"},
     {"wait", stream_wait, METH_O, "wait(event): cuStreamWaitEvent(self, event)"},

@@ -14,7 +14,8 @@
  *              (interop_view.c); ViewEntry, the C entry of from_dlpack (interop_entry.c);
  *              interop.h holds what they share
  *   entry*.c   what the C entries (LaunchEntry, ViewEntry and the method entries) share (entry.c,
- *              entry.h); RecordEntry, the C entry of Stream.record (entry_record.c); CopyEntry, that
+ *              entry.h); RecordEntry, the C entry of Stream.record (entry_record.c); SyncEntry, that of
+ *              Stream.sync (entry_sync.c); CopyEntry, that
  *              of Buffer.copy_from and copy_to (entry_copy.c); AllocEntry and CloseEntry, those of
  *              DeviceMemoryResource.allocate and Buffer.close (entry_alloc.c)
  *
@@ -38,7 +39,7 @@
 
 /* Bumped whenever anything Python relies on changes (names, signatures, semantics). Python
  * checks it at import (cuda_core/_handles/_backend.py) and falls back to pure Python on a mismatch. */
-#define CC_ABI_VERSION 16
+#define CC_ABI_VERSION 17
 
 /* The driver entry points (CUDA 12.0 ABI), resolved by Python through cuGetProcAddress and
  * handed to bind(). NULL until then: every call checks cc_bound first. */

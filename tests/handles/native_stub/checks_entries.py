@@ -1,8 +1,8 @@
 """The method entries against the stub driver: ``Stream.record``, ``Buffer.copy_from`` and
-``copy_to``, ``DeviceMemoryResource.allocate`` and ``Buffer.close`` (run by ``drive_launch.py``;
-the harness is ``launch_env.py``). On the native backend each is a C entry that takes the common
-call and hands every other to the Python function it replaced: each result and error must be
-that function's. On the pure backend they are the Python functions.
+``copy_to``, ``DeviceMemoryResource.allocate``, ``Buffer.close`` and ``Stream.sync`` (run by
+``drive_launch.py``; the harness is ``launch_env.py``). On the native backend each is a C entry
+that takes the common call and hands every other to the Python function it replaced: each
+result and error must be that function's. On the pure backend they are the Python functions.
 """
 
 from __future__ import annotations
@@ -252,3 +252,50 @@ def pool_allocation() -> None:
         by_c, by_python = result(partial(case, close)), result(partial(case, py_close))
         assert by_c == by_python, (name, by_c, by_python)
         assert by_c[0] == "CUDAError" or name != "driver refuses the free", by_c
+
+
+@check
+def stream_sync() -> None:
+    """``Stream.sync()`` on the native backend is a C entry (SyncEntry) that synchronises a
+    stream of the exact class through its handle and hands every other call to the Python
+    function: each result and error must be that function's."""
+    from cuda_core import Stream
+
+    entry = Stream.__dict__["sync"]
+    if not P.native:
+        assert type(entry).__name__ == "function", type(entry)
+        return
+    assert type(entry).__name__ == "SyncEntry", type(entry)
+    python = entry.__wrapped__
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"the Python function ran: {args} {kwargs}")
+
+    s = P.stream()
+    before = P.count("cuStreamSynchronize")
+    assert N.SyncEntry(spy, Stream, Stream.__dict__["_h"])(s) is None  # in C: no fallback
+    assert s.sync() is None and python(s) is None
+    assert P.count("cuStreamSynchronize") == before + 3
+
+    class MyStream(Stream):  # a subclass: the Python function, which syncs it too
+        __slots__ = ()
+
+    mine = MyStream.from_handle(P.stream_address())
+    assert mine.sync() is None and P.count("cuStreamSynchronize") == before + 4
+    closed = P.stream()
+    closed._h.release()
+
+    def refused(fn: Callable[..., Any]) -> Any:
+        P.fail("cuStreamSynchronize", 700)  # an illegal address: the stream's work failed
+        return fn(s)
+
+    cases: dict[str, Callable[[Callable[..., Any]], Any]] = {
+        "driver refuses": refused,
+        "closed stream": lambda fn: fn(closed),
+        "an argument": lambda fn: fn(s, 1),
+        "a keyword": lambda fn: fn(s, timeout=1),
+        "not a stream": lambda fn: fn(42),
+    }
+    for name, case in cases.items():
+        by_c, by_python = outcome(partial(case, entry)), outcome(partial(case, python))
+        assert by_c == by_python and by_c[0] != "ok", (name, by_c, by_python)
