@@ -144,8 +144,9 @@ class MemoryPoolAttributes:
 class _PoolResource(MemoryResource):
     """Shared implementation of the pool-backed resources (not public)."""
 
-    # _alloc_pool is a slot: the native allocate entry reads it through its member descriptor
-    # (_handles/_method_entries.py); every other attribute lives in the instance __dict__.
+    # _alloc_pool (the pool's address while it can allocate; 0 when closed or mapped) is a slot:
+    # the native allocate entry reads it through its member descriptor (see
+    # _handles/_method_entries.py). Every other attribute lives in the instance __dict__.
     __slots__ = ("__dict__", "_alloc_pool")
 
     _pool: Any

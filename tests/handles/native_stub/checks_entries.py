@@ -145,6 +145,7 @@ def pool_allocation() -> None:
     frees, without the Python function; every other form, and an allocation the driver
     refuses, goes to the Python functions: each result and error must be theirs."""
     from cuda_core import LEGACY_DEFAULT_STREAM, Buffer, DeviceMemoryResource, Stream
+    from cuda_core._handles._method_entries import _slot
 
     allocate, close = DeviceMemoryResource.__dict__.get("allocate"), Buffer.__dict__["close"]
     if not P.native:
@@ -161,7 +162,7 @@ def pool_allocation() -> None:
         raise AssertionError(f"the Python function ran: {args} {kwargs}")
 
     slots = {n: Buffer.__dict__[n] for n in ("_h", "_ptr", "_size", "_mr")}
-    pool, stream_h = DeviceMemoryResource.__mro__[1].__dict__["_alloc_pool"], Stream.__dict__["_h"]
+    pool, stream_h = _slot(DeviceMemoryResource, "_alloc_pool"), Stream.__dict__["_h"]
     c_allocate = N.AllocEntry(
         spy, DeviceMemoryResource, pool, Stream, stream_h, Buffer, *slots.values()
     )
