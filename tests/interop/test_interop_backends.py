@@ -387,3 +387,50 @@ def test_handles_reexports_the_pure_protocol():
                  "record_wait", "AMBIGUOUS"):  # fmt: skip
         assert getattr(_handles, name) is getattr(pure, name)
         assert hasattr(native, name), name
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (2, 1, 1, 1, 3), ()], ids=["4-d", "5-d", "0-d"])
+@pytest.mark.parametrize("field", ["ptr", "shape", "_raw_strides"])
+def test_view_fields_written_or_deleted_before_their_first_read_alike(shape, field):
+    # The native reader makes ptr, shape and strides on their first read (up to 4 dimensions);
+    # a write or a delete before it wins, as on the pure reader's plain attributes.
+    strides = tuple(range(len(shape), 0, -1))
+    outcomes = []
+    for b in (pure, native):
+        written = b.read_capsule(_capsule(shape=shape, strides=strides))
+        setattr(written, field, ("new",))
+        deleted = b.read_capsule(_capsule(shape=shape, strides=strides))
+        delattr(deleted, field)
+        errors = []
+        for act in (getattr, delattr):  # read, then delete again
+            with pytest.raises(AttributeError) as e:
+                act(deleted, field)
+            errors.append(type(e.value))
+        if field == "_raw_strides":
+            with pytest.raises(AttributeError):
+                deleted.strides  # noqa: B018
+        outcomes.append((_state(written), errors, getattr(deleted, "shape", None)))
+    assert outcomes[0] == outcomes[1]
+    assert getattr(native.read_capsule(_capsule(shape=shape, strides=strides)), field) == (
+        0x7F0000001000 if field == "ptr" else shape if field == "shape" else strides
+    )
+
+
+def test_lazy_view_fields_are_made_once_and_leak_nothing():
+    cap = _capsule(shape=(3, 4), strides=(4, 1))
+    v = native.read_capsule(cap)
+    assert v.shape is v.shape and v.ptr is v.ptr and v.strides is v._raw_strides
+
+    def churn(n):
+        for _ in range(n):
+            native.read_capsule(cap)  # dropped unread
+            w = native.read_capsule(cap)
+            w.ptr, w.shape, w.strides  # noqa: B018  (made, then freed with the view)
+            del w.shape
+
+    churn(100)
+    gc.collect()
+    blocks = sys.getallocatedblocks()
+    churn(2000)
+    gc.collect()
+    assert sys.getallocatedblocks() - blocks < 100  # a leak per view would be thousands

@@ -173,10 +173,14 @@ tensor_view(PyObject *cls, const DLTensorABI *t, PyObject *device_id, int access
 {
     /* The producer's strides as given (a 0-d tensor's are (), when it gave any), None when it
      * gave none: what cuda.core 1.2 reports. */
+    uint64_t addr = (uint64_t)(uintptr_t)t->data + t->byte_offset;
+    if (t->ndim <= CC_VIEW_INLINE_NDIM) { /* ptr, shape and strides made when first read */
+        return cc_make_lazy_view(cls, addr, t->ndim, t->shape, t->strides, word_int(dtype_word(t)), device_id,
+                                 accessible, readonly, exporting, capsule, devtype);
+    }
     PyObject *strides = t->strides ? int64_tuple(t->strides, t->ndim) : Py_NewRef(Py_None);
-    return cc_make_view(cls, PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)t->data + t->byte_offset),
-                     int64_tuple(t->shape, t->ndim), strides, word_int(dtype_word(t)), device_id,
-                     accessible, readonly, exporting, capsule, devtype);
+    return cc_make_view(cls, PyLong_FromUnsignedLongLong(addr), int64_tuple(t->shape, t->ndim), strides,
+                        word_int(dtype_word(t)), device_id, accessible, readonly, exporting, capsule, devtype);
 }
 
 static int
