@@ -30,6 +30,7 @@ from types import NotImplementedType
 from typing import Any, Protocol, TypeVar
 
 from ._protocol_entries import AllocEntry as AllocEntry
+from ._protocol_entries import ClassMethod as ClassMethod
 from ._protocol_entries import CloseEntry as CloseEntry
 from ._protocol_entries import CopyEntry as CopyEntry
 from ._protocol_entries import RecordEntry as RecordEntry
@@ -42,7 +43,7 @@ from ._protocol_launch import PreparedLaunchBase as PreparedLaunchBase
 
 __all__: list[str] = []  # private module
 
-ABI_VERSION = 17
+ABI_VERSION = 18
 """The protocol's version. The native module's ``ABI_VERSION`` (``CC_ABI_VERSION`` in
 ``_csrc/native.h``) must equal it, or the native module is not used (a stale build)."""
 
@@ -506,6 +507,12 @@ class NativeBackend(Backend, Protocol):
     def ViewEntry(self) -> type[ViewEntry]:
         """``ViewEntry(fallback, kinds, dlpack_kind, torch_kind)``: the C entry of
         ``StridedMemoryView.from_dlpack`` (see :class:`ViewEntry`)."""
+        ...
+
+    @property
+    def ClassMethod(self) -> type[ClassMethod]:
+        """``ClassMethod(func)``: ``classmethod(func)`` that gives the same bound method
+        again (see :class:`ClassMethod`)."""
         ...
 
     @property

@@ -38,6 +38,21 @@ class ViewEntry(Protocol):
     def __call__(self, cls: type, obj: Any, stream_ptr: Any = None, /) -> Any: ...
 
 
+class ClassMethod(Protocol):
+    """A ``classmethod`` subclass, for the hot class methods (``from_dlpack``): read from a
+    class (or an instance, as its class), it gives ``func`` bound to that class, keeping the
+    method it made for the last class and giving it again (``classmethod`` makes and frees one
+    per read; a bound method never changes). Everything else is ``classmethod``'s
+    (``__func__``, ``__wrapped__``, ``__doc__``); ``func`` must be callable."""
+
+    def __init__(self, func: Callable[..., Any], /) -> None: ...
+
+    @property
+    def __func__(self) -> Callable[..., Any]: ...
+
+    def __get__(self, obj: Any, cls: type | None = None, /) -> Callable[..., Any]: ...
+
+
 class RecordEntry(Protocol):
     """``Stream.record`` in C, an instance method (a method descriptor, as a function is):
     ``stream.record(event)`` with ``stream`` of exactly ``stream_type`` and ``event`` of exactly

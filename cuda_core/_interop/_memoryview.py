@@ -531,6 +531,9 @@ class StridedMemoryView(_ViewBase):
 # ---------------------------------------------------------------------------------------------
 # Builders
 
+# The native backend's ClassMethod is classmethod that keeps the method it binds (from_dlpack
+# and from_array_interface are hot calls; classmethod makes and frees a method per call).
+_class_method: Any = getattr(backend, "ClassMethod", classmethod)
 if hasattr(backend, "ViewEntry"):
     # The native backend: from_dlpack is its C entry, which reads a producer type classified
     # as plain DLPack, and a torch.Tensor its reader takes, without a Python frame, and hands
@@ -538,14 +541,14 @@ if hasattr(backend, "ViewEntry"):
     _from_dlpack_py = StridedMemoryView.__dict__["from_dlpack"].__func__
     _entry = backend.ViewEntry(_from_dlpack_py, _kinds, _KIND_DLPACK, _KIND_TORCH)
     functools.update_wrapper(_entry, _from_dlpack_py)
-    StridedMemoryView.from_dlpack = classmethod(_entry)  # type: ignore[method-assign, assignment]
+    StridedMemoryView.from_dlpack = _class_method(_entry)  # type: ignore[method-assign, assignment]
 _from_dlpack = StridedMemoryView.from_dlpack
 # from_array_interface is the reader itself (one frame less), documented as the method above.
 _ai.VIEW = StridedMemoryView
 functools.update_wrapper(
     _ai.array_interface_view, StridedMemoryView.__dict__["from_array_interface"].__func__
 )
-StridedMemoryView.from_array_interface = classmethod(_ai.array_interface_view)  # type: ignore[method-assign, assignment]
+StridedMemoryView.from_array_interface = _class_method(_ai.array_interface_view)  # type: ignore[method-assign, assignment]
 
 
 def _classify(tp: type) -> int:

@@ -112,8 +112,8 @@ def test_protocol_states_every_handle_kind():
     assert members(_protocol.ContextHandle)["__init__"] == "constructor"
     assert members(_protocol.NativeBackend).keys() > members(_protocol.Backend).keys()
     assert NATIVE_ONLY == [
-        "AllocEntry", "CloseEntry", "CopyEntry", "LaunchEntry", "LaunchPlan", "PreparedLaunchBase",
-        "RecordEntry", "SyncEntry", "ViewEntry",
+        "AllocEntry", "ClassMethod", "CloseEntry", "CopyEntry", "LaunchEntry", "LaunchPlan",
+        "PreparedLaunchBase", "RecordEntry", "SyncEntry", "ViewEntry",
     ]  # fmt: skip
     assert members(_protocol.PreparedLaunchBase) == {
         "_args": "attribute",

@@ -104,3 +104,57 @@ def test_the_c_entries_can_be_weakly_referenced_as_functions_can():
     )
     for entry in entries:
         assert weakref.ref(entry)() is entry, type(entry).__name__
+
+
+@native
+def test_from_dlpack_and_from_array_interface_bind_as_class_methods():
+    # ClassMethod is a classmethod that gives the method it bound again: one per class, not one
+    # per call. Everything a caller can see of the method, and of the descriptor, is classmethod's.
+    import inspect
+
+    from cuda_core._handles import _native
+
+    class Mine(StridedMemoryView):
+        pass
+
+    for name in ("from_dlpack", "from_array_interface"):
+        raw = StridedMemoryView.__dict__[name]
+        assert type(raw) is _native.ClassMethod
+        m = getattr(StridedMemoryView, name)
+        assert (
+            inspect.ismethod(m) and m.__self__ is StridedMemoryView and m.__func__ is raw.__func__
+        )
+        assert getattr(StridedMemoryView, name) is m  # kept
+        assert getattr(Mine, name).__self__ is Mine  # each class its own
+        assert getattr(StridedMemoryView, name).__self__ is StridedMemoryView
+        view = StridedMemoryView.from_dlpack(np.arange(3.0), -1)
+        assert getattr(view, name).__self__ is StridedMemoryView  # an instance binds its class
+        assert isinstance(raw, classmethod) and raw.__wrapped__ is raw.__func__
+        assert raw.__doc__ == raw.__func__.__doc__
+        assert "cls" not in inspect.signature(m).parameters
+    assert type(Mine.from_dlpack(np.arange(4.0), -1)) is Mine
+
+
+@native
+def test_class_method_refuses_what_classmethod_refuses_and_is_collected():
+    import gc
+    import weakref
+
+    from cuda_core._handles import _native
+
+    with pytest.raises(TypeError):
+        _native.ClassMethod(3)
+    with pytest.raises(TypeError):
+        _native.ClassMethod(func=len)
+
+    def make(cls, x):
+        return (cls, x)
+
+    class Owner:
+        m = _native.ClassMethod(make)
+
+    assert Owner.m(1) == (Owner, 1) and Owner().m(2) == (Owner, 2)
+    r = weakref.ref(Owner)
+    del Owner  # the kept method holds its class: a cycle through the class dict
+    gc.collect()
+    assert r() is None

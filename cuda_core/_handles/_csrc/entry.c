@@ -170,3 +170,131 @@ cc_method_entry_get(PyObject *op, PyObject *obj, PyObject *type)
     }
     return PyMethod_New(op, obj);
 }
+
+/* ------------------------------------------------------------------------------------------
+ * ClassMethod(func): a classmethod (a subclass: isinstance, __func__, __wrapped__, __doc__ and
+ * inspect see one) that keeps the method it made for the last class it was read from and gives
+ * it again. A bound method never changes, so one serves every read of cls.name; classmethod
+ * makes and frees one per read (cls.from_dlpack(...) is a hot call). Its fields follow
+ * classmethod's, whose size is known only at run time (the type is made from a spec). */
+
+typedef struct {
+    PyObject *func;  /* what __init__ was given (classmethod keeps its own reference too) */
+    PyObject *cls;   /* the class of bound, or NULL */
+    PyObject *bound; /* PyMethod(func, cls) */
+} cm_fields;
+
+static Py_ssize_t cm_offset; /* classmethod's basic size: where cm_fields begins */
+#define CM(op) ((cm_fields *)((char *)(op) + cm_offset))
+
+static PyObject *
+cm_get(PyObject *op, PyObject *obj, PyObject *type)
+{
+    cm_fields *f = CM(op);
+    PyObject *cls = type != NULL ? type : (PyObject *)Py_TYPE(obj);
+    if (f->func == NULL) { /* __init__ not run: classmethod's own answer */
+        return PyClassMethod_Type.tp_descr_get(op, obj, type);
+    }
+    if (cls != f->cls) {
+        PyObject *bound = PyMethod_New(f->func, cls);
+        if (bound == NULL) {
+            return NULL;
+        }
+        PyObject *old_cls = f->cls, *old = f->bound;
+        f->cls = Py_NewRef(cls);
+        f->bound = bound;
+        Py_XDECREF(old_cls); /* may run code that reads this descriptor: the new pair is set */
+        Py_XDECREF(old);
+    }
+    return Py_NewRef(f->bound);
+}
+
+static int
+cm_init(PyObject *op, PyObject *args, PyObject *kwds)
+{
+    PyObject *func;
+    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
+        PyErr_SetString(PyExc_TypeError, "ClassMethod takes no keyword arguments");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(args, "O:ClassMethod", &func)) {
+        return -1;
+    }
+    if (!PyCallable_Check(func)) {
+        PyErr_Format(PyExc_TypeError, "ClassMethod: %R is not callable", func);
+        return -1;
+    }
+    if (PyClassMethod_Type.tp_init(op, args, NULL) < 0) {
+        return -1;
+    }
+    cm_fields *f = CM(op);
+    PyObject *old_func = f->func, *old_cls = f->cls, *old = f->bound;
+    f->func = Py_NewRef(func);
+    f->cls = f->bound = NULL;
+    Py_XDECREF(old_func);
+    Py_XDECREF(old_cls);
+    Py_XDECREF(old);
+    return 0;
+}
+
+static int
+cm_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    cm_fields *f = CM(op);
+    Py_VISIT(Py_TYPE(op)); /* a heap type's instance holds its type */
+    Py_VISIT(f->func);
+    Py_VISIT(f->cls);
+    Py_VISIT(f->bound);
+    return PyClassMethod_Type.tp_traverse(op, visit, arg);
+}
+
+static int
+cm_clear(PyObject *op)
+{
+    cm_fields *f = CM(op);
+    Py_CLEAR(f->bound);
+    Py_CLEAR(f->cls);
+    Py_CLEAR(f->func);
+    return PyClassMethod_Type.tp_clear(op);
+}
+
+static void
+cm_dealloc(PyObject *op)
+{
+    PyTypeObject *tp = Py_TYPE(op);
+    cm_fields *f = CM(op);
+    Py_CLEAR(f->bound);
+    Py_CLEAR(f->cls);
+    Py_CLEAR(f->func);
+    PyClassMethod_Type.tp_dealloc(op); /* untracks, releases its fields, frees */
+    Py_DECREF(tp);
+}
+
+int
+cc_class_method_init(PyObject *module)
+{
+    cm_offset = PyClassMethod_Type.tp_basicsize;
+    PyType_Slot slots[] = {
+        {Py_tp_init, cm_init},
+        {Py_tp_descr_get, cm_get},
+        {Py_tp_traverse, cm_traverse},
+        {Py_tp_clear, cm_clear},
+        {Py_tp_dealloc, cm_dealloc},
+        {Py_tp_doc, "ClassMethod(func): classmethod(func) that keeps the method it made for the last class it was "
+                    "read from and gives it again"},
+        {0, NULL},
+    };
+    PyType_Spec spec = {
+        .name = "cuda_core._handles._native.ClassMethod",
+        .basicsize = (int)(cm_offset + (Py_ssize_t)sizeof(cm_fields)),
+        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+        .slots = slots,
+    };
+    PyObject *type = PyType_FromSpecWithBases(&spec, (PyObject *)&PyClassMethod_Type);
+    if (type == NULL) {
+        return -1;
+    }
+    int err = PyModule_AddObjectRef(module, "ClassMethod", type);
+    Py_DECREF(type);
+    return err;
+}

@@ -105,5 +105,7 @@ int cc_entry_copy_init(PyObject *module);
 int cc_entry_alloc_init(PyObject *module);
 /* Adds SyncEntry to the module (entry_sync.c). */
 int cc_entry_sync_init(PyObject *module);
+/* Adds ClassMethod (entry.c): classmethod(func) that keeps its last bound method. */
+int cc_class_method_init(PyObject *module);
 
 #endif

@@ -209,7 +209,7 @@ module_exec(PyObject *m)
     if (cc_handles_init(m) < 0 || cc_interop_init(m) < 0 || cc_host_copy_init(m) < 0 ||
         cc_launch_init(m) < 0 || cc_entry_record_init(m) < 0 ||
         cc_entry_copy_init(m) < 0 || cc_entry_alloc_init(m) < 0 ||
-        cc_entry_sync_init(m) < 0) {
+        cc_entry_sync_init(m) < 0 || cc_class_method_init(m) < 0) {
         return -1;
     }
     return 0;
