@@ -87,8 +87,12 @@ lazy_get(ViewInfo *v, int bit)
         if (x == NULL) {
             return NULL;
         }
-        Py_XSETREF(*slot, x);
-        v->lazy &= (unsigned char)~bit;
+        if (v->lazy & bit) { /* else a write won while the allocation ran a finalizer */
+            Py_XSETREF(*slot, x);
+            v->lazy &= (unsigned char)~bit;
+        } else {
+            Py_DECREF(x);
+        }
     }
     if (*slot == NULL) {
         PyErr_Format(PyExc_AttributeError, "'%.200s' object has no attribute '%s'", Py_TYPE(v)->tp_name, lazy_name(bit));
