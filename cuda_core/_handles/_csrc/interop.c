@@ -76,21 +76,6 @@ typedef struct {
 /* ---------------------------------------------------------------------------------------------
  * DLPack capsules */
 
-static PyObject *
-int64_tuple(const int64_t *v, int32_t n)
-{
-    PyObject *t = PyTuple_New(n);
-    for (int32_t i = 0; t != NULL && i < n; i++) {
-        PyObject *x = PyLong_FromLongLong(v[i]);
-        if (x == NULL) {
-            Py_CLEAR(t);
-            break;
-        }
-        PyTuple_SET_ITEM(t, i, x);
-    }
-    return t;
-}
-
 /* The tensor of an unconsumed capsule, or NULL with BufferError set. */
 static DLTensorABI *
 capsule_tensor(PyObject *capsule, int *readonly)
@@ -178,8 +163,8 @@ tensor_view(PyObject *cls, const DLTensorABI *t, PyObject *device_id, int access
         return cc_make_lazy_view(cls, addr, t->ndim, t->shape, t->strides, word_int(dtype_word(t)), device_id,
                                  accessible, readonly, exporting, capsule, devtype);
     }
-    PyObject *strides = t->strides ? int64_tuple(t->strides, t->ndim) : Py_NewRef(Py_None);
-    return cc_make_view(cls, PyLong_FromUnsignedLongLong(addr), int64_tuple(t->shape, t->ndim), strides,
+    PyObject *strides = t->strides ? cc_int64_tuple(t->strides, t->ndim) : Py_NewRef(Py_None);
+    return cc_make_view(cls, PyLong_FromUnsignedLongLong(addr), cc_int64_tuple(t->shape, t->ndim), strides,
                         word_int(dtype_word(t)), device_id, accessible, readonly, exporting, capsule, devtype);
 }
 

@@ -37,6 +37,8 @@ PyObject *cc_make_view(PyObject *cls, PyObject *ptr, PyObject *shape, PyObject *
 PyObject *cc_make_lazy_view(PyObject *cls, uint64_t addr, int ndim, const int64_t *shape, const int64_t *strides,
                             PyObject *dtype, PyObject *device_id, int accessible, int readonly, PyObject *exporting,
                             PyObject *capsule, long devtype);
+/* The tuple of n int64 values (a shape or strides), or NULL with the error set. */
+PyObject *cc_int64_tuple(const int64_t *x, int n);
 /* 0 when cls is ViewInfo or a subclass, else -1 with TypeError set. */
 int cc_check_view_cls(PyObject *cls);
 

@@ -60,8 +60,8 @@ lazy_name(int bit)
     return lazy_names[bit == CC_VIEW_LAZY_PTR ? 0 : bit == CC_VIEW_LAZY_SHAPE ? 1 : 2];
 }
 
-static PyObject *
-extents_tuple(const int64_t *x, int n)
+PyObject *
+cc_int64_tuple(const int64_t *x, int n)
 {
     PyObject *t = PyTuple_New(n);
     for (int i = 0; t != NULL && i < n; i++) {
@@ -83,7 +83,7 @@ lazy_get(ViewInfo *v, int bit)
     PyObject **slot = lazy_slot(v, bit);
     if (v->lazy & bit) {
         PyObject *x = bit == CC_VIEW_LAZY_PTR ? PyLong_FromUnsignedLongLong(v->addr)
-                                               : extents_tuple(v->extents + (bit == CC_VIEW_LAZY_STRIDES ? v->ndim : 0), v->ndim);
+                                               : cc_int64_tuple(v->extents + (bit == CC_VIEW_LAZY_STRIDES ? v->ndim : 0), v->ndim);
         if (x == NULL) {
             return NULL;
         }
