@@ -69,6 +69,8 @@ typedef struct {
     void **params;
     int busy; /* storage in use by a launch that released the GIL (another takes a fresh one) */
     int dense_f64; /* every argument a float (CC_FAST_F64) at 8 * its index: packed in one tight loop */
+    PyTypeObject *dense_type; /* dense_f64 with one type for every argument (borrowed: types holds
+                                 it): each argument's type is compared with it, four at a time */
 } cc_plan;
 
 /* The driver call of a launch, with the GIL released like every driver call: a launch waiting

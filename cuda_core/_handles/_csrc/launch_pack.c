@@ -362,6 +362,34 @@ pack_dense_f64(const cc_plan *plan, PyObject *const *args, PyObject *const *type
     return 1;
 }
 
+/* The same where every argument must be of one type: four at a time, no per-argument type
+ * read from the plan (512 doubles cost about 9 instructions each with it, 7 without). */
+static inline Py_ALWAYS_INLINE int
+pack_dense_one_type(Py_ssize_t n, PyObject *const *args, const PyTypeObject *type, char *bytes)
+{
+    Py_ssize_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        PyObject *a0 = args[i], *a1 = args[i + 1], *a2 = args[i + 2], *a3 = args[i + 3];
+        if ((Py_TYPE(a0) != type) | (Py_TYPE(a1) != type) | (Py_TYPE(a2) != type) | (Py_TYPE(a3) != type)) {
+            return 0;
+        }
+        double x0 = PyFloat_AS_DOUBLE(a0), x1 = PyFloat_AS_DOUBLE(a1), x2 = PyFloat_AS_DOUBLE(a2),
+               x3 = PyFloat_AS_DOUBLE(a3);
+        memcpy(bytes + 8 * i, &x0, 8);
+        memcpy(bytes + 8 * i + 8, &x1, 8);
+        memcpy(bytes + 8 * i + 16, &x2, 8);
+        memcpy(bytes + 8 * i + 24, &x3, 8);
+    }
+    for (; i < n; i++) {
+        if (Py_TYPE(args[i]) != type) {
+            return 0;
+        }
+        double x = PyFloat_AS_DOUBLE(args[i]);
+        memcpy(bytes + 8 * i, &x, 8);
+    }
+    return 1;
+}
+
 static inline Py_ALWAYS_INLINE int
 plan_pack(const cc_plan *plan, PyObject *const *args, char *bytes)
 {
@@ -419,6 +447,9 @@ plan_match_pack(const cc_plan *plan, PyObject *const *args, Py_ssize_t n, char *
     if (plan->dense_f64) {
         if (n != plan->nargs || plan->types == NULL) {
             return 0;
+        }
+        if (plan->dense_type != NULL) {
+            return pack_dense_one_type(plan->nargs, args, plan->dense_type, bytes);
         }
         return pack_dense_f64(plan, args, &PyTuple_GET_ITEM(plan->types, 0), bytes);
     }

@@ -143,6 +143,7 @@ plan_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
     self->storage = NULL;
     self->busy = 0;
     self->dense_f64 = 0;
+    self->dense_type = NULL;
     self->args = PyMem_Calloc((size_t)(n ? n : 1), sizeof(cc_arg));
     if (self->args == NULL) {
         self->nargs = 0;
@@ -161,6 +162,14 @@ plan_new(PyTypeObject *cls, PyObject *args, PyObject *kwds)
         if (self->args[i].fast != CC_FAST_F64 || self->args[i].offset != 8 * (size_t)i) {
             self->dense_f64 = 0;
             break;
+        }
+    }
+    if (self->dense_f64) {
+        self->dense_type = (PyTypeObject *)PyTuple_GET_ITEM(types, 0);
+        for (Py_ssize_t i = 1; i < n && self->dense_type != NULL; i++) {
+            if (PyTuple_GET_ITEM(types, i) != (PyObject *)self->dense_type) {
+                self->dense_type = NULL;
+            }
         }
     }
     self->storage = cc_plan_new_storage(self, &self->bytes, &self->params);
@@ -191,6 +200,7 @@ plan_clear(PyObject *op)
         Py_CLEAR(self->args[i].getter);
         Py_CLEAR(self->args[i].last_int);
     }
+    self->dense_type = NULL; /* borrowed from types */
     Py_CLEAR(self->types);
     return 0;
 }

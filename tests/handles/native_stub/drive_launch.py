@@ -101,9 +101,10 @@ def steady_state() -> None:
 @check
 def dense_doubles() -> None:
     # Only doubles (launch_pack.c's dense_f64 plan): each argument's type is checked as it is
-    # packed. Another type anywhere, even at the last place, goes to the Python path, whose plan
-    # for those types C then launches.
-    n = 64
+    # packed (four at a time where every one is a float, one by one for mixed float types).
+    # Another type anywhere, even at the last place, goes to the Python path, whose plan for
+    # those types C then launches. 66 arguments: 16 blocks of four and two after them.
+    n = 66
     sizes = (8,) * n
     s, cfg, k, _ = setup(c_layout(sizes))
     floats = tuple(float(i) * 1.5 for i in range(n))
@@ -112,13 +113,14 @@ def dense_doubles() -> None:
         for _ in range(3):
             assert params(sizes, lambda: launch(s, cfg, k, *floats)) == want
     r.expect(fast=2, slow=1)
-    for at in (0, n // 2, n - 1):
+    for at in (0, 1, 2, 3, n // 2, n - 2, n - 1):
         mixed = (*floats[:at], np.float64(-2.0), *floats[at + 1 :])
         expect = want[: 8 * at] + np.float64(-2.0).tobytes() + want[8 * at + 8 :]
         with Ran() as r:
             assert params(sizes, lambda m=mixed: launch(s, cfg, k, *m)) == expect
+            assert params(sizes, lambda m=mixed: launch(s, cfg, k, *m)) == expect  # its plan
             assert params(sizes, lambda: launch(s, cfg, k, *floats)) == want
-        r.expect(fast=0, slow=2)
+        r.expect(fast=1, slow=2)
     with Ran() as r:
         assert params(sizes, lambda: launch(s, cfg, k, *floats)) == want
     r.expect(fast=1, slow=0)
