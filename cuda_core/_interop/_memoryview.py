@@ -531,7 +531,7 @@ class StridedMemoryView(_ViewBase):
 # ---------------------------------------------------------------------------------------------
 # Builders
 
-# The native backend's ClassMethod is classmethod that keeps the method it binds (from_dlpack
+# The native backend's ClassMethod is a classmethod that keeps the method it binds (from_dlpack
 # and from_array_interface are hot calls; classmethod makes and frees a method per call).
 _class_method: Any = getattr(backend, "ClassMethod", classmethod)
 if hasattr(backend, "ViewEntry"):

@@ -258,15 +258,20 @@ cm_clear(PyObject *op)
     return PyClassMethod_Type.tp_clear(op);
 }
 
+/* As CPython's subtype_dealloc: untracked while its own fields go (their release may run a
+ * collection), tracked again for classmethod's dealloc, which untracks, releases its fields
+ * and frees. */
 static void
 cm_dealloc(PyObject *op)
 {
     PyTypeObject *tp = Py_TYPE(op);
     cm_fields *f = CM(op);
+    PyObject_GC_UnTrack(op);
     Py_CLEAR(f->bound);
     Py_CLEAR(f->cls);
     Py_CLEAR(f->func);
-    PyClassMethod_Type.tp_dealloc(op); /* untracks, releases its fields, frees */
+    PyObject_GC_Track(op);
+    PyClassMethod_Type.tp_dealloc(op);
     Py_DECREF(tp);
 }
 
