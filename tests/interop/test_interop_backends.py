@@ -347,14 +347,22 @@ def test_native_reader_leaks_no_references():
 
 
 def test_order_event_and_torch_setup_alike():
-    for dev, event in ((0, 0x10), (63, 0x20), (64, 0x30), (-1, 0x40)):
-        assert (
-            pure.set_order_event(dev, event)
-            == native.set_order_event(dev, event)
-            == (0 <= dev < 64)
-        )
-    native.set_order_event(0, 0)
-    native.set_order_event(63, 0)
+    from cuda_core._interop import _fast_arrays
+
+    saved = dict(pure._order_events)
+    try:
+        for dev, event in ((0, 0x10), (63, 0x20), (64, 0x30), (-1, 0x40)):
+            assert (
+                pure.set_order_event(dev, event)
+                == native.set_order_event(dev, event)
+                == (0 <= dev < 64)
+            )
+    finally:  # the process's real events again: a later test in this process orders through them
+        pure._order_events.clear()
+        pure._order_events.update(saved)
+        for dev in (0, 63):
+            real = _fast_arrays._events.get(dev)
+            native.set_order_event(dev, real[1] if real else 0)
     assert pure.torch_setup(int, object()) is False
     assert native.torch_setup(int, object()) is False  # not the exchange API's capsule
     assert native.torch_setup(int, _capsule()) is False  # a capsule of another name
